@@ -1,0 +1,114 @@
+// The matrix model: a benchmark study declared as axes whose cross product is the set of cells.
+//
+// A matrix is parsed from YAML (ParseMatrix), checked (the parser validates everything it can
+// know without a fleet), and expanded (Expand) into cells and units:
+//   - a cell is one point of the cross product plus the `fixed` parameters;
+//   - a unit is what one lease hands one agent: the cells that must run in one session (those
+//     that differ only in `pair` or `together` axes), for one replicate index. A cell with
+//     `replicates.sessions = S` appears in S units, each of which the scheduler sends to a
+//     different session.
+// Expansion is deterministic: the same YAML always yields the same cells, keys, units and seeds.
+//
+// Thread safety: all types here are plain values; functions are pure and reentrant.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/status/statusor.h"
+
+namespace ladder::matrices {
+
+// A parameter value: a JSON scalar (integer, number, string or bool).
+using Value = nlohmann::json;
+
+struct Axis {
+  std::string name;
+  std::vector<Value> values;  // non-empty, no duplicates
+};
+
+struct Replicates {
+  int sessions = 1;   // distinct agent sessions (ideally distinct hosts) per cell
+  int processes = 1;  // engine processes per session (kernel runner: independent repeats)
+  int rounds = 1;     // rounds per process; paired arms are interleaved within each round
+};
+
+// What an agent must have to take this matrix's units. Empty / zero fields match anything.
+struct Requirements {
+  std::string gpu_vendor;           // "nvidia", "amd", or "" (any, including CPU-only)
+  std::string gpu_name_glob;        // fnmatch-style glob on the GPU name, e.g. "*H100*"
+  int gpu_count = 0;                // minimum number of GPUs
+  int64_t min_gpu_memory_mib = 0;   // minimum memory of each counted GPU
+  std::vector<std::string> features;  // runner features the agent must advertise, e.g. "cuda"
+};
+
+// The A/A control option: adds an arm to `axis` that is a copy of `of`, named `as`.
+struct AAControl {
+  std::string axis;
+  Value of;
+  std::string as;
+};
+
+struct Matrix {
+  std::string name;                  // [A-Za-z0-9_.-]+
+  std::string description;
+  std::string runner;                // "kernel" or "engine"
+  std::vector<Axis> axes;            // in declaration order
+  std::map<std::string, Value> fixed;
+  std::vector<std::map<std::string, Value>> exclude;  // partial cells to drop
+  std::vector<std::string> pair;     // axes whose values are compared within one session
+  std::vector<std::string> together; // further axes whose values share one unit (e.g. depth)
+  Replicates replicates;
+  Requirements requirements;         // the YAML key is `requires`
+  std::string metric;                // the primary metric for tables; runner default if empty
+  uint64_t seed = 0;                 // drives interleaving order; default derived from the name
+  int max_attempts = 3;              // attempts per unit before its cells fail
+  std::optional<AAControl> aa_control;
+};
+
+struct ParseOptions {
+  int64_t max_cells = 100000;  // cells after exclusion, before replication
+};
+
+// Parses and validates a matrix document. `filename` is used only in error messages.
+// Errors are InvalidArgument with a message of the form
+//   "m.yaml:4:12: axes.depth[2]: expected a positive integer, got -1".
+absl::StatusOr<Matrix> ParseMatrix(std::string_view yaml, std::string_view filename,
+                                   const ParseOptions& options = {});
+
+// Reads the file and parses it. NotFound when the file cannot be read.
+absl::StatusOr<Matrix> ParseMatrixFile(const std::string& path, const ParseOptions& options = {});
+
+struct Cell {
+  int index = 0;            // position in the expansion, 0-based, stable
+  std::string key;          // canonical "axis=value,axis=value" over the axes, in axis order
+  nlohmann::json axes;      // object: axis name -> value for this cell
+  nlohmann::json params;    // object: fixed parameters merged with `axes` (axes win)
+};
+
+struct Unit {
+  int index = 0;                  // position in the expansion, 0-based, stable
+  int replicate = 0;              // 0 .. replicates.sessions-1
+  std::string group_key;          // the key of the non-paired, non-together axes
+  std::vector<int> cell_indices;  // cells in this unit (by Cell::index), in expansion order
+  uint64_t seed = 0;              // seeds this unit's interleaving order
+};
+
+struct Expansion {
+  std::vector<Cell> cells;
+  std::vector<Unit> units;
+};
+
+// Expands a validated matrix. Fails (InvalidArgument) only if the cell cap is exceeded.
+absl::StatusOr<Expansion> Expand(const Matrix& matrix, const ParseOptions& options = {});
+
+// Renders a value the way cell keys show it: integers plain, strings unquoted.
+std::string ValueToString(const Value& value);
+
+}  // namespace ladder::matrices
