@@ -1,0 +1,171 @@
+// The coordinator's persistence: every scheduling fact and every measurement, in results.db.
+//
+// The Store is the database's only writer. Each method is one transaction: it either happens
+// completely or not at all, so a coordinator killed at any instant restarts from a consistent
+// state (LoadSchedulingState). Times are unix milliseconds supplied by the caller (so tests can
+// inject a clock).
+//
+// Thread safety: all methods are serialized by an internal mutex; safe to call from any thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "ladder/db/sqlite.h"
+#include "ladder/matrices/matrix.h"
+
+namespace ladder::db {
+
+struct GpuRow {
+  std::string vendor, name, arch, uuid, driver;
+  int64_t memory_mib = 0;
+};
+
+struct SessionRow {
+  std::string id;
+  std::string hostname, machine_id, boot_id, cloud_instance_id, cpu_model, agent_version;
+  int cpu_cores = 0;
+  int64_t memory_mib = 0;
+  nlohmann::json software = nlohmann::json::object();
+  nlohmann::json features = nlohmann::json::array();
+  nlohmann::json labels = nlohmann::json::object();
+  std::vector<GpuRow> gpus;
+  int64_t started_at = 0;
+  int64_t last_seen_at = 0;
+  std::string state = "active";
+};
+
+struct RunRow {
+  int64_t id = 0;
+  std::string state;       // queued | running | done | cancelled
+  std::string runner;
+  std::string metric;
+  int max_attempts = 3;
+  int processes = 1, rounds = 1, sessions = 1;
+  nlohmann::json requirements;  // matrices::Requirements as JSON
+};
+
+struct UnitRow {
+  int64_t id = 0;
+  int64_t run_id = 0;
+  int idx = 0;
+  int replicate = 0;
+  std::string group_key;
+  uint64_t seed = 0;
+  std::string state;       // queued | leased | done | failed | cancelled
+  int attempts = 0;        // attempts that ended without success
+  std::vector<int64_t> cell_ids;  // in unit order
+};
+
+struct AttemptRow {
+  int64_t id = 0;
+  int64_t unit_id = 0;
+  std::string session_id;
+  std::string state;
+  int64_t leased_at = 0;
+};
+
+// Everything the scheduler needs to resume after a restart.
+struct SchedulingSnapshot {
+  std::vector<RunRow> open_runs;           // queued or running
+  std::vector<UnitRow> units;              // all units of open runs
+  std::vector<AttemptRow> attempts;        // all non-failed attempts of those units
+  std::vector<SessionRow> sessions;        // sessions not marked gone
+};
+
+struct CellRow {
+  int64_t id = 0;
+  std::string key;
+  std::string params_json;
+};
+
+struct MeasurementIn {
+  std::string uuid;
+  int64_t attempt_id = 0;
+  int64_t cell_id = 0;
+  int process = 0, round = 0;
+  std::string metric;
+  double value = 0;
+  std::string unit;
+  int64_t measured_at = 0;
+};
+
+struct EvidenceIn {
+  std::string uuid;
+  int64_t attempt_id = 0;
+  int64_t cell_id = 0;
+  int process = 0;
+  std::string kind;
+  std::string value_json;
+  int64_t recorded_at = 0;
+};
+
+struct ReportOutcome {
+  std::vector<std::string> stored;   // stored now or before: safe to drop from the spool
+  std::vector<std::string> stale;    // subset of stored: kept but marked stale
+  std::vector<std::string> refused;  // not stored (unknown attempt or another session's)
+};
+
+class Store {
+ public:
+  // Opens or creates the database and migrates it to the latest schema.
+  static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path);
+
+  // Stores the matrix (deduplicated by sha256), a run, its cells, units and unit_cells, all in
+  // one transaction. Returns the run id.
+  absl::StatusOr<int64_t> CreateRun(const std::string& yaml, const matrices::Matrix& matrix,
+                                    const matrices::Expansion& expansion, int64_t now_ms);
+
+  absl::StatusOr<SchedulingSnapshot> LoadSchedulingState();
+  absl::StatusOr<std::vector<CellRow>> LoadCells(const std::vector<int64_t>& cell_ids);
+
+  absl::Status UpsertSession(const SessionRow& session);
+  absl::Status TouchSessions(const std::vector<std::string>& session_ids, int64_t now_ms);
+  absl::Status SetSessionState(const std::string& session_id, const std::string& state);
+
+  // Creates an attempt, marks the unit leased and the run running. Returns the attempt id.
+  absl::StatusOr<int64_t> LeaseUnit(int64_t unit_id, const std::string& session_id,
+                                    int64_t now_ms);
+
+  // Ends a live attempt: `attempt_state` in {done, failed, expired, cancelled}. The unit moves
+  // to `unit_state` with `unit_attempts` failed attempts; `unit_reason` is kept when it failed.
+  absl::Status EndAttempt(int64_t attempt_id, const std::string& attempt_state,
+                          const std::string& reason, int64_t unit_id,
+                          const std::string& unit_state, int unit_attempts, int64_t now_ms);
+
+  // Stores measurements and evidence in one transaction. `live_attempts` are the attempt ids
+  // that are the session's current leases; results for the session's other attempts are stored
+  // as stale; results naming an attempt of another session are refused.
+  absl::StatusOr<ReportOutcome> Report(const std::string& session_id,
+                                       const std::vector<MeasurementIn>& measurements,
+                                       const std::vector<EvidenceIn>& evidence,
+                                       const std::vector<int64_t>& live_attempts,
+                                       int64_t now_ms);
+
+  absl::StatusOr<std::pair<int64_t, int64_t>> CountResults(int64_t attempt_id);
+
+  absl::Status SetRunState(int64_t run_id, const std::string& state, int64_t now_ms);
+  // Cancels the run's queued and leased units and its live attempts.
+  absl::Status CancelRun(int64_t run_id, int64_t now_ms);
+
+  const std::string& path() const { return path_; }
+
+ private:
+  Store(std::unique_ptr<Database> db, std::string path);
+  std::mutex mu_;
+  std::unique_ptr<Database> db_ ABSL_GUARDED_BY(mu_);
+  std::string path_;
+};
+
+std::string Sha256Hex(std::string_view data);
+
+}  // namespace ladder::db
