@@ -70,6 +70,8 @@ struct Matrix {
   uint64_t seed = 0;                 // drives interleaving order; default derived from the name
   int max_attempts = 3;              // attempts per unit before its cells fail
   std::optional<AAControl> aa_control;
+  // Note: `axes` holds the declared values only; Expand inserts the A/A arm (`aa_control->as`)
+  // right after `aa_control->of`. Exclusions naming `of` on that axis also drop the A/A arm.
 };
 
 struct ParseOptions {
@@ -109,6 +111,16 @@ struct Expansion {
 absl::StatusOr<Expansion> Expand(const Matrix& matrix, const ParseOptions& options = {});
 
 // Renders a value the way cell keys show it: integers plain, strings unquoted.
+// Doubles use the shortest text that reads back to the same double, with ".0" appended when
+// that text would otherwise look like an integer (1.0 -> "1.0", 0.25 -> "0.25"); bools are
+// "true"/"false".
 std::string ValueToString(const Value& value);
+
+// The seed a matrix gets when its YAML has no `seed`: the 64-bit FNV-1a hash of its name.
+uint64_t DefaultSeed(std::string_view name);
+
+// The seed of one unit: splitmix64 mixing of the matrix seed, the unit's group index (groups
+// in order of first appearance) and its replicate index. Stable across versions and platforms.
+uint64_t UnitSeed(uint64_t matrix_seed, int group_index, int replicate);
 
 }  // namespace ladder::matrices

@@ -1,0 +1,45 @@
+// Private helpers shared by the parser and the expander. Not part of the public API.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ladder/matrices/matrix.h"
+
+namespace ladder::matrices::internal {
+
+// The axis values a matrix expands over: the declared values with the A/A control arm inserted
+// right after its `of` value. `param_values` is what the runner receives for each displayed value
+// (identical to `values` except for the A/A arm, whose parameter is the `of` value).
+struct ExpandedAxis {
+  std::string name;
+  std::vector<Value> values;        // what cell keys and Cell::axes show
+  std::vector<Value> param_values;  // what Cell::params carries
+  std::vector<std::string> rendered;  // ValueToString(values[i])
+};
+std::vector<ExpandedAxis> ExpandAxes(const Matrix& matrix);
+
+// One exclusion compiled against expanded axes: for each named axis, the value indices it
+// matches. An exclusion naming `of` on the A/A axis also matches the A/A arm. A term with no
+// indices (unknown axis or value) makes the exclusion match nothing.
+struct CompiledExclusion {
+  std::vector<std::pair<int, std::vector<int>>> terms;  // (axis index, matching value indices)
+  int last_axis = -1;                                   // largest axis index named
+};
+std::vector<CompiledExclusion> CompileExclusions(const Matrix& matrix,
+                                                 const std::vector<ExpandedAxis>& axes);
+
+// The number of cells after exclusion, saturating at INT64_MAX. Cheap even when the raw cross
+// product is astronomically large: only the axes named by exclusions are enumerated.
+int64_t CountCells(const std::vector<ExpandedAxis>& axes,
+                   const std::vector<CompiledExclusion>& exclusions);
+
+// The cap error message, shared by the parser and Expand.
+std::string CapMessage(int64_t cells, int64_t cap);
+
+uint64_t Fnv1a64(std::string_view bytes);
+uint64_t SplitMix64(uint64_t x);
+
+}  // namespace ladder::matrices::internal

@@ -1,0 +1,67 @@
+#include <charconv>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <system_error>
+
+#include "internal.h"
+#include "ladder/matrices/matrix.h"
+
+namespace ladder::matrices {
+
+std::string ValueToString(const Value& value) {
+  switch (value.type()) {
+    case Value::value_t::boolean:
+      return value.get<bool>() ? "true" : "false";
+    case Value::value_t::number_integer:
+      return std::to_string(value.get<int64_t>());
+    case Value::value_t::number_unsigned:
+      return std::to_string(value.get<uint64_t>());
+    case Value::value_t::number_float: {
+      char buffer[64];
+      const double d = value.get<double>();
+      auto [end, ec] = std::to_chars(buffer, buffer + sizeof(buffer), d);
+      if (ec != std::errc()) return value.dump();
+      std::string text(buffer, end);
+      // Keep a double distinguishable from an integer in keys: 1.0 renders "1.0", not "1".
+      if (text.find_first_of(".eEni") == std::string::npos) text += ".0";
+      return text;
+    }
+    case Value::value_t::string:
+      return value.get<std::string>();
+    case Value::value_t::null:
+      return "null";
+    default:
+      return value.dump();
+  }
+}
+
+uint64_t DefaultSeed(std::string_view name) { return internal::Fnv1a64(name); }
+
+uint64_t UnitSeed(uint64_t matrix_seed, int group_index, int replicate) {
+  uint64_t s = internal::SplitMix64(matrix_seed);
+  s = internal::SplitMix64(s ^ static_cast<uint64_t>(group_index));
+  s = internal::SplitMix64(s ^ static_cast<uint64_t>(replicate));
+  return s;
+}
+
+namespace internal {
+
+uint64_t Fnv1a64(std::string_view bytes) {
+  uint64_t hash = 0xcbf29ce484222325ULL;  // FNV offset basis
+  for (unsigned char c : bytes) {
+    hash ^= c;
+    hash *= 0x100000001b3ULL;  // FNV prime
+  }
+  return hash;
+}
+
+uint64_t SplitMix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+}  // namespace internal
+}  // namespace ladder::matrices
