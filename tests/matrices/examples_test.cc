@@ -1,0 +1,94 @@
+// Every example in matrices/examples/ parses and expands, with the shapes its comments promise.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "ladder/matrices/matrix.h"
+#include "test_util.h"
+
+namespace ladder::matrices {
+namespace {
+
+using testing::MustExpand;
+
+std::string ExamplePath(const std::string& name) {
+  return std::string(LADDER_MATRICES_EXAMPLES_DIR) + "/" + name;
+}
+
+Matrix MustParseExample(const std::string& name) {
+  auto matrix = ParseMatrixFile(ExamplePath(name));
+  EXPECT_TRUE(matrix.ok()) << matrix.status();
+  return matrix.ok() ? *std::move(matrix) : Matrix{};
+}
+
+TEST(MatrixParser, EveryExampleParsesAndExpands) {
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(LADDER_MATRICES_EXAMPLES_DIR)) {
+    if (entry.path().extension() != ".yaml") continue;
+    ++count;
+    SCOPED_TRACE(entry.path().string());
+    auto matrix = ParseMatrixFile(entry.path().string());
+    ASSERT_TRUE(matrix.ok()) << matrix.status();
+    EXPECT_EQ(matrix->name + ".yaml", entry.path().filename().string())
+        << "an example's file is named after its matrix";
+    auto expansion = Expand(*matrix);
+    ASSERT_TRUE(expansion.ok()) << expansion.status();
+    EXPECT_FALSE(expansion->units.empty());
+  }
+  EXPECT_GE(count, 4);
+}
+
+TEST(MatrixExpand, DemoCpuExample) {
+  const Matrix m = MustParseExample("demo-cpu.yaml");
+  EXPECT_EQ(m.runner, "kernel");
+  EXPECT_EQ(m.fixed.at("backend"), "cpu");
+  EXPECT_TRUE(m.requirements.gpu_vendor.empty());
+  const Expansion e = MustExpand(m);
+  EXPECT_EQ(e.cells.size(), 12u);
+  EXPECT_EQ(e.units.size(), 12u);  // 6 (depth, query_rows) groups x 2 sessions
+  EXPECT_EQ(e.units[0].group_key, "depth=256,query_rows=1");
+  EXPECT_EQ(e.cells[e.units[0].cell_indices[1]].key, "depth=256,query_rows=1,path=3d");
+  EXPECT_EQ(e.cells[0].params["preset"], "tiny");
+}
+
+TEST(MatrixExpand, Gemma4MtpLadderExample) {
+  const Matrix m = MustParseExample("gemma4-mtp-ladder.yaml");
+  EXPECT_EQ(m.runner, "engine");
+  EXPECT_EQ(m.fixed.at("model"), "google/gemma-4-31B-it-qat-w4a16-ct");
+  EXPECT_EQ(m.fixed.at("tensor_parallel"), 2);
+  EXPECT_EQ(m.requirements.gpu_vendor, "nvidia");
+  EXPECT_EQ(m.requirements.gpu_count, 2);
+  EXPECT_EQ(m.replicates.sessions, 3);
+  EXPECT_EQ(m.replicates.processes, 2);
+  EXPECT_EQ(m.replicates.rounds, 3);
+  const Expansion e = MustExpand(m);
+  EXPECT_EQ(e.cells.size(), 16u);
+  ASSERT_EQ(e.units.size(), 6u);  // 2 backends x 3 sessions, each the whole paired ladder
+  EXPECT_EQ(e.units[0].group_key, "attention_backend=TRITON_ATTN");
+  EXPECT_EQ(e.units[0].cell_indices.size(), 8u);
+  EXPECT_EQ(e.cells[7].key, "attention_backend=TRITON_ATTN,depth=32768,spec=mtp-k1");
+}
+
+TEST(MatrixExpand, Gemma4SyntheticLadderExample) {
+  const Matrix m = MustParseExample("gemma4-synthetic-ladder.yaml");
+  EXPECT_EQ(m.fixed.at("engine"), "synthetic");
+  EXPECT_EQ(m.fixed.at("preset"), "gemma4-31b");
+  const Expansion e = MustExpand(m);
+  EXPECT_EQ(e.cells.size(), 16u);
+  EXPECT_EQ(e.units[0].group_key, "policy=legacy");
+}
+
+TEST(MatrixExpand, KernelH200Example) {
+  const Matrix m = MustParseExample("kernel-h200.yaml");
+  EXPECT_EQ(m.fixed.at("backend"), "cuda");
+  EXPECT_EQ(m.requirements.gpu_vendor, "nvidia");
+  const Expansion e = MustExpand(m);
+  EXPECT_EQ(e.cells.size(), 3u * 6u * 3u * 2u);
+  EXPECT_EQ(e.units.size(), 3u * 6u * 3u);
+  for (const Unit& unit : e.units) EXPECT_EQ(unit.cell_indices.size(), 2u);
+}
+
+}  // namespace
+}  // namespace ladder::matrices
