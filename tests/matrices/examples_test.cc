@@ -1,5 +1,7 @@
 // Every example in matrices/examples/ parses and expands, with the shapes its comments promise.
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -88,6 +90,26 @@ TEST(MatrixExpand, KernelH200Example) {
   EXPECT_EQ(e.cells.size(), 3u * 6u * 3u * 2u);
   EXPECT_EQ(e.units.size(), 3u * 6u * 3u);
   for (const Unit& unit : e.units) EXPECT_EQ(unit.cell_indices.size(), 2u);
+}
+
+TEST(MatrixExpand, DocumentedExampleExpandsAsDescribed) {
+  // The first ```yaml block of docs/matrix-format.md is the complete example.
+  std::ifstream in(LADDER_MATRIX_FORMAT_DOC);
+  ASSERT_TRUE(in) << LADDER_MATRIX_FORMAT_DOC;
+  std::stringstream contents;
+  contents << in.rdbuf();
+  const std::string doc = contents.str();
+  const size_t start = doc.find("```yaml\n");
+  ASSERT_NE(start, std::string::npos);
+  const size_t body = start + 8;
+  const size_t end = doc.find("```", body);
+  ASSERT_NE(end, std::string::npos);
+  auto matrix = ParseMatrix(doc.substr(body, end - body), "matrix-format.md");
+  ASSERT_TRUE(matrix.ok()) << matrix.status();
+  const Expansion e = MustExpand(*matrix);
+  EXPECT_EQ(e.cells.size(), 21u);
+  EXPECT_EQ(e.units.size(), 6u);
+  EXPECT_EQ(e.cells[1].key, "attention_backend=TRITON_ATTN,depth=1024,spec=off-copy");
 }
 
 }  // namespace
