@@ -1,0 +1,88 @@
+// A client for an OpenAI-compatible completions server, built for measurement: prompts are
+// token IDs (no tokenizer), decoding is greedy with ignore_eos, and every request is streamed so
+// that the time to first token and the inter-token gaps are observed.
+//
+// Errors: Unavailable when the server cannot be reached or times out; Internal for an HTTP error
+// status (with the start of the body); DataLoss for a reply that is not the JSON / SSE expected
+// ("malformed JSON from engine: ..."). Each message names the URL.
+//
+// Thread safety: an EngineClient may be used from several threads (each call opens its own
+// connection).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "ladder/engines/prometheus.h"
+#include "ladder/engines/recipe.h"
+
+namespace ladder::engines {
+
+struct ClientOptions {
+  std::chrono::milliseconds request_timeout{600'000};
+  std::chrono::milliseconds connect_timeout{5'000};
+};
+
+// One timed generation.
+struct GenerationResult {
+  int prompt_tokens = 0;        // as sent
+  int completion_tokens = 0;    // from the final usage block; else max_tokens (ignore_eos)
+  bool usage_reported = false;  // false: completion_tokens was assumed
+  int reported_prompt_tokens = -1;  // the server's usage.prompt_tokens, -1 when absent
+  double total_ms = 0;          // request sent -> last event received
+  double ttft_ms = 0;           // request sent -> first event carrying text
+  std::vector<double> gaps_ms;  // between successive events carrying text
+};
+
+// The speculative-decoding counters at one instant (sums over label sets).
+struct SpecCounters {
+  double num_drafts = 0;
+  double num_draft_tokens = 0;
+  double num_accepted_tokens = 0;
+};
+
+class EngineClient {
+ public:
+  EngineClient(EngineEndpoints endpoints, ClientOptions options = {});
+
+  // OK when GET health_path answers 200 within `timeout`.
+  absl::Status Health(std::chrono::milliseconds timeout) const;
+
+  // GET path (relative to the base URL) -> body, for any 200 reply.
+  absl::StatusOr<std::string> Get(const std::string& path,
+                                  std::chrono::milliseconds timeout) const;
+
+  // The engine's version from version_path ({"version": "..."}); NotFound when it has none.
+  absl::StatusOr<std::string> Version() const;
+
+  absl::StatusOr<std::vector<PrometheusSample>> Metrics() const;
+  // NotFound when the metrics endpoint lacks the drafts or accepted-tokens counter.
+  absl::StatusOr<SpecCounters> ReadSpecCounters(const SpecMetricNames& names) const;
+
+  // A streamed, greedy, ignore_eos completion of `prompt` (token IDs) for max_tokens tokens.
+  absl::StatusOr<GenerationResult> Generate(std::span<const int32_t> prompt, int max_tokens) const;
+
+  const EngineEndpoints& endpoints() const { return endpoints_; }
+
+ private:
+  EngineEndpoints endpoints_;
+  ClientOptions options_;
+};
+
+// A prompt of exactly `depth` token IDs drawn uniformly from [id_min, id_max) by a generator
+// seeded with `seed` (splitmix64): the same seed gives the same prompt, different seeds give
+// unrelated prompts (so no prefix cache can serve them).
+std::vector<int32_t> MakePrompt(int depth, uint64_t seed, int32_t id_min, int32_t id_max);
+
+// Mixes several values into one seed (for per-request prompt seeds).
+uint64_t MixSeed(std::initializer_list<uint64_t> values);
+
+// The p-th percentile (0..100, linear interpolation) of `values`; 0 when empty.
+double Percentile(std::vector<double> values, double p);
+
+}  // namespace ladder::engines

@@ -1,0 +1,97 @@
+// The agent's `engine` runner: measures served inference engines by depth differencing.
+//
+// For one unit:
+//   1. Every cell's parameters are validated against its recipe (params["engine"]).
+//   2. Cells are grouped into arms: cells whose parameters are equal except `depth` share an
+//      arm (a duplicated arm, e.g. an A/A control with identical parameters, stays separate).
+//   3. For each process index p < unit.processes, each arm gets one engine process (fresh port,
+//      own process group), started once and reused for all of its depths and rounds.
+//      Arm residency (parameter `arm_residency`):
+//        together        all arms' engines run at once; each round visits all cells of the unit
+//                        in `order(cells, seed, p, round)`, so arms are interleaved within a
+//                        round (the runner contract). Default for synthetic and external.
+//        one_at_a_time   one engine at a time (a GPU holds one model): arms run in a seeded
+//                        order per process, and each round visits that arm's cells in the order
+//                        the unit order gives them. Default for vllm, sglang and llama.cpp.
+//      An engine is killed (its whole process group, waiting until it is gone, so its GPU
+//      memory is free) before the next one starts, and when the unit ends, fails or is
+//      cancelled.
+//   4. A cell at depth d, in one round: read the speculation counters; a streamed greedy
+//      completion of a fresh seeded prompt of exactly d token IDs for short_tokens (8), then
+//      another fresh prompt for long_tokens (64); read the counters again. Recorded metrics:
+//        decode_tok_s   (long - short tokens) / (t_long - t_short)                   tok/s
+//        t_short_ms, t_long_ms                                                       ms
+//        ttft_ms        time to first token of the long request                      ms
+//        itl_ms_p50, itl_ms_p90, itl_ms_mean   gaps between streamed chunks (long)   ms
+//        spec_drafts, spec_draft_tokens, spec_accepted_tokens   counter deltas       1
+//        acceptance_rate          accepted / drafted tokens                          1
+//        mean_acceptance_length   1 + accepted / drafts                              tok
+//      (acceptance metrics only where the engine exports the counters and drafted.)
+//   5. Evidence per (cell, process), after the process's rounds: engine_backend (backends the
+//      log named, forced backends, the requested one), backend_mismatch (true/false; null when
+//      the log named no backend), probe_counts (per configured pattern, for that engine process),
+//      engine_version, engine_process (argv, port, pid, restartable) and restartable (false for
+//      external servers). On a failure, log_tail (the last 200 lines) for the failing cell.
+//
+// Errors: a failed unit returns a non-ok status whose message names the engine, the arm, the
+// process index and what happened ("exited with status 3", "did not become healthy within 60 s",
+// "malformed JSON from engine ...", "port 8000 on 127.0.0.1 is already in use"). Parameter
+// errors are InvalidArgument; cancellation is Cancelled.
+//
+// Threads: Run is called from one thread at a time. While it runs, a watchdog thread polls
+// sink.Cancelled() every 100 ms and kills the unit's engines when it turns true, so an
+// in-flight request ends promptly; MeasurementSink::Cancelled must therefore be thread-safe.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "ladder/agent/runner.h"
+#include "ladder/engines/process.h"
+#include "ladder/engines/recipe.h"
+
+namespace ladder::engines {
+
+// The visiting order of `cell_count` cells: a permutation of 0..cell_count-1, deterministic in
+// (seed, process, round). The agent passes ladder::agent::InterleavedOrder.
+using OrderFn = std::function<std::vector<int>(int cell_count, uint64_t seed, int process,
+                                               int round)>;
+
+// The order used when EngineRunnerOptions::order is empty: a seeded Fisher-Yates shuffle.
+std::vector<int> SeededOrder(int cell_count, uint64_t seed, int process, int round);
+
+struct EngineRunnerOptions {
+  // Executables, bind host and engine versions. Its `port` is ignored (chosen per engine).
+  RecipeContext recipe_context;
+  // Recipes consulted before the built-ins, by name (tests add fakes; a site can add engines).
+  std::vector<std::shared_ptr<const Recipe>> extra_recipes;
+  OrderFn order;  // empty: SeededOrder
+  // Chooses an engine's port; empty: PickFreePort. Tests inject a taken port.
+  std::function<absl::StatusOr<int>(const std::string& host)> pick_port;
+  ProcessOptions process;  // probe_patterns is replaced by the cell's `probe_patterns` if given
+  std::chrono::milliseconds health_poll_interval{200};
+  // When non-empty, each engine's full log is written to
+  // <log_dir>/attempt<A>-unit<U>-arm<I>-proc<P>.log.
+  std::string log_dir;
+};
+
+class EngineRunner final : public agent::Runner {
+ public:
+  explicit EngineRunner(EngineRunnerOptions options = {});
+  ~EngineRunner() override;
+
+  std::string_view name() const override { return "engine"; }
+  absl::Status Run(const agent::UnitWork& unit, agent::MeasurementSink& sink) override;
+
+ private:
+  EngineRunnerOptions options_;
+};
+
+}  // namespace ladder::engines

@@ -1,0 +1,95 @@
+// The engine process supervisor: starts an engine in its own process group, captures its
+// output, scans it for evidence, and kills the whole group.
+//
+// Output: the child's stdout and stderr go to one pipe, read by a thread owned by the
+// EngineProcess. Lines are kept in a ring buffer of the last `tail_lines` lines (each truncated
+// to 4 KiB) and scanned as they arrive:
+//   - attention backend lines: "Using <NAME> backend" (any text between the two words; the last
+//     dotted component is kept, so "AttentionBackendEnum.TRITON_ATTN" reads TRITON_ATTN);
+//   - forcing lines: "Forcing <NAME>" (Gemma 4's "Forcing TRITON_ATTN ...");
+//   - probe patterns: literal substrings, each occurrence on a line counted once per line;
+//   - out-of-memory markers ("out of memory", "OutOfMemoryError", "OOM").
+//
+// Lifetime: the destructor kills the group (SIGTERM, then SIGKILL after the grace period) and
+// joins the reader. Kill is idempotent and noexcept. The child gets PR_SET_PDEATHSIG=SIGKILL,
+// so an agent that dies does not leave engines holding GPU memory.
+//
+// Thread safety: all methods may be called from any thread.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "ladder/engines/recipe.h"
+
+namespace ladder::engines {
+
+struct ProcessOptions {
+  std::vector<std::string> probe_patterns = {"PROBE_3D_SPEC_ACTIVE"};
+  size_t tail_lines = 200;
+  std::chrono::milliseconds kill_grace{10'000};  // SIGTERM -> SIGKILL
+  // When set, every output line is also appended to this file (created, truncated).
+  std::string log_file;
+};
+
+// What the log has shown so far.
+struct LogEvidence {
+  std::vector<std::string> backends;   // distinct names from "Using ... backend", in order seen
+  std::vector<std::string> forced;     // distinct names from "Forcing ..." lines
+  std::map<std::string, int64_t> probe_counts;  // every configured pattern, 0 when unseen
+  bool out_of_memory = false;
+  int64_t lines = 0;
+};
+
+struct ExitInfo {
+  bool signaled = false;
+  int code = 0;     // exit status, or the signal number when signaled
+  std::string Describe() const;  // "exited with status 3" / "killed by signal 9 (Killed)"
+};
+
+class EngineProcess {
+ public:
+  // Forks and execs `spec`. Fails (Internal/NotFound) when the pipe or fork fails or the
+  // program cannot be executed (the exec error is reported, e.g. "No such file or directory").
+  static absl::StatusOr<std::unique_ptr<EngineProcess>> Start(const LaunchSpec& spec,
+                                                              const ProcessOptions& options);
+
+  ~EngineProcess();
+  EngineProcess(const EngineProcess&) = delete;
+  EngineProcess& operator=(const EngineProcess&) = delete;
+
+  int pid() const;
+
+  // nullopt while the process runs; its exit once it has ended (reaps it).
+  std::optional<ExitInfo> Poll();
+
+  // Kills the process group: SIGTERM, then SIGKILL after the grace period; waits until the
+  // group is gone (bounded) so that its GPU memory is released. Safe to call repeatedly.
+  void Kill() noexcept;
+
+  LogEvidence Evidence() const;
+  std::vector<std::string> LogTail() const;
+
+  // A one-line reason for a dead process: its exit, plus "out of memory" when the log said so.
+  std::string DescribeExit(const ExitInfo& info) const;
+
+  class Impl;
+
+ private:
+  explicit EngineProcess(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Returns a TCP port on `host` that is free now (bound to port 0 and released). Another program
+// may take it before the engine binds it; the runner checks the engine really serves it.
+absl::StatusOr<int> PickFreePort(const std::string& host);
+
+// OK when nothing listens on host:port and it can be bound; FailedPrecondition otherwise.
+absl::Status CheckPortFree(const std::string& host, int port);
+
+}  // namespace ladder::engines

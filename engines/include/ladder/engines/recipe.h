@@ -1,0 +1,131 @@
+// Engine recipes: how to start an inference server for one cell, and where to talk to it.
+//
+// A recipe renders a cell's parameters (the matrix's `fixed` + `axes` values, a JSON object of
+// scalars) and a free port into a LaunchSpec (argv as a vector, never a shell string, plus
+// environment changes) and the endpoints the runner measures through. Rendering is pure: the
+// same parameters and context always give the same argv and environment (golden-tested).
+//
+// Parameter names and types are validated strictly: an unknown name, a wrong type or a value
+// out of range is InvalidArgument naming the engine and the parameter, e.g.
+//   "vllm: parameter 'spec_k': expected a non-negative integer, got \"one\"".
+// The parameters every engine shares (engine, depth, short_tokens, ...) are listed by
+// CommonParameters(); docs/engines.md lists each recipe's parameters and the flags they map to.
+//
+// Executables are never taken from a cell: the vLLM/SGLang/llama.cpp programs and the ladder
+// binary come from the agent's configuration (RecipeContext).
+//
+// Thread safety: recipes are immutable; Render may be called from any thread.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/status/statusor.h"
+
+namespace ladder::engines {
+
+// What to exec. argv[0] is looked up on PATH when it has no '/'.
+struct LaunchSpec {
+  std::vector<std::string> argv;
+  // Variables set in the child's environment (on top of the agent's own), in this order.
+  std::vector<std::pair<std::string, std::string>> env;
+  // Variables removed from the child's environment (e.g. a stale VLLM_ATTENTION_BACKEND).
+  std::vector<std::string> env_unset;
+};
+
+// Where the runner talks to a served engine.
+struct EngineEndpoints {
+  std::string base_url;                      // "http://127.0.0.1:8123"
+  std::string health_path = "/health";
+  std::string completions_path = "/v1/completions";
+  std::string metrics_path = "/metrics";      // empty: the engine exposes no metrics
+  std::string version_path;                   // empty: version not queryable over HTTP
+  std::string model;                          // the request's "model" field; empty: omitted
+  nlohmann::json extra_request_fields = nlohmann::json::object();  // merged into each request
+};
+
+// Prometheus counter names of the speculative-decoding counters. Names are given without the
+// `_total` suffix; the parser matches both. Empty strings: the engine exports none.
+struct SpecMetricNames {
+  std::string num_drafts;
+  std::string num_draft_tokens;
+  std::string num_accepted_tokens;
+  bool available() const { return !num_drafts.empty() && !num_accepted_tokens.empty(); }
+};
+
+enum class Restartability { kRestartable, kExternal };
+
+// The fully rendered engine for one arm configuration.
+struct RenderedEngine {
+  std::string engine;                     // recipe name
+  std::optional<LaunchSpec> launch;       // nullopt: an external server (nothing to start)
+  EngineEndpoints endpoints;
+  SpecMetricNames spec_metrics;
+  Restartability restartability = Restartability::kRestartable;
+  std::chrono::milliseconds start_timeout{600'000};
+  std::string requested_backend;          // the attention backend the cell asked for, or ""
+  std::string engine_version;             // the version the rendering assumed, or ""
+  int spec_k = 0;                         // speculative tokens per step (0: speculation off)
+};
+
+// The agent's configuration that recipes need. Defaults suit a host with the engines on PATH.
+struct RecipeContext {
+  std::string host = "127.0.0.1";         // the address engines bind and the runner calls
+  int port = 0;                           // the free port chosen for this engine process
+  std::string vllm_executable = "vllm";
+  std::string python_executable = "python3";    // runs `-m sglang.launch_server`
+  std::string llama_server_executable = "llama-server";
+  std::string ladder_binary = "/proc/self/exe";  // runs `engine synthetic`
+  // Installed engine versions by recipe name (from the agent's inventory), e.g. {"vllm":
+  // "0.15.1"}. A cell's `engine_version` parameter wins over this.
+  std::map<std::string, std::string> engine_versions;
+};
+
+enum class ParamType { kString, kInteger, kNonNegativeInteger, kPositiveInteger, kNumber,
+                       kBool, kStringOrNumber, kStringOrList, kStringOrObject, kAny };
+
+struct ParamSpec {
+  std::string name;
+  ParamType type = ParamType::kString;
+  bool required = false;
+  std::string help;  // one line: what it maps to
+};
+
+// An engine recipe. Implementations are stateless.
+class Recipe {
+ public:
+  virtual ~Recipe() = default;
+  virtual std::string_view name() const = 0;
+  // The engine-specific parameters (the common ones are CommonParameters()).
+  virtual const std::vector<ParamSpec>& parameters() const = 0;
+  // Validates `params` (an object; common parameters are accepted and ignored here) and renders
+  // the engine. InvalidArgument on any invalid parameter.
+  virtual absl::StatusOr<RenderedEngine> Render(const nlohmann::json& params,
+                                                const RecipeContext& context) const = 0;
+};
+
+// Parameters every engine cell accepts; read by the runner, not by recipes.
+const std::vector<ParamSpec>& CommonParameters();
+
+// The built-in recipes: "vllm", "sglang", "llama.cpp", "external", "synthetic".
+// NotFound (listing the known names) for any other name.
+absl::StatusOr<const Recipe*> FindBuiltinRecipe(std::string_view engine);
+std::vector<std::string> BuiltinRecipeNames();
+
+// Checks that every key of `params` is a common or a recipe parameter of the right type and that
+// required ones are present. InvalidArgument naming the first offending parameter.
+absl::Status ValidateParams(const Recipe& recipe, const nlohmann::json& params);
+
+// Compares dotted versions numerically ("0.15.1" < "0.16"); a non-numeric suffix ("0.16.0rc1",
+// "0.15.1+cu128") is ignored. Returns <0, 0, >0.
+int CompareVersions(std::string_view a, std::string_view b);
+
+}  // namespace ladder::engines

@@ -1,0 +1,266 @@
+#include "ladder/engines/client.h"
+
+#include <httplib.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/match.h"
+#include "message.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "ladder/status_macros.h"
+
+namespace ladder::engines {
+
+using internal::Cat;
+using internal::ToStd;
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double MsSince(Clock::time_point start, Clock::time_point end) {
+  return std::chrono::duration<double, std::milli>(end - start).count();
+}
+
+void SetTimeouts(httplib::Client& client, std::chrono::milliseconds connect,
+                 std::chrono::milliseconds read) {
+  client.set_connection_timeout(connect);
+  client.set_read_timeout(read);
+  client.set_write_timeout(read);
+}
+
+std::string Snippet(std::string_view body) {
+  std::string s(body.substr(0, 300));
+  if (body.size() > 300) s += "...";
+  return s;
+}
+
+absl::Status TransportError(const std::string& url, httplib::Error error) {
+  return absl::UnavailableError(
+      Cat("cannot reach engine at ", url, ": ", httplib::to_string(error)));
+}
+
+uint64_t SplitMix(uint64_t& state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+EngineClient::EngineClient(EngineEndpoints endpoints, ClientOptions options)
+    : endpoints_(std::move(endpoints)), options_(options) {}
+
+absl::StatusOr<std::string> EngineClient::Get(const std::string& path,
+                                              std::chrono::milliseconds timeout) const {
+  httplib::Client client(endpoints_.base_url);
+  SetTimeouts(client, std::min(timeout, options_.connect_timeout), timeout);
+  auto result = client.Get(path);
+  std::string url = endpoints_.base_url + path;
+  if (!result) return TransportError(url, result.error());
+  if (result->status != 200) {
+    return absl::InternalError(Cat("GET ", url, " returned HTTP ", result->status, ": ",
+                                            Snippet(result->body)));
+  }
+  return result->body;
+}
+
+absl::Status EngineClient::Health(std::chrono::milliseconds timeout) const {
+  return Get(endpoints_.health_path, timeout).status();
+}
+
+absl::StatusOr<std::string> EngineClient::Version() const {
+  if (endpoints_.version_path.empty()) return absl::NotFoundError("engine has no version endpoint");
+  ASSIGN_OR_RETURN(std::string body, Get(endpoints_.version_path, std::chrono::seconds(5)));
+  nlohmann::json j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_object() && j.contains("version") && j["version"].is_string()) {
+    return j["version"].get<std::string>();
+  }
+  return absl::DataLossError(Cat("malformed JSON from engine at ", endpoints_.base_url,
+                                          endpoints_.version_path, ": ", Snippet(body)));
+}
+
+absl::StatusOr<std::vector<PrometheusSample>> EngineClient::Metrics() const {
+  if (endpoints_.metrics_path.empty()) return absl::NotFoundError("engine exposes no metrics");
+  ASSIGN_OR_RETURN(std::string body, Get(endpoints_.metrics_path, std::chrono::seconds(10)));
+  return ParsePrometheusText(body);
+}
+
+absl::StatusOr<SpecCounters> EngineClient::ReadSpecCounters(const SpecMetricNames& names) const {
+  if (!names.available()) return absl::NotFoundError("no speculation counters for this engine");
+  ASSIGN_OR_RETURN(std::vector<PrometheusSample> samples, Metrics());
+  std::optional<double> drafts = SumCounter(samples, names.num_drafts);
+  std::optional<double> accepted = SumCounter(samples, names.num_accepted_tokens);
+  if (!drafts.has_value() || !accepted.has_value()) {
+    return absl::NotFoundError(Cat("metrics lack ", names.num_drafts, " or ",
+                                            names.num_accepted_tokens));
+  }
+  SpecCounters c;
+  c.num_drafts = *drafts;
+  c.num_accepted_tokens = *accepted;
+  c.num_draft_tokens =
+      names.num_draft_tokens.empty() ? 0 : SumCounter(samples, names.num_draft_tokens).value_or(0);
+  return c;
+}
+
+absl::StatusOr<GenerationResult> EngineClient::Generate(std::span<const int32_t> prompt,
+                                                        int max_tokens) const {
+  nlohmann::json body = endpoints_.extra_request_fields.is_object()
+                            ? endpoints_.extra_request_fields
+                            : nlohmann::json::object();
+  if (!endpoints_.model.empty()) body["model"] = endpoints_.model;
+  body["prompt"] = std::vector<int32_t>(prompt.begin(), prompt.end());
+  body["max_tokens"] = max_tokens;
+  body["temperature"] = 0;
+  body["ignore_eos"] = true;
+  body["stream"] = true;
+  body["stream_options"] = {{"include_usage", true}};
+
+  std::string url = endpoints_.base_url + endpoints_.completions_path;
+  GenerationResult result;
+  result.prompt_tokens = static_cast<int>(prompt.size());
+  result.completion_tokens = max_tokens;
+
+  std::string buffer;
+  std::string raw_prefix;  // the first bytes, for error messages
+  absl::Status stream_status;
+  bool done = false;
+  bool saw_text = false;
+  Clock::time_point start;
+  Clock::time_point last_text;
+
+  auto handle_event = [&](const std::string& event) -> bool {
+    for (absl::string_view line : absl::StrSplit(event, '\n')) {
+      line = absl::StripTrailingAsciiWhitespace(line);
+      if (!absl::ConsumePrefix(&line, "data:")) continue;
+      line = absl::StripLeadingAsciiWhitespace(line);
+      if (line == "[DONE]") {
+        done = true;
+        continue;
+      }
+      nlohmann::json j =
+          nlohmann::json::parse(std::string(line), nullptr, /*allow_exceptions=*/false);
+      if (j.is_discarded() || !j.is_object()) {
+        stream_status = absl::DataLossError(
+            Cat("malformed JSON from engine at ", url, ": ", Snippet(ToStd(line))));
+        return false;
+      }
+      if (j.contains("error")) {
+        stream_status = absl::InternalError(
+            Cat("engine at ", url, " reported an error: ", Snippet(j["error"].dump())));
+        return false;
+      }
+      auto now = Clock::now();
+      if (j.contains("choices") && j["choices"].is_array()) {
+        for (const auto& choice : j["choices"]) {
+          if (choice.is_object() && choice.contains("text") && choice["text"].is_string() &&
+              !choice["text"].get_ref<const std::string&>().empty()) {
+            if (!saw_text) {
+              result.ttft_ms = MsSince(start, now);
+              saw_text = true;
+            } else {
+              result.gaps_ms.push_back(MsSince(last_text, now));
+            }
+            last_text = now;
+            break;
+          }
+        }
+      }
+      if (j.contains("usage") && j["usage"].is_object()) {
+        const auto& usage = j["usage"];
+        if (usage.contains("completion_tokens") && usage["completion_tokens"].is_number_integer()) {
+          result.completion_tokens = usage["completion_tokens"].get<int>();
+          result.usage_reported = true;
+        }
+        if (usage.contains("prompt_tokens") && usage["prompt_tokens"].is_number_integer()) {
+          result.reported_prompt_tokens = usage["prompt_tokens"].get<int>();
+        }
+      }
+    }
+    return true;
+  };
+
+  httplib::Client client(endpoints_.base_url);
+  SetTimeouts(client, options_.connect_timeout, options_.request_timeout);
+  httplib::Request req;
+  req.method = "POST";
+  req.path = endpoints_.completions_path;
+  req.body = body.dump();
+  req.set_header("Content-Type", "application/json");
+  req.set_header("Accept", "text/event-stream");
+  int http_status = 0;
+  req.response_handler = [&](const httplib::Response& response) {
+    http_status = response.status;
+    return true;
+  };
+  req.content_receiver = [&](const char* data, size_t length, uint64_t, uint64_t) {
+    if (raw_prefix.size() < 300) raw_prefix.append(data, std::min<size_t>(length, 300));
+    if (http_status != 200) return true;  // collect the error body below
+    buffer.append(data, length);
+    size_t pos;
+    while ((pos = buffer.find("\n\n")) != std::string::npos) {
+      std::string event = buffer.substr(0, pos);
+      buffer.erase(0, pos + 2);
+      if (!handle_event(event)) return false;
+    }
+    return true;
+  };
+  httplib::Response response;
+  httplib::Error error = httplib::Error::Success;
+  start = Clock::now();
+  bool ok = client.send(req, response, error);
+  Clock::time_point end = Clock::now();
+  if (!stream_status.ok()) return stream_status;
+  if (!ok && http_status == 0) return TransportError(url, error);
+  if (http_status != 200) {
+    return absl::InternalError(Cat("POST ", url, " returned HTTP ", http_status, ": ",
+                                            Snippet(raw_prefix)));
+  }
+  if (!ok) return TransportError(url, error);
+  if (!buffer.empty() && !absl::StripAsciiWhitespace(buffer).empty()) {
+    if (!handle_event(buffer)) return stream_status;
+  }
+  if (!done) {
+    return absl::DataLossError(Cat("stream from engine at ", url,
+                                            " ended without [DONE]; received: ",
+                                            Snippet(raw_prefix)));
+  }
+  if (!saw_text) {
+    return absl::DataLossError(Cat("stream from engine at ", url, " carried no text"));
+  }
+  result.total_ms = MsSince(start, end);
+  return result;
+}
+
+std::vector<int32_t> MakePrompt(int depth, uint64_t seed, int32_t id_min, int32_t id_max) {
+  std::vector<int32_t> out(static_cast<size_t>(std::max(depth, 0)));
+  uint64_t state = seed;
+  uint64_t span = static_cast<uint64_t>(std::max(id_max - id_min, 1));
+  for (auto& id : out) id = id_min + static_cast<int32_t>(SplitMix(state) % span);
+  return out;
+}
+
+uint64_t MixSeed(std::initializer_list<uint64_t> values) {
+  uint64_t state = 0x6c6164646572ULL;  // "ladder"
+  uint64_t out = 0;
+  for (uint64_t v : values) {
+    state ^= v;
+    out = SplitMix(state);
+    state = out;
+  }
+  return out;
+}
+
+double Percentile(std::vector<double> values, double p) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  double rank = std::clamp(p, 0.0, 100.0) / 100.0 * static_cast<double>(values.size() - 1);
+  size_t lo = static_cast<size_t>(std::floor(rank));
+  size_t hi = static_cast<size_t>(std::ceil(rank));
+  double frac = rank - static_cast<double>(lo);
+  return values[lo] + (values[hi] - values[lo]) * frac;
+}
+
+}  // namespace ladder::engines

@@ -1,0 +1,631 @@
+#include "ladder/engines/engine_runner.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "message.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "ladder/engines/client.h"
+#include "ladder/status_macros.h"
+#include "params.h"
+
+namespace ladder::engines {
+
+using internal::Cat;
+using internal::ToStd;
+namespace {
+
+using agent::CellWork;
+using agent::Evidence;
+using agent::Measurement;
+using agent::MeasurementSink;
+using agent::UnitWork;
+using Clock = std::chrono::steady_clock;
+
+enum class Residency { kTogether, kOneAtATime };
+
+// The settings shared by the cells of one arm (read from its first cell).
+struct ArmSettings {
+  int short_tokens = 8;
+  int long_tokens = 64;
+  std::chrono::milliseconds request_timeout{600'000};
+  std::vector<std::string> probe_patterns;
+  int32_t token_id_min = 1000;
+  int32_t token_id_max = 30000;
+};
+
+struct Arm {
+  int index = 0;
+  const Recipe* recipe = nullptr;
+  nlohmann::json params;          // the first cell's params (depth varies within the arm)
+  std::string label;              // the cell key without depth
+  std::vector<int> cells;         // indices into unit.cells
+  std::set<int64_t> depths;
+  ArmSettings settings;
+};
+
+// One started engine (a child process, or an external server).
+struct LiveEngine {
+  const Arm* arm = nullptr;
+  int process_index = 0;
+  RenderedEngine rendered;
+  std::unique_ptr<EngineProcess> process;  // null for external servers
+  std::unique_ptr<EngineClient> client;
+  int port = 0;
+  std::string version;
+  double start_ms = 0;
+};
+
+std::string NormalizeBackend(std::string_view name) {
+  std::string out;
+  for (char c : name) {
+    if (std::isalnum(static_cast<unsigned char>(c))) {
+      out.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
+    }
+  }
+  return out;
+}
+
+std::string LabelWithoutDepth(const CellWork& cell) {
+  std::vector<std::string> parts;
+  for (absl::string_view part : absl::StrSplit(cell.key, ',', absl::SkipEmpty())) {
+    if (!absl::StartsWith(part, "depth=")) parts.emplace_back(part);
+  }
+  if (parts.empty()) return "default";
+  return absl::StrJoin(parts, ",");
+}
+
+absl::StatusOr<ArmSettings> ReadSettings(const nlohmann::json& params, std::string_view engine) {
+  ArmSettings s;
+  s.short_tokens = static_cast<int>(internal::GetInt(params, "short_tokens").value_or(8));
+  s.long_tokens = static_cast<int>(internal::GetInt(params, "long_tokens").value_or(64));
+  if (s.long_tokens <= s.short_tokens) {
+    return internal::ParamError(engine, "long_tokens",
+                                Cat("must exceed short_tokens (", s.short_tokens, ")"));
+  }
+  double timeout_s = internal::GetNumber(params, "request_timeout_s").value_or(600);
+  if (timeout_s <= 0) return internal::ParamError(engine, "request_timeout_s", "must be > 0");
+  s.request_timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
+  if (params.contains("probe_patterns")) {
+    ASSIGN_OR_RETURN(s.probe_patterns, internal::GetList(params, engine, "probe_patterns"));
+  } else {
+    s.probe_patterns = {"PROBE_3D_SPEC_ACTIVE"};
+  }
+  s.token_id_min = static_cast<int32_t>(internal::GetInt(params, "token_id_min").value_or(1000));
+  s.token_id_max = static_cast<int32_t>(internal::GetInt(params, "token_id_max").value_or(30000));
+  if (s.token_id_max <= s.token_id_min) {
+    return internal::ParamError(engine, "token_id_max", "must exceed token_id_min");
+  }
+  return s;
+}
+
+absl::Status Annotate(const absl::Status& status, std::string_view context) {
+  return absl::Status(status.code(), Cat(context, ": ", status.message()));
+}
+
+// Runs one unit; owns the live engines and the cancellation watchdog.
+class UnitRun {
+ public:
+  UnitRun(const EngineRunnerOptions& options, const UnitWork& unit, MeasurementSink& sink)
+      : options_(options), unit_(unit), sink_(sink) {}
+
+  ~UnitRun() {
+    StopAll();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      finished_ = true;
+    }
+    cv_.notify_all();
+    if (watchdog_.joinable()) watchdog_.join();
+  }
+
+  absl::Status Run() {
+    if (unit_.cells.empty()) return absl::OkStatus();
+    if (unit_.processes < 1 || unit_.rounds < 1) {
+      return absl::InvalidArgumentError("engine runner: processes and rounds must be >= 1");
+    }
+    RETURN_IF_ERROR(BuildArms());
+    watchdog_ = std::thread([this] { Watchdog(); });
+    for (int p = 0; p < unit_.processes; ++p) {
+      absl::Status s = residency_ == Residency::kTogether ? RunProcessTogether(p)
+                                                          : RunProcessOneAtATime(p);
+      StopAll();
+      if (!s.ok()) return cancelled_ ? absl::CancelledError("engine runner: unit cancelled") : s;
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  // ------------------------------------------------------------------------------------------
+  absl::Status BuildArms() {
+    std::map<std::string, std::vector<int>> by_config;  // config -> arm indices
+    std::optional<Residency> residency;
+    for (size_t i = 0; i < unit_.cells.size(); ++i) {
+      const CellWork& cell = unit_.cells[i];
+      if (!cell.params.is_object() || !cell.params.contains("engine") ||
+          !cell.params["engine"].is_string()) {
+        return absl::InvalidArgumentError(
+            Cat("engine runner: cell ", cell.key, ": parameter 'engine' is required"));
+      }
+      std::string engine = cell.params["engine"].get<std::string>();
+      const Recipe* recipe = nullptr;
+      for (const auto& extra : options_.extra_recipes) {
+        if (extra->name() == engine) recipe = extra.get();
+      }
+      if (recipe == nullptr) {
+        auto found = FindBuiltinRecipe(engine);
+        if (!found.ok()) return Annotate(found.status(), Cat("cell ", cell.key));
+        recipe = *found;
+      }
+      if (auto s = ValidateParams(*recipe, cell.params); !s.ok()) {
+        return Annotate(s, Cat("cell ", cell.key));
+      }
+      // Render once now so that parameter errors surface before any engine starts.
+      RecipeContext probe_context = options_.recipe_context;
+      probe_context.port = 1;
+      if (auto r = recipe->Render(cell.params, probe_context); !r.ok()) {
+        return Annotate(r.status(), Cat("cell ", cell.key));
+      }
+      Residency cell_residency =
+          (engine == "synthetic" || engine == "external") ? Residency::kTogether
+                                                          : Residency::kOneAtATime;
+      if (auto r = internal::GetString(cell.params, "arm_residency")) {
+        if (*r == "together") {
+          cell_residency = Residency::kTogether;
+        } else if (*r == "one_at_a_time") {
+          cell_residency = Residency::kOneAtATime;
+        } else {
+          return internal::ParamError(engine, "arm_residency",
+                                      Cat("expected together or one_at_a_time, got \"",
+                                                   *r, "\""));
+        }
+      }
+      if (residency.has_value() && *residency != cell_residency) {
+        return absl::InvalidArgumentError(
+            "engine runner: the cells of one unit disagree on arm_residency");
+      }
+      residency = cell_residency;
+
+      nlohmann::json config = cell.params;
+      int64_t depth = config["depth"].get<int64_t>();
+      config.erase("depth");
+      std::string config_key = config.dump();
+      Arm* target = nullptr;
+      for (int arm_index : by_config[config_key]) {
+        if (arms_[arm_index].depths.count(depth) == 0) {
+          target = &arms_[arm_index];
+          break;
+        }
+      }
+      if (target == nullptr) {
+        Arm arm;
+        arm.index = static_cast<int>(arms_.size());
+        arm.recipe = recipe;
+        arm.params = cell.params;
+        arm.label = LabelWithoutDepth(cell);
+        ASSIGN_OR_RETURN(arm.settings, ReadSettings(cell.params, engine));
+        by_config[config_key].push_back(arm.index);
+        arms_.push_back(std::move(arm));
+        target = &arms_.back();
+      }
+      target->cells.push_back(static_cast<int>(i));
+      target->depths.insert(depth);
+    }
+    residency_ = residency.value_or(Residency::kTogether);
+    return absl::OkStatus();
+  }
+
+  std::vector<int> Order(int count, int process, int round) const {
+    std::vector<int> order = options_.order ? options_.order(count, unit_.seed, process, round)
+                                            : SeededOrder(count, unit_.seed, process, round);
+    if (static_cast<int>(order.size()) != count) return SeededOrder(count, unit_.seed, process,
+                                                                    round);
+    return order;
+  }
+
+  // ------------------------------------------------------------------------------------------
+  absl::Status RunProcessTogether(int p) {
+    std::vector<LiveEngine*> engines(arms_.size(), nullptr);
+    for (const Arm& arm : arms_) {
+      ASSIGN_OR_RETURN(engines[arm.index], StartEngine(arm, p));
+    }
+    std::vector<int> arm_of_cell(unit_.cells.size(), 0);
+    for (const Arm& arm : arms_) {
+      for (int c : arm.cells) arm_of_cell[c] = arm.index;
+    }
+    for (int r = 0; r < unit_.rounds; ++r) {
+      for (int c : Order(static_cast<int>(unit_.cells.size()), p, r)) {
+        RETURN_IF_ERROR(MeasureCell(*engines[arm_of_cell[c]], c, p, r));
+      }
+    }
+    for (const Arm& arm : arms_) RETURN_IF_ERROR(RecordProcessEvidence(*engines[arm.index]));
+    return absl::OkStatus();
+  }
+
+  absl::Status RunProcessOneAtATime(int p) {
+    // Arms in a seeded order per process (round index -1 keeps it apart from the cell orders).
+    for (int a : Order(static_cast<int>(arms_.size()), p, -1)) {
+      const Arm& arm = arms_[a];
+      ASSIGN_OR_RETURN(LiveEngine * engine, StartEngine(arm, p));
+      std::set<int> mine(arm.cells.begin(), arm.cells.end());
+      for (int r = 0; r < unit_.rounds; ++r) {
+        for (int c : Order(static_cast<int>(unit_.cells.size()), p, r)) {
+          if (mine.count(c) != 0) RETURN_IF_ERROR(MeasureCell(*engine, c, p, r));
+        }
+      }
+      RETURN_IF_ERROR(RecordProcessEvidence(*engine));
+      StopAll();
+    }
+    return absl::OkStatus();
+  }
+
+  // ------------------------------------------------------------------------------------------
+  std::string Context(const Arm& arm, int p) const {
+    return Cat("engine ", arm.recipe->name(), " [", arm.label, "] process ", p);
+  }
+
+  absl::StatusOr<LiveEngine*> StartEngine(const Arm& arm, int p) {
+    if (IsCancelled()) return absl::CancelledError("engine runner: unit cancelled");
+    std::string context = Context(arm, p);
+    auto live = std::make_unique<LiveEngine>();
+    live->arm = &arm;
+    live->process_index = p;
+    RecipeContext rc = options_.recipe_context;
+    // Render once with a placeholder port to learn whether there is anything to start.
+    rc.port = 1;
+    ASSIGN_OR_RETURN(RenderedEngine probe, arm.recipe->Render(arm.params, rc));
+    if (probe.launch.has_value()) {
+      absl::StatusOr<int> port = options_.pick_port ? options_.pick_port(rc.host)
+                                                    : PickFreePort(rc.host);
+      if (!port.ok()) return Annotate(port.status(), context);
+      rc.port = *port;
+      if (auto s = CheckPortFree(rc.host, rc.port); !s.ok()) {
+        return Annotate(s, Cat(context, ": cannot start engine"));
+      }
+    }
+    ASSIGN_OR_RETURN(live->rendered, arm.recipe->Render(arm.params, rc));
+    live->port = live->rendered.launch.has_value() ? rc.port : 0;
+    ClientOptions client_options;
+    client_options.request_timeout = arm.settings.request_timeout;
+    live->client = std::make_unique<EngineClient>(live->rendered.endpoints, client_options);
+
+    Clock::time_point start = Clock::now();
+    if (live->rendered.launch.has_value()) {
+      ProcessOptions po = options_.process;
+      po.probe_patterns = arm.settings.probe_patterns;
+      if (!options_.log_dir.empty()) {
+        po.log_file = Cat(options_.log_dir, "/attempt", unit_.attempt_id, "-unit",
+                                   unit_.unit_id, "-arm", arm.index, "-proc", p, ".log");
+      }
+      auto process = EngineProcess::Start(*live->rendered.launch, po);
+      if (!process.ok()) return Annotate(process.status(), context);
+      std::lock_guard<std::mutex> lock(mu_);
+      live->process = std::move(*process);
+    }
+    LiveEngine* raw = live.get();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      live_.push_back(std::move(live));
+    }
+
+    // Wait until healthy, the process dies, the deadline passes or the unit is cancelled.
+    Clock::time_point deadline = start + raw->rendered.start_timeout;
+    absl::Status last = absl::UnavailableError("no health check yet");
+    while (true) {
+      if (IsCancelled()) return absl::CancelledError("engine runner: unit cancelled");
+      if (raw->process) {
+        if (auto exit = raw->process->Poll()) {
+          return FailWithLog(*raw, -1, absl::UnavailableError(Cat(
+                                           context, ": engine ", raw->process->DescribeExit(*exit),
+                                           " before becoming healthy")));
+        }
+      }
+      last = raw->client->Health(std::chrono::milliseconds(2000));
+      if (last.ok()) break;
+      if (Clock::now() >= deadline) {
+        double seconds =
+            std::chrono::duration<double>(raw->rendered.start_timeout).count();
+        return FailWithLog(
+            *raw, -1,
+            absl::DeadlineExceededError(Cat(
+                context, ": engine did not become healthy within ", seconds, " s at ",
+                raw->rendered.endpoints.base_url, raw->rendered.endpoints.health_path,
+                " (last: ", last.message(), ")")));
+      }
+      std::this_thread::sleep_for(options_.health_poll_interval);
+    }
+    if (raw->process) {
+      if (auto exit = raw->process->Poll()) {
+        return FailWithLog(*raw, -1, absl::UnavailableError(Cat(
+                                         context, ": engine ", raw->process->DescribeExit(*exit),
+                                         " right after a health check passed (is another "
+                                         "server on port ", raw->port, "?)")));
+      }
+    }
+    raw->start_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    auto version = raw->client->Version();
+    raw->version = version.ok() ? *version : raw->rendered.engine_version;
+    return raw;
+  }
+
+  void StopAll() {
+    std::vector<std::unique_ptr<LiveEngine>> engines;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      engines.swap(live_);
+    }
+    for (auto& e : engines) {
+      if (e->process) e->process->Kill();
+    }
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Records the log tail for `cell` (when >= 0, else for every cell of the arm) and returns
+  // `status`.
+  absl::Status FailWithLog(LiveEngine& engine, int cell, absl::Status status) {
+    if (IsCancelled()) return absl::CancelledError("engine runner: unit cancelled");
+    std::vector<std::string> tail;
+    if (engine.process) {
+      if (!engine.process->Poll().has_value()) engine.process->Kill();
+      tail = engine.process->LogTail();
+    }
+    std::vector<int> cells = cell >= 0 ? std::vector<int>{cell} : engine.arm->cells;
+    for (int c : cells) {
+      Evidence ev;
+      ev.cell_id = unit_.cells[c].cell_id;
+      ev.process = engine.process_index;
+      ev.kind = "log_tail";
+      ev.value = tail;
+      (void)sink_.RecordEvidence(ev);  // best effort: the failure itself is what matters
+      Evidence reason = ev;
+      reason.kind = "failure";
+      reason.value = std::string(status.message());
+      (void)sink_.RecordEvidence(reason);
+    }
+    if (!tail.empty()) {
+      std::vector<std::string> last(tail.end() - std::min<size_t>(tail.size(), 5), tail.end());
+      return absl::Status(status.code(),
+                          Cat(status.message(), "; last log lines: ",
+                                       absl::StrJoin(last, " | ")));
+    }
+    return status;
+  }
+
+  absl::Status RecordMetric(int64_t cell_id, int p, int r, std::string metric, double value,
+                            std::string unit) {
+    Measurement m;
+    m.cell_id = cell_id;
+    m.process = p;
+    m.round = r;
+    m.metric = std::move(metric);
+    m.value = value;
+    m.unit = std::move(unit);
+    return sink_.Record(m);
+  }
+
+  absl::Status MeasureCell(LiveEngine& engine, int c, int p, int r) {
+    if (IsCancelled()) return absl::CancelledError("engine runner: unit cancelled");
+    const CellWork& cell = unit_.cells[c];
+    const ArmSettings& s = engine.arm->settings;
+    const int depth = static_cast<int>(cell.params["depth"].get<int64_t>());
+    std::string context = Cat(Context(*engine.arm, p), ", cell ", cell.key, ", round ", r);
+    auto engine_error = [&](const absl::Status& status) -> absl::Status {
+      if (engine.process) {
+        // A request that failed because the engine died reports the death, not the socket.
+        for (int i = 0; i < 20 && !engine.process->Poll().has_value(); ++i) {
+          if (status.code() != absl::StatusCode::kUnavailable) break;
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+        if (auto exit = engine.process->Poll()) {
+          return FailWithLog(engine, c, absl::UnavailableError(Cat(
+                                            context, ": engine ",
+                                            engine.process->DescribeExit(*exit), " mid-cell")));
+        }
+      }
+      return FailWithLog(engine, c, Annotate(status, context));
+    };
+
+    std::optional<SpecCounters> before;
+    if (engine.rendered.spec_metrics.available()) {
+      auto counters = engine.client->ReadSpecCounters(engine.rendered.spec_metrics);
+      if (counters.ok()) {
+        before = *counters;
+      } else if (counters.status().code() != absl::StatusCode::kNotFound) {
+        return engine_error(counters.status());
+      }
+    }
+    auto prompt_seed = [&](int which) {
+      return MixSeed({unit_.seed, static_cast<uint64_t>(unit_.attempt_id),
+                      static_cast<uint64_t>(cell.cell_id), static_cast<uint64_t>(p),
+                      static_cast<uint64_t>(r), static_cast<uint64_t>(which)});
+    };
+    std::vector<int32_t> short_prompt =
+        MakePrompt(depth, prompt_seed(0), s.token_id_min, s.token_id_max);
+    auto short_gen = engine.client->Generate(short_prompt, s.short_tokens);
+    if (!short_gen.ok()) return engine_error(short_gen.status());
+    if (IsCancelled()) return absl::CancelledError("engine runner: unit cancelled");
+    std::vector<int32_t> long_prompt =
+        MakePrompt(depth, prompt_seed(1), s.token_id_min, s.token_id_max);
+    auto long_gen = engine.client->Generate(long_prompt, s.long_tokens);
+    if (!long_gen.ok()) return engine_error(long_gen.status());
+    std::optional<SpecCounters> after;
+    if (before.has_value()) {
+      auto counters = engine.client->ReadSpecCounters(engine.rendered.spec_metrics);
+      if (!counters.ok()) return engine_error(counters.status());
+      after = *counters;
+    }
+
+    const int64_t id = cell.cell_id;
+    double dt_ms = long_gen->total_ms - short_gen->total_ms;
+    int dtokens = long_gen->completion_tokens - short_gen->completion_tokens;
+    if (dt_ms > 0 && dtokens > 0) {
+      RETURN_IF_ERROR(RecordMetric(id, p, r, "decode_tok_s", dtokens / (dt_ms / 1000.0), "tok/s"));
+    } else {
+      Evidence note{id, p, "measurement_note",
+                    Cat("round ", r, ": no decode rate: long - short = ", dtokens,
+                                 " tokens in ", dt_ms, " ms")};
+      RETURN_IF_ERROR(sink_.RecordEvidence(note));
+    }
+    RETURN_IF_ERROR(RecordMetric(id, p, r, "t_short_ms", short_gen->total_ms, "ms"));
+    RETURN_IF_ERROR(RecordMetric(id, p, r, "t_long_ms", long_gen->total_ms, "ms"));
+    RETURN_IF_ERROR(RecordMetric(id, p, r, "ttft_ms", long_gen->ttft_ms, "ms"));
+    if (!long_gen->gaps_ms.empty()) {
+      double sum = 0;
+      for (double g : long_gen->gaps_ms) sum += g;
+      RETURN_IF_ERROR(
+          RecordMetric(id, p, r, "itl_ms_p50", Percentile(long_gen->gaps_ms, 50), "ms"));
+      RETURN_IF_ERROR(
+          RecordMetric(id, p, r, "itl_ms_p90", Percentile(long_gen->gaps_ms, 90), "ms"));
+      RETURN_IF_ERROR(RecordMetric(id, p, r, "itl_ms_mean",
+                                   sum / static_cast<double>(long_gen->gaps_ms.size()), "ms"));
+    }
+    if (before.has_value() && after.has_value()) {
+      double drafts = after->num_drafts - before->num_drafts;
+      double drafted = after->num_draft_tokens - before->num_draft_tokens;
+      double accepted = after->num_accepted_tokens - before->num_accepted_tokens;
+      RETURN_IF_ERROR(RecordMetric(id, p, r, "spec_drafts", drafts, "1"));
+      RETURN_IF_ERROR(RecordMetric(id, p, r, "spec_draft_tokens", drafted, "1"));
+      RETURN_IF_ERROR(RecordMetric(id, p, r, "spec_accepted_tokens", accepted, "1"));
+      if (drafted > 0) {
+        RETURN_IF_ERROR(RecordMetric(id, p, r, "acceptance_rate", accepted / drafted, "1"));
+      }
+      if (drafts > 0) {
+        RETURN_IF_ERROR(
+            RecordMetric(id, p, r, "mean_acceptance_length", 1.0 + accepted / drafts, "tok"));
+      }
+    }
+    for (const GenerationResult* g : {&*short_gen, &*long_gen}) {
+      if (g->reported_prompt_tokens >= 0 && g->reported_prompt_tokens != depth) {
+        Evidence ev{id, p, "prompt_tokens_mismatch",
+                    {{"sent", depth}, {"reported", g->reported_prompt_tokens}, {"round", r}}};
+        RETURN_IF_ERROR(sink_.RecordEvidence(ev));
+        break;
+      }
+    }
+    if (!short_gen->usage_reported || !long_gen->usage_reported) {
+      Evidence ev{id, p, "measurement_note",
+                  "engine reported no usage; completion tokens assumed equal to max_tokens"};
+      RETURN_IF_ERROR(sink_.RecordEvidence(ev));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status RecordProcessEvidence(LiveEngine& engine) {
+    LogEvidence log;
+    if (engine.process) log = engine.process->Evidence();
+    const RenderedEngine& re = engine.rendered;
+    nlohmann::json backend = {{"requested", re.requested_backend},
+                              {"backends", log.backends},
+                              {"forced", log.forced}};
+    nlohmann::json mismatch = nullptr;
+    if (!re.requested_backend.empty() && (!log.backends.empty() || !log.forced.empty())) {
+      std::string want = NormalizeBackend(re.requested_backend);
+      bool seen = false;
+      for (const auto& b : log.backends) seen = seen || NormalizeBackend(b) == want;
+      bool forced_other = false;
+      for (const auto& f : log.forced) forced_other = forced_other || NormalizeBackend(f) != want;
+      mismatch = !seen || forced_other;
+    } else if (re.requested_backend.empty()) {
+      mismatch = false;  // nothing was asked for: whatever the engine chose is not a mismatch
+    }
+    bool restartable = re.restartability == Restartability::kRestartable;
+    nlohmann::json process_info = {{"engine", re.engine},
+                                   {"restartable", restartable},
+                                   {"base_url", re.endpoints.base_url},
+                                   {"start_ms", engine.start_ms},
+                                   {"spec_k", re.spec_k}};
+    if (re.launch.has_value()) {
+      process_info["argv"] = re.launch->argv;
+      nlohmann::json env = nlohmann::json::object();
+      for (const auto& [k, v] : re.launch->env) env[k] = v;
+      process_info["env"] = env;
+      process_info["pid"] = engine.process ? engine.process->pid() : 0;
+      process_info["port"] = engine.port;
+      process_info["log_lines"] = log.lines;
+    } else {
+      process_info["note"] =
+          "external server: the runner cannot restart it, so process replicates share one "
+          "server and its log is not visible";
+    }
+    for (int c : engine.arm->cells) {
+      const int64_t id = unit_.cells[c].cell_id;
+      const int p = engine.process_index;
+      RETURN_IF_ERROR(sink_.RecordEvidence(Evidence{id, p, "engine_backend", backend}));
+      RETURN_IF_ERROR(sink_.RecordEvidence(Evidence{id, p, "backend_mismatch", mismatch}));
+      if (engine.process) {
+        RETURN_IF_ERROR(sink_.RecordEvidence(Evidence{id, p, "probe_counts", log.probe_counts}));
+      }
+      RETURN_IF_ERROR(sink_.RecordEvidence(Evidence{id, p, "engine_version", engine.version}));
+      RETURN_IF_ERROR(sink_.RecordEvidence(Evidence{id, p, "engine_process", process_info}));
+      RETURN_IF_ERROR(sink_.RecordEvidence(Evidence{id, p, "restartable", restartable}));
+    }
+    return absl::OkStatus();
+  }
+
+  // ------------------------------------------------------------------------------------------
+  bool IsCancelled() {
+    if (cancelled_) return true;
+    if (sink_.Cancelled()) cancelled_ = true;
+    return cancelled_;
+  }
+
+  void Watchdog() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!finished_) {
+      cv_.wait_for(lock, std::chrono::milliseconds(100));
+      if (finished_) break;
+      if (sink_.Cancelled()) {
+        cancelled_ = true;
+        for (auto& e : live_) {
+          if (e->process) e->process->Kill();
+        }
+      }
+    }
+  }
+
+  const EngineRunnerOptions& options_;
+  const UnitWork& unit_;
+  MeasurementSink& sink_;
+  std::vector<Arm> arms_;  // stable after BuildArms (LiveEngine points into it)
+  Residency residency_ = Residency::kTogether;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::unique_ptr<LiveEngine>> live_;  // guarded by mu_
+  bool finished_ = false;                          // guarded by mu_
+  std::atomic<bool> cancelled_{false};
+  std::thread watchdog_;
+};
+
+}  // namespace
+
+std::vector<int> SeededOrder(int cell_count, uint64_t seed, int process, int round) {
+  std::vector<int> order(static_cast<size_t>(std::max(cell_count, 0)));
+  for (int i = 0; i < cell_count; ++i) order[static_cast<size_t>(i)] = i;
+  uint64_t state = MixSeed({seed, static_cast<uint64_t>(process), static_cast<uint64_t>(round)});
+  for (int i = cell_count - 1; i > 0; --i) {
+    state = MixSeed({state});
+    int j = static_cast<int>(state % static_cast<uint64_t>(i + 1));
+    std::swap(order[static_cast<size_t>(i)], order[static_cast<size_t>(j)]);
+  }
+  return order;
+}
+
+EngineRunner::EngineRunner(EngineRunnerOptions options) : options_(std::move(options)) {}
+EngineRunner::~EngineRunner() = default;
+
+absl::Status EngineRunner::Run(const agent::UnitWork& unit, agent::MeasurementSink& sink) {
+  UnitRun run(options_, unit, sink);
+  return run.Run();
+}
+
+}  // namespace ladder::engines

@@ -1,0 +1,416 @@
+#include "ladder/engines/process.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "absl/strings/ascii.h"
+#include "message.h"
+
+extern char** environ;
+
+namespace ladder::engines {
+
+using internal::Cat;
+using internal::ToStd;
+namespace {
+
+constexpr size_t kMaxLineBytes = 4096;
+
+std::string ErrnoText(int err) { return std::strerror(err); }
+
+// Extracts NAME from "... Using NAME backend ..."; "" when the line has none.
+std::string BackendFromLine(const std::string& line) {
+  size_t using_pos = line.find("Using ");
+  while (using_pos != std::string::npos) {
+    size_t start = using_pos + 6;
+    size_t end = line.find(" backend", start);
+    if (end != std::string::npos && end > start && end - start <= 64) {
+      std::string name = line.substr(start, end - start);
+      size_t dot = name.rfind('.');
+      if (dot != std::string::npos) name = name.substr(dot + 1);
+      absl::StripAsciiWhitespace(&name);
+      if (!name.empty()) return name;
+    }
+    using_pos = line.find("Using ", start);
+  }
+  return "";
+}
+
+std::string ForcedFromLine(const std::string& line) {
+  size_t pos = line.find("Forcing ");
+  if (pos == std::string::npos) return "";
+  size_t start = pos + 8;
+  size_t end = start;
+  while (end < line.size() &&
+         (std::isalnum(static_cast<unsigned char>(line[end])) || line[end] == '_')) {
+    ++end;
+  }
+  return line.substr(start, end - start);
+}
+
+void AddDistinct(std::vector<std::string>& names, std::string name) {
+  if (name.empty()) return;
+  if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(std::move(name));
+}
+
+}  // namespace
+
+std::string ExitInfo::Describe() const {
+  if (signaled) {
+    const char* name = strsignal(code);
+    return Cat("killed by signal ", code, " (", name ? name : "?", ")");
+  }
+  return Cat("exited with status ", code);
+}
+
+class EngineProcess::Impl {
+ public:
+  Impl(pid_t pid, int out_fd, ProcessOptions options)
+      : pid_(pid), out_fd_(out_fd), options_(std::move(options)) {
+    for (const auto& p : options_.probe_patterns) evidence_.probe_counts[p] = 0;
+    if (!options_.log_file.empty()) log_.open(options_.log_file, std::ios::trunc);
+    reader_ = std::thread([this] { ReadLoop(); });
+  }
+
+  ~Impl() {
+    Kill();
+    stop_reader_ = true;
+    if (reader_.joinable()) reader_.join();
+    close(out_fd_);
+  }
+
+  pid_t pid() const { return pid_; }
+
+  std::optional<ExitInfo> Poll() {
+    std::lock_guard<std::mutex> lock(wait_mu_);
+    return PollLocked(/*block=*/false);
+  }
+
+  void Kill() noexcept {
+    std::lock_guard<std::mutex> kill_lock(kill_mu_);
+    if (killed_) return;
+    killed_ = true;
+    killed_by_us_ = true;
+    ::kill(-pid_, SIGTERM);
+    ::kill(pid_, SIGTERM);  // in case the child had not yet moved into its own group
+    auto deadline = std::chrono::steady_clock::now() + options_.kill_grace;
+    while (std::chrono::steady_clock::now() < deadline) {
+      {
+        std::lock_guard<std::mutex> lock(wait_mu_);
+        if (PollLocked(false).has_value() && ::kill(-pid_, 0) != 0) break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ::kill(-pid_, SIGKILL);
+    {
+      std::lock_guard<std::mutex> lock(wait_mu_);
+      if (!exit_.has_value()) ::kill(pid_, SIGKILL);
+      PollLocked(/*block=*/true);
+    }
+    // Wait (bounded) until every member of the group is gone: their GPU memory is released only
+    // then.
+    auto group_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (::kill(-pid_, 0) == 0 && std::chrono::steady_clock::now() < group_deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    // Let the reader drain what the group wrote before dying, then stop it.
+    stop_reader_ = true;
+  }
+
+  LogEvidence Evidence() const {
+    std::lock_guard<std::mutex> lock(log_mu_);
+    return evidence_;
+  }
+
+  std::vector<std::string> LogTail() const {
+    std::lock_guard<std::mutex> lock(log_mu_);
+    return {tail_.begin(), tail_.end()};
+  }
+
+  bool killed_by_us() const {
+    std::lock_guard<std::mutex> lock(kill_mu_);
+    return killed_by_us_;
+  }
+
+  // Waits (bounded) until the reader has consumed everything written so far; used before
+  // reading evidence of a dead process.
+  void DrainAfterExit(std::chrono::milliseconds limit) {
+    auto deadline = std::chrono::steady_clock::now() + limit;
+    while (!reader_done_ && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+
+ private:
+  std::optional<ExitInfo> PollLocked(bool block) {
+    if (exit_.has_value()) return exit_;
+    int status = 0;
+    pid_t r;
+    do {
+      r = waitpid(pid_, &status, block ? 0 : WNOHANG);
+    } while (r < 0 && errno == EINTR);
+    if (r == pid_) {
+      ExitInfo info;
+      if (WIFSIGNALED(status)) {
+        info.signaled = true;
+        info.code = WTERMSIG(status);
+      } else {
+        info.code = WEXITSTATUS(status);
+      }
+      exit_ = info;
+    } else if (r < 0 && errno == ECHILD) {
+      exit_ = ExitInfo{false, -1};
+    }
+    return exit_;
+  }
+
+  void ReadLoop() {
+    std::string pending;
+    char buf[8192];
+    while (true) {
+      pollfd pfd{out_fd_, POLLIN, 0};
+      int r = ::poll(&pfd, 1, stop_reader_ ? 0 : 100);
+      if (r < 0 && errno == EINTR) continue;
+      if (r == 0) {
+        if (stop_reader_) break;
+        continue;
+      }
+      ssize_t n = ::read(out_fd_, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      pending.append(buf, static_cast<size_t>(n));
+      size_t start = 0;
+      while (true) {
+        size_t nl = pending.find('\n', start);
+        if (nl == std::string::npos) break;
+        HandleLine(pending.substr(start, nl - start));
+        start = nl + 1;
+      }
+      pending.erase(0, start);
+      if (pending.size() > kMaxLineBytes) {
+        HandleLine(pending);
+        pending.clear();
+      }
+    }
+    if (!pending.empty()) HandleLine(pending);
+    reader_done_ = true;
+  }
+
+  void HandleLine(std::string line) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.size() > kMaxLineBytes) line.resize(kMaxLineBytes);
+    std::string backend = line.find(" backend") != std::string::npos ? BackendFromLine(line) : "";
+    std::string forced = ForcedFromLine(line);
+    std::string lower = absl::AsciiStrToLower(line);
+    bool oom = lower.find("out of memory") != std::string::npos ||
+               lower.find("outofmemoryerror") != std::string::npos;
+    std::lock_guard<std::mutex> lock(log_mu_);
+    if (log_.is_open()) log_ << line << '\n';
+    AddDistinct(evidence_.backends, std::move(backend));
+    AddDistinct(evidence_.forced, std::move(forced));
+    for (auto& [pattern, count] : evidence_.probe_counts) {
+      if (line.find(pattern) != std::string::npos) ++count;
+    }
+    evidence_.out_of_memory = evidence_.out_of_memory || oom;
+    ++evidence_.lines;
+    tail_.push_back(std::move(line));
+    while (tail_.size() > options_.tail_lines) tail_.pop_front();
+  }
+
+  const pid_t pid_;
+  const int out_fd_;
+  const ProcessOptions options_;
+
+  mutable std::mutex wait_mu_;
+  std::optional<ExitInfo> exit_;  // guarded by wait_mu_
+
+  mutable std::mutex kill_mu_;
+  bool killed_ = false;        // guarded by kill_mu_
+  bool killed_by_us_ = false;  // guarded by kill_mu_
+
+  mutable std::mutex log_mu_;
+  std::deque<std::string> tail_;  // guarded by log_mu_
+  LogEvidence evidence_;          // guarded by log_mu_
+  std::ofstream log_;             // guarded by log_mu_
+
+  std::atomic<bool> stop_reader_{false};
+  std::atomic<bool> reader_done_{false};
+  std::thread reader_;  // reads out_fd_; joined in the destructor
+};
+
+EngineProcess::EngineProcess(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+EngineProcess::~EngineProcess() = default;
+
+absl::StatusOr<std::unique_ptr<EngineProcess>> EngineProcess::Start(const LaunchSpec& spec,
+                                                                   const ProcessOptions& options) {
+  if (spec.argv.empty() || spec.argv[0].empty()) {
+    return absl::InvalidArgumentError("engine launch: empty argv");
+  }
+  // Everything the child needs is prepared before fork: after fork only async-signal-safe calls.
+  std::vector<std::string> env_strings;
+  std::set<std::string> removed(spec.env_unset.begin(), spec.env_unset.end());
+  for (const auto& [key, value] : spec.env) removed.insert(key);
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    std::string_view entry(*e);
+    std::string key(entry.substr(0, entry.find('=')));
+    if (removed.count(key) == 0) env_strings.emplace_back(entry);
+  }
+  for (const auto& [key, value] : spec.env) env_strings.push_back(Cat(key, "=", value));
+  std::vector<char*> envp;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> argv_strings = spec.argv;
+  std::vector<char*> argv;
+  for (auto& s : argv_strings) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  long max_fd = std::min<long>(sysconf(_SC_OPEN_MAX), 65536);
+
+  int out_pipe[2];
+  int err_pipe[2];
+  if (pipe2(out_pipe, O_CLOEXEC) != 0) {
+    return absl::InternalError(Cat("engine launch: pipe: ", ErrnoText(errno)));
+  }
+  if (pipe2(err_pipe, O_CLOEXEC) != 0) {
+    int err = errno;
+    close(out_pipe[0]);
+    close(out_pipe[1]);
+    return absl::InternalError(Cat("engine launch: pipe: ", ErrnoText(err)));
+  }
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid < 0) {
+    int err = errno;
+    for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) close(fd);
+    return absl::InternalError(Cat("engine launch: fork: ", ErrnoText(err)));
+  }
+  if (pid == 0) {
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
+    sigset_t all;
+    sigemptyset(&all);
+    sigprocmask(SIG_SETMASK, &all, nullptr);
+    signal(SIGPIPE, SIG_DFL);
+    int devnull = open("/dev/null", O_RDONLY);
+    if (devnull >= 0) dup2(devnull, 0);
+    dup2(out_pipe[1], 1);
+    dup2(out_pipe[1], 2);
+    for (long fd = 3; fd < max_fd; ++fd) {
+      if (fd != err_pipe[1]) close(static_cast<int>(fd));
+    }
+    execvpe(argv[0], argv.data(), envp.data());
+    int err = errno;
+    ssize_t ignored = write(err_pipe[1], &err, sizeof err);
+    (void)ignored;
+    _exit(127);
+  }
+  setpgid(pid, pid);  // also from the parent, so a kill right after Start reaches the group
+  close(out_pipe[1]);
+  close(err_pipe[1]);
+  int child_errno = 0;
+  ssize_t n;
+  do {
+    n = read(err_pipe[0], &child_errno, sizeof child_errno);
+  } while (n < 0 && errno == EINTR);
+  close(err_pipe[0]);
+  if (n == static_cast<ssize_t>(sizeof child_errno)) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    close(out_pipe[0]);
+    std::string message = Cat("engine launch: cannot execute \"", spec.argv[0],
+                                       "\": ", ErrnoText(child_errno));
+    if (child_errno == ENOENT) return absl::NotFoundError(message);
+    return absl::FailedPreconditionError(message);
+  }
+  return std::unique_ptr<EngineProcess>(
+      new EngineProcess(std::make_unique<Impl>(pid, out_pipe[0], options)));
+}
+
+int EngineProcess::pid() const { return impl_->pid(); }
+std::optional<ExitInfo> EngineProcess::Poll() { return impl_->Poll(); }
+void EngineProcess::Kill() noexcept { impl_->Kill(); }
+LogEvidence EngineProcess::Evidence() const { return impl_->Evidence(); }
+std::vector<std::string> EngineProcess::LogTail() const {
+  return impl_->LogTail();
+}
+
+std::string EngineProcess::DescribeExit(const ExitInfo& info) const {
+  impl_->DrainAfterExit(std::chrono::milliseconds(500));
+  std::string out = info.Describe();
+  LogEvidence evidence = impl_->Evidence();
+  if (evidence.out_of_memory) {
+    out += " after reporting out of memory";
+  } else if (info.signaled && info.code == SIGKILL && !impl_->killed_by_us()) {
+    out += " (SIGKILL not sent by ladder: possibly the kernel's OOM killer)";
+  }
+  return out;
+}
+
+namespace {
+absl::StatusOr<sockaddr_in> Ipv4Address(const std::string& host, int port) {
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  std::string h = host == "localhost" ? "127.0.0.1" : host;
+  if (inet_pton(AF_INET, h.c_str(), &addr.sin_addr) != 1) {
+    return absl::InvalidArgumentError(
+        Cat("engine host \"", host, "\" is not an IPv4 address"));
+  }
+  return addr;
+}
+}  // namespace
+
+absl::StatusOr<int> PickFreePort(const std::string& host) {
+  auto addr = Ipv4Address(host, 0);
+  if (!addr.ok()) return addr.status();
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return absl::InternalError(Cat("socket: ", ErrnoText(errno)));
+  if (bind(fd, reinterpret_cast<sockaddr*>(&*addr), sizeof *addr) != 0) {
+    int err = errno;
+    close(fd);
+    return absl::InternalError(Cat("bind ", host, ":0: ", ErrnoText(err)));
+  }
+  sockaddr_in bound{};
+  socklen_t len = sizeof bound;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len);
+  close(fd);
+  return static_cast<int>(ntohs(bound.sin_port));
+}
+
+absl::Status CheckPortFree(const std::string& host, int port) {
+  auto addr = Ipv4Address(host, port);
+  if (!addr.ok()) return addr.status();
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return absl::InternalError(Cat("socket: ", ErrnoText(errno)));
+  int yes = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);  // TIME_WAIT is not "taken"
+  int rc = bind(fd, reinterpret_cast<sockaddr*>(&*addr), sizeof *addr);
+  int err = errno;
+  close(fd);
+  if (rc != 0) {
+    return absl::FailedPreconditionError(Cat("port ", port, " on ", host,
+                                                      " is already in use (", ErrnoText(err),
+                                                      ")"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace ladder::engines

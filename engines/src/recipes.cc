@@ -1,0 +1,463 @@
+// The built-in recipes. Each maps cell parameters onto one engine's command line; see
+// docs/engines.md for the table of parameters and flags.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "message.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+#include "ladder/engines/recipe.h"
+#include "ladder/status_macros.h"
+#include "params.h"
+
+namespace ladder::engines {
+
+using internal::Cat;
+using internal::ToStd;
+namespace {
+
+using internal::GetBool;
+using internal::GetEnv;
+using internal::GetInt;
+using internal::GetList;
+using internal::GetNumber;
+using internal::GetSpec;
+using internal::GetString;
+using internal::ParamError;
+
+constexpr char kVllmBackendEnv[] = "VLLM_ATTENTION_BACKEND";
+// vLLM removed VLLM_ATTENTION_BACKEND in 0.16 in favour of --attention-backend.
+constexpr char kVllmFirstVersionWithFlag[] = "0.16";
+
+std::string BaseUrl(const RecipeContext& context) {
+  return Cat("http://", context.host, ":", context.port);
+}
+
+std::chrono::milliseconds StartTimeout(const nlohmann::json& params, double default_s) {
+  double s = GetNumber(params, "start_timeout_s").value_or(default_s);
+  return std::chrono::milliseconds(static_cast<int64_t>(s * 1000));
+}
+
+std::string FormatNumber(double v) { return absl::StrFormat("%g", v); }
+
+// Appends "--flag value" when the parameter is present.
+void AddInt(std::vector<std::string>& argv, const nlohmann::json& params, std::string_view name,
+            std::string_view flag) {
+  if (auto v = GetInt(params, name)) {
+    argv.emplace_back(flag);
+    argv.push_back(std::to_string(*v));
+  }
+}
+void AddString(std::vector<std::string>& argv, const nlohmann::json& params,
+               std::string_view name, std::string_view flag) {
+  if (auto v = GetString(params, name)) {
+    argv.emplace_back(flag);
+    argv.push_back(*v);
+  }
+}
+void AddNumber(std::vector<std::string>& argv, const nlohmann::json& params,
+               std::string_view name, std::string_view flag) {
+  if (auto v = GetNumber(params, name)) {
+    argv.emplace_back(flag);
+    argv.push_back(FormatNumber(*v));
+  }
+}
+
+absl::Status AddExtras(RenderedEngine& out, const nlohmann::json& params, std::string_view engine) {
+  ASSIGN_OR_RETURN(std::vector<std::string> extra, GetList(params, engine, "extra_args"));
+  for (auto& arg : extra) out.launch->argv.push_back(std::move(arg));
+  ASSIGN_OR_RETURN(auto env, GetEnv(params, engine, "extra_env"));
+  for (auto& kv : env) out.launch->env.push_back(std::move(kv));
+  return absl::OkStatus();
+}
+
+SpecMetricNames VllmSpecMetrics() {
+  return {"vllm:spec_decode_num_drafts", "vllm:spec_decode_num_draft_tokens",
+          "vllm:spec_decode_num_accepted_tokens"};
+}
+
+const ParamSpec kSpec{"spec", ParamType::kString, false,
+                      "\"off\", \"METHOD\" or \"METHOD:K\" (shorthand for spec_method/spec_k)"};
+const ParamSpec kSpecMethod{"spec_method", ParamType::kString, false, "speculation method"};
+const ParamSpec kSpecK{"spec_k", ParamType::kNonNegativeInteger, false,
+                       "speculative tokens per step; 0 = off"};
+const ParamSpec kSpecModel{"spec_model", ParamType::kString, false, "draft/assistant model"};
+const ParamSpec kExtraArgs{"extra_args", ParamType::kStringOrList, false,
+                           "arguments appended verbatim (a list, or a string split on spaces)"};
+const ParamSpec kExtraEnv{"extra_env", ParamType::kStringOrObject, false,
+                          "environment variables: {K: V} or \"K=V K2=V2\""};
+const ParamSpec kEngineVersion{"engine_version", ParamType::kString, false,
+                               "installed engine version (overrides the agent's inventory)"};
+
+// ---------------------------------------------------------------------------------------------
+class VllmRecipe final : public Recipe {
+ public:
+  std::string_view name() const override { return "vllm"; }
+  const std::vector<ParamSpec>& parameters() const override {
+    static const std::vector<ParamSpec> kParams = {
+        {"model", ParamType::kString, true, "vllm serve MODEL"},
+        {"attention_backend", ParamType::kString, false,
+         "--attention-backend (>= 0.16) or VLLM_ATTENTION_BACKEND (< 0.16)"},
+        kEngineVersion, kSpec, kSpecMethod, kSpecK, kSpecModel,
+        {"tensor_parallel_size", ParamType::kPositiveInteger, false, "--tensor-parallel-size"},
+        {"max_model_len", ParamType::kPositiveInteger, false, "--max-model-len"},
+        {"gpu_memory_utilization", ParamType::kNumber, false, "--gpu-memory-utilization"},
+        {"dtype", ParamType::kString, false, "--dtype"},
+        {"quantization", ParamType::kString, false, "--quantization"},
+        {"enforce_eager", ParamType::kBool, false, "--enforce-eager when true"},
+        {"prefix_caching", ParamType::kBool, false,
+         "default false: --no-enable-prefix-caching; true: --enable-prefix-caching"},
+        {"seed", ParamType::kInteger, false, "--seed"},
+        kExtraArgs, kExtraEnv,
+    };
+    return kParams;
+  }
+
+  absl::StatusOr<RenderedEngine> Render(const nlohmann::json& params,
+                                        const RecipeContext& context) const override {
+    RETURN_IF_ERROR(ValidateParams(*this, params));
+    ASSIGN_OR_RETURN(internal::SpecRequest spec, GetSpec(params, name()));
+    RenderedEngine out;
+    out.engine = std::string(name());
+    out.launch.emplace();
+    std::string model = *GetString(params, "model");
+    std::vector<std::string>& argv = out.launch->argv;
+    argv = {context.vllm_executable, "serve", model, "--host", context.host, "--port",
+            std::to_string(context.port)};
+    AddInt(argv, params, "seed", "--seed");
+
+    std::string version = GetString(params, "engine_version").value_or("");
+    if (version.empty()) {
+      auto it = context.engine_versions.find("vllm");
+      if (it != context.engine_versions.end()) version = it->second;
+    }
+    out.engine_version = version;
+    if (auto backend = GetString(params, "attention_backend")) {
+      out.requested_backend = *backend;
+      if (!version.empty() && CompareVersions(version, kVllmFirstVersionWithFlag) < 0) {
+        out.launch->env.emplace_back(kVllmBackendEnv, *backend);
+      } else {
+        argv.insert(argv.end(), {"--attention-backend", *backend});
+        out.launch->env_unset.push_back(kVllmBackendEnv);
+      }
+    }
+    if (spec.k > 0) {
+      nlohmann::ordered_json config = nlohmann::ordered_json::object();
+      if (!spec.method.empty()) config["method"] = spec.method;
+      if (!spec.model.empty()) config["model"] = spec.model;
+      config["num_speculative_tokens"] = spec.k;
+      argv.insert(argv.end(), {"--speculative-config", config.dump()});
+      out.spec_k = spec.k;
+    }
+    AddInt(argv, params, "tensor_parallel_size", "--tensor-parallel-size");
+    AddInt(argv, params, "max_model_len", "--max-model-len");
+    AddNumber(argv, params, "gpu_memory_utilization", "--gpu-memory-utilization");
+    AddString(argv, params, "dtype", "--dtype");
+    AddString(argv, params, "quantization", "--quantization");
+    if (GetBool(params, "enforce_eager").value_or(false)) argv.emplace_back("--enforce-eager");
+    argv.emplace_back(GetBool(params, "prefix_caching").value_or(false)
+                          ? "--enable-prefix-caching"
+                          : "--no-enable-prefix-caching");
+    RETURN_IF_ERROR(AddExtras(out, params, name()));
+
+    out.endpoints.base_url = BaseUrl(context);
+    out.endpoints.version_path = "/version";
+    out.endpoints.model = model;
+    out.spec_metrics = VllmSpecMetrics();
+    out.start_timeout = StartTimeout(params, 1800);
+    return out;
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+class SglangRecipe final : public Recipe {
+ public:
+  std::string_view name() const override { return "sglang"; }
+  const std::vector<ParamSpec>& parameters() const override {
+    static const std::vector<ParamSpec> kParams = {
+        {"model", ParamType::kString, true, "--model-path"},
+        {"attention_backend", ParamType::kString, false, "--attention-backend"},
+        kEngineVersion, kSpec, kSpecMethod, kSpecK, kSpecModel,
+        {"tensor_parallel_size", ParamType::kPositiveInteger, false, "--tp-size"},
+        {"max_model_len", ParamType::kPositiveInteger, false, "--context-length"},
+        {"mem_fraction_static", ParamType::kNumber, false, "--mem-fraction-static"},
+        {"prefix_caching", ParamType::kBool, false,
+         "default false: --disable-radix-cache; true: radix cache on"},
+        {"seed", ParamType::kInteger, false, "--random-seed"},
+        {"metric_num_drafts", ParamType::kString, false, "Prometheus counter of drafts"},
+        {"metric_num_draft_tokens", ParamType::kString, false, "counter of drafted tokens"},
+        {"metric_num_accepted_tokens", ParamType::kString, false, "counter of accepted tokens"},
+        kExtraArgs, kExtraEnv,
+    };
+    return kParams;
+  }
+
+  absl::StatusOr<RenderedEngine> Render(const nlohmann::json& params,
+                                        const RecipeContext& context) const override {
+    RETURN_IF_ERROR(ValidateParams(*this, params));
+    ASSIGN_OR_RETURN(internal::SpecRequest spec, GetSpec(params, name()));
+    RenderedEngine out;
+    out.engine = std::string(name());
+    out.launch.emplace();
+    std::string model = *GetString(params, "model");
+    std::vector<std::string>& argv = out.launch->argv;
+    argv = {context.python_executable, "-m", "sglang.launch_server", "--model-path", model,
+            "--host", context.host, "--port", std::to_string(context.port)};
+    AddInt(argv, params, "seed", "--random-seed");
+    if (auto backend = GetString(params, "attention_backend")) {
+      out.requested_backend = *backend;
+      argv.insert(argv.end(), {"--attention-backend", *backend});
+    }
+    if (spec.k > 0) {
+      if (spec.method.empty()) {
+        return ParamError(name(), "spec_method",
+                          "is required with spec_k > 0 (--speculative-algorithm, e.g. EAGLE)");
+      }
+      argv.insert(argv.end(), {"--speculative-algorithm", spec.method});
+      if (!spec.model.empty()) {
+        argv.insert(argv.end(), {"--speculative-draft-model-path", spec.model});
+      }
+      argv.insert(argv.end(), {"--speculative-num-steps", std::to_string(spec.k),
+                               "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens",
+                               std::to_string(spec.k + 1)});
+      out.spec_k = spec.k;
+    }
+    AddInt(argv, params, "tensor_parallel_size", "--tp-size");
+    AddInt(argv, params, "max_model_len", "--context-length");
+    AddNumber(argv, params, "mem_fraction_static", "--mem-fraction-static");
+    if (!GetBool(params, "prefix_caching").value_or(false)) {
+      argv.emplace_back("--disable-radix-cache");
+    }
+    argv.emplace_back("--enable-metrics");
+    RETURN_IF_ERROR(AddExtras(out, params, name()));
+
+    out.engine_version = GetString(params, "engine_version").value_or("");
+    if (out.engine_version.empty()) {
+      auto it = context.engine_versions.find("sglang");
+      if (it != context.engine_versions.end()) out.engine_version = it->second;
+    }
+    out.endpoints.base_url = BaseUrl(context);
+    out.endpoints.model = model;
+    // SGLang's Prometheus names for speculation differ by version; none are assumed.
+    out.spec_metrics = {GetString(params, "metric_num_drafts").value_or(""),
+                        GetString(params, "metric_num_draft_tokens").value_or(""),
+                        GetString(params, "metric_num_accepted_tokens").value_or("")};
+    out.start_timeout = StartTimeout(params, 1800);
+    return out;
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+class LlamaCppRecipe final : public Recipe {
+ public:
+  std::string_view name() const override { return "llama.cpp"; }
+  const std::vector<ParamSpec>& parameters() const override {
+    static const std::vector<ParamSpec> kParams = {
+        {"model", ParamType::kString, true, "--model (a GGUF path)"},
+        kEngineVersion, kSpec, kSpecMethod, kSpecK, kSpecModel,
+        {"spec_k_min", ParamType::kNonNegativeInteger, false, "--draft-min"},
+        {"spec_p_min", ParamType::kNumber, false, "--draft-p-min"},
+        {"gpu_layers", ParamType::kInteger, false, "--n-gpu-layers"},
+        {"gpu_layers_draft", ParamType::kInteger, false, "--gpu-layers-draft"},
+        {"flash_attn", ParamType::kString, false, "--flash-attn on|off|auto"},
+        {"max_model_len", ParamType::kPositiveInteger, false, "--ctx-size"},
+        {"seed", ParamType::kInteger, false, "--seed"},
+        kExtraArgs, kExtraEnv,
+    };
+    return kParams;
+  }
+
+  absl::StatusOr<RenderedEngine> Render(const nlohmann::json& params,
+                                        const RecipeContext& context) const override {
+    RETURN_IF_ERROR(ValidateParams(*this, params));
+    ASSIGN_OR_RETURN(internal::SpecRequest spec, GetSpec(params, name()));
+    RenderedEngine out;
+    out.engine = std::string(name());
+    out.launch.emplace();
+    std::string model = *GetString(params, "model");
+    std::vector<std::string>& argv = out.launch->argv;
+    argv = {context.llama_server_executable, "--model", model, "--host", context.host, "--port",
+            std::to_string(context.port), "--metrics"};
+    AddInt(argv, params, "seed", "--seed");
+    AddInt(argv, params, "max_model_len", "--ctx-size");
+    AddInt(argv, params, "gpu_layers", "--n-gpu-layers");
+    if (auto fa = GetString(params, "flash_attn")) {
+      if (*fa != "on" && *fa != "off" && *fa != "auto") {
+        return ParamError(name(), "flash_attn", Cat("expected on, off or auto, got \"",
+                                                             *fa, "\""));
+      }
+      argv.insert(argv.end(), {"--flash-attn", *fa});
+    }
+    if (spec.k > 0) {
+      if (spec.model.empty()) {
+        return ParamError(name(), "spec_model",
+                          "is required with speculation (llama-server drafts with --model-draft)");
+      }
+      if (!spec.method.empty() && spec.method != "draft" && spec.method != "draft_model") {
+        return ParamError(name(), "spec_method",
+                          Cat("llama-server supports only draft-model speculation, got \"",
+                                       spec.method, "\""));
+      }
+      argv.insert(argv.end(), {"--model-draft", spec.model, "--draft-max", std::to_string(spec.k)});
+      AddInt(argv, params, "spec_k_min", "--draft-min");
+      AddNumber(argv, params, "spec_p_min", "--draft-p-min");
+      AddInt(argv, params, "gpu_layers_draft", "--gpu-layers-draft");
+      out.spec_k = spec.k;
+    }
+    RETURN_IF_ERROR(AddExtras(out, params, name()));
+    out.engine_version = GetString(params, "engine_version").value_or("");
+    out.endpoints.base_url = BaseUrl(context);
+    out.endpoints.model = model;
+    out.endpoints.extra_request_fields = {{"cache_prompt", false}};
+    out.start_timeout = StartTimeout(params, 900);
+    return out;
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+class ExternalRecipe final : public Recipe {
+ public:
+  std::string_view name() const override { return "external"; }
+  const std::vector<ParamSpec>& parameters() const override {
+    static const std::vector<ParamSpec> kParams = {
+        {"url", ParamType::kString, true, "base URL of a running server, http://host:port"},
+        {"model", ParamType::kString, false, "the request's model field"},
+        {"attention_backend", ParamType::kString, false,
+         "the backend the server is expected to use (recorded; not checkable without its log)"},
+        kEngineVersion, kSpec, kSpecMethod, kSpecK, kSpecModel,
+        {"health_path", ParamType::kString, false, "default /health"},
+        {"metrics_path", ParamType::kString, false, "default /metrics"},
+    };
+    return kParams;
+  }
+
+  absl::StatusOr<RenderedEngine> Render(const nlohmann::json& params,
+                                        const RecipeContext& context) const override {
+    RETURN_IF_ERROR(ValidateParams(*this, params));
+    ASSIGN_OR_RETURN(internal::SpecRequest spec, GetSpec(params, name()));
+    RenderedEngine out;
+    out.engine = std::string(name());
+    std::string url = *GetString(params, "url");
+    if (url.rfind("http://", 0) != 0) {
+      return ParamError(name(), "url", Cat("expected http://host:port, got \"", url,
+                                                    "\" (https is not supported)"));
+    }
+    while (!url.empty() && url.back() == '/') url.pop_back();
+    out.endpoints.base_url = url;
+    out.endpoints.model = GetString(params, "model").value_or("");
+    out.endpoints.health_path = GetString(params, "health_path").value_or("/health");
+    out.endpoints.metrics_path = GetString(params, "metrics_path").value_or("/metrics");
+    out.endpoints.version_path = "/version";
+    out.requested_backend = GetString(params, "attention_backend").value_or("");
+    out.engine_version = GetString(params, "engine_version").value_or("");
+    out.spec_metrics = VllmSpecMetrics();
+    out.restartability = Restartability::kExternal;
+    out.spec_k = spec.k;
+    out.start_timeout = StartTimeout(params, 30);
+    return out;
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+class SyntheticRecipe final : public Recipe {
+ public:
+  std::string_view name() const override { return "synthetic"; }
+  const std::vector<ParamSpec>& parameters() const override {
+    static const std::vector<ParamSpec> kParams = {
+        {"preset", ParamType::kString, false, "--preset (tiny, gemma4-31b); default tiny"},
+        {"policy", ParamType::kString, false, "--policy legacy|spec-aware"},
+        kSpec, kSpecMethod, kSpecK, kSpecModel,
+        {"acceptance", ParamType::kStringOrNumber, false,
+         "--acceptance RATE or DEPTH:RATE,DEPTH:RATE,..."},
+        {"seed", ParamType::kInteger, false, "--seed"},
+        {"attention_backend", ParamType::kString, false, "--attention-backend (logged name)"},
+        {"force_backend", ParamType::kString, false,
+         "--force-backend: log 'Forcing NAME' and use it whatever was asked"},
+        {"log_paths", ParamType::kString, false, "--log-paths once|every|none"},
+        {"threads", ParamType::kPositiveInteger, false, "--threads (CPU)"},
+        {"fault_crash_after_requests", ParamType::kNonNegativeInteger, false,
+         "--crash-after-requests N: exit during request N+1"},
+        {"fault_oom_after_requests", ParamType::kNonNegativeInteger, false,
+         "--oom-after-requests N: log an out-of-memory error and exit during request N+1"},
+        {"fault_malformed_json", ParamType::kBool, false, "--malformed: invalid JSON replies"},
+    };
+    return kParams;
+  }
+
+  absl::StatusOr<RenderedEngine> Render(const nlohmann::json& params,
+                                        const RecipeContext& context) const override {
+    RETURN_IF_ERROR(ValidateParams(*this, params));
+    ASSIGN_OR_RETURN(internal::SpecRequest spec, GetSpec(params, name()));
+    RenderedEngine out;
+    out.engine = std::string(name());
+    out.launch.emplace();
+    std::string preset = GetString(params, "preset").value_or("tiny");
+    std::vector<std::string>& argv = out.launch->argv;
+    argv = {context.ladder_binary, "engine", "synthetic", "--preset", preset, "--host",
+            context.host, "--port", std::to_string(context.port)};
+    if (auto policy = GetString(params, "policy")) {
+      if (*policy != "legacy" && *policy != "spec-aware") {
+        return ParamError(name(), "policy", Cat("expected legacy or spec-aware, got \"",
+                                                         *policy, "\""));
+      }
+      argv.insert(argv.end(), {"--policy", *policy});
+    }
+    if (spec.k > 0) {
+      argv.insert(argv.end(), {"--spec-k", std::to_string(spec.k)});
+      out.spec_k = spec.k;
+    }
+    if (auto acc = GetNumber(params, "acceptance")) {
+      argv.insert(argv.end(), {"--acceptance", FormatNumber(*acc)});
+    } else if (auto acc_s = GetString(params, "acceptance")) {
+      argv.insert(argv.end(), {"--acceptance", *acc_s});
+    }
+    AddInt(argv, params, "seed", "--seed");
+    if (auto backend = GetString(params, "attention_backend")) {
+      out.requested_backend = *backend;
+      argv.insert(argv.end(), {"--attention-backend", *backend});
+    }
+    AddString(argv, params, "force_backend", "--force-backend");
+    if (auto log_paths = GetString(params, "log_paths")) {
+      if (*log_paths != "once" && *log_paths != "every" && *log_paths != "none") {
+        return ParamError(name(), "log_paths",
+                          Cat("expected once, every or none, got \"", *log_paths, "\""));
+      }
+      argv.insert(argv.end(), {"--log-paths", *log_paths});
+    }
+    AddInt(argv, params, "threads", "--threads");
+    AddInt(argv, params, "fault_crash_after_requests", "--crash-after-requests");
+    AddInt(argv, params, "fault_oom_after_requests", "--oom-after-requests");
+    if (GetBool(params, "fault_malformed_json").value_or(false)) argv.emplace_back("--malformed");
+
+    out.endpoints.base_url = BaseUrl(context);
+    out.endpoints.version_path = "/version";
+    out.endpoints.model = preset;
+    out.spec_metrics = VllmSpecMetrics();
+    out.start_timeout = StartTimeout(params, 120);
+    return out;
+  }
+};
+
+}  // namespace
+
+absl::StatusOr<const Recipe*> FindBuiltinRecipe(std::string_view engine) {
+  static const VllmRecipe kVllm;
+  static const SglangRecipe kSglang;
+  static const LlamaCppRecipe kLlamaCpp;
+  static const ExternalRecipe kExternal;
+  static const SyntheticRecipe kSynthetic;
+  static const Recipe* const kAll[] = {&kVllm, &kSglang, &kLlamaCpp, &kExternal, &kSynthetic};
+  for (const Recipe* recipe : kAll) {
+    if (recipe->name() == engine) return recipe;
+  }
+  return absl::NotFoundError(Cat("unknown engine \"", engine, "\" (known: ",
+                                          absl::StrJoin(BuiltinRecipeNames(), ", "), ")"));
+}
+
+std::vector<std::string> BuiltinRecipeNames() {
+  return {"vllm", "sglang", "llama.cpp", "external", "synthetic"};
+}
+
+}  // namespace ladder::engines
