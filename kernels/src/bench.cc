@@ -1,0 +1,358 @@
+#include "ladder/kernels/bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <numeric>
+
+#include "cpu_attention.h"
+#include "geometry.h"
+#include "gpu_api.h"
+#include "numeric.h"
+
+namespace ladder::kernels {
+namespace {
+
+const std::vector<ShapePreset>& PresetList() {
+  static const std::vector<ShapePreset> presets = {
+      {"gemma4-31b-global", 32, 4, 512, 0, 0.0f, "Gemma 4 31B global layers: 32 q / 4 kv heads, head 512"},
+      {"gemma4-31b-sliding", 32, 16, 256, 1024, 0.0f, "Gemma 4 31B sliding layers: 32 / 16, head 256, window 1024"},
+      {"gemma4-31b-global-tp2", 16, 2, 512, 0, 0.0f, "gemma4-31b-global at TP=2 (heads halved)"},
+      {"gemma4-31b-sliding-tp2", 16, 8, 256, 1024, 0.0f, "gemma4-31b-sliding at TP=2 (heads halved)"},
+      {"llama-70b", 64, 8, 128, 0, 0.0f, "Llama 70B: 64 / 8 heads, head 128"},
+      {"gemma4-dense-256", 32, 16, 256, 0, 0.0f, "32 q / 16 kv heads, head 256, no window (vs torch SDPA)"},
+      {"tiny", 8, 2, 64, 0, 0.0f, "8 q / 2 kv heads, head 64: CPU demos and tests"},
+  };
+  return presets;
+}
+
+// Bytes that must move per call: every visible K and V row once, Q read, O written.
+double EffectiveBytes(const BenchPoint& p) {
+  const double es = static_cast<double>(DTypeBytes(p.dtype));
+  const int ctx = p.depth - p.query_rows;
+  const int lo = p.window > 0 ? std::max(0, ctx - p.window + 1) : 0;
+  const double keys = p.depth - lo;
+  const double kv = 2.0 * keys * p.kv_heads * p.head_dim * es;
+  const double qo = 2.0 * p.query_rows * p.q_heads * p.head_dim * es;
+  return p.num_seqs * (kv + qo);
+}
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+AttentionShape ShapeOf(const BenchPoint& p) {
+  AttentionShape s;
+  s.q_heads = p.q_heads;
+  s.kv_heads = p.kv_heads;
+  s.head_dim = p.head_dim;
+  s.block_size = p.block_size;
+  s.window = p.window;
+  s.softcap = p.softcap;
+  s.dtype = p.dtype;
+  return s;
+}
+
+std::mutex g_ceiling_mu;
+std::map<Backend, double> g_ceiling;  // GUARDED_BY(g_ceiling_mu)
+
+double CpuCopyBytesPerS() {
+  const size_t n = 64u << 20;
+  std::vector<unsigned char> a(n, 1), b(n, 0);
+  std::vector<double> t;
+  for (int i = 0; i < 5; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::memcpy(b.data(), a.data(), n);
+    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    a[i] = b[n - 1 - i];  // keep the copies observable
+  }
+  return 2.0 * n / Median(t);
+}
+
+Result<double> CopyCeiling(Backend b) {
+  std::lock_guard<std::mutex> lock(g_ceiling_mu);
+  if (auto it = g_ceiling.find(b); it != g_ceiling.end()) return it->second;
+  double v = 0;
+  if (b == Backend::kCpu) {
+    v = CpuCopyBytesPerS();
+  } else {
+    LADDER_K_ASSIGN_OR_RETURN(v, gpu::MeasureCopyBytesPerS(size_t{1} << 30, 20));
+  }
+  g_ceiling[b] = v;
+  return v;
+}
+
+void Finish(BenchResult* r, std::vector<double> times_us) {
+  r->times_us = std::move(times_us);
+  r->time_us_median = Median(r->times_us);
+  r->time_us_min = *std::min_element(r->times_us.begin(), r->times_us.end());
+  r->bytes_moved = EffectiveBytes(r->point);
+  r->bytes_per_s = r->bytes_moved / (r->time_us_median * 1e-6);
+  r->fraction_of_ceiling = r->copy_ceiling_bytes_per_s > 0 ? r->bytes_per_s / r->copy_ceiling_bytes_per_s : 0;
+}
+
+Result<BenchResult> RunCpuPoint(const BenchPoint& pt) {
+  std::vector<SeqSpec> seqs(pt.num_seqs, SeqSpec{pt.query_rows, pt.depth});
+  LADDER_K_ASSIGN_OR_RETURN(HostProblem prob, MakeProblem(ShapeOf(pt), seqs, pt.seed));
+  const int threads = 2;
+  const PathDecision dec = ChoosePath(pt.policy, pt.config, pt.num_seqs, pt.query_rows, pt.depth,
+                                      pt.kv_heads, pt.num_seqs * pt.kv_heads, threads);
+  HostTensor out(pt.dtype, static_cast<size_t>(prob.num_tokens()) * pt.q_heads * pt.head_dim);
+  std::vector<double> times;
+  for (int i = 0; i < pt.warmup + pt.repeats; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    internal::RunCpu(prob, dec.path, dec.segments, threads, &out);
+    const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    if (i >= pt.warmup) times.push_back(us);
+  }
+  BenchResult r;
+  r.point = pt;
+  r.path = dec.path;
+  r.segments = dec.segments;
+  r.reason = dec.reason;
+  r.grid = "cpu " + std::to_string(pt.num_seqs) + "x" + std::to_string(pt.kv_heads) + "x" +
+           std::to_string(dec.segments) + " on " + std::to_string(threads) + " threads";
+  r.device = "cpu";
+  LADDER_K_ASSIGN_OR_RETURN(r.copy_ceiling_bytes_per_s, CopyCeiling(Backend::kCpu));
+  Finish(&r, std::move(times));
+  return r;
+}
+
+Result<BenchResult> RunGpuPoint(const BenchPoint& pt) {
+  LADDER_K_ASSIGN_OR_RETURN(DeviceInfo info, QueryDevice(pt.backend));
+  using gpu::DeviceBuffer;
+  const AttentionShape shape = ShapeOf(pt);
+  const int pages = (pt.depth + pt.block_size - 1) / pt.block_size;
+  const int num_blocks = pages * pt.num_seqs;
+  std::vector<int> qs(pt.num_seqs + 1), sl(pt.num_seqs, pt.depth), bt(static_cast<size_t>(num_blocks));
+  for (int s = 0; s <= pt.num_seqs; ++s) qs[s] = s * pt.query_rows;
+  std::iota(bt.begin(), bt.end(), 0);
+  for (int i = num_blocks - 1; i > 0; --i)  // shuffled pages, as a real cache would have
+    std::swap(bt[i], bt[internal::SplitMix64(pt.seed ^ i) % (i + 1)]);
+  const size_t es = DTypeBytes(pt.dtype);
+  const size_t q_elems = static_cast<size_t>(pt.num_seqs) * pt.query_rows * pt.q_heads * pt.head_dim;
+  const size_t kv_elems = static_cast<size_t>(num_blocks) * pt.block_size * pt.kv_heads * pt.head_dim;
+  LADDER_K_ASSIGN_OR_RETURN(DeviceBuffer d_qs, DeviceBuffer::Alloc(qs.size() * sizeof(int)));
+  LADDER_K_ASSIGN_OR_RETURN(DeviceBuffer d_sl, DeviceBuffer::Alloc(sl.size() * sizeof(int)));
+  LADDER_K_ASSIGN_OR_RETURN(DeviceBuffer d_bt, DeviceBuffer::Alloc(bt.size() * sizeof(int)));
+  LADDER_K_ASSIGN_OR_RETURN(DeviceBuffer d_q, DeviceBuffer::Alloc(q_elems * es));
+  LADDER_K_ASSIGN_OR_RETURN(DeviceBuffer d_k, DeviceBuffer::Alloc(kv_elems * es));
+  LADDER_K_ASSIGN_OR_RETURN(DeviceBuffer d_v, DeviceBuffer::Alloc(kv_elems * es));
+  LADDER_K_ASSIGN_OR_RETURN(DeviceBuffer d_o, DeviceBuffer::Alloc(q_elems * es));
+  LADDER_K_TRY(gpu::CopyToDevice(d_qs.get(), qs.data(), d_qs.size()));
+  LADDER_K_TRY(gpu::CopyToDevice(d_sl.get(), sl.data(), d_sl.size()));
+  LADDER_K_TRY(gpu::CopyToDevice(d_bt.get(), bt.data(), d_bt.size()));
+  LADDER_K_TRY(gpu::FillRandom(d_q.get(), q_elems, pt.dtype, pt.seed * 3 + 0, 1.0f));
+  LADDER_K_TRY(gpu::FillRandom(d_k.get(), kv_elems, pt.dtype, pt.seed * 3 + 1, 1.0f));
+  LADDER_K_TRY(gpu::FillRandom(d_v.get(), kv_elems, pt.dtype, pt.seed * 3 + 2, 1.0f));
+  gpu::DeviceProblem dp;
+  dp.shape = shape;
+  dp.num_seqs = pt.num_seqs;
+  dp.num_tokens = pt.num_seqs * pt.query_rows;
+  dp.max_query_len = pt.query_rows;
+  dp.max_blocks_per_seq = pages;
+  dp.query_start = static_cast<const int*>(d_qs.get());
+  dp.seq_lens = static_cast<const int*>(d_sl.get());
+  dp.block_table = static_cast<const int*>(d_bt.get());
+  dp.q = d_q.get();
+  dp.k = d_k.get();
+  dp.v = d_v.get();
+  dp.out = d_o.get();
+  const int group = pt.q_heads / pt.kv_heads;
+  const int units = pt.num_seqs * pt.kv_heads * internal::GpuQBlocks(group, pt.query_rows);
+  const PathDecision dec = ChoosePath(pt.policy, pt.config, pt.num_seqs, pt.query_rows, pt.depth,
+                                      pt.kv_heads, units, info.sm_count);
+  LADDER_K_ASSIGN_OR_RETURN(gpu::LaunchPlan plan, gpu::MakePlan(dp, dec.path, dec.segments));
+  const size_t ws_bytes = gpu::WorkspaceBytes(dp, plan);
+  LADDER_K_ASSIGN_OR_RETURN(DeviceBuffer ws, DeviceBuffer::Alloc(std::max<size_t>(ws_bytes, 16)));
+  DeviceBuffer flush;
+  if (pt.flush_l2) {
+    LADDER_K_ASSIGN_OR_RETURN(flush, DeviceBuffer::Alloc(std::max<size_t>(2 * info.l2_bytes, 64u << 20)));
+  }
+  LADDER_K_ASSIGN_OR_RETURN(std::vector<double> times,
+                            gpu::TimeLaunches(dp, plan, ws.get(), ws_bytes, pt.warmup, pt.repeats,
+                                              flush.get(), flush.size()));
+  BenchResult r;
+  r.point = pt;
+  r.path = plan.path;
+  r.segments = plan.segments;
+  r.grid = plan.grid;
+  r.reason = dec.reason;
+  r.device = info.name;
+  LADDER_K_ASSIGN_OR_RETURN(r.copy_ceiling_bytes_per_s, CopyCeiling(pt.backend));
+  Finish(&r, std::move(times));
+  return r;
+}
+
+std::string JsonEscape(std::string_view s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      o += '\\';
+      o += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+      o += buf;
+    } else {
+      o += c;
+    }
+  }
+  return o;
+}
+
+}  // namespace
+
+std::span<const ShapePreset> Presets() { return PresetList(); }
+
+Result<ShapePreset> FindPreset(std::string_view name) {
+  for (const ShapePreset& p : PresetList())
+    if (p.name == name) return p;
+  std::string known;
+  for (const ShapePreset& p : PresetList()) known += (known.empty() ? "" : ", ") + p.name;
+  return Error(ErrorCode::kNotFound, "unknown shape preset '" + std::string(name) + "' (known: " + known + ")");
+}
+
+Result<BenchPoint> BenchPoint::FromPreset(std::string_view preset, Backend backend) {
+  LADDER_K_ASSIGN_OR_RETURN(ShapePreset sp, FindPreset(preset));
+  BenchPoint p;
+  p.backend = backend;
+  p.preset = sp.name;
+  p.q_heads = sp.q_heads;
+  p.kv_heads = sp.kv_heads;
+  p.head_dim = sp.head_dim;
+  p.window = sp.window;
+  p.softcap = sp.softcap;
+  return p;
+}
+
+Status BenchPoint::Validate() const {
+  LADDER_K_TRY(ShapeOf(*this).Validate());
+  if (query_rows < 1 || depth < query_rows)
+    return Error(ErrorCode::kInvalidArgument, "need 1 <= query_rows <= depth");
+  if (num_seqs < 1) return Error(ErrorCode::kInvalidArgument, "num_seqs must be >= 1");
+  if (repeats < 1 || warmup < 0) return Error(ErrorCode::kInvalidArgument, "repeats >= 1, warmup >= 0");
+  if (backend != Backend::kCpu && dtype == DType::kF32)
+    return Error(ErrorCode::kUnsupported, "GPU backends take bf16 or f16");
+  return OkStatus();
+}
+
+Result<BenchResult> RunBenchPoint(const BenchPoint& point) {
+  LADDER_K_TRY(point.Validate());
+  if (!BackendAvailable(point.backend)) {
+    auto info = QueryDevice(point.backend);
+    return Error(ErrorCode::kUnavailable, "backend " + std::string(ToString(point.backend)) + " unavailable: " +
+                                              (info.ok() ? std::string("no device") : info.error().message));
+  }
+  if (point.backend == Backend::kCpu) return RunCpuPoint(point);
+  return RunGpuPoint(point);
+}
+
+Status SweepOptions::Validate() const {
+  if (presets.empty() || depths.empty() || query_rows.empty() || policies.empty())
+    return Error(ErrorCode::kInvalidArgument, "presets, depths, query_rows and policies must be non-empty");
+  for (const auto& p : presets) LADDER_K_TRY(FindPreset(p));
+  for (const BenchPoint& pt : Points()) LADDER_K_TRY(pt.Validate());
+  return OkStatus();
+}
+
+std::vector<BenchPoint> SweepOptions::Points() const {
+  std::vector<BenchPoint> pts;
+  for (const auto& name : presets) {
+    auto base = BenchPoint::FromPreset(name, backend);
+    if (!base.ok()) continue;
+    for (int depth : depths)
+      for (int rows : query_rows)
+        for (Policy pol : policies) {
+          BenchPoint p = base.value();
+          p.depth = depth;
+          p.query_rows = rows;
+          p.policy = pol;
+          p.dtype = dtype;
+          p.num_seqs = num_seqs;
+          p.block_size = block_size;
+          p.warmup = warmup;
+          p.repeats = repeats;
+          p.flush_l2 = flush_l2;
+          p.seed = seed;
+          p.config = config;
+          pts.push_back(p);
+        }
+  }
+  return pts;
+}
+
+Result<std::vector<BenchResult>> RunSweep(const SweepOptions& options, const ProgressFn& progress) {
+  LADDER_K_TRY(options.Validate());
+  std::vector<BenchResult> out;
+  for (const BenchPoint& p : options.Points()) {
+    LADDER_K_ASSIGN_OR_RETURN(BenchResult r, RunBenchPoint(p));
+    if (progress) progress(r);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::string FormatTableHeader() {
+  char buf[256];
+  std::snprintf(buf, sizeof(buf), "%-5s %-24s %7s %4s %-10s %-4s %4s %11s %11s %9s %7s  %s", "back", "preset",
+                "depth", "rows", "policy", "path", "seg", "median_us", "min_us", "GB/s", "%ceil", "grid");
+  return buf;
+}
+
+std::string FormatTableRow(const BenchResult& r) {
+  char buf[512];
+  std::snprintf(buf, sizeof(buf), "%-5s %-24s %7d %4d %-10s %-4s %4d %11.2f %11.2f %9.1f %6.1f%%  %s",
+                std::string(ToString(r.point.backend)).c_str(), r.point.preset.c_str(), r.point.depth,
+                r.point.query_rows, std::string(ToString(r.point.policy)).c_str(),
+                std::string(ToString(r.path)).c_str(), r.segments, r.time_us_median, r.time_us_min,
+                r.bytes_per_s / 1e9, 100.0 * r.fraction_of_ceiling, r.grid.c_str());
+  return buf;
+}
+
+std::string FormatTable(std::span<const BenchResult> results) {
+  std::string s = FormatTableHeader() + "\n";
+  for (const auto& r : results) s += FormatTableRow(r) + "\n";
+  return s;
+}
+
+std::string FormatJson(const BenchResult& r) {
+  std::string times;
+  for (double t : r.times_us) {
+    char b[32];
+    std::snprintf(b, sizeof(b), "%s%.3f", times.empty() ? "" : ",", t);
+    times += b;
+  }
+  const BenchPoint& p = r.point;
+  char buf[2048];
+  std::snprintf(buf, sizeof(buf),
+                "{\"backend\":\"%s\",\"device\":\"%s\",\"preset\":\"%s\",\"q_heads\":%d,\"kv_heads\":%d,"
+                "\"head_dim\":%d,\"depth\":%d,\"query_rows\":%d,\"num_seqs\":%d,\"block_size\":%d,\"window\":%d,"
+                "\"softcap\":%g,\"dtype\":\"%s\",\"policy\":\"%s\",\"path\":\"%s\",\"segments\":%d,"
+                "\"grid\":\"%s\",\"reason\":\"%s\",\"warmup\":%d,\"repeats\":%d,\"flush_l2\":%s,"
+                "\"time_us_median\":%.3f,\"time_us_min\":%.3f,\"bytes_moved\":%.0f,\"bytes_per_s\":%.6g,"
+                "\"copy_ceiling_bytes_per_s\":%.6g,\"fraction_of_ceiling\":%.4f,\"times_us\":[",
+                std::string(ToString(p.backend)).c_str(), JsonEscape(r.device).c_str(), JsonEscape(p.preset).c_str(),
+                p.q_heads, p.kv_heads, p.head_dim, p.depth, p.query_rows, p.num_seqs, p.block_size, p.window,
+                p.softcap, std::string(ToString(p.dtype)).c_str(), std::string(ToString(p.policy)).c_str(),
+                std::string(ToString(r.path)).c_str(), r.segments, JsonEscape(r.grid).c_str(),
+                JsonEscape(r.reason).c_str(), p.warmup, p.repeats, p.flush_l2 ? "true" : "false",
+                r.time_us_median, r.time_us_min, r.bytes_moved, r.bytes_per_s, r.copy_ceiling_bytes_per_s,
+                r.fraction_of_ceiling);
+  return std::string(buf) + times + "]}";
+}
+
+std::string FormatJsonArray(std::span<const BenchResult> results) {
+  std::string s = "[\n";
+  for (size_t i = 0; i < results.size(); ++i) s += "  " + FormatJson(results[i]) + (i + 1 < results.size() ? ",\n" : "\n");
+  return s + "]\n";
+}
+
+}  // namespace ladder::kernels

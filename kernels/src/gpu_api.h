@@ -1,0 +1,84 @@
+// Internal interface between the host code (.cc, any C++ compiler) and the GPU backend
+// (gpu/gpu_backend.cu, compiled by nvcc or hipcc; gpu_stub.cc when neither is enabled).
+// No GPU runtime type appears here. Device errors become KernelErrors inside the backend,
+// once, naming the failing call and file:line.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ladder/kernels/attention.h"
+#include "ladder/kernels/result.h"
+
+namespace ladder::kernels::gpu {
+
+// Which GPU backend this binary was built with (kCpu when none).
+Backend CompiledBackend();
+// Device 0 of the compiled backend; kUnavailable when none is present.
+Result<DeviceInfo> QueryDevice();
+
+// Move-only owner of one device allocation.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  static Result<DeviceBuffer> Alloc(size_t bytes);
+  DeviceBuffer(DeviceBuffer&& o) noexcept : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)) {}
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer();
+  void* get() const { return p_; }
+  size_t size() const { return n_; }
+
+ private:
+  void* p_ = nullptr;
+  size_t n_ = 0;
+};
+
+Status CopyToDevice(void* dst, const void* src, size_t bytes);
+Status CopyToHost(void* dst, const void* src, size_t bytes);
+// Fills `numel` elements of `dtype` with internal::HashToValue(seed, i) * scale.
+Status FillRandom(void* dst, size_t numel, DType dtype, uint64_t seed, float scale);
+
+// A problem whose arrays live on the device (borrowed pointers).
+struct DeviceProblem {
+  AttentionShape shape;
+  int num_seqs = 0;
+  int num_tokens = 0;
+  int max_query_len = 0;
+  int max_blocks_per_seq = 0;
+  const int* query_start = nullptr;
+  const int* seq_lens = nullptr;
+  const int* block_table = nullptr;
+  const void* q = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
+  void* out = nullptr;
+};
+
+struct LaunchPlan {
+  Path path = Path::k2D;
+  int segments = 1;
+  std::string grid;
+};
+
+// Checks the shape against the dispatch table and fills the grid description.
+Result<LaunchPlan> MakePlan(const DeviceProblem& p, Path path, int segments);
+// Bytes of caller-owned workspace the 3D path needs (0 for 2D): per query token x q head x
+// segment, a head_dim fp32 accumulator plus max and sum.
+size_t WorkspaceBytes(const DeviceProblem& p, const LaunchPlan& plan);
+// Enqueues the kernels on the default stream; never allocates.
+Status Launch(const DeviceProblem& p, const LaunchPlan& plan, void* workspace, size_t workspace_bytes);
+Status Synchronize();
+
+// Times `repeats` launches with device events after `warmup` untimed ones; when flush is
+// non-null, writes `flush_bytes` there before every call (outside the timed region).
+Result<std::vector<double>> TimeLaunches(const DeviceProblem& p, const LaunchPlan& plan,
+                                         void* workspace, size_t workspace_bytes, int warmup,
+                                         int repeats, void* flush, size_t flush_bytes);
+// Device-to-device copy of `bytes`, median of `repeats`; returns (read + written) bytes/s.
+Result<double> MeasureCopyBytesPerS(size_t bytes, int repeats);
+
+}  // namespace ladder::kernels::gpu
