@@ -9,7 +9,7 @@ namespace ladder::db {
 namespace {
 
 absl::Status SqliteError(sqlite3* db, std::string_view what, int rc) {
-  std::string message = absl::StrCat(what, ": ", db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+  std::string message = absl::StrCat(std::string(what), ": ", db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
   switch (rc & 0xff) {
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
@@ -83,7 +83,7 @@ absl::StatusOr<Statement> Database::Prepare(std::string_view sql) {
   sqlite3_stmt* stmt = nullptr;
   int rc = sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()), &stmt, nullptr);
   if (rc != SQLITE_OK) {
-    return SqliteError(db_, absl::StrCat("preparing [", sql.substr(0, 80), "]"), rc);
+    return SqliteError(db_, absl::StrCat("preparing [", std::string(sql.substr(0, 80)), "]"), rc);
   }
   return Statement(db_, stmt);
 }

@@ -1,0 +1,65 @@
+// The agent process: one per host. It opens a session with its inventory, pulls units from the
+// coordinator, runs them with the runner each unit names, and reports every result from its
+// spool until the coordinator acknowledges it.
+//
+// Durability: a measurement is written to the spool (SQLite) before the runner continues; it
+// leaves the spool only when the coordinator says it is stored. A coordinator that cannot be
+// reached makes the agent finish its current unit, keep the results, and retry with backoff.
+//
+// Lifecycle: Run() blocks until Stop() (from a signal-watching thread) or until the coordinator
+// refuses the agent's credentials. Stop(kRelease) abandons the current unit and releases it to
+// the coordinator; Stop(kFinishUnit) lets the current unit finish first (a preemption grace).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "ladder/agent/inventory.h"
+#include "ladder/agent/runner.h"
+
+namespace ladder::agent {
+
+struct AgentOptions {
+  std::string coordinator = "127.0.0.1:7400";
+  std::string spool_path;            // default: ./ladder-spool.db
+  std::map<std::string, std::string> labels;
+  int lease_wait_ms = 10000;         // long poll per Lease call
+  int report_batch = 500;            // results per Report call
+  int max_backoff_ms = 30000;
+  int units_limit = 0;               // exit after this many units (0: no limit); for tests
+  bool exit_when_idle = false;       // exit when a lease poll comes back empty; for `local`
+  std::string fake_gpus_json;        // test hook: replaces detected GPUs (JSON array)
+  absl::Status Validate() const;
+};
+
+enum class StopMode { kRelease, kFinishUnit };
+
+class Agent {
+ public:
+  static absl::StatusOr<std::unique_ptr<Agent>> Create(const AgentOptions& options);
+  ~Agent();
+  Agent(const Agent&) = delete;
+  Agent& operator=(const Agent&) = delete;
+
+  absl::Status Run();
+  void Stop(StopMode mode) noexcept;
+  const std::string& session_id() const;
+
+  // Adds or replaces a runner (the kernel runner is built in).
+  void AddRunner(std::unique_ptr<Runner> runner);
+
+ private:
+  struct Impl;
+  explicit Agent(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Generates a random RFC 4122 version 4 UUID.
+std::string NewUuid();
+
+}  // namespace ladder::agent

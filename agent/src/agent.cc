@@ -1,0 +1,585 @@
+#include "ladder/agent/agent.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <random>
+#include <set>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/str_cat.h"
+#include "kernel_runner.h"
+#include "ladder/status_macros.h"
+#include "ladder/v1/agent.grpc.pb.h"
+#include "spool.h"
+
+namespace ladder::agent {
+namespace {
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+absl::Status FromGrpc(const grpc::Status& status, std::string_view what) {
+  if (status.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                      absl::StrCat(std::string(what), ": ", status.error_message()));
+}
+
+// Errors after which retrying cannot help: the coordinator refused us.
+bool IsFatal(const grpc::Status& status) {
+  return status.error_code() == grpc::StatusCode::UNAUTHENTICATED ||
+         status.error_code() == grpc::StatusCode::PERMISSION_DENIED;
+}
+
+uint64_t SplitMix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+std::vector<int> InterleavedOrder(int cell_count, uint64_t seed, int process, int round) {
+  std::vector<int> order(static_cast<size_t>(std::max(0, cell_count)));
+  for (int i = 0; i < cell_count; ++i) order[static_cast<size_t>(i)] = i;
+  uint64_t state = SplitMix64(seed ^ SplitMix64(static_cast<uint64_t>(process) << 32 |
+                                                static_cast<uint32_t>(round)));
+  // Fisher-Yates with our own generator, so the order is the same on every platform.
+  for (int i = cell_count - 1; i > 0; --i) {
+    state = SplitMix64(state);
+    const int j = static_cast<int>(state % static_cast<uint64_t>(i + 1));
+    std::swap(order[static_cast<size_t>(i)], order[static_cast<size_t>(j)]);
+  }
+  return order;
+}
+
+std::string NewUuid() {
+  static thread_local std::mt19937_64 rng([] {
+    std::random_device device;
+    return (static_cast<uint64_t>(device()) << 32) ^ device() ^
+           static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  }());
+  uint64_t hi = rng(), lo = rng();
+  hi = (hi & 0xffffffffffff0fffULL) | 0x0000000000004000ULL;  // version 4
+  lo = (lo & 0x3fffffffffffffffULL) | 0x8000000000000000ULL;  // RFC 4122 variant
+  char buffer[37];
+  std::snprintf(buffer, sizeof(buffer), "%08x-%04x-%04x-%04x-%012llx",
+                static_cast<unsigned>(hi >> 32), static_cast<unsigned>((hi >> 16) & 0xffff),
+                static_cast<unsigned>(hi & 0xffff), static_cast<unsigned>(lo >> 48),
+                static_cast<unsigned long long>(lo & 0xffffffffffffULL));
+  return buffer;
+}
+
+absl::Status AgentOptions::Validate() const {
+  if (coordinator.find(':') == std::string::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--coordinator: expected HOST:PORT, got '", coordinator, "'"));
+  }
+  if (lease_wait_ms < 0 || report_batch <= 0) {
+    return absl::InvalidArgumentError("lease wait and report batch must be positive");
+  }
+  if (!fake_gpus_json.empty()) {
+    auto parsed = nlohmann::json::parse(fake_gpus_json, nullptr, false);
+    if (parsed.is_discarded() || !parsed.is_array()) {
+      return absl::InvalidArgumentError("--fake-gpus: expected a JSON array of GPU objects");
+    }
+  }
+  return absl::OkStatus();
+}
+
+struct Agent::Impl {
+  AgentOptions options;
+  std::string session_id = NewUuid();
+  std::unique_ptr<Spool> spool;
+  std::shared_ptr<grpc::Channel> channel;
+  std::unique_ptr<v1::AgentService::Stub> stub;
+  std::map<std::string, std::unique_ptr<Runner>> runners;
+  HostInventory inventory;
+  int heartbeat_interval_ms = 5000;
+
+  std::atomic<bool> stopping{false};
+  std::atomic<bool> release_current{false};
+  std::mutex mu;
+  std::condition_variable wake;
+  std::set<int64_t> current_attempts;   // guarded by mu
+  std::set<int64_t> cancelled_attempts; // guarded by mu
+  bool reporter_done = false;           // guarded by mu
+  grpc::ClientContext* lease_context = nullptr;  // guarded by mu; cancelled by Stop
+  absl::Status fatal;                   // guarded by mu
+
+  // --- the sink a runner writes into -----------------------------------------------------
+  class Sink final : public MeasurementSink {
+   public:
+    Sink(Impl* impl, int64_t attempt_id) : impl_(impl), attempt_id_(attempt_id) {}
+    absl::Status Record(const Measurement& m) override {
+      v1::MeasurementRecord record;
+      record.set_uuid(NewUuid());
+      record.set_attempt_id(attempt_id_);
+      record.set_cell_id(m.cell_id);
+      record.set_process(m.process);
+      record.set_round(m.round);
+      record.set_metric(m.metric);
+      record.set_value(m.value);
+      record.set_unit(m.unit);
+      record.set_measured_at_ms(NowMs());
+      RETURN_IF_ERROR(impl_->spool->AddResult(SpooledResult{
+          record.uuid(), impl_->session_id, attempt_id_, false, record.SerializeAsString()}));
+      ++measurements;
+      impl_->wake.notify_all();
+      return absl::OkStatus();
+    }
+    absl::Status RecordEvidence(const Evidence& e) override {
+      v1::EvidenceRecord record;
+      record.set_uuid(NewUuid());
+      record.set_attempt_id(attempt_id_);
+      record.set_cell_id(e.cell_id);
+      record.set_process(e.process);
+      record.set_kind(e.kind);
+      record.set_value_json(e.value.dump());
+      record.set_recorded_at_ms(NowMs());
+      RETURN_IF_ERROR(impl_->spool->AddResult(SpooledResult{
+          record.uuid(), impl_->session_id, attempt_id_, true, record.SerializeAsString()}));
+      ++evidence;
+      return absl::OkStatus();
+    }
+    bool Cancelled() const override {
+      if (impl_->release_current.load()) return true;
+      std::lock_guard lock(impl_->mu);
+      return impl_->cancelled_attempts.count(attempt_id_) > 0;
+    }
+    int64_t measurements = 0;
+    int64_t evidence = 0;
+
+   private:
+    Impl* impl_;
+    int64_t attempt_id_;
+  };
+
+  void SetFatal(absl::Status status) {
+    std::lock_guard lock(mu);
+    if (fatal.ok()) fatal = std::move(status);
+    stopping = true;
+    release_current = true;
+    wake.notify_all();
+  }
+
+  // Sleeps up to `ms`, returning early when stopping.
+  void Nap(int ms) {
+    std::unique_lock lock(mu);
+    wake.wait_for(lock, std::chrono::milliseconds(ms), [&] { return stopping.load(); });
+  }
+
+  absl::Status Register() {
+    v1::RegisterRequest request;
+    request.set_session_id(session_id);
+    auto* inv = request.mutable_inventory();
+    inv->set_hostname(inventory.hostname);
+    inv->set_machine_id(inventory.machine_id);
+    inv->set_boot_id(inventory.boot_id);
+    inv->set_cloud_instance_id(inventory.cloud_instance_id);
+    inv->set_cpu_model(inventory.cpu_model);
+    inv->set_cpu_cores(inventory.cpu_cores);
+    inv->set_memory_mib(inventory.memory_mib);
+    inv->set_agent_version(LADDER_VERSION);
+    for (const auto& g : inventory.gpus) {
+      auto* gpu = inv->add_gpus();
+      gpu->set_vendor(g.vendor);
+      gpu->set_name(g.name);
+      gpu->set_arch(g.arch);
+      gpu->set_uuid(g.uuid);
+      gpu->set_memory_mib(g.memory_mib);
+      gpu->set_driver(g.driver);
+    }
+    for (const auto& [k, v] : inventory.software) (*inv->mutable_software())[k] = v;
+    for (const auto& f : inventory.features) inv->add_features(f);
+    for (const auto& [name, runner] : runners) {
+      if (std::find(inventory.features.begin(), inventory.features.end(), name) ==
+          inventory.features.end()) {
+        inv->add_features(name);
+      }
+    }
+    nlohmann::json labels(options.labels);
+    inv->set_labels_json(labels.dump());
+    int backoff = 200;
+    while (!stopping) {
+      grpc::ClientContext context;
+      context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+      v1::RegisterResponse response;
+      grpc::Status status = stub->Register(&context, request, &response);
+      if (status.ok()) {
+        if (response.heartbeat_interval_ms() > 0) {
+          heartbeat_interval_ms = response.heartbeat_interval_ms();
+        }
+        spdlog::info("agent session {} registered with {}", session_id, options.coordinator);
+        return absl::OkStatus();
+      }
+      if (IsFatal(status) || status.error_code() == grpc::StatusCode::INVALID_ARGUMENT) {
+        return FromGrpc(status, "registering with the coordinator");
+      }
+      spdlog::warn("cannot register with {} ({}); retrying in {} ms", options.coordinator,
+                   status.error_message(), backoff);
+      Nap(backoff);
+      backoff = std::min(backoff * 2, options.max_backoff_ms);
+    }
+    return absl::CancelledError("stopped before registering");
+  }
+
+  // --- reporting: drains the spool; runs on its own thread ---------------------------------
+  // Returns true when it made progress.
+  bool ReportOnce() {
+    auto pending = spool->PendingResults(options.report_batch);
+    if (!pending.ok()) {
+      spdlog::error("spool: {}", pending.status().ToString());
+      return false;
+    }
+    bool progress = false;
+    if (!pending->empty()) {
+      // One request per session id (results of an earlier session may still be here).
+      std::map<std::string, v1::ReportRequest> requests;
+      for (const auto& r : *pending) {
+        v1::ReportRequest& request = requests[r.session_id];
+        request.set_session_id(r.session_id);
+        if (r.is_evidence) {
+          request.add_evidence()->ParseFromString(r.payload);
+        } else {
+          request.add_measurements()->ParseFromString(r.payload);
+        }
+      }
+      for (auto& [sid, request] : requests) {
+        grpc::ClientContext context;
+        context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(15));
+        v1::ReportResponse response;
+        grpc::Status status = stub->Report(&context, request, &response);
+        if (!status.ok()) {
+          if (IsFatal(status)) SetFatal(FromGrpc(status, "reporting results"));
+          if (status.error_code() == grpc::StatusCode::NOT_FOUND) {
+            // The coordinator does not know that session (a different database): these
+            // results can never be accepted. Keep them in the spool file for inspection.
+            spdlog::error("coordinator does not know session {}; {} results stay in the spool",
+                          sid, request.measurements_size() + request.evidence_size());
+          }
+          return progress;
+        }
+        std::vector<std::string> done(response.acknowledged_uuids().begin(),
+                                      response.acknowledged_uuids().end());
+        // Results naming attempts the coordinator refused will never be accepted either.
+        std::set<std::string> acked(done.begin(), done.end());
+        size_t refused = 0;
+        for (const auto& m : request.measurements()) {
+          if (!acked.count(m.uuid())) { done.push_back(m.uuid()); ++refused; }
+        }
+        for (const auto& e : request.evidence()) {
+          if (!acked.count(e.uuid())) { done.push_back(e.uuid()); ++refused; }
+        }
+        if (refused) spdlog::warn("coordinator refused {} results of session {}", refused, sid);
+        if (response.stale_uuids_size() > 0) {
+          spdlog::warn("{} results arrived after their lease ended; stored as stale",
+                       response.stale_uuids_size());
+        }
+        if (auto s = spool->Remove(done); !s.ok()) spdlog::error("spool: {}", s.ToString());
+        progress = true;
+      }
+    }
+    auto finishes = spool->PendingFinishes();
+    if (!finishes.ok()) return progress;
+    for (const auto& f : *finishes) {
+      auto left = spool->PendingCount(f.attempt_id);
+      if (!left.ok() || *left > 0) continue;  // its results go first
+      v1::FinishRequest request;
+      request.set_session_id(f.session_id);
+      request.set_attempt_id(f.attempt_id);
+      request.set_ok(f.ok);
+      request.set_failure_reason(f.reason);
+      request.set_measurement_count(f.measurement_count);
+      request.set_evidence_count(f.evidence_count);
+      grpc::ClientContext context;
+      context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(15));
+      v1::FinishResponse response;
+      grpc::Status status = stub->Finish(&context, request, &response);
+      if (status.ok() || status.error_code() == grpc::StatusCode::NOT_FOUND) {
+        if (status.ok() && !response.accepted()) {
+          spdlog::warn("attempt {}: {}", f.attempt_id, response.detail());
+        }
+        (void)spool->RemoveFinish(f.attempt_id);
+        progress = true;
+      } else if (IsFatal(status)) {
+        SetFatal(FromGrpc(status, "finishing an attempt"));
+        return progress;
+      } else {
+        return progress;  // unreachable or not yet complete: try again later
+      }
+    }
+    return progress;
+  }
+
+  void ReporterLoop() {
+    int backoff = 100;
+    while (true) {
+      bool progress = ReportOnce();
+      auto left = spool->TotalPending();
+      const bool empty = left.ok() && *left == 0;
+      {
+        std::unique_lock lock(mu);
+        if (reporter_done && (empty || !fatal.ok())) return;
+        if (progress) {
+          backoff = 100;
+          continue;
+        }
+        const int wait = empty ? 500 : backoff;
+        wake.wait_for(lock, std::chrono::milliseconds(wait));
+        if (reporter_done && (empty || !fatal.ok())) return;
+      }
+      if (!empty) backoff = std::min(backoff * 2, options.max_backoff_ms);
+    }
+  }
+
+  // --- heartbeats: keep leases alive and learn about cancellation ---------------------------
+  void HeartbeatLoop() {
+    while (true) {
+      {
+        std::unique_lock lock(mu);
+        wake.wait_for(lock, std::chrono::milliseconds(heartbeat_interval_ms),
+                      [&] { return reporter_done; });
+      }
+      v1::HeartbeatRequest request;
+      request.set_session_id(session_id);
+      {
+        std::lock_guard lock(mu);
+        if (reporter_done) return;
+        for (int64_t id : current_attempts) request.add_attempt_ids(id);
+      }
+      grpc::ClientContext context;
+      context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+      v1::HeartbeatResponse response;
+      grpc::Status status = stub->Heartbeat(&context, request, &response);
+      if (!status.ok()) {
+        if (IsFatal(status)) SetFatal(FromGrpc(status, "heartbeat"));
+        continue;
+      }
+      if (response.cancelled_attempt_ids_size() > 0) {
+        std::lock_guard lock(mu);
+        for (int64_t id : response.cancelled_attempt_ids()) {
+          if (current_attempts.count(id) && !cancelled_attempts.count(id)) {
+            spdlog::warn("coordinator says stop attempt {} (cancelled or lease lost)", id);
+          }
+          cancelled_attempts.insert(id);
+        }
+      }
+    }
+  }
+
+  void RunUnit(const v1::LeaseResponse& lease) {
+    UnitWork work;
+    work.attempt_id = lease.attempt_id();
+    work.unit_id = lease.unit_id();
+    work.run_id = lease.run_id();
+    work.runner = lease.runner();
+    work.processes = lease.processes();
+    work.rounds = lease.rounds();
+    work.seed = lease.seed();
+    absl::Status status;
+    for (const auto& c : lease.cells()) {
+      auto params = nlohmann::json::parse(c.params_json(), nullptr, false);
+      if (params.is_discarded() || !params.is_object()) {
+        status = absl::InvalidArgumentError(absl::StrCat("cell ", c.key(), ": bad params JSON"));
+        break;
+      }
+      work.cells.push_back(CellWork{c.cell_id(), c.key(), std::move(params)});
+    }
+    {
+      std::lock_guard lock(mu);
+      current_attempts.insert(work.attempt_id);
+    }
+    Sink sink(this, work.attempt_id);
+    const auto started = std::chrono::steady_clock::now();
+    if (status.ok()) {
+      auto runner = runners.find(work.runner);
+      if (runner == runners.end()) {
+        status = absl::UnimplementedError(
+            absl::StrCat("this agent has no runner '", work.runner, "'"));
+      } else {
+        spdlog::info("attempt {}: running {} cells ({} processes x {} rounds) with the {} runner",
+                     work.attempt_id, work.cells.size(), work.processes, work.rounds, work.runner);
+        status = runner->second->Run(work, sink);
+      }
+    }
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    bool coordinator_cancelled;
+    {
+      std::lock_guard lock(mu);
+      coordinator_cancelled = cancelled_attempts.count(work.attempt_id) > 0;
+    }
+    if (status.ok()) {
+      spdlog::info("attempt {} measured {} values in {:.1f} s", work.attempt_id,
+                   sink.measurements, seconds);
+    } else if (coordinator_cancelled) {
+      spdlog::info("attempt {} stopped: cancelled by the coordinator", work.attempt_id);
+    } else if (release_current) {
+      spdlog::info("attempt {} abandoned: agent stopping; releasing it", work.attempt_id);
+    } else {
+      spdlog::warn("attempt {} failed: {}", work.attempt_id, std::string(status.message()));
+    }
+    // Cancelled or released attempts need no Finish: the coordinator already ended them, or
+    // Release will.
+    if (!coordinator_cancelled && !(release_current && !status.ok())) {
+      SpooledFinish finish{session_id, work.attempt_id, status.ok(),
+                           status.ok() ? "" : std::string(status.message()), sink.measurements,
+                           sink.evidence};
+      if (auto s = spool->AddFinish(finish); !s.ok()) {
+        spdlog::error("spool: cannot record the end of attempt {}: {}", work.attempt_id,
+                      s.ToString());
+      }
+    }
+    {
+      std::lock_guard lock(mu);
+      current_attempts.erase(work.attempt_id);
+    }
+    wake.notify_all();
+  }
+
+  absl::Status Run() {
+    RETURN_IF_ERROR(Register());
+    std::thread reporter([this] { ReporterLoop(); });
+    std::thread heartbeat([this] { HeartbeatLoop(); });
+    int units = 0;
+    int backoff = 200;
+    while (!stopping) {
+      if (options.units_limit > 0 && units >= options.units_limit) break;
+      v1::LeaseRequest request;
+      request.set_session_id(session_id);
+      request.set_wait_ms(options.lease_wait_ms);
+      grpc::ClientContext context;
+      context.set_deadline(std::chrono::system_clock::now() +
+                           std::chrono::milliseconds(options.lease_wait_ms + 10000));
+      v1::LeaseResponse lease;
+      {
+        std::lock_guard lock(mu);
+        if (stopping) break;
+        lease_context = &context;
+      }
+      grpc::Status status = stub->Lease(&context, request, &lease);
+      {
+        std::lock_guard lock(mu);
+        lease_context = nullptr;
+      }
+      if (stopping && status.error_code() == grpc::StatusCode::CANCELLED) break;
+      if (!status.ok()) {
+        if (IsFatal(status)) {
+          SetFatal(FromGrpc(status, "leasing work"));
+          break;
+        }
+        if (status.error_code() == grpc::StatusCode::NOT_FOUND) {
+          // The coordinator lost our session (new database): register again.
+          if (auto s = Register(); !s.ok()) {
+            SetFatal(s);
+            break;
+          }
+          continue;
+        }
+        spdlog::warn("lease from {} failed ({}); retrying in {} ms", options.coordinator,
+                     status.error_message(), backoff);
+        Nap(backoff);
+        backoff = std::min(backoff * 2, options.max_backoff_ms);
+        continue;
+      }
+      backoff = 200;
+      if (!lease.has_work()) {
+        if (options.exit_when_idle) break;
+        continue;
+      }
+      RunUnit(lease);
+      ++units;
+    }
+    // Leaving: deliver what we have, then tell the coordinator we are gone.
+    {
+      std::lock_guard lock(mu);
+      reporter_done = true;
+    }
+    wake.notify_all();
+    reporter.join();
+    heartbeat.join();
+    {
+      std::lock_guard lock(mu);
+      if (!fatal.ok()) return fatal;
+    }
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    v1::ReleaseRequest request;
+    request.set_session_id(session_id);
+    request.set_reason(release_current ? "agent stopped (signal)" : "agent finished");
+    v1::ReleaseResponse response;
+    grpc::Status status = stub->Release(&context, request, &response);
+    if (!status.ok()) {
+      spdlog::warn("could not release session {}: {}", session_id, status.error_message());
+    }
+    auto left = spool->TotalPending();
+    if (left.ok() && *left > 0) {
+      spdlog::warn("{} results are still in the spool {}; they will be reported next start",
+                   *left, options.spool_path);
+    }
+    return absl::OkStatus();
+  }
+};
+
+Agent::Agent(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Agent::~Agent() = default;
+
+absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(const AgentOptions& options) {
+  RETURN_IF_ERROR(options.Validate());
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  if (impl->options.spool_path.empty()) impl->options.spool_path = "ladder-spool.db";
+  ASSIGN_OR_RETURN(impl->spool, Spool::Open(impl->options.spool_path));
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(64 << 20);
+  // Reconnect quickly after a coordinator restart.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 5000);
+  impl->channel = grpc::CreateCustomChannel(options.coordinator,
+                                            grpc::InsecureChannelCredentials(), args);
+  impl->stub = v1::AgentService::NewStub(impl->channel);
+  impl->inventory = DetectInventory();
+  if (!options.fake_gpus_json.empty()) {
+    impl->inventory.gpus.clear();
+    for (const auto& g : nlohmann::json::parse(options.fake_gpus_json)) {
+      impl->inventory.gpus.push_back(GpuInfo{g.value("vendor", ""), g.value("name", ""),
+                                             g.value("arch", ""), g.value("uuid", ""),
+                                             g.value("memory_mib", int64_t{0}),
+                                             g.value("driver", "")});
+    }
+  }
+  auto kernel = MakeKernelRunner();
+  std::string name(kernel->name());
+  impl->runners[name] = std::move(kernel);
+  return std::unique_ptr<Agent>(new Agent(std::move(impl)));
+}
+
+void Agent::AddRunner(std::unique_ptr<Runner> runner) {
+  std::string name(runner->name());
+  impl_->runners[name] = std::move(runner);
+}
+
+absl::Status Agent::Run() { return impl_->Run(); }
+
+void Agent::Stop(StopMode mode) noexcept {
+  if (mode == StopMode::kRelease) impl_->release_current = true;
+  std::lock_guard lock(impl_->mu);
+  impl_->stopping = true;
+  if (impl_->lease_context) impl_->lease_context->TryCancel();
+  impl_->wake.notify_all();
+}
+
+const std::string& Agent::session_id() const { return impl_->session_id; }
+
+}  // namespace ladder::agent

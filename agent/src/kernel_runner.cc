@@ -1,0 +1,190 @@
+#include "kernel_runner.h"
+
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "ladder/kernels/bench.h"
+#include "ladder/status_macros.h"
+
+namespace ladder::agent {
+namespace {
+
+// Every parameter the kernel runner understands; anything else in a cell is refused so that a
+// typo in a matrix fails loudly instead of silently measuring the default.
+const std::set<std::string>& KnownParams() {
+  static const std::set<std::string> known = {
+      "backend", "preset", "q_heads", "kv_heads", "head_dim", "depth", "query_rows",
+      "num_seqs", "block_size", "window", "softcap", "dtype", "policy", "path", "warmup",
+      "repeats", "flush_l2", "seed", "decode_query_len", "seq_threshold_3d"};
+  return known;
+}
+
+absl::Status FromKernel(const kernels::KernelError& error, std::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat(std::string(what), ": ", error.ToString()));
+}
+
+absl::StatusOr<int> IntParam(const nlohmann::json& params, const char* name, int fallback) {
+  if (!params.contains(name)) return fallback;
+  const auto& v = params[name];
+  if (!v.is_number_integer()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("parameter ", name, ": expected an integer, got ", v.dump()));
+  }
+  return v.get<int>();
+}
+
+absl::StatusOr<std::string> StringParam(const nlohmann::json& params, const char* name,
+                                        std::string fallback) {
+  if (!params.contains(name)) return fallback;
+  const auto& v = params[name];
+  if (!v.is_string()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("parameter ", name, ": expected a string, got ", v.dump()));
+  }
+  return v.get<std::string>();
+}
+
+absl::StatusOr<kernels::BenchPoint> PointFromParams(const nlohmann::json& params) {
+  for (const auto& [key, value] : params.items()) {
+    if (!KnownParams().count(key)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "kernel runner: unknown parameter '", key, "'; known: ",
+          absl::StrJoin(KnownParams(), ", ")));
+    }
+  }
+  ASSIGN_OR_RETURN(std::string backend_name, StringParam(params, "backend", "cpu"));
+  auto backend = kernels::ParseBackend(backend_name);
+  if (!backend.ok()) return FromKernel(backend.error(), "parameter backend");
+  kernels::BenchPoint point;
+  point.backend = *backend;
+  ASSIGN_OR_RETURN(std::string preset, StringParam(params, "preset", ""));
+  if (!preset.empty()) {
+    auto from_preset = kernels::BenchPoint::FromPreset(preset, *backend);
+    if (!from_preset.ok()) return FromKernel(from_preset.error(), "parameter preset");
+    point = *from_preset;
+  }
+  ASSIGN_OR_RETURN(point.q_heads, IntParam(params, "q_heads", point.q_heads));
+  ASSIGN_OR_RETURN(point.kv_heads, IntParam(params, "kv_heads", point.kv_heads));
+  ASSIGN_OR_RETURN(point.head_dim, IntParam(params, "head_dim", point.head_dim));
+  ASSIGN_OR_RETURN(point.depth, IntParam(params, "depth", point.depth));
+  ASSIGN_OR_RETURN(point.query_rows, IntParam(params, "query_rows", point.query_rows));
+  ASSIGN_OR_RETURN(point.num_seqs, IntParam(params, "num_seqs", point.num_seqs));
+  ASSIGN_OR_RETURN(point.block_size, IntParam(params, "block_size", point.block_size));
+  ASSIGN_OR_RETURN(point.window, IntParam(params, "window", point.window));
+  ASSIGN_OR_RETURN(point.warmup, IntParam(params, "warmup", point.warmup));
+  ASSIGN_OR_RETURN(point.repeats, IntParam(params, "repeats", point.repeats));
+  ASSIGN_OR_RETURN(point.config.decode_query_len,
+                   IntParam(params, "decode_query_len", point.config.decode_query_len));
+  ASSIGN_OR_RETURN(point.config.seq_threshold_3d,
+                   IntParam(params, "seq_threshold_3d", point.config.seq_threshold_3d));
+  if (params.contains("softcap")) {
+    if (!params["softcap"].is_number()) {
+      return absl::InvalidArgumentError("parameter softcap: expected a number");
+    }
+    point.softcap = params["softcap"].get<float>();
+  }
+  if (params.contains("flush_l2")) {
+    if (!params["flush_l2"].is_boolean()) {
+      return absl::InvalidArgumentError("parameter flush_l2: expected true or false");
+    }
+    point.flush_l2 = params["flush_l2"].get<bool>();
+  }
+  ASSIGN_OR_RETURN(std::string dtype, StringParam(params, "dtype", ""));
+  if (!dtype.empty()) {
+    if (dtype == "fp32") dtype = "f32";
+    if (dtype == "fp16") dtype = "f16";
+    auto parsed = kernels::ParseDType(dtype);
+    if (!parsed.ok()) return FromKernel(parsed.error(), "parameter dtype");
+    point.dtype = *parsed;
+  } else if (point.backend == kernels::Backend::kCpu) {
+    point.dtype = kernels::DType::kF32;
+  }
+  // `path: 2d|3d` forces a path; `policy` picks one by rule. Both parse the same way.
+  ASSIGN_OR_RETURN(std::string policy, StringParam(params, "policy", ""));
+  ASSIGN_OR_RETURN(std::string path, StringParam(params, "path", ""));
+  if (!policy.empty() && !path.empty()) {
+    return absl::InvalidArgumentError("give either `policy` or `path`, not both");
+  }
+  const std::string rule = !path.empty() ? path : policy;
+  if (!rule.empty()) {
+    auto parsed = kernels::ParsePolicy(rule);
+    if (!parsed.ok()) return FromKernel(parsed.error(), path.empty() ? "parameter policy"
+                                                                    : "parameter path");
+    point.policy = *parsed;
+  }
+  if (params.contains("seed") && params["seed"].is_number_integer()) {
+    point.seed = params["seed"].get<uint64_t>();
+  }
+  if (auto valid = point.Validate(); !valid.ok()) return FromKernel(valid.error(), "cell");
+  return point;
+}
+
+class KernelRunner final : public Runner {
+ public:
+  std::string_view name() const override { return "kernel"; }
+
+  absl::Status Run(const UnitWork& unit, MeasurementSink& sink) override {
+    std::vector<kernels::BenchPoint> points;
+    for (const auto& cell : unit.cells) {
+      auto point = PointFromParams(cell.params);
+      if (!point.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("cell ", cell.key, ": ", point.status().message()));
+      }
+      if (!kernels::BackendAvailable(point->backend)) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "cell ", cell.key, ": backend ", std::string(kernels::ToString(point->backend)),
+            " is not available on this agent (not compiled in, or no device)"));
+      }
+      points.push_back(*point);
+    }
+    const int n = static_cast<int>(unit.cells.size());
+    for (int process = 0; process < unit.processes; ++process) {
+      std::vector<bool> evidence_written(static_cast<size_t>(n), false);
+      for (int round = 0; round < unit.rounds; ++round) {
+        for (int i : InterleavedOrder(n, unit.seed, process, round)) {
+          if (sink.Cancelled()) return absl::CancelledError("unit cancelled");
+          const CellWork& cell = unit.cells[static_cast<size_t>(i)];
+          kernels::BenchPoint point = points[static_cast<size_t>(i)];
+          // Fresh data per process, the same data across rounds of one process.
+          point.seed = point.seed * 1000003u + static_cast<uint64_t>(process);
+          auto result = kernels::RunBenchPoint(point);
+          if (!result.ok()) {
+            return absl::InternalError(
+                absl::StrCat("cell ", cell.key, ": ", result.error().ToString()));
+          }
+          const kernels::BenchResult& r = *result;
+          auto record = [&](const char* metric, double value, const char* unit_name) {
+            return sink.Record(Measurement{cell.cell_id, process, round, metric, value, unit_name});
+          };
+          RETURN_IF_ERROR(record("time_us", r.time_us_median, "us"));
+          RETURN_IF_ERROR(record("time_us_min", r.time_us_min, "us"));
+          RETURN_IF_ERROR(record("bytes_per_s", r.bytes_per_s, "B/s"));
+          if (r.copy_ceiling_bytes_per_s > 0) {
+            RETURN_IF_ERROR(record("fraction_of_copy", r.fraction_of_ceiling, "1"));
+          }
+          RETURN_IF_ERROR(record("segments", r.segments, "1"));
+          if (!evidence_written[static_cast<size_t>(i)]) {
+            evidence_written[static_cast<size_t>(i)] = true;
+            RETURN_IF_ERROR(sink.RecordEvidence(Evidence{
+                cell.cell_id, process, "kernel_path",
+                {{"path", std::string(kernels::ToString(r.path))},
+                 {"segments", r.segments},
+                 {"grid", r.grid},
+                 {"reason", r.reason},
+                 {"device", r.device},
+                 {"policy", std::string(kernels::ToString(point.policy))}}}));
+          }
+        }
+      }
+    }
+    return absl::OkStatus();
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Runner> MakeKernelRunner() { return std::make_unique<KernelRunner>(); }
+
+}  // namespace ladder::agent

@@ -1,0 +1,13 @@
+// The built-in `kernel` runner: times unified attention (ladder::kernels) for each cell.
+// Private to agent/.
+#pragma once
+
+#include <memory>
+
+#include "ladder/agent/runner.h"
+
+namespace ladder::agent {
+
+std::unique_ptr<Runner> MakeKernelRunner();
+
+}  // namespace ladder::agent

@@ -1,0 +1,124 @@
+#include "spool.h"
+
+#include "ladder/status_macros.h"
+
+namespace ladder::agent {
+
+absl::StatusOr<std::unique_ptr<Spool>> Spool::Open(const std::string& path) {
+  ASSIGN_OR_RETURN(auto db, db::Database::Open(path, db::OpenMode::kReadWrite));
+  RETURN_IF_ERROR(db->Exec(R"sql(
+    CREATE TABLE IF NOT EXISTS results (
+      seq         INTEGER PRIMARY KEY,
+      uuid        TEXT NOT NULL UNIQUE,
+      session_id  TEXT NOT NULL,
+      attempt_id  INTEGER NOT NULL,
+      is_evidence INTEGER NOT NULL,
+      payload     BLOB NOT NULL
+    ) STRICT;
+    CREATE INDEX IF NOT EXISTS results_by_attempt ON results(attempt_id);
+    CREATE TABLE IF NOT EXISTS finishes (
+      attempt_id        INTEGER PRIMARY KEY,
+      session_id        TEXT NOT NULL,
+      ok                INTEGER NOT NULL,
+      reason            TEXT NOT NULL,
+      measurement_count INTEGER NOT NULL,
+      evidence_count    INTEGER NOT NULL
+    ) STRICT;
+  )sql"));
+  return std::unique_ptr<Spool>(new Spool(std::move(db)));
+}
+
+absl::Status Spool::AddResult(const SpooledResult& r) {
+  std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(db::Statement* stmt, db_->Cached(
+      "INSERT OR IGNORE INTO results(uuid, session_id, attempt_id, is_evidence, payload) "
+      "VALUES (?1, ?2, ?3, ?4, ?5)"));
+  return stmt->Bind(1, r.uuid)
+      .Bind(2, r.session_id)
+      .Bind(3, r.attempt_id)
+      .Bind(4, r.is_evidence ? 1 : 0)
+      .Bind(5, r.payload)
+      .Run();
+}
+
+absl::StatusOr<std::vector<SpooledResult>> Spool::PendingResults(int limit) {
+  std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(db::Statement* stmt, db_->Cached(
+      "SELECT uuid, session_id, attempt_id, is_evidence, payload FROM results "
+      "ORDER BY seq LIMIT ?1"));
+  stmt->Bind(1, static_cast<int64_t>(limit));
+  std::vector<SpooledResult> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, stmt->Step());
+    if (!row) break;
+    out.push_back(SpooledResult{stmt->Text(0), stmt->Text(1), stmt->Int(2), stmt->Int(3) != 0,
+                                stmt->Text(4)});
+  }
+  return out;
+}
+
+absl::Status Spool::Remove(const std::vector<std::string>& uuids) {
+  if (uuids.empty()) return absl::OkStatus();
+  std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(db::Transaction tx, db::Transaction::Begin(*db_));
+  ASSIGN_OR_RETURN(db::Statement* stmt, db_->Cached("DELETE FROM results WHERE uuid = ?1"));
+  for (const auto& uuid : uuids) {
+    stmt->Reset();
+    RETURN_IF_ERROR(stmt->Bind(1, uuid).Run());
+  }
+  return tx.Commit();
+}
+
+absl::StatusOr<int64_t> Spool::PendingCount(int64_t attempt_id) {
+  std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(db::Statement* stmt,
+                   db_->Cached("SELECT COUNT(*) FROM results WHERE attempt_id = ?1"));
+  stmt->Bind(1, attempt_id);
+  ASSIGN_OR_RETURN(bool row, stmt->Step());
+  return row ? stmt->Int(0) : 0;
+}
+
+absl::StatusOr<int64_t> Spool::TotalPending() {
+  std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(db::Statement* stmt, db_->Cached(
+      "SELECT (SELECT COUNT(*) FROM results) + (SELECT COUNT(*) FROM finishes)"));
+  ASSIGN_OR_RETURN(bool row, stmt->Step());
+  return row ? stmt->Int(0) : 0;
+}
+
+absl::Status Spool::AddFinish(const SpooledFinish& f) {
+  std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(db::Statement* stmt, db_->Cached(
+      "INSERT OR REPLACE INTO finishes(attempt_id, session_id, ok, reason, measurement_count, "
+      "evidence_count) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
+  return stmt->Bind(1, f.attempt_id)
+      .Bind(2, f.session_id)
+      .Bind(3, f.ok ? 1 : 0)
+      .Bind(4, f.reason)
+      .Bind(5, f.measurement_count)
+      .Bind(6, f.evidence_count)
+      .Run();
+}
+
+absl::StatusOr<std::vector<SpooledFinish>> Spool::PendingFinishes() {
+  std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(db::Statement* stmt, db_->Cached(
+      "SELECT session_id, attempt_id, ok, reason, measurement_count, evidence_count "
+      "FROM finishes ORDER BY attempt_id"));
+  std::vector<SpooledFinish> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, stmt->Step());
+    if (!row) break;
+    out.push_back(SpooledFinish{stmt->Text(0), stmt->Int(1), stmt->Int(2) != 0, stmt->Text(3),
+                                stmt->Int(4), stmt->Int(5)});
+  }
+  return out;
+}
+
+absl::Status Spool::RemoveFinish(int64_t attempt_id) {
+  std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(db::Statement* stmt, db_->Cached("DELETE FROM finishes WHERE attempt_id = ?1"));
+  return stmt->Bind(1, attempt_id).Run();
+}
+
+}  // namespace ladder::agent

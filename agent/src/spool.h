@@ -1,0 +1,57 @@
+// The agent's spool: results and attempt endings kept on disk until the coordinator has them.
+// Private to agent/.
+//
+// Thread safety: all methods lock an internal mutex.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "ladder/db/sqlite.h"
+
+namespace ladder::agent {
+
+struct SpooledResult {
+  std::string uuid;
+  std::string session_id;
+  int64_t attempt_id = 0;
+  bool is_evidence = false;
+  std::string payload;  // serialized MeasurementRecord or EvidenceRecord
+};
+
+struct SpooledFinish {
+  std::string session_id;
+  int64_t attempt_id = 0;
+  bool ok = false;
+  std::string reason;
+  int64_t measurement_count = 0;
+  int64_t evidence_count = 0;
+};
+
+class Spool {
+ public:
+  static absl::StatusOr<std::unique_ptr<Spool>> Open(const std::string& path);
+
+  absl::Status AddResult(const SpooledResult& result);
+  // Oldest first, at most `limit`.
+  absl::StatusOr<std::vector<SpooledResult>> PendingResults(int limit);
+  absl::Status Remove(const std::vector<std::string>& uuids);
+  absl::StatusOr<int64_t> PendingCount(int64_t attempt_id);
+  absl::StatusOr<int64_t> TotalPending();
+
+  absl::Status AddFinish(const SpooledFinish& finish);
+  absl::StatusOr<std::vector<SpooledFinish>> PendingFinishes();
+  absl::Status RemoveFinish(int64_t attempt_id);
+
+ private:
+  explicit Spool(std::unique_ptr<db::Database> db) : db_(std::move(db)) {}
+  std::mutex mu_;
+  std::unique_ptr<db::Database> db_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace ladder::agent

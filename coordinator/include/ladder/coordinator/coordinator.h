@@ -1,0 +1,50 @@
+// The coordinator process: the gRPC agent and admin services over one Scheduler and one Store,
+// plus a reaper thread that expires leases. It is the only writer of the results database.
+//
+// Lifecycle: Start() binds, loads state and serves; Shutdown() is idempotent and noexcept: it
+// stops accepting calls, wakes long polls, drains in-flight calls and joins the reaper.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "ladder/coordinator/scheduler.h"
+
+namespace ladder::coordinator {
+
+struct CoordinatorOptions {
+  std::string listen = "127.0.0.1:7400";  // host:port; port 0 picks a free port
+  std::string db_path = "results.db";
+  SchedulerOptions scheduler;
+  int heartbeat_interval_ms = 5000;        // told to agents at registration
+  int max_lease_wait_ms = 20000;           // cap on an agent's long poll
+  int max_message_bytes = 16 << 20;
+  int reaper_interval_ms = 500;
+
+  absl::Status Validate() const;
+};
+
+class Coordinator {
+ public:
+  static absl::StatusOr<std::unique_ptr<Coordinator>> Start(const CoordinatorOptions& options);
+  ~Coordinator();
+  Coordinator(const Coordinator&) = delete;
+  Coordinator& operator=(const Coordinator&) = delete;
+
+  // The bound port (useful when listening on port 0).
+  int port() const;
+  std::string address() const;
+  // Blocks until Shutdown() is called from another thread.
+  void Wait();
+  void Shutdown() noexcept;
+
+ private:
+  struct Impl;
+  explicit Coordinator(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ladder::coordinator

@@ -1,0 +1,173 @@
+// The scheduler: which unit goes to which session, for how long, and what happens when an
+// attempt ends. All of its state is written through to the Store before a call returns, so a
+// coordinator killed at any moment restarts (Scheduler::Create) where it was.
+//
+// Rules:
+//   - a unit is leased only to a session whose inventory satisfies the run's `requires` and
+//     whose features include the run's runner;
+//   - replicate k of a cell goes to a session that has not run (and is not running) another
+//     replicate of the same cell group; among eligible units, one whose group has not yet run on
+//     the session's host is preferred, so replicates spread over hosts where the fleet allows;
+//   - a lease lasts `lease_ms` past the last heartbeat; an expired or failed attempt re-queues
+//     its unit until `max_attempts` attempts have failed, then the unit's cells fail;
+//   - a finished attempt is accepted only when every measurement it produced is stored.
+//
+// Thread safety: every public method is safe to call concurrently (one internal mutex; long
+// polls wait on a condition variable without holding it).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "ladder/db/store.h"
+#include "ladder/matrices/matrix.h"
+
+namespace ladder::coordinator {
+
+// Time source, injectable so tests can drive lease expiry.
+class Clock {
+ public:
+  virtual ~Clock() = default;
+  virtual int64_t NowMs() const = 0;  // unix milliseconds
+};
+Clock& SystemClock();
+
+struct SchedulerOptions {
+  int lease_ms = 30000;          // a lease expires this long after its last heartbeat
+  int session_lost_ms = 90000;   // a session silent this long is shown as lost
+  int64_t max_cells = 100000;    // default cell cap for submissions
+};
+
+struct Lease {
+  int64_t attempt_id = 0;
+  int64_t unit_id = 0;
+  int64_t run_id = 0;
+  std::string runner;
+  std::vector<db::CellRow> cells;
+  int processes = 1;
+  int rounds = 1;
+  uint64_t seed = 0;
+  int lease_ms = 0;
+};
+
+struct SubmitResult {
+  int64_t run_id = 0;
+  int64_t cells = 0;
+  int64_t units = 0;
+  std::string name;
+};
+
+struct FinishResult {
+  bool accepted = false;  // false: the attempt was no longer this session's live lease
+  std::string detail;
+};
+
+class Scheduler {
+ public:
+  // Loads the scheduling state from the store. Leases that were live when the previous
+  // coordinator stopped stay live, with a fresh deadline, so their agents can finish them.
+  static absl::StatusOr<std::unique_ptr<Scheduler>> Create(db::Store* store, const Clock* clock,
+                                                          SchedulerOptions options);
+
+  // Parses and expands a matrix; stores it, or stores nothing and returns InvalidArgument.
+  // `max_cells` 0 means the default.
+  absl::StatusOr<SubmitResult> Validate(const std::string& yaml, const std::string& filename,
+                                        int64_t max_cells) const;
+  absl::StatusOr<SubmitResult> Submit(const std::string& yaml, const std::string& filename,
+                                      int64_t max_cells);
+
+  absl::Status RegisterSession(const db::SessionRow& session);
+  bool KnowsSession(const std::string& session_id) const;
+
+  // Hands the session a unit, waiting up to `wait_ms` for one. nullopt when none came.
+  absl::StatusOr<std::optional<Lease>> LeaseFor(const std::string& session_id, int wait_ms);
+
+  // Extends the session's leases named in `attempt_ids`; returns those it must stop.
+  absl::StatusOr<std::vector<int64_t>> Heartbeat(const std::string& session_id,
+                                                 const std::vector<int64_t>& attempt_ids);
+
+  absl::StatusOr<db::ReportOutcome> Report(const std::string& session_id,
+                                           const std::vector<db::MeasurementIn>& measurements,
+                                           const std::vector<db::EvidenceIn>& evidence);
+
+  // Ends an attempt. FailedPrecondition while fewer results than announced are stored.
+  absl::StatusOr<FinishResult> Finish(const std::string& session_id, int64_t attempt_id, bool ok,
+                                      const std::string& failure_reason,
+                                      int64_t measurement_count, int64_t evidence_count);
+
+  // The session is leaving: its live attempts are re-queued without counting as failures.
+  absl::Status Release(const std::string& session_id, const std::string& reason);
+
+  absl::Status Cancel(int64_t run_id);
+
+  // Expires overdue leases and marks silent sessions lost. Called by the reaper thread.
+  absl::Status Tick();
+
+  // Wakes every long poll (used at shutdown).
+  void WakeAll();
+  void Shutdown();
+
+  int64_t live_attempts() const;
+
+ private:
+  struct RunState {
+    db::RunRow row;
+    matrices::Requirements requirements;
+    int64_t open_units = 0;
+  };
+  struct UnitState {
+    db::UnitRow row;
+  };
+  struct LiveAttempt {
+    int64_t unit_id = 0;
+    std::string session_id;
+    int64_t deadline_ms = 0;
+  };
+  struct SessionState {
+    db::SessionRow row;
+    int64_t last_seen_ms = 0;
+    bool lost = false;
+  };
+  using GroupKey = std::pair<int64_t, std::string>;  // run id, unit group key
+
+  Scheduler(db::Store* store, const Clock* clock, SchedulerOptions options);
+  absl::Status Load() ABSL_LOCKS_EXCLUDED(mu_);
+  void AddRunLocked(const db::RunRow& run) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool Matches(const RunState& run, const SessionState& session) const;
+  absl::StatusOr<std::optional<Lease>> TryLeaseLocked(const std::string& session_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Ends a live attempt that did not succeed; re-queues or fails its unit.
+  absl::Status EndUnsuccessfulLocked(int64_t attempt_id, const std::string& attempt_state,
+                                     const std::string& reason, bool counts_as_failure)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status UnitTerminalLocked(int64_t run_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void TouchLocked(const std::string& session_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  db::Store* const store_;
+  const Clock* const clock_;
+  const SchedulerOptions options_;
+
+  mutable std::mutex mu_;
+  std::condition_variable work_available_;
+  bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
+  std::map<int64_t, RunState> runs_ ABSL_GUARDED_BY(mu_);
+  std::map<int64_t, UnitState> units_ ABSL_GUARDED_BY(mu_);
+  std::set<int64_t> queued_ ABSL_GUARDED_BY(mu_);  // unit ids, in creation order
+  std::map<int64_t, LiveAttempt> live_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, SessionState> sessions_ ABSL_GUARDED_BY(mu_);
+  // Sessions and hosts holding a live or done attempt of a cell group.
+  std::map<GroupKey, std::set<std::string>> group_sessions_ ABSL_GUARDED_BY(mu_);
+  std::map<GroupKey, std::set<std::string>> group_hosts_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> touched_ ABSL_GUARDED_BY(mu_);  // sessions seen since the last Tick
+};
+
+}  // namespace ladder::coordinator

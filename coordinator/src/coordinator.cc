@@ -1,0 +1,445 @@
+#include "ladder/coordinator/coordinator.h"
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/str_cat.h"
+#include "ladder/db/query.h"
+#include "ladder/db/store.h"
+#include "ladder/status_macros.h"
+#include "ladder/v1/admin.grpc.pb.h"
+#include "ladder/v1/agent.grpc.pb.h"
+
+namespace ladder::coordinator {
+namespace {
+
+grpc::Status ToGrpc(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  // absl and gRPC share the canonical code numbering.
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
+                      std::string(status.message()));
+}
+
+void FillSummary(const db::RunSummary& s, v1::RunSummary* out) {
+  out->set_run_id(s.run_id);
+  out->set_matrix_name(s.matrix_name);
+  out->set_state(s.state);
+  out->set_cells_total(s.cells_total);
+  out->set_cells_done(s.cells_done);
+  out->set_cells_failed(s.cells_failed);
+  out->set_units_total(s.units_total);
+  out->set_units_done(s.units_done);
+  out->set_units_leased(s.units_leased);
+  out->set_units_queued(s.units_queued);
+  out->set_units_failed(s.units_failed);
+  out->set_measurements(s.measurements);
+  out->set_created_at_ms(s.created_at_ms);
+  out->set_finished_at_ms(s.finished_at_ms);
+  out->set_matrix_sha256(s.matrix_sha256);
+  for (const auto& r : s.failure_reasons) out->add_failure_reasons(r);
+  const int64_t remaining = s.units_queued + s.units_leased;
+  if (s.state == "done" || s.state == "cancelled") {
+    out->set_eta_seconds(0);
+  } else if (s.mean_unit_seconds > 0) {
+    // Units run in parallel roughly as many as are leased now.
+    const double parallel = static_cast<double>(std::max<int64_t>(1, s.units_leased));
+    out->set_eta_seconds(static_cast<double>(remaining) * s.mean_unit_seconds / parallel);
+  } else {
+    out->set_eta_seconds(-1);
+  }
+}
+
+// Read-only access for the admin service: a connection of its own so reads never queue
+// behind the writer.
+class Reader {
+ public:
+  explicit Reader(std::unique_ptr<db::Database> db) : db_(std::move(db)) {}
+  template <typename F>
+  auto With(F&& f) {
+    std::lock_guard lock(mu_);
+    return f(*db_);
+  }
+
+ private:
+  std::mutex mu_;
+  std::unique_ptr<db::Database> db_;
+};
+
+class AgentServiceImpl final : public v1::AgentService::Service {
+ public:
+  AgentServiceImpl(Scheduler* scheduler, const CoordinatorOptions& options)
+      : scheduler_(scheduler), options_(options) {}
+
+  grpc::Status Register(grpc::ServerContext*, const v1::RegisterRequest* request,
+                        v1::RegisterResponse* response) override {
+    const auto& inv = request->inventory();
+    db::SessionRow row;
+    row.id = request->session_id();
+    if (row.id.size() < 8 || row.id.size() > 64) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "session_id must be a UUID (8 to 64 characters)");
+    }
+    row.hostname = inv.hostname();
+    row.machine_id = inv.machine_id().empty() ? inv.hostname() : inv.machine_id();
+    row.boot_id = inv.boot_id();
+    row.cloud_instance_id = inv.cloud_instance_id();
+    row.cpu_model = inv.cpu_model();
+    row.cpu_cores = inv.cpu_cores();
+    row.memory_mib = inv.memory_mib();
+    row.agent_version = inv.agent_version();
+    row.software = nlohmann::json::object();
+    for (const auto& [k, v] : inv.software()) row.software[k] = v;
+    row.features = nlohmann::json::array();
+    for (const auto& f : inv.features()) row.features.push_back(f);
+    auto labels = nlohmann::json::parse(inv.labels_json().empty() ? "{}" : inv.labels_json(),
+                                        nullptr, false);
+    row.labels = labels.is_discarded() ? nlohmann::json::object() : labels;
+    for (const auto& g : inv.gpus()) {
+      row.gpus.push_back(db::GpuRow{g.vendor(), g.name(), g.arch(), g.uuid(), g.driver(),
+                                    g.memory_mib()});
+    }
+    if (auto s = scheduler_->RegisterSession(row); !s.ok()) return ToGrpc(s);
+    spdlog::info("session {} registered: host {} ({} GPUs, features {})", row.id.substr(0, 8),
+                 row.hostname, row.gpus.size(), row.features.dump());
+    response->set_heartbeat_interval_ms(options_.heartbeat_interval_ms);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Lease(grpc::ServerContext* context, const v1::LeaseRequest* request,
+                     v1::LeaseResponse* response) override {
+    int wait = std::clamp(request->wait_ms(), 0, options_.max_lease_wait_ms);
+    // Never hold a call past the client's own deadline.
+    const auto client_left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        context->deadline() - std::chrono::system_clock::now());
+    if (client_left.count() > 0 && client_left.count() < wait + 1000) {
+      wait = std::max<int>(0, static_cast<int>(client_left.count()) - 1000);
+    }
+    auto lease = scheduler_->LeaseFor(request->session_id(), wait);
+    if (!lease.ok()) return ToGrpc(lease.status());
+    if (!lease->has_value()) {
+      response->set_has_work(false);
+      return grpc::Status::OK;
+    }
+    const coordinator::Lease& l = **lease;
+    response->set_has_work(true);
+    response->set_attempt_id(l.attempt_id);
+    response->set_unit_id(l.unit_id);
+    response->set_run_id(l.run_id);
+    response->set_runner(l.runner);
+    response->set_processes(l.processes);
+    response->set_rounds(l.rounds);
+    response->set_seed(l.seed);
+    response->set_lease_ms(l.lease_ms);
+    for (const auto& cell : l.cells) {
+      auto* c = response->add_cells();
+      c->set_cell_id(cell.id);
+      c->set_key(cell.key);
+      c->set_params_json(cell.params_json);
+    }
+    spdlog::info("attempt {} (run {} unit {}, {} cells) leased to session {}", l.attempt_id,
+                 l.run_id, l.unit_id, l.cells.size(), request->session_id().substr(0, 8));
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Heartbeat(grpc::ServerContext*, const v1::HeartbeatRequest* request,
+                         v1::HeartbeatResponse* response) override {
+    std::vector<int64_t> ids(request->attempt_ids().begin(), request->attempt_ids().end());
+    auto stop = scheduler_->Heartbeat(request->session_id(), ids);
+    if (!stop.ok()) return ToGrpc(stop.status());
+    for (int64_t id : *stop) response->add_cancelled_attempt_ids(id);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Report(grpc::ServerContext*, const v1::ReportRequest* request,
+                      v1::ReportResponse* response) override {
+    std::vector<db::MeasurementIn> measurements;
+    measurements.reserve(static_cast<size_t>(request->measurements_size()));
+    for (const auto& m : request->measurements()) {
+      if (m.uuid().empty() || m.uuid().size() > 64 || m.metric().empty() ||
+          m.metric().size() > 128) {
+        return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                            "measurement needs a uuid (<= 64 chars) and a metric (<= 128 chars)");
+      }
+      measurements.push_back(db::MeasurementIn{m.uuid(), m.attempt_id(), m.cell_id(), m.process(),
+                                               m.round(), m.metric(), m.value(), m.unit(),
+                                               m.measured_at_ms()});
+    }
+    std::vector<db::EvidenceIn> evidence;
+    for (const auto& e : request->evidence()) {
+      if (e.uuid().empty() || e.uuid().size() > 64 || e.kind().empty()) {
+        return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                            "evidence needs a uuid (<= 64 chars) and a kind");
+      }
+      evidence.push_back(db::EvidenceIn{e.uuid(), e.attempt_id(), e.cell_id(), e.process(),
+                                        e.kind(), e.value_json(), e.recorded_at_ms()});
+    }
+    auto outcome = scheduler_->Report(request->session_id(), measurements, evidence);
+    if (!outcome.ok()) return ToGrpc(outcome.status());
+    for (const auto& uuid : outcome->stored) response->add_acknowledged_uuids(uuid);
+    for (const auto& uuid : outcome->stale) response->add_stale_uuids(uuid);
+    if (!outcome->refused.empty()) {
+      spdlog::warn("session {}: refused {} results naming attempts it does not own",
+                   request->session_id().substr(0, 8), outcome->refused.size());
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Finish(grpc::ServerContext*, const v1::FinishRequest* request,
+                      v1::FinishResponse* response) override {
+    auto result = scheduler_->Finish(request->session_id(), request->attempt_id(), request->ok(),
+                                     request->failure_reason(), request->measurement_count(),
+                                     request->evidence_count());
+    if (!result.ok()) return ToGrpc(result.status());
+    response->set_accepted(result->accepted);
+    response->set_detail(result->detail);
+    if (request->ok()) {
+      spdlog::info("attempt {} finished by session {}: {}", request->attempt_id(),
+                   request->session_id().substr(0, 8), result->detail);
+    } else {
+      spdlog::warn("attempt {} failed on session {}: {}", request->attempt_id(),
+                   request->session_id().substr(0, 8), request->failure_reason());
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Release(grpc::ServerContext*, const v1::ReleaseRequest* request,
+                       v1::ReleaseResponse*) override {
+    spdlog::info("session {} leaving: {}", request->session_id().substr(0, 8), request->reason());
+    return ToGrpc(scheduler_->Release(request->session_id(), request->reason()));
+  }
+
+ private:
+  Scheduler* scheduler_;
+  const CoordinatorOptions& options_;
+};
+
+class AdminServiceImpl final : public v1::AdminService::Service {
+ public:
+  AdminServiceImpl(Scheduler* scheduler, Reader* reader, std::atomic<bool>* stopping)
+      : scheduler_(scheduler), reader_(reader), stopping_(stopping) {}
+
+  grpc::Status Validate(grpc::ServerContext*, const v1::ValidateRequest* request,
+                        v1::ValidateResponse* response) override {
+    auto result = scheduler_->Validate(request->yaml(), request->filename(), request->max_cells());
+    if (!result.ok()) return ToGrpc(result.status());
+    response->set_cell_count(result->cells);
+    response->set_unit_count(result->units);
+    response->set_matrix_name(result->name);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Submit(grpc::ServerContext*, const v1::SubmitRequest* request,
+                      v1::SubmitResponse* response) override {
+    auto result = scheduler_->Submit(request->yaml(), request->filename(), request->max_cells());
+    if (!result.ok()) return ToGrpc(result.status());
+    spdlog::info("run {} submitted: matrix {}, {} cells in {} units", result->run_id,
+                 result->name, result->cells, result->units);
+    response->set_run_id(result->run_id);
+    response->set_cell_count(result->cells);
+    response->set_unit_count(result->units);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status GetRun(grpc::ServerContext*, const v1::GetRunRequest* request,
+                      v1::RunSummary* response) override {
+    auto summary = reader_->With([&](db::Database& d) { return db::GetRunSummary(d, request->run_id()); });
+    if (!summary.ok()) return ToGrpc(summary.status());
+    FillSummary(*summary, response);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status ListRuns(grpc::ServerContext*, const v1::ListRunsRequest* request,
+                        v1::ListRunsResponse* response) override {
+    auto runs = reader_->With([&](db::Database& d) { return db::ListRuns(d, request->limit()); });
+    if (!runs.ok()) return ToGrpc(runs.status());
+    for (const auto& r : *runs) FillSummary(r, response->add_runs());
+    return grpc::Status::OK;
+  }
+
+  grpc::Status WatchRun(grpc::ServerContext* context, const v1::WatchRunRequest* request,
+                        grpc::ServerWriter<v1::RunSummary>* writer) override {
+    std::string last;
+    while (!context->IsCancelled() && !stopping_->load()) {
+      auto summary =
+          reader_->With([&](db::Database& d) { return db::GetRunSummary(d, request->run_id()); });
+      if (!summary.ok()) return ToGrpc(summary.status());
+      v1::RunSummary message;
+      FillSummary(*summary, &message);
+      std::string serialized = message.SerializeAsString();
+      if (serialized != last) {
+        if (!writer->Write(message)) return grpc::Status::OK;
+        last = std::move(serialized);
+      }
+      if (summary->state == "done" || summary->state == "cancelled") return grpc::Status::OK;
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    }
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "coordinator is shutting down");
+  }
+
+  grpc::Status CancelRun(grpc::ServerContext*, const v1::CancelRunRequest* request,
+                         v1::CancelRunResponse* response) override {
+    if (auto s = scheduler_->Cancel(request->run_id()); !s.ok()) return ToGrpc(s);
+    spdlog::info("run {} cancelled", request->run_id());
+    auto summary = reader_->With([&](db::Database& d) { return db::GetRunSummary(d, request->run_id()); });
+    if (!summary.ok()) return ToGrpc(summary.status());
+    FillSummary(*summary, response->mutable_run());
+    return grpc::Status::OK;
+  }
+
+  grpc::Status ListSessions(grpc::ServerContext*, const v1::ListSessionsRequest*,
+                            v1::ListSessionsResponse* response) override {
+    auto sessions = reader_->With([&](db::Database& d) { return db::ListSessions(d); });
+    if (!sessions.ok()) return ToGrpc(sessions.status());
+    for (const auto& s : *sessions) {
+      auto* out = response->add_sessions();
+      out->set_session_id(s.session_id);
+      out->set_hostname(s.hostname);
+      out->set_state(s.state);
+      out->set_started_at_ms(s.started_at_ms);
+      out->set_last_seen_ms(s.last_seen_ms);
+      out->set_inventory_json(s.inventory.dump());
+      out->set_attempts_done(s.attempts_done);
+      out->set_attempts_live(s.attempts_live);
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Query(grpc::ServerContext*, const v1::QueryRequest* request,
+                     v1::QueryResponse* response) override {
+    db::QueryOptions options;
+    options.run_id = request->run_id();
+    options.by.assign(request->by().begin(), request->by().end());
+    options.metric = request->metric();
+    auto result = reader_->With([&](db::Database& d) { return db::QueryRun(d, options); });
+    if (!result.ok()) return ToGrpc(result.status());
+    response->set_result_json(db::ToJson(*result).dump());
+    return grpc::Status::OK;
+  }
+
+ private:
+  Scheduler* scheduler_;
+  Reader* reader_;
+  std::atomic<bool>* stopping_;
+};
+
+}  // namespace
+
+absl::Status CoordinatorOptions::Validate() const {
+  if (listen.find(':') == std::string::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--listen: expected HOST:PORT, got '", listen, "'"));
+  }
+  if (db_path.empty()) return absl::InvalidArgumentError("--db: a database file is required");
+  if (scheduler.lease_ms < 1000) {
+    return absl::InvalidArgumentError("--lease-ms: must be at least 1000");
+  }
+  if (heartbeat_interval_ms <= 0 || heartbeat_interval_ms * 2 > scheduler.lease_ms) {
+    return absl::InvalidArgumentError(
+        "--heartbeat-ms: must be positive and at most half the lease");
+  }
+  return absl::OkStatus();
+}
+
+struct Coordinator::Impl {
+  CoordinatorOptions options;
+  std::unique_ptr<db::Store> store;
+  std::unique_ptr<Reader> reader;
+  std::unique_ptr<Scheduler> scheduler;
+  std::unique_ptr<AgentServiceImpl> agent_service;
+  std::unique_ptr<AdminServiceImpl> admin_service;
+  std::unique_ptr<grpc::Server> server;
+  int port = 0;
+  std::atomic<bool> stopping{false};
+  std::thread reaper;
+  std::mutex mu;
+  std::condition_variable stopped_cv;
+  bool stopped = false;
+
+  void ReaperLoop() {
+    std::unique_lock lock(mu);
+    while (!stopped) {
+      stopped_cv.wait_for(lock, std::chrono::milliseconds(options.reaper_interval_ms));
+      if (stopped) break;
+      lock.unlock();
+      if (auto s = scheduler->Tick(); !s.ok()) spdlog::error("reaper: {}", s.ToString());
+      lock.lock();
+    }
+  }
+};
+
+Coordinator::Coordinator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Coordinator::~Coordinator() { Shutdown(); }
+
+absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(
+    const CoordinatorOptions& options) {
+  RETURN_IF_ERROR(options.Validate());
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  ASSIGN_OR_RETURN(impl->store, db::Store::Open(options.db_path));
+  ASSIGN_OR_RETURN(auto read_db, db::Database::Open(options.db_path, db::OpenMode::kReadWrite));
+  impl->reader = std::make_unique<Reader>(std::move(read_db));
+  ASSIGN_OR_RETURN(impl->scheduler,
+                   Scheduler::Create(impl->store.get(), &SystemClock(), options.scheduler));
+  impl->agent_service = std::make_unique<AgentServiceImpl>(impl->scheduler.get(), impl->options);
+  impl->admin_service = std::make_unique<AdminServiceImpl>(
+      impl->scheduler.get(), impl->reader.get(), &impl->stopping);
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &impl->port);
+  builder.SetMaxReceiveMessageSize(options.max_message_bytes);
+  builder.SetMaxSendMessageSize(options.max_message_bytes);
+  builder.RegisterService(impl->agent_service.get());
+  builder.RegisterService(impl->admin_service.get());
+  impl->server = builder.BuildAndStart();
+  if (!impl->server || impl->port == 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", options.listen, " (address in use or not local?)"));
+  }
+  impl->reaper = std::thread([raw = impl.get()] { raw->ReaperLoop(); });
+  spdlog::info("coordinator listening on {} (database {})",
+               options.listen.substr(0, options.listen.rfind(':')) + ":" +
+                   std::to_string(impl->port),
+               options.db_path);
+  return std::unique_ptr<Coordinator>(new Coordinator(std::move(impl)));
+}
+
+int Coordinator::port() const { return impl_->port; }
+
+std::string Coordinator::address() const {
+  const std::string& listen = impl_->options.listen;
+  std::string host = listen.substr(0, listen.rfind(':'));
+  if (host.empty() || host == "0.0.0.0" || host == "[::]") host = "127.0.0.1";
+  return absl::StrCat(host, ":", impl_->port);
+}
+
+void Coordinator::Wait() {
+  std::unique_lock lock(impl_->mu);
+  impl_->stopped_cv.wait(lock, [&] { return impl_->stopped; });
+}
+
+void Coordinator::Shutdown() noexcept {
+  if (!impl_) return;
+  if (impl_->stopping.exchange(true)) return;
+  impl_->scheduler->Shutdown();
+  impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  {
+    std::lock_guard lock(impl_->mu);
+    impl_->stopped = true;
+  }
+  impl_->stopped_cv.notify_all();
+  if (impl_->reaper.joinable()) impl_->reaper.join();
+}
+
+}  // namespace ladder::coordinator

@@ -1,0 +1,515 @@
+#include "ladder/coordinator/scheduler.h"
+
+#include <fnmatch.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "ladder/status_macros.h"
+
+namespace ladder::coordinator {
+namespace {
+
+class RealClock final : public Clock {
+ public:
+  int64_t NowMs() const override {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  }
+};
+
+matrices::Requirements RequirementsFromJson(const nlohmann::json& j) {
+  matrices::Requirements r;
+  if (!j.is_object()) return r;
+  r.gpu_vendor = j.value("gpu_vendor", "");
+  r.gpu_name_glob = j.value("gpu_name", "");
+  r.gpu_count = j.value("gpu_count", 0);
+  r.min_gpu_memory_mib = j.value("min_gpu_memory_mib", int64_t{0});
+  if (j.contains("features") && j["features"].is_array()) {
+    for (const auto& f : j["features"]) r.features.push_back(f.get<std::string>());
+  }
+  return r;
+}
+
+bool HasFeature(const nlohmann::json& features, const std::string& name) {
+  if (!features.is_array()) return false;
+  return std::any_of(features.begin(), features.end(),
+                     [&](const nlohmann::json& f) { return f.is_string() && f == name; });
+}
+
+}  // namespace
+
+Clock& SystemClock() {
+  static RealClock clock;
+  return clock;
+}
+
+Scheduler::Scheduler(db::Store* store, const Clock* clock, SchedulerOptions options)
+    : store_(store), clock_(clock), options_(options) {}
+
+absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(db::Store* store, const Clock* clock,
+                                                             SchedulerOptions options) {
+  std::unique_ptr<Scheduler> scheduler(new Scheduler(store, clock, options));
+  RETURN_IF_ERROR(scheduler->Load());
+  return scheduler;
+}
+
+void Scheduler::AddRunLocked(const db::RunRow& run) {
+  RunState state;
+  state.row = run;
+  state.requirements = RequirementsFromJson(run.requirements);
+  runs_[run.id] = std::move(state);
+}
+
+absl::Status Scheduler::Load() {
+  ASSIGN_OR_RETURN(db::SchedulingSnapshot snapshot, store_->LoadSchedulingState());
+  std::lock_guard lock(mu_);
+  const int64_t now = clock_->NowMs();
+  for (const auto& run : snapshot.open_runs) AddRunLocked(run);
+  for (auto& unit : snapshot.units) {
+    auto run = runs_.find(unit.run_id);
+    if (run == runs_.end()) continue;
+    if (unit.state == "queued") queued_.insert(unit.id);
+    if (unit.state == "queued" || unit.state == "leased") run->second.open_units++;
+    units_[unit.id] = UnitState{std::move(unit)};
+  }
+  for (auto& session : snapshot.sessions) {
+    SessionState state;
+    state.last_seen_ms = session.last_seen_at;
+    state.lost = session.state == "lost";
+    state.row = std::move(session);
+    sessions_[state.row.id] = std::move(state);
+  }
+  for (const auto& attempt : snapshot.attempts) {
+    auto unit = units_.find(attempt.unit_id);
+    if (unit == units_.end()) continue;
+    const GroupKey group{unit->second.row.run_id, unit->second.row.group_key};
+    group_sessions_[group].insert(attempt.session_id);
+    if (auto s = sessions_.find(attempt.session_id); s != sessions_.end()) {
+      group_hosts_[group].insert(s->second.row.machine_id);
+    }
+    if (attempt.state == "leased") {
+      // The agent may still be working: give it a full lease from now to check in.
+      live_[attempt.id] = LiveAttempt{attempt.unit_id, attempt.session_id,
+                                      now + options_.lease_ms};
+    }
+  }
+  // A run whose units are all terminal but which was not marked done (killed in between).
+  std::vector<int64_t> finished;
+  for (const auto& [id, run] : runs_) {
+    if (run.open_units == 0) finished.push_back(id);
+  }
+  for (int64_t id : finished) RETURN_IF_ERROR(UnitTerminalLocked(id));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<SubmitResult> Scheduler::Validate(const std::string& yaml,
+                                                 const std::string& filename,
+                                                 int64_t max_cells) const {
+  matrices::ParseOptions parse_options;
+  parse_options.max_cells = max_cells > 0 ? max_cells : options_.max_cells;
+  ASSIGN_OR_RETURN(matrices::Matrix matrix,
+                   matrices::ParseMatrix(yaml, filename.empty() ? "<matrix>" : filename,
+                                         parse_options));
+  ASSIGN_OR_RETURN(matrices::Expansion expansion, matrices::Expand(matrix, parse_options));
+  return SubmitResult{0, static_cast<int64_t>(expansion.cells.size()),
+                      static_cast<int64_t>(expansion.units.size()), matrix.name};
+}
+
+absl::StatusOr<SubmitResult> Scheduler::Submit(const std::string& yaml,
+                                               const std::string& filename, int64_t max_cells) {
+  matrices::ParseOptions parse_options;
+  parse_options.max_cells = max_cells > 0 ? max_cells : options_.max_cells;
+  ASSIGN_OR_RETURN(matrices::Matrix matrix,
+                   matrices::ParseMatrix(yaml, filename.empty() ? "<matrix>" : filename,
+                                         parse_options));
+  ASSIGN_OR_RETURN(matrices::Expansion expansion, matrices::Expand(matrix, parse_options));
+  if (matrix.metric.empty()) matrix.metric = matrix.runner == "engine" ? "decode_tok_s" : "time_us";
+  ASSIGN_OR_RETURN(int64_t run_id,
+                   store_->CreateRun(yaml, matrix, expansion, clock_->NowMs()));
+  // Pick the new run's rows back up from the store so memory and disk agree on ids.
+  ASSIGN_OR_RETURN(db::SchedulingSnapshot snapshot, store_->LoadSchedulingState());
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& run : snapshot.open_runs) {
+      if (run.id == run_id) AddRunLocked(run);
+    }
+    for (auto& unit : snapshot.units) {
+      if (unit.run_id != run_id) continue;
+      queued_.insert(unit.id);
+      runs_[run_id].open_units++;
+      units_[unit.id] = UnitState{std::move(unit)};
+    }
+  }
+  work_available_.notify_all();
+  return SubmitResult{run_id, static_cast<int64_t>(expansion.cells.size()),
+                      static_cast<int64_t>(expansion.units.size()), matrix.name};
+}
+
+absl::Status Scheduler::RegisterSession(const db::SessionRow& session) {
+  if (session.id.empty()) return absl::InvalidArgumentError("session_id is empty");
+  db::SessionRow row = session;
+  row.started_at = clock_->NowMs();
+  row.last_seen_at = row.started_at;
+  row.state = "active";
+  RETURN_IF_ERROR(store_->UpsertSession(row));
+  {
+    std::lock_guard lock(mu_);
+    SessionState state;
+    state.row = std::move(row);
+    state.last_seen_ms = state.row.last_seen_at;
+    sessions_[state.row.id] = std::move(state);
+  }
+  work_available_.notify_all();
+  return absl::OkStatus();
+}
+
+bool Scheduler::KnowsSession(const std::string& session_id) const {
+  std::lock_guard lock(mu_);
+  return sessions_.count(session_id) > 0;
+}
+
+void Scheduler::TouchLocked(const std::string& session_id) {
+  auto it = sessions_.find(session_id);
+  if (it == sessions_.end()) return;
+  it->second.last_seen_ms = clock_->NowMs();
+  it->second.lost = false;
+  touched_.insert(session_id);
+}
+
+bool Scheduler::Matches(const RunState& run, const SessionState& session) const {
+  const auto& features = session.row.features;
+  if (!HasFeature(features, run.row.runner)) return false;
+  for (const auto& f : run.requirements.features) {
+    if (!HasFeature(features, f)) return false;
+  }
+  const auto& req = run.requirements;
+  const std::string vendor = absl::AsciiStrToLower(req.gpu_vendor);
+  const bool needs_gpu = (!vendor.empty() && vendor != "any") || !req.gpu_name_glob.empty() ||
+                         req.gpu_count > 0 || req.min_gpu_memory_mib > 0;
+  if (!needs_gpu) return true;
+  int matching = 0;
+  for (const auto& gpu : session.row.gpus) {
+    if (!vendor.empty() && vendor != "any" && absl::AsciiStrToLower(gpu.vendor) != vendor) continue;
+    if (!req.gpu_name_glob.empty() &&
+        fnmatch(req.gpu_name_glob.c_str(), gpu.name.c_str(), FNM_CASEFOLD) != 0) {
+      continue;
+    }
+    if (gpu.memory_mib < req.min_gpu_memory_mib) continue;
+    ++matching;
+  }
+  return matching >= std::max(1, req.gpu_count);
+}
+
+absl::StatusOr<std::optional<Lease>> Scheduler::TryLeaseLocked(const std::string& session_id) {
+  auto session_it = sessions_.find(session_id);
+  if (session_it == sessions_.end()) {
+    return absl::NotFoundError(absl::StrCat("unknown session ", session_id, "; register first"));
+  }
+  const SessionState& session = session_it->second;
+  // Two passes: first a unit whose group has not run on this host, then any eligible unit.
+  int64_t chosen = 0;
+  for (int pass = 0; pass < 2 && chosen == 0; ++pass) {
+    for (int64_t unit_id : queued_) {
+      const UnitState& unit = units_.at(unit_id);
+      const RunState& run = runs_.at(unit.row.run_id);
+      const GroupKey group{unit.row.run_id, unit.row.group_key};
+      if (auto g = group_sessions_.find(group);
+          g != group_sessions_.end() && g->second.count(session_id)) {
+        continue;
+      }
+      if (pass == 0) {
+        if (auto h = group_hosts_.find(group);
+            h != group_hosts_.end() && h->second.count(session.row.machine_id)) {
+          continue;
+        }
+      }
+      if (!Matches(run, session)) continue;
+      chosen = unit_id;
+      break;
+    }
+  }
+  if (chosen == 0) return std::optional<Lease>();
+
+  UnitState& unit = units_.at(chosen);
+  const RunState& run = runs_.at(unit.row.run_id);
+  const int64_t now = clock_->NowMs();
+  ASSIGN_OR_RETURN(int64_t attempt_id, store_->LeaseUnit(chosen, session_id, now));
+  ASSIGN_OR_RETURN(std::vector<db::CellRow> cells, store_->LoadCells(unit.row.cell_ids));
+  queued_.erase(chosen);
+  unit.row.state = "leased";
+  const GroupKey group{unit.row.run_id, unit.row.group_key};
+  group_sessions_[group].insert(session_id);
+  group_hosts_[group].insert(session.row.machine_id);
+  live_[attempt_id] = LiveAttempt{chosen, session_id, now + options_.lease_ms};
+
+  Lease lease;
+  lease.attempt_id = attempt_id;
+  lease.unit_id = chosen;
+  lease.run_id = unit.row.run_id;
+  lease.runner = run.row.runner;
+  lease.cells = std::move(cells);
+  lease.processes = run.row.processes;
+  lease.rounds = run.row.rounds;
+  lease.seed = unit.row.seed;
+  lease.lease_ms = options_.lease_ms;
+  return std::optional<Lease>(std::move(lease));
+}
+
+absl::StatusOr<std::optional<Lease>> Scheduler::LeaseFor(const std::string& session_id,
+                                                         int wait_ms) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
+  std::unique_lock lock(mu_);
+  TouchLocked(session_id);
+  while (true) {
+    if (shutdown_) return absl::UnavailableError("coordinator is shutting down");
+    ASSIGN_OR_RETURN(std::optional<Lease> lease, TryLeaseLocked(session_id));
+    if (lease.has_value()) return lease;
+    if (work_available_.wait_until(lock, deadline) == std::cv_status::timeout) {
+      if (shutdown_) return absl::UnavailableError("coordinator is shutting down");
+      return TryLeaseLocked(session_id);
+    }
+  }
+}
+
+absl::StatusOr<std::vector<int64_t>> Scheduler::Heartbeat(const std::string& session_id,
+                                                          const std::vector<int64_t>& attempt_ids) {
+  std::lock_guard lock(mu_);
+  if (!sessions_.count(session_id)) {
+    return absl::NotFoundError(absl::StrCat("unknown session ", session_id));
+  }
+  TouchLocked(session_id);
+  std::vector<int64_t> stop;
+  const int64_t deadline = clock_->NowMs() + options_.lease_ms;
+  for (int64_t id : attempt_ids) {
+    auto it = live_.find(id);
+    if (it == live_.end() || it->second.session_id != session_id) {
+      stop.push_back(id);  // expired, cancelled, or never this session's
+      continue;
+    }
+    it->second.deadline_ms = deadline;
+  }
+  return stop;
+}
+
+absl::StatusOr<db::ReportOutcome> Scheduler::Report(
+    const std::string& session_id, const std::vector<db::MeasurementIn>& measurements,
+    const std::vector<db::EvidenceIn>& evidence) {
+  std::vector<int64_t> live;
+  {
+    std::lock_guard lock(mu_);
+    if (!sessions_.count(session_id)) {
+      return absl::NotFoundError(absl::StrCat("unknown session ", session_id));
+    }
+    TouchLocked(session_id);
+    for (const auto& [id, attempt] : live_) {
+      if (attempt.session_id == session_id) live.push_back(id);
+    }
+  }
+  // The store call happens outside the lock: it is the slow part, and liveness only matters
+  // at the instant of the snapshot (a lease that expires meanwhile was live when measured).
+  return store_->Report(session_id, measurements, evidence, live, clock_->NowMs());
+}
+
+absl::StatusOr<FinishResult> Scheduler::Finish(const std::string& session_id, int64_t attempt_id,
+                                               bool ok, const std::string& failure_reason,
+                                               int64_t measurement_count,
+                                               int64_t evidence_count) {
+  std::unique_lock lock(mu_);
+  if (!sessions_.count(session_id)) {
+    return absl::NotFoundError(absl::StrCat("unknown session ", session_id));
+  }
+  TouchLocked(session_id);
+  auto it = live_.find(attempt_id);
+  if (it == live_.end() || it->second.session_id != session_id) {
+    return FinishResult{false, absl::StrCat("attempt ", attempt_id,
+                                            " is not a live lease of this session (expired, "
+                                            "cancelled or re-leased); its results are stale")};
+  }
+  if (!ok) {
+    RETURN_IF_ERROR(EndUnsuccessfulLocked(attempt_id, "failed",
+                                          failure_reason.empty() ? "runner failed"
+                                                                 : failure_reason,
+                                          /*counts_as_failure=*/true));
+    lock.unlock();
+    work_available_.notify_all();
+    return FinishResult{true, "failure recorded"};
+  }
+  ASSIGN_OR_RETURN(auto counts, store_->CountResults(attempt_id));
+  if (counts.first < measurement_count || counts.second < evidence_count) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "attempt ", attempt_id, ": ", counts.first, " of ", measurement_count,
+        " measurements and ", counts.second, " of ", evidence_count,
+        " evidence records stored; report the rest first"));
+  }
+  const int64_t unit_id = it->second.unit_id;
+  UnitState& unit = units_.at(unit_id);
+  RETURN_IF_ERROR(store_->EndAttempt(attempt_id, "done", "", unit_id, "done", unit.row.attempts,
+                                     clock_->NowMs()));
+  live_.erase(it);
+  unit.row.state = "done";
+  RETURN_IF_ERROR(UnitTerminalLocked(unit.row.run_id));
+  return FinishResult{true, "done"};
+}
+
+absl::Status Scheduler::EndUnsuccessfulLocked(int64_t attempt_id,
+                                              const std::string& attempt_state,
+                                              const std::string& reason,
+                                              bool counts_as_failure) {
+  auto it = live_.find(attempt_id);
+  if (it == live_.end()) return absl::OkStatus();
+  const LiveAttempt attempt = it->second;
+  UnitState& unit = units_.at(attempt.unit_id);
+  RunState& run = runs_.at(unit.row.run_id);
+  const int failures = unit.row.attempts + (counts_as_failure ? 1 : 0);
+  const bool give_up = failures >= run.row.max_attempts;
+  const std::string unit_state = give_up ? "failed" : "queued";
+  const std::string unit_reason =
+      give_up ? absl::StrCat(reason, " (after ", failures, " attempts)") : reason;
+  RETURN_IF_ERROR(store_->EndAttempt(attempt_id, attempt_state, unit_reason, attempt.unit_id,
+                                     unit_state, failures, clock_->NowMs()));
+  live_.erase(it);
+  unit.row.attempts = failures;
+  unit.row.state = unit_state;
+  // The session did not complete this replicate: it no longer blocks the group.
+  const GroupKey group{unit.row.run_id, unit.row.group_key};
+  group_sessions_[group].erase(attempt.session_id);
+  if (auto s = sessions_.find(attempt.session_id); s != sessions_.end()) {
+    // Keep the host mark only if another live/done session on that host holds the group.
+    bool host_still_used = false;
+    for (const auto& other : group_sessions_[group]) {
+      auto o = sessions_.find(other);
+      if (o != sessions_.end() && o->second.row.machine_id == s->second.row.machine_id) {
+        host_still_used = true;
+      }
+    }
+    if (!host_still_used) group_hosts_[group].erase(s->second.row.machine_id);
+  }
+  if (give_up) {
+    RETURN_IF_ERROR(UnitTerminalLocked(unit.row.run_id));
+  } else {
+    queued_.insert(attempt.unit_id);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::UnitTerminalLocked(int64_t run_id) {
+  auto run = runs_.find(run_id);
+  if (run == runs_.end()) return absl::OkStatus();
+  int64_t open = 0;
+  for (const auto& [id, unit] : units_) {
+    if (unit.row.run_id == run_id && (unit.row.state == "queued" || unit.row.state == "leased")) {
+      ++open;
+    }
+  }
+  run->second.open_units = open;
+  if (open > 0) return absl::OkStatus();
+  RETURN_IF_ERROR(store_->SetRunState(run_id, "done", clock_->NowMs()));
+  // The run is finished: drop its units from memory.
+  for (auto it = units_.begin(); it != units_.end();) {
+    it = it->second.row.run_id == run_id ? units_.erase(it) : std::next(it);
+  }
+  for (auto it = group_sessions_.begin(); it != group_sessions_.end();) {
+    it = it->first.first == run_id ? group_sessions_.erase(it) : std::next(it);
+  }
+  for (auto it = group_hosts_.begin(); it != group_hosts_.end();) {
+    it = it->first.first == run_id ? group_hosts_.erase(it) : std::next(it);
+  }
+  runs_.erase(run);
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::Release(const std::string& session_id, const std::string& reason) {
+  {
+    std::lock_guard lock(mu_);
+    std::vector<int64_t> mine;
+    for (const auto& [id, attempt] : live_) {
+      if (attempt.session_id == session_id) mine.push_back(id);
+    }
+    for (int64_t id : mine) {
+      RETURN_IF_ERROR(EndUnsuccessfulLocked(
+          id, "failed", absl::StrCat("released by agent: ", reason.empty() ? "stopping" : reason),
+          /*counts_as_failure=*/false));
+    }
+    if (auto s = sessions_.find(session_id); s != sessions_.end()) {
+      RETURN_IF_ERROR(store_->SetSessionState(session_id, "gone"));
+      sessions_.erase(s);
+    }
+  }
+  work_available_.notify_all();
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::Cancel(int64_t run_id) {
+  std::lock_guard lock(mu_);
+  auto run = runs_.find(run_id);
+  if (run == runs_.end()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("run ", run_id, " is not queued or running (unknown, done or cancelled)"));
+  }
+  RETURN_IF_ERROR(store_->CancelRun(run_id, clock_->NowMs()));
+  for (auto it = live_.begin(); it != live_.end();) {
+    it = units_.at(it->second.unit_id).row.run_id == run_id ? live_.erase(it) : std::next(it);
+  }
+  for (auto it = units_.begin(); it != units_.end();) {
+    if (it->second.row.run_id == run_id) {
+      queued_.erase(it->first);
+      it = units_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  runs_.erase(run);
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::Tick() {
+  std::vector<std::string> touched;
+  bool requeued = false;
+  {
+    std::lock_guard lock(mu_);
+    const int64_t now = clock_->NowMs();
+    std::vector<std::pair<int64_t, std::string>> expired;
+    for (const auto& [id, attempt] : live_) {
+      if (attempt.deadline_ms <= now) expired.emplace_back(id, attempt.session_id);
+    }
+    for (const auto& [id, session] : expired) {
+      RETURN_IF_ERROR(EndUnsuccessfulLocked(
+          id, "expired",
+          absl::StrCat("lease expired: session ", session.substr(0, 8), " silent for ",
+                       options_.lease_ms / 1000.0, " s"),
+          /*counts_as_failure=*/true));
+      requeued = true;
+    }
+    for (auto& [id, session] : sessions_) {
+      if (!session.lost && now - session.last_seen_ms > options_.session_lost_ms) {
+        session.lost = true;
+        RETURN_IF_ERROR(store_->SetSessionState(id, "lost"));
+      }
+    }
+    touched.assign(touched_.begin(), touched_.end());
+    touched_.clear();
+  }
+  if (requeued) work_available_.notify_all();
+  return store_->TouchSessions(touched, clock_->NowMs());
+}
+
+void Scheduler::WakeAll() { work_available_.notify_all(); }
+
+void Scheduler::Shutdown() {
+  {
+    std::lock_guard lock(mu_);
+    shutdown_ = true;
+  }
+  work_available_.notify_all();
+}
+
+int64_t Scheduler::live_attempts() const {
+  std::lock_guard lock(mu_);
+  return static_cast<int64_t>(live_.size());
+}
+
+}  // namespace ladder::coordinator
