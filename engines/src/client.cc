@@ -191,13 +191,21 @@ absl::StatusOr<GenerationResult> EngineClient::Generate(std::span<const int32_t>
   req.set_header("Content-Type", "application/json");
   req.set_header("Accept", "text/event-stream");
   int http_status = 0;
+  bool event_stream = false;
+  std::string plain_body;  // a reply that is not an event stream
   req.response_handler = [&](const httplib::Response& response) {
     http_status = response.status;
+    event_stream = response.get_header_value("Content-Type").find("text/event-stream") !=
+                   std::string::npos;
     return true;
   };
   req.content_receiver = [&](const char* data, size_t length, uint64_t, uint64_t) {
     if (raw_prefix.size() < 300) raw_prefix.append(data, std::min<size_t>(length, 300));
     if (http_status != 200) return true;  // collect the error body below
+    if (!event_stream) {
+      if (plain_body.size() < (64u << 20)) plain_body.append(data, length);
+      return true;
+    }
     buffer.append(data, length);
     size_t pos;
     while ((pos = buffer.find("\n\n")) != std::string::npos) {
@@ -219,6 +227,18 @@ absl::StatusOr<GenerationResult> EngineClient::Generate(std::span<const int32_t>
                                             Snippet(raw_prefix)));
   }
   if (!ok) return TransportError(url, error);
+  if (!event_stream) {
+    // The server ignored "stream": accept a complete JSON completion, without token timing.
+    nlohmann::json j = nlohmann::json::parse(plain_body, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("choices")) {
+      return absl::DataLossError(
+          Cat("malformed JSON from engine at ", url, ": ", Snippet(plain_body)));
+    }
+    plain_body = Cat("data: ", j.dump(), "\n\ndata: [DONE]");
+    if (!handle_event(plain_body)) return stream_status;
+    result.ttft_ms = MsSince(start, end);  // no streaming: the first token is the whole reply
+    result.gaps_ms.clear();
+  }
   if (!buffer.empty() && !absl::StripAsciiWhitespace(buffer).empty()) {
     if (!handle_event(buffer)) return stream_status;
   }

@@ -1,0 +1,41 @@
+#include "ladder/engines/synthetic_engine_cli.h"
+
+namespace ladder::engines {
+
+void AddSyntheticEngineFlags(CLI::App& app, SyntheticEngineOptions& o) {
+  app.add_option("--preset", o.preset, "Model shapes: tiny (CPU tests) or gemma4-31b")
+      ->capture_default_str();
+  app.add_option("--host", o.host, "Address to bind")->capture_default_str();
+  app.add_option("--port", o.port, "Port to bind; 0 picks a free one")->capture_default_str();
+  app.add_option("--policy", o.policy,
+                 "Attention path policy: legacy (3D only for one query row, as vLLM ships) or "
+                 "spec-aware (3D also for speculative verification)")
+      ->check(CLI::IsMember({"legacy", "spec-aware"}))
+      ->capture_default_str();
+  app.add_option("--spec-k", o.spec_k, "Drafted tokens per step; 0 turns speculation off")
+      ->check(CLI::Range(0, 16))
+      ->capture_default_str();
+  app.add_option("--acceptance", o.acceptance,
+                 "Acceptance probability per drafted token: RATE, or DEPTH:RATE,DEPTH:RATE,... "
+                 "interpolated linearly in depth")
+      ->capture_default_str();
+  app.add_option("--seed", o.seed, "Seed of weights, KV fill and acceptance draws")
+      ->capture_default_str();
+  app.add_option("--attention-backend", o.attention_backend,
+                 "Backend name to log as 'Using NAME backend'")
+      ->capture_default_str();
+  app.add_option("--force-backend", o.force_backend,
+                 "Log 'Forcing NAME' and use NAME whatever --attention-backend says");
+  app.add_option("--log-paths", o.log_paths,
+                 "Log attention paths: once per distinct kind, every call, or none")
+      ->check(CLI::IsMember({"once", "every", "none"}))
+      ->capture_default_str();
+  app.add_option("--threads", o.threads, "CPU attention threads")->capture_default_str();
+  app.add_option("--crash-after-requests", o.crash_after_requests,
+                 "Fault: exit midway through the completion request after N requests");
+  app.add_option("--oom-after-requests", o.oom_after_requests,
+                 "Fault: log a CUDA out-of-memory error and exit after N requests");
+  app.add_flag("--malformed", o.malformed, "Fault: answer completions with invalid JSON");
+}
+
+}  // namespace ladder::engines

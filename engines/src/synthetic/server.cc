@@ -1,0 +1,483 @@
+// The synthetic engine's HTTP server and generation loop.
+#include <httplib.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <tuple>
+
+#include <nlohmann/json.hpp>
+
+#include "../message.h"
+#include "ladder/engines/synthetic_engine.h"
+#include "ladder/status_macros.h"
+#include "model.h"
+
+namespace ladder::engines {
+namespace {
+
+using internal::Cat;
+using synthetic::AcceptanceCurve;
+using synthetic::AttentionEvent;
+using synthetic::LayerKind;
+using synthetic::Model;
+using synthetic::Sequence;
+
+constexpr char kVersion[] = "ladder-synthetic 0.1.0";
+
+uint64_t Mix(uint64_t a, uint64_t b) {
+  uint64_t z = a ^ (b + 0x9e3779b97f4a7c15ULL + (a << 6) + (a >> 2));
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+std::string ErrorBody(std::string_view message) {
+  return nlohmann::json{{"error", {{"message", message}, {"type", "invalid_request_error"}}}}
+      .dump();
+}
+
+std::string TokenText(int32_t token) { return Cat(" t", token); }
+
+}  // namespace
+
+absl::Status SyntheticEngineOptions::Validate() const {
+  auto bad = [](std::string_view field, std::string_view why) {
+    return absl::InvalidArgumentError(Cat("synthetic engine: ", field, ": ", why));
+  };
+  RETURN_IF_ERROR(synthetic::FindPreset(preset).status());
+  if (policy != "legacy" && policy != "spec-aware") {
+    return bad("--policy", Cat("expected legacy or spec-aware, got \"", policy, "\""));
+  }
+  if (spec_k < 0 || spec_k > 16) return bad("--spec-k", "must be in 0..16");
+  RETURN_IF_ERROR(AcceptanceCurve::Parse(acceptance).status());
+  if (log_paths != "once" && log_paths != "every" && log_paths != "none") {
+    return bad("--log-paths", Cat("expected once, every or none, got \"", log_paths, "\""));
+  }
+  if (port < 0 || port > 65535) return bad("--port", "must be in 0..65535");
+  if (threads < 1) return bad("--threads", "must be >= 1");
+  if (attention_backend.empty()) return bad("--attention-backend", "must not be empty");
+  return absl::OkStatus();
+}
+
+std::vector<std::string> SyntheticPresetNames() { return synthetic::PresetNames(); }
+
+class SyntheticEngine::Impl {
+ public:
+  Impl(SyntheticEngineOptions options, LogFn log, std::function<void(int)> on_fatal)
+      : options_(std::move(options)), log_(std::move(log)), on_fatal_(std::move(on_fatal)) {}
+
+  ~Impl() { Stop(); }
+
+  absl::Status Init() {
+    RETURN_IF_ERROR(options_.Validate());
+    ASSIGN_OR_RETURN(synthetic::Preset preset, synthetic::FindPreset(options_.preset));
+    ASSIGN_OR_RETURN(acceptance_, AcceptanceCurve::Parse(options_.acceptance));
+    kernels::RunOptions attention;
+    attention.policy = options_.policy == "legacy" ? kernels::Policy::kLegacy
+                                                   : kernels::Policy::kSpecAware;
+    attention.config.decode_query_len = options_.spec_k + 1;
+    attention.cpu_threads = options_.threads;
+    int sliding = 0;
+    for (const auto& l : preset.target.layers) sliding += l.kind == LayerKind::kSliding ? 1 : 0;
+    Log(Cat("INFO ladder-synthetic: ", kVersion, ": preset ", preset.name, ": ",
+            preset.target.layers.size(), " layers (", sliding, " sliding, ",
+            preset.target.layers.size() - sliding, " global), hidden ", preset.target.hidden,
+            "; drafter ", preset.drafter.layers.size(), " layers, hidden ",
+            preset.drafter.hidden, "; policy ", options_.policy, "; spec_k ", options_.spec_k,
+            "; acceptance ", options_.acceptance));
+    ASSIGN_OR_RETURN(model_, Model::Build(preset, options_.seed, attention));
+    if (!options_.force_backend.empty()) {
+      Log(Cat("WARNING ladder-synthetic: Forcing ", options_.force_backend,
+              " backend (requested ", options_.attention_backend, "; --force-backend)"));
+      backend_ = options_.force_backend;
+    } else {
+      backend_ = options_.attention_backend;
+    }
+    Log(Cat("INFO ladder-synthetic: Using ", backend_, " backend."));
+
+    server_.set_socket_options([](socket_t sock) {
+      int yes = 1;  // SO_REUSEADDR only: never share a port with another listener
+      setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    });
+    server_.set_read_timeout(std::chrono::seconds(600));
+    server_.set_write_timeout(std::chrono::seconds(600));
+    server_.Get("/health", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content("OK", "text/plain");
+    });
+    server_.Get("/version", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content(nlohmann::json{{"version", kVersion}}.dump(), "application/json");
+    });
+    server_.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+      nlohmann::json model = {{"id", options_.preset},
+                              {"object", "model"},
+                              {"owned_by", "ladder"},
+                              {"max_model_len", model_->preset().max_model_len}};
+      res.set_content(nlohmann::json{{"object", "list"}, {"data", {model}}}.dump(),
+                      "application/json");
+    });
+    server_.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+      res.set_content(Metrics(), "text/plain; version=0.0.4");
+    });
+    server_.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
+      Completions(req, res);
+    });
+
+    if (options_.port == 0) {
+      port_ = server_.bind_to_any_port(options_.host);
+      if (port_ < 0) {
+        return absl::FailedPreconditionError(
+            Cat("synthetic engine: cannot bind ", options_.host, ":0"));
+      }
+    } else {
+      if (!server_.bind_to_port(options_.host, options_.port)) {
+        return absl::FailedPreconditionError(
+            Cat("synthetic engine: cannot bind ", options_.host, ":", options_.port,
+                ": address already in use or not available"));
+      }
+      port_ = options_.port;
+    }
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+    Log(Cat("INFO ladder-synthetic: serving on http://", options_.host, ":", port_));
+    return absl::OkStatus();
+  }
+
+  int port() const { return port_; }
+
+  void Stop() noexcept {
+    std::lock_guard<std::mutex> lock(stop_mu_);
+    if (stopped_) return;
+    stopped_ = true;
+    server_.stop();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void Log(std::string_view line) {
+    std::lock_guard<std::mutex> lock(log_mu_);
+    if (log_) {
+      log_(line);
+    } else {
+      std::fwrite(line.data(), 1, line.size(), stderr);
+      std::fputc('\n', stderr);
+      std::fflush(stderr);
+    }
+  }
+
+  void Fatal(int status, std::string_view line) {
+    Log(line);
+    if (on_fatal_) {
+      on_fatal_(status);
+    } else {
+      std::_Exit(status);
+    }
+  }
+
+  std::string Metrics() {
+    std::lock_guard<std::mutex> lock(metrics_mu_);
+    std::string label = Cat("{model_name=\"", options_.preset, "\"}");
+    std::string out;
+    auto counter = [&](std::string_view name, std::string_view help, double value) {
+      out += Cat("# HELP ", name, " ", help, "\n# TYPE ", name, " counter\n", name, label, " ",
+                 value, "\n");
+    };
+    counter("vllm:spec_decode_num_drafts_total", "Number of spec decoding drafts.", drafts_);
+    counter("vllm:spec_decode_num_draft_tokens_total", "Number of draft tokens.", draft_tokens_);
+    counter("vllm:spec_decode_num_accepted_tokens_total", "Number of accepted tokens.",
+            accepted_tokens_);
+    counter("vllm:prompt_tokens_total", "Number of prefill tokens processed.", prompt_tokens_);
+    counter("vllm:generation_tokens_total", "Number of generation tokens processed.",
+            generation_tokens_);
+    out += "# HELP ladder:attention_calls_total Attention calls by path.\n"
+           "# TYPE ladder:attention_calls_total counter\n";
+    for (const auto& [key, count] : attention_calls_) {
+      const auto& [model, layer, path, rows] = key;
+      out += Cat("ladder:attention_calls_total{model=\"", model, "\",layer=\"", layer,
+                 "\",path=\"", path, "\",q_rows=\"", rows, "\"} ", count, "\n");
+    }
+    return out;
+  }
+
+  void OnAttention(const AttentionEvent& e) {
+    const bool is_3d = e.info.path == kernels::Path::k3D;
+    std::string model = e.drafter ? "drafter" : "target";
+    std::string layer = e.kind == LayerKind::kGlobal ? "global" : "sliding";
+    std::string path = is_3d ? "3d" : "2d";
+    bool first = false;
+    {
+      std::lock_guard<std::mutex> lock(metrics_mu_);
+      int64_t& count = attention_calls_[{model, layer, path, e.q_rows}];
+      first = count == 0;
+      ++count;
+    }
+    if (options_.log_paths == "none" || (options_.log_paths == "once" && !first)) return;
+    Log(Cat(is_3d && e.q_rows > 1 ? "PROBE_3D_SPEC_ACTIVE" : "ATTN_PATH", " model=", model,
+            " layer=", e.layer, " kind=", layer, " path=", path, " q_rows=", e.q_rows,
+            " kv_len=", e.kv_len, " segments=", e.info.segments, " reason=\"", e.info.reason,
+            "\""));
+  }
+
+  void Completions(const httplib::Request& req, httplib::Response& res) {
+    int request_index = requests_.fetch_add(1);
+    if (options_.malformed) {
+      res.set_content("{\"id\": \"cmpl-malformed\", \"choices\": [{\"text\": ", "application/json");
+      return;
+    }
+    nlohmann::json body = nlohmann::json::parse(req.body, nullptr, false);
+    if (body.is_discarded() || !body.is_object()) {
+      res.status = 400;
+      res.set_content(ErrorBody("request body is not a JSON object"), "application/json");
+      return;
+    }
+    std::vector<int32_t> prompt;
+    const nlohmann::json& p = body.contains("prompt") ? body["prompt"] : nlohmann::json();
+    if (p.is_array()) {
+      for (const auto& t : p) {
+        if (!t.is_number_integer()) {
+          res.status = 400;
+          res.set_content(ErrorBody("prompt must be a list of token ids or a string"),
+                          "application/json");
+          return;
+        }
+        prompt.push_back(t.get<int32_t>());
+      }
+    } else if (p.is_string()) {
+      std::string s = p.get<std::string>();
+      size_t i = 0;
+      while (i < s.size()) {
+        while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+        if (i >= s.size()) break;
+        size_t start = i;
+        while (i < s.size() && !std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+        prompt.push_back(static_cast<int32_t>(std::hash<std::string>{}(s.substr(start, i - start)) %
+                                              static_cast<size_t>(model_->preset().target.vocab)));
+      }
+    }
+    int max_tokens = body.value("max_tokens", 16);
+    const int max_len = model_->preset().max_model_len;
+    if (prompt.empty() || max_tokens < 1 ||
+        static_cast<int>(prompt.size()) + max_tokens + options_.spec_k + 1 > max_len) {
+      res.status = 400;
+      res.set_content(ErrorBody(Cat("need a non-empty prompt, max_tokens >= 1 and prompt + "
+                                    "max_tokens within max_model_len ", max_len, " (got ",
+                                    prompt.size(), " + ", max_tokens, ")")),
+                      "application/json");
+      return;
+    }
+    const bool stream = body.value("stream", false);
+    bool include_usage = false;
+    if (body.contains("stream_options") && body["stream_options"].is_object()) {
+      include_usage = body["stream_options"].value("include_usage", false);
+    }
+    const bool crash = options_.crash_after_requests >= 0 &&
+                       request_index >= options_.crash_after_requests;
+    const bool oom = options_.oom_after_requests >= 0 &&
+                     request_index >= options_.oom_after_requests;
+    std::string id = Cat("cmpl-", request_index);
+    int64_t created = static_cast<int64_t>(std::time(nullptr));
+    const std::string model_name = options_.preset;
+    auto chunk_json = [id, created, model_name](const std::string& text, const char* finish) {
+      nlohmann::json choice = {{"index", 0}, {"text", text}, {"logprobs", nullptr},
+                               {"finish_reason", finish ? nlohmann::json(finish) : nullptr}};
+      return nlohmann::json{{"id", id}, {"object", "text_completion"}, {"created", created},
+                            {"model", model_name}, {"choices", {choice}}};
+    };
+    const int prompt_tokens = static_cast<int>(prompt.size());
+    auto usage = [prompt_tokens](int completion) {
+      return nlohmann::json{{"prompt_tokens", prompt_tokens}, {"completion_tokens", completion},
+                            {"total_tokens", prompt_tokens + completion}};
+    };
+
+    if (!stream) {
+      std::string text;
+      int produced = 0;
+      absl::Status s = Generate(prompt, max_tokens, request_index, crash, oom,
+                                [&](const std::vector<int32_t>& tokens) {
+                                  for (int32_t t : tokens) text += TokenText(t);
+                                  produced += static_cast<int>(tokens.size());
+                                  return true;
+                                });
+      if (!s.ok()) {
+        res.status = 500;
+        res.set_content(ErrorBody(internal::ToStd(s.message())), "application/json");
+        return;
+      }
+      nlohmann::json reply = chunk_json(text, "length");
+      reply["usage"] = usage(produced);
+      res.set_content(reply.dump(), "application/json");
+      return;
+    }
+    res.set_chunked_content_provider(
+        "text/event-stream",
+        [this, prompt, max_tokens, request_index, crash, oom, include_usage, chunk_json, usage](
+            size_t, httplib::DataSink& sink) {
+          int produced = 0;
+          absl::Status s = Generate(prompt, max_tokens, request_index, crash, oom,
+                                    [&](const std::vector<int32_t>& tokens) {
+                                      std::string text;
+                                      for (int32_t t : tokens) text += TokenText(t);
+                                      produced += static_cast<int>(tokens.size());
+                                      std::string event =
+                                          Cat("data: ", chunk_json(text, nullptr).dump(), "\n\n");
+                                      return sink.write(event.data(), event.size());
+                                    });
+          if (!s.ok()) {
+            std::string event = Cat("data: ", ErrorBody(internal::ToStd(s.message())), "\n\n");
+            sink.write(event.data(), event.size());
+          } else {
+            std::string event = Cat("data: ", chunk_json("", "length").dump(), "\n\n");
+            if (include_usage) {
+              nlohmann::json u = {{"id", Cat("cmpl-", request_index)},
+                                  {"object", "text_completion"},
+                                  {"choices", nlohmann::json::array()},
+                                  {"usage", usage(produced)}};
+              event += Cat("data: ", u.dump(), "\n\n");
+            }
+            event += "data: [DONE]\n\n";
+            sink.write(event.data(), event.size());
+          }
+          sink.done();
+          return true;
+        });
+  }
+
+  // Generates max_tokens tokens for `prompt`, calling emit with each step's new tokens.
+  // emit returns false when the client went away.
+  absl::Status Generate(const std::vector<int32_t>& prompt, int max_tokens, int request_index,
+                        bool crash, bool oom,
+                        const std::function<bool(const std::vector<int32_t>&)>& emit) {
+    std::lock_guard<std::mutex> lock(generate_mu_);  // batch 1
+    const int depth = static_cast<int>(prompt.size());
+    const int k = options_.spec_k;
+    uint64_t seed = Mix(options_.seed, static_cast<uint64_t>(request_index) + 1);
+    ASSIGN_OR_RETURN(Sequence seq, model_->Prefill(depth, depth + max_tokens + k + 2, seed));
+    {
+      std::lock_guard<std::mutex> mlock(metrics_mu_);
+      prompt_tokens_ += depth;
+    }
+    auto observer = [this](const AttentionEvent& e) { OnAttention(e); };
+    ASSIGN_OR_RETURN(std::vector<int32_t> first,
+                     model_->TargetStep(seq, {prompt.back()}, observer));
+    int produced = 0;
+    auto deliver = [&](std::vector<int32_t> tokens) {
+      if (static_cast<int>(tokens.size()) > max_tokens - produced) tokens.resize(max_tokens - produced);
+      produced += static_cast<int>(tokens.size());
+      {
+        std::lock_guard<std::mutex> mlock(metrics_mu_);
+        generation_tokens_ += static_cast<double>(tokens.size());
+      }
+      return emit(tokens);
+    };
+    if (!deliver(first)) return absl::OkStatus();
+    int32_t last = first[0];
+    uint64_t draw_state = seed ^ 0xacce97ULL;
+    while (produced < max_tokens) {
+      if (produced * 2 >= max_tokens) {
+        if (crash) Fatal(3, "ERROR ladder-synthetic: crashing on purpose (--crash-after-requests)");
+        if (oom) {
+          Fatal(1, "ERROR ladder-synthetic: torch.OutOfMemoryError: CUDA out of memory. Tried to "
+                   "allocate 2.00 GiB (synthetic fault: --oom-after-requests)");
+        }
+      }
+      if (k == 0) {
+        ASSIGN_OR_RETURN(std::vector<int32_t> next, model_->TargetStep(seq, {last}, observer));
+        last = next[0];
+        if (!deliver(next)) return absl::OkStatus();
+        continue;
+      }
+      const int base = seq.length();
+      std::vector<int32_t> verify_tokens = {last};
+      int32_t draft = last;
+      for (int i = 0; i < k; ++i) {
+        ASSIGN_OR_RETURN(draft, model_->DrafterStep(seq, draft, base + i, observer));
+        verify_tokens.push_back(draft);
+      }
+      ASSIGN_OR_RETURN(std::vector<int32_t> verified,
+                       model_->TargetStep(seq, verify_tokens, observer));
+      const double rate = acceptance_.At(base);
+      int accepted = 0;
+      while (accepted < k) {
+        draw_state = Mix(draw_state, 0x5bd1e995);
+        double u = static_cast<double>(draw_state >> 11) * (1.0 / 9007199254740992.0);
+        if (u >= rate) break;
+        ++accepted;
+      }
+      model_->Rewind(seq, base + accepted + 1);
+      {
+        std::lock_guard<std::mutex> mlock(metrics_mu_);
+        drafts_ += 1;
+        draft_tokens_ += k;
+        accepted_tokens_ += accepted;
+      }
+      std::vector<int32_t> out(verified.begin(), verified.begin() + accepted + 1);
+      last = out.back();
+      if (!deliver(out)) return absl::OkStatus();
+    }
+    return absl::OkStatus();
+  }
+
+  const SyntheticEngineOptions options_;
+  const LogFn log_;
+  const std::function<void(int)> on_fatal_;
+  AcceptanceCurve acceptance_;
+  std::unique_ptr<Model> model_;
+  std::string backend_;
+
+  httplib::Server server_;
+  std::thread thread_;  // runs server_.listen_after_bind()
+  int port_ = 0;
+  std::mutex stop_mu_;
+  bool stopped_ = false;  // guarded by stop_mu_
+
+  std::mutex log_mu_;
+  std::mutex generate_mu_;  // one generation at a time
+  std::atomic<int> requests_{0};
+
+  std::mutex metrics_mu_;
+  double drafts_ = 0, draft_tokens_ = 0, accepted_tokens_ = 0;  // guarded by metrics_mu_
+  double prompt_tokens_ = 0, generation_tokens_ = 0;           // guarded by metrics_mu_
+  std::map<std::tuple<std::string, std::string, std::string, int>, int64_t>
+      attention_calls_;  // guarded by metrics_mu_
+};
+
+SyntheticEngine::SyntheticEngine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+SyntheticEngine::~SyntheticEngine() { Stop(); }
+int SyntheticEngine::port() const { return impl_->port(); }
+void SyntheticEngine::Stop() noexcept { impl_->Stop(); }
+
+absl::StatusOr<std::unique_ptr<SyntheticEngine>> SyntheticEngine::Start(
+    const SyntheticEngineOptions& options, LogFn log, std::function<void(int)> on_fatal) {
+  auto impl = std::make_unique<Impl>(options, std::move(log), std::move(on_fatal));
+  RETURN_IF_ERROR(impl->Init());
+  return std::unique_ptr<SyntheticEngine>(new SyntheticEngine(std::move(impl)));
+}
+
+absl::Status RunSyntheticEngine(const SyntheticEngineOptions& options) {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  sigset_t previous;
+  pthread_sigmask(SIG_BLOCK, &signals, &previous);  // inherited by the server's threads
+  absl::StatusOr<std::unique_ptr<SyntheticEngine>> engine = SyntheticEngine::Start(options);
+  if (!engine.ok()) {
+    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+    return engine.status();
+  }
+  int received = 0;
+  sigwait(&signals, &received);
+  std::fprintf(stderr, "INFO ladder-synthetic: received signal %d, shutting down\n", received);
+  std::fflush(stderr);
+  (*engine)->Stop();
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  return absl::OkStatus();
+}
+
+}  // namespace ladder::engines

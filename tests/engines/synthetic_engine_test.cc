@@ -1,0 +1,201 @@
+// The synthetic engine served in-process on a free port: completions, streaming, metrics,
+// attention path logging and speculation counters.
+#include <mutex>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "ladder/engines/client.h"
+#include "ladder/engines/synthetic_engine.h"
+
+namespace ladder::engines {
+namespace {
+
+using ::testing::HasSubstr;
+
+class CapturedLog {
+ public:
+  SyntheticEngine::LogFn Fn() {
+    return [this](std::string_view line) {
+      std::lock_guard<std::mutex> lock(mu_);
+      lines_.emplace_back(line);
+    };
+  }
+  int Count(std::string_view needle) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    int n = 0;
+    for (const auto& l : lines_) n += l.find(needle) != std::string::npos ? 1 : 0;
+    return n;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::string> lines_;
+};
+
+struct Served {
+  std::unique_ptr<SyntheticEngine> engine;
+  std::unique_ptr<EngineClient> client;
+};
+
+Served Serve(SyntheticEngineOptions options, CapturedLog& log) {
+  auto engine = SyntheticEngine::Start(options, log.Fn(), [](int) { FAIL() << "fatal fault"; });
+  EXPECT_TRUE(engine.ok()) << engine.status();
+  if (!engine.ok()) return {};
+  EngineEndpoints endpoints;
+  endpoints.base_url = "http://127.0.0.1:" + std::to_string((*engine)->port());
+  endpoints.model = options.preset;
+  endpoints.version_path = "/version";
+  Served s;
+  s.engine = std::move(*engine);
+  s.client = std::make_unique<EngineClient>(endpoints);
+  return s;
+}
+
+SpecMetricNames VllmNames() {
+  return {"vllm:spec_decode_num_drafts", "vllm:spec_decode_num_draft_tokens",
+          "vllm:spec_decode_num_accepted_tokens"};
+}
+
+TEST(SyntheticEngine, AnswersDepth1024With64TokensQuickly) {
+  CapturedLog log;
+  Served s = Serve({}, log);
+  ASSERT_NE(s.engine, nullptr);
+  EXPECT_GT(s.engine->port(), 0);
+  EXPECT_TRUE(s.client->Health(std::chrono::seconds(2)).ok());
+  auto version = s.client->Version();
+  ASSERT_TRUE(version.ok()) << version.status();
+  EXPECT_THAT(*version, HasSubstr("ladder-synthetic"));
+  EXPECT_EQ(log.Count("Using LADDER_UNIFIED_ATTN backend"), 1);
+
+  std::vector<int32_t> prompt = MakePrompt(1024, 1, 0, 1024);
+  auto result = s.client->Generate(prompt, 64);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->completion_tokens, 64);
+  EXPECT_TRUE(result->usage_reported);
+  EXPECT_EQ(result->reported_prompt_tokens, 1024);
+  EXPECT_EQ(result->gaps_ms.size(), 63u);  // one token per chunk without speculation
+  EXPECT_GT(result->ttft_ms, 0);
+  // "Well under a second" holds for optimised builds; a Debug build of kernels/ on a busy
+  // 2-core machine gets more room.
+  EXPECT_LT(result->total_ms, 2500) << "64 tokens at depth 1024 took " << result->total_ms;
+  std::cout << "tiny, depth 1024, 64 tokens: " << result->total_ms << " ms\n";
+
+  auto models = s.client->Get("/v1/models", std::chrono::seconds(2));
+  ASSERT_TRUE(models.ok());
+  EXPECT_THAT(*models, HasSubstr("\"id\":\"tiny\""));
+  s.engine->Stop();
+  s.engine->Stop();  // idempotent
+  EXPECT_FALSE(s.client->Health(std::chrono::milliseconds(500)).ok());
+}
+
+TEST(SyntheticEngine, CountsAcceptedDraftsLikeVllm) {
+  CapturedLog log;
+  SyntheticEngineOptions options;
+  options.spec_k = 2;
+  options.acceptance = "1.0";
+  Served s = Serve(options, log);
+  ASSERT_NE(s.engine, nullptr);
+  auto before = s.client->ReadSpecCounters(VllmNames());
+  ASSERT_TRUE(before.ok()) << before.status();
+  EXPECT_EQ(before->num_drafts, 0);
+  auto result = s.client->Generate(MakePrompt(128, 2, 0, 1024), 31);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->completion_tokens, 31);
+  auto after = s.client->ReadSpecCounters(VllmNames());
+  ASSERT_TRUE(after.ok());
+  // First token from the prefill step, then 30 tokens in steps of k + 1 = 3.
+  EXPECT_EQ(after->num_drafts, 10);
+  EXPECT_EQ(after->num_draft_tokens, 20);
+  EXPECT_EQ(after->num_accepted_tokens, 20);
+  EXPECT_EQ(result->gaps_ms.size(), 10u);
+}
+
+TEST(SyntheticEngine, ZeroAcceptanceAcceptsNothing) {
+  CapturedLog log;
+  SyntheticEngineOptions options;
+  options.spec_k = 1;
+  options.acceptance = "0";
+  Served s = Serve(options, log);
+  ASSERT_NE(s.engine, nullptr);
+  ASSERT_TRUE(s.client->Generate(MakePrompt(64, 3, 0, 1024), 9).ok());
+  auto after = s.client->ReadSpecCounters(VllmNames());
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->num_drafts, 8);
+  EXPECT_EQ(after->num_accepted_tokens, 0);
+}
+
+TEST(SyntheticEngine, LegacyPolicyDropsVerificationTo2D) {
+  CapturedLog log;
+  SyntheticEngineOptions options;
+  options.spec_k = 1;
+  options.policy = "legacy";
+  Served s = Serve(options, log);
+  ASSERT_NE(s.engine, nullptr);
+  ASSERT_TRUE(s.client->Generate(MakePrompt(512, 4, 0, 1024), 8).ok());
+  EXPECT_EQ(log.Count("PROBE_3D_SPEC_ACTIVE"), 0);
+  EXPECT_GT(log.Count("path=2d q_rows=2"), 0);
+  auto metrics = s.client->Get("/metrics", std::chrono::seconds(2));
+  ASSERT_TRUE(metrics.ok());
+  EXPECT_THAT(*metrics, HasSubstr("layer=\"global\",path=\"2d\",q_rows=\"2\""));
+}
+
+TEST(SyntheticEngine, SpecAwarePolicyKeeps3DAndFiresTheProbe) {
+  CapturedLog log;
+  SyntheticEngineOptions options;
+  options.spec_k = 1;
+  options.policy = "spec-aware";
+  options.attention_backend = "TRITON_ATTN";
+  Served s = Serve(options, log);
+  ASSERT_NE(s.engine, nullptr);
+  ASSERT_TRUE(s.client->Generate(MakePrompt(512, 5, 0, 1024), 8).ok());
+  EXPECT_GT(log.Count("PROBE_3D_SPEC_ACTIVE"), 0);
+  EXPECT_EQ(log.Count("path=2d q_rows=2"), 0);
+  EXPECT_EQ(log.Count("Using TRITON_ATTN backend"), 1);
+}
+
+TEST(SyntheticEngine, RejectsBadRequestsWithHttp400) {
+  CapturedLog log;
+  Served s = Serve({}, log);
+  ASSERT_NE(s.engine, nullptr);
+  auto result = s.client->Generate({}, 8);
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(result.status().message(), HasSubstr("HTTP 400"));
+  auto too_long = s.client->Generate(MakePrompt(32768, 1, 0, 10), 8);
+  EXPECT_THAT(too_long.status().message(), HasSubstr("max_model_len"));
+}
+
+TEST(SyntheticEngine, FailsCleanlyOnATakenPortOrBadOptions) {
+  CapturedLog log;
+  Served s = Serve({}, log);
+  ASSERT_NE(s.engine, nullptr);
+  SyntheticEngineOptions same_port;
+  same_port.port = s.engine->port();
+  auto second = SyntheticEngine::Start(same_port, log.Fn());
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(second.status().message(), HasSubstr("already in use"));
+
+  SyntheticEngineOptions bad;
+  bad.preset = "gpt-5";
+  EXPECT_THAT(bad.Validate().message(), HasSubstr("known: gemma4-31b, tiny"));
+  bad = {};
+  bad.acceptance = "1024:0.5,oops";
+  EXPECT_EQ(bad.Validate().code(), absl::StatusCode::kInvalidArgument);
+  bad = {};
+  bad.policy = "fast";
+  EXPECT_THAT(bad.Validate().message(), HasSubstr("legacy or spec-aware"));
+}
+
+TEST(SyntheticEngine, MalformedFaultBreaksTheClientClearly) {
+  CapturedLog log;
+  SyntheticEngineOptions options;
+  options.malformed = true;
+  Served s = Serve(options, log);
+  ASSERT_NE(s.engine, nullptr);
+  auto result = s.client->Generate(MakePrompt(16, 1, 0, 1024), 8);
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(result.status().message(), HasSubstr("malformed"));
+}
+
+}  // namespace
+}  // namespace ladder::engines
