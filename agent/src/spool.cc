@@ -37,7 +37,7 @@ absl::Status Spool::AddResult(const SpooledResult& r) {
       .Bind(2, r.session_id)
       .Bind(3, r.attempt_id)
       .Bind(4, r.is_evidence ? 1 : 0)
-      .Bind(5, r.payload)
+      .BindBlob(5, r.payload)
       .Run();
 }
 

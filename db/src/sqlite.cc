@@ -133,6 +133,10 @@ Statement& Statement::Bind(int index, std::string_view value) {
   sqlite3_bind_text(stmt_, index, value.data(), static_cast<int>(value.size()), SQLITE_TRANSIENT);
   return *this;
 }
+Statement& Statement::BindBlob(int index, std::string_view bytes) {
+  sqlite3_bind_blob(stmt_, index, bytes.data(), static_cast<int>(bytes.size()), SQLITE_TRANSIENT);
+  return *this;
+}
 Statement& Statement::BindNull(int index) {
   sqlite3_bind_null(stmt_, index);
   return *this;
@@ -161,6 +165,12 @@ void Statement::Reset() {
 int64_t Statement::Int(int column) const { return sqlite3_column_int64(stmt_, column); }
 double Statement::Double(int column) const { return sqlite3_column_double(stmt_, column); }
 std::string Statement::Text(int column) const {
+  if (sqlite3_column_type(stmt_, column) == SQLITE_BLOB) {
+    const void* blob = sqlite3_column_blob(stmt_, column);
+    return blob ? std::string(static_cast<const char*>(blob),
+                              static_cast<size_t>(sqlite3_column_bytes(stmt_, column)))
+                : std::string();
+  }
   const unsigned char* text = sqlite3_column_text(stmt_, column);
   return text ? std::string(reinterpret_cast<const char*>(text),
                             static_cast<size_t>(sqlite3_column_bytes(stmt_, column)))

@@ -67,6 +67,7 @@ class Statement {
   Statement& Bind(int index, std::string_view value);
   Statement& Bind(int index, const char* value) { return Bind(index, std::string_view(value)); }
   Statement& Bind(int index, const std::string& value) { return Bind(index, std::string_view(value)); }
+  Statement& BindBlob(int index, std::string_view bytes);
   Statement& BindNull(int index);
 
   // Advances: true when a row is available, false when done; error statuses otherwise.

@@ -1,0 +1,167 @@
+#include "client.h"
+
+#include <chrono>
+#include <iostream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "format.h"
+
+namespace ladder::cli {
+namespace {
+
+absl::Status FromGrpc(const grpc::Status& status, const std::string& address) {
+  if (status.ok()) return absl::OkStatus();
+  if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
+    return absl::UnavailableError(absl::StrCat(
+        "cannot reach the coordinator at ", address, " (", status.error_message(),
+        "); is `ladder coordinator` running? Set --coordinator or LADDER_COORDINATOR"));
+  }
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
+}
+
+template <typename Request, typename Response, typename Method>
+absl::StatusOr<Response> Call(v1::AdminService::Stub& stub, const std::string& address,
+                              Method method, const Request& request, int timeout_s = 30) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(timeout_s));
+  Response response;
+  grpc::Status status = (stub.*method)(&context, request, &response);
+  if (!status.ok()) return FromGrpc(status, address);
+  return response;
+}
+
+}  // namespace
+
+AdminClient::AdminClient(const std::string& address) : address_(address) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(256 << 20);
+  stub_ = v1::AdminService::NewStub(
+      grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
+}
+
+absl::StatusOr<v1::ValidateResponse> AdminClient::Validate(const std::string& yaml,
+                                                           const std::string& filename,
+                                                           int64_t max_cells) {
+  v1::ValidateRequest request;
+  request.set_yaml(yaml);
+  request.set_filename(filename);
+  request.set_max_cells(max_cells);
+  return Call<v1::ValidateRequest, v1::ValidateResponse>(*stub_, address_,
+                                                         &v1::AdminService::Stub::Validate, request);
+}
+
+absl::StatusOr<v1::SubmitResponse> AdminClient::Submit(const std::string& yaml,
+                                                       const std::string& filename,
+                                                       int64_t max_cells) {
+  v1::SubmitRequest request;
+  request.set_yaml(yaml);
+  request.set_filename(filename);
+  request.set_max_cells(max_cells);
+  return Call<v1::SubmitRequest, v1::SubmitResponse>(*stub_, address_,
+                                                     &v1::AdminService::Stub::Submit, request, 120);
+}
+
+absl::StatusOr<v1::RunSummary> AdminClient::GetRun(int64_t run_id) {
+  v1::GetRunRequest request;
+  request.set_run_id(run_id);
+  return Call<v1::GetRunRequest, v1::RunSummary>(*stub_, address_,
+                                                 &v1::AdminService::Stub::GetRun, request);
+}
+
+absl::StatusOr<v1::ListRunsResponse> AdminClient::ListRuns(int limit) {
+  v1::ListRunsRequest request;
+  request.set_limit(limit);
+  return Call<v1::ListRunsRequest, v1::ListRunsResponse>(*stub_, address_,
+                                                         &v1::AdminService::Stub::ListRuns, request);
+}
+
+absl::StatusOr<v1::RunSummary> AdminClient::Cancel(int64_t run_id) {
+  v1::CancelRunRequest request;
+  request.set_run_id(run_id);
+  auto response = Call<v1::CancelRunRequest, v1::CancelRunResponse>(
+      *stub_, address_, &v1::AdminService::Stub::CancelRun, request);
+  if (!response.ok()) return response.status();
+  return response->run();
+}
+
+absl::StatusOr<v1::ListSessionsResponse> AdminClient::ListSessions() {
+  return Call<v1::ListSessionsRequest, v1::ListSessionsResponse>(
+      *stub_, address_, &v1::AdminService::Stub::ListSessions, v1::ListSessionsRequest());
+}
+
+absl::StatusOr<nlohmann::json> AdminClient::Query(int64_t run_id,
+                                                  const std::vector<std::string>& by,
+                                                  const std::string& metric) {
+  v1::QueryRequest request;
+  request.set_run_id(run_id);
+  for (const auto& b : by) request.add_by(b);
+  request.set_metric(metric);
+  auto response = Call<v1::QueryRequest, v1::QueryResponse>(*stub_, address_,
+                                                            &v1::AdminService::Stub::Query, request);
+  if (!response.ok()) return response.status();
+  auto parsed = nlohmann::json::parse(response->result_json(), nullptr, false);
+  if (parsed.is_discarded()) return absl::InternalError("coordinator sent malformed query JSON");
+  return parsed;
+}
+
+absl::StatusOr<v1::RunSummary> WatchUntilDone(AdminClient& client, int64_t run_id, bool quiet,
+                                              const std::atomic<bool>* interrupted) {
+  const bool tty = isatty(STDERR_FILENO) == 1;
+  v1::RunSummary last;
+  bool have_last = false;
+  int reconnects = 0;
+  while (!(interrupted && interrupted->load())) {
+    grpc::ClientContext context;
+    v1::WatchRunRequest request;
+    request.set_run_id(run_id);
+    auto reader = client.stub().WatchRun(&context, request);
+    v1::RunSummary summary;
+    std::string previous_line;
+    while (reader->Read(&summary)) {
+      reconnects = 0;
+      last = summary;
+      have_last = true;
+      if (!quiet) {
+        std::string line = ProgressLine(summary.units_done(), summary.units_total(),
+                                        summary.units_leased(), summary.units_queued(),
+                                        summary.units_failed(), summary.eta_seconds(),
+                                        TerminalWidth());
+        if (tty) {
+          std::cerr << "\r" << line << "\033[K" << std::flush;
+        } else if (line != previous_line) {
+          std::cerr << line << "\n";
+        }
+        previous_line = line;
+      }
+      if (interrupted && interrupted->load()) context.TryCancel();
+    }
+    grpc::Status status = reader->Finish();
+    if (!quiet && tty) std::cerr << "\n";
+    if (have_last && (last.state() == "done" || last.state() == "cancelled")) return last;
+    if (status.ok()) continue;
+    if (status.error_code() == grpc::StatusCode::NOT_FOUND) {
+      return absl::NotFoundError(status.error_message());
+    }
+    if (status.error_code() == grpc::StatusCode::CANCELLED) break;
+    // The coordinator restarted or the network dropped: keep watching.
+    if (++reconnects > 120) {
+      return absl::UnavailableError("lost the coordinator for two minutes: " +
+                                    status.error_message());
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+  if (have_last) return last;
+  return absl::CancelledError("interrupted");
+}
+
+std::vector<std::string> SplitCsv(const std::string& text) {
+  std::vector<std::string> out;
+  for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
+    out.emplace_back(part);
+  }
+  return out;
+}
+
+}  // namespace ladder::cli

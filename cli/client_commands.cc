@@ -1,0 +1,456 @@
+// validate, submit, status, watch, cancel, sessions, query, export.
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include <google/protobuf/util/json_util.h>
+
+#include "client.h"
+#include "commands.h"
+#include "format.h"
+#include "ladder/db/query.h"
+#include "ladder/matrices/matrix.h"
+
+namespace ladder::cli {
+namespace {
+
+std::string ReadMatrixFile(const std::string& path) {
+  if (path == "-") {
+    std::stringstream buffer;
+    buffer << std::cin.rdbuf();
+    return buffer.str();
+  }
+  std::ifstream in(path);
+  if (!in) Fail("cannot read " + path + ": " + std::strerror(errno), 2);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+std::string JsonText(const nlohmann::json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_null()) return "-";
+  return v.dump();
+}
+
+void PrintSummary(const v1::RunSummary& s) {
+  std::cout << "run " << s.run_id() << "  " << s.matrix_name() << "  " << s.state() << "\n";
+  std::cout << "  cells     " << s.cells_done() << " done, " << s.cells_failed() << " failed, "
+            << s.cells_total() << " total\n";
+  std::cout << "  units     " << s.units_done() << " done, " << s.units_leased() << " leased, "
+            << s.units_queued() << " queued, " << s.units_failed() << " failed, "
+            << s.units_total() << " total\n";
+  std::cout << "  results   " << s.measurements() << " measurements\n";
+  std::cout << "  submitted " << FormatTimeMs(s.created_at_ms());
+  if (s.finished_at_ms() > 0) std::cout << "   finished " << FormatTimeMs(s.finished_at_ms());
+  std::cout << "\n";
+  if (s.state() == "done") {
+    if (s.cells_failed() == 0) {
+      std::cout << "  DONE: every cell completed.\n";
+    } else {
+      std::cout << "  DONE with " << s.cells_failed() << " failed cell"
+                << (s.cells_failed() == 1 ? "" : "s") << ":\n";
+      for (const auto& reason : s.failure_reasons()) std::cout << "    - " << reason << "\n";
+    }
+  } else if (s.state() == "cancelled") {
+    std::cout << "  CANCELLED.\n";
+  } else if (s.eta_seconds() >= 0) {
+    std::cout << "  eta       " << FormatDuration(s.eta_seconds()) << "\n";
+  }
+}
+
+int64_t ParseRunId(const std::string& text) {
+  char* end = nullptr;
+  long long value = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || value <= 0) {
+    Fail("RUN: expected a run id (a positive integer), got '" + text + "'", 2);
+  }
+  return value;
+}
+
+struct ClientFlags {
+  std::string coordinator = DefaultCoordinator();
+};
+
+void AddCoordinatorFlag(CLI::App* cmd, ClientFlags& flags) {
+  cmd->add_option("--coordinator", flags.coordinator,
+                  "coordinator HOST:PORT (default: $LADDER_COORDINATOR or 127.0.0.1:7400)")
+      ->capture_default_str();
+}
+
+}  // namespace
+
+std::string RenderQueryTable(const nlohmann::json& result) {
+  std::vector<std::string> header;
+  const auto by = result.value("by", nlohmann::json::array());
+  for (const auto& axis : by) header.push_back(axis.get<std::string>());
+  const std::string unit = result.value("unit", "");
+  for (const char* column : {"n", "sessions", "median", "mean", "sd", "cv%", "min", "max", "flags"}) {
+    header.push_back(column);
+  }
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& row : result.value("rows", nlohmann::json::array())) {
+    std::vector<std::string> cells;
+    for (const auto& axis : by) cells.push_back(JsonText(row["group"][axis.get<std::string>()]));
+    const bool empty = row.value("n", 0) == 0;
+    cells.push_back(std::to_string(row.value("n", 0)));
+    cells.push_back(std::to_string(row.value("sessions", 0)));
+    for (const char* stat : {"median", "mean", "sd"}) {
+      cells.push_back(empty ? "-" : FormatNumber(row.value(stat, 0.0)));
+    }
+    cells.push_back(empty ? "-" : FormatNumber(100.0 * row.value("cv", 0.0)));
+    for (const char* stat : {"min", "max"}) {
+      cells.push_back(empty ? "-" : FormatNumber(row.value(stat, 0.0)));
+    }
+    std::string flags;
+    for (const auto& f : row.value("flags", nlohmann::json::array())) {
+      flags += (flags.empty() ? "" : ",") + f.get<std::string>();
+    }
+    cells.push_back(flags);
+    rows.push_back(std::move(cells));
+  }
+  std::string out = "run " + std::to_string(result.value("run_id", 0)) + "  metric " +
+                    result.value("metric", "") + (unit.empty() ? "" : " (" + unit + ")") +
+                    "  valid measurements only\n";
+  out += RenderTable(header, rows);
+  for (const auto& note : result.value("notes", nlohmann::json::array())) {
+    out += "note: " + note.get<std::string>() + "\n";
+  }
+  return out;
+}
+
+void AddClientCommands(CLI::App& app) {
+  {
+    struct Flags {
+      std::string path;
+      int64_t max_cells = 0;
+      bool json = false;
+    };
+    auto flags = std::make_shared<Flags>();
+    auto* cmd = app.add_subcommand(
+        "validate",
+        "Check a matrix file without running it (no coordinator needed): print its cell and "
+        "unit counts, or every error with file:line:column.");
+    cmd->add_option("matrix", flags->path, "matrix YAML file, or - for stdin")->required();
+    cmd->add_option("--max-cells", flags->max_cells, "raise the cell cap (default 100000)");
+    cmd->add_flag("--json", flags->json, "print the expansion summary as JSON");
+    cmd->callback([flags] {
+      const std::string yaml = ReadMatrixFile(flags->path);
+      matrices::ParseOptions options;
+      if (flags->max_cells > 0) options.max_cells = flags->max_cells;
+      auto matrix = matrices::ParseMatrix(yaml, flags->path == "-" ? "<stdin>" : flags->path,
+                                          options);
+      if (!matrix.ok()) Fail(matrix.status(), 2);
+      auto expansion = matrices::Expand(*matrix, options);
+      if (!expansion.ok()) Fail(expansion.status(), 2);
+      const size_t per_cell = static_cast<size_t>(matrix->replicates.processes) *
+                              static_cast<size_t>(matrix->replicates.rounds);
+      if (flags->json) {
+        nlohmann::json out = {{"name", matrix->name},
+                              {"runner", matrix->runner},
+                              {"cells", expansion->cells.size()},
+                              {"units", expansion->units.size()},
+                              {"sessions_per_cell", matrix->replicates.sessions},
+                              {"measurement_rounds_per_unit_cell", per_cell}};
+        std::cout << out.dump(2) << "\n";
+        return;
+      }
+      std::cout << flags->path << ": ok — matrix " << matrix->name << ", runner "
+                << matrix->runner << "\n  " << expansion->cells.size() << " cells, "
+                << expansion->units.size() << " units (" << matrix->replicates.sessions
+                << " sessions x " << matrix->replicates.processes << " processes x "
+                << matrix->replicates.rounds << " rounds per cell)\n";
+      const size_t show = std::min<size_t>(expansion->cells.size(), 8);
+      for (size_t i = 0; i < show; ++i) std::cout << "  " << expansion->cells[i].key << "\n";
+      if (show < expansion->cells.size()) {
+        std::cout << "  ... and " << expansion->cells.size() - show << " more\n";
+      }
+    });
+  }
+  {
+    struct Flags : ClientFlags {
+      std::string path;
+      bool wait = false;
+      int64_t max_cells = 0;
+    };
+    auto flags = std::make_shared<Flags>();
+    auto* cmd = app.add_subcommand(
+        "submit",
+        "Submit a matrix to the coordinator. Prints the run id alone on the last line "
+        "(RUN=$(ladder submit m.yaml | tail -1)). A rejected matrix stores nothing.");
+    cmd->add_option("matrix", flags->path, "matrix YAML file, or - for stdin")->required();
+    cmd->add_flag("--wait", flags->wait, "follow the run until it is done (exit 4 if cells failed)");
+    cmd->add_option("--max-cells", flags->max_cells, "raise the cell cap");
+    AddCoordinatorFlag(cmd, *flags);
+    cmd->callback([flags] {
+      const std::string yaml = ReadMatrixFile(flags->path);
+      AdminClient client(flags->coordinator);
+      auto submitted = client.Submit(yaml, flags->path == "-" ? "<stdin>" : flags->path,
+                                     flags->max_cells);
+      if (!submitted.ok()) Fail(submitted.status(), 2);
+      std::cerr << "submitted: " << submitted->cell_count() << " cells in "
+                << submitted->unit_count() << " units\n";
+      if (flags->wait) {
+        std::atomic<bool> interrupted{false};
+        SignalWatcher signals([&](int) { interrupted = true; });
+        auto summary = WatchUntilDone(client, submitted->run_id(), false, &interrupted);
+        if (!summary.ok()) Fail(summary.status());
+        std::cerr << "run " << summary->run_id() << " " << summary->state() << ": "
+                  << summary->cells_done() << "/" << summary->cells_total() << " cells done, "
+                  << summary->cells_failed() << " failed\n";
+        std::cout << submitted->run_id() << "\n";
+        if (summary->cells_failed() > 0) throw CLI::RuntimeError(4);
+        return;
+      }
+      std::cout << submitted->run_id() << "\n";
+    });
+  }
+  {
+    struct Flags : ClientFlags {
+      std::string run;
+      bool json = false;
+    };
+    auto flags = std::make_shared<Flags>();
+    auto* cmd = app.add_subcommand(
+        "status", "Show one run (done? how many cells failed, and why) or list recent runs.");
+    cmd->add_option("run", flags->run, "run id (omit to list recent runs)");
+    cmd->add_flag("--json", flags->json, "print JSON");
+    AddCoordinatorFlag(cmd, *flags);
+    cmd->callback([flags] {
+      AdminClient client(flags->coordinator);
+      if (!flags->run.empty()) {
+        auto summary = client.GetRun(ParseRunId(flags->run));
+        if (!summary.ok()) Fail(summary.status());
+        if (flags->json) {
+          std::string json;
+          google::protobuf::util::MessageToJsonString(*summary, &json);
+          std::cout << json << "\n";
+        } else {
+          PrintSummary(*summary);
+        }
+        return;
+      }
+      auto runs = client.ListRuns(20);
+      if (!runs.ok()) Fail(runs.status());
+      if (flags->json) {
+        std::string json;
+        google::protobuf::util::MessageToJsonString(*runs, &json);
+        std::cout << json << "\n";
+        return;
+      }
+      std::vector<std::vector<std::string>> rows;
+      for (const auto& r : runs->runs()) {
+        rows.push_back({std::to_string(r.run_id()), r.matrix_name(), r.state(),
+                        std::to_string(r.cells_done()) + "/" + std::to_string(r.cells_total()),
+                        std::to_string(r.cells_failed()), std::to_string(r.measurements()),
+                        FormatTimeMs(r.created_at_ms())});
+      }
+      std::cout << RenderTable({"run", "matrix", "state", "cells done", "failed", "measurements",
+                                "submitted"},
+                               rows);
+    });
+  }
+  {
+    struct Flags : ClientFlags {
+      std::string run;
+    };
+    auto flags = std::make_shared<Flags>();
+    auto* cmd = app.add_subcommand(
+        "watch", "Follow a run live: a progress bar of units done/leased/queued/failed with an "
+                 "ETA, until it is done. Survives a coordinator restart.");
+    cmd->add_option("run", flags->run, "run id")->required();
+    AddCoordinatorFlag(cmd, *flags);
+    cmd->callback([flags] {
+      AdminClient client(flags->coordinator);
+      std::atomic<bool> interrupted{false};
+      SignalWatcher signals([&](int) { interrupted = true; });
+      auto summary = WatchUntilDone(client, ParseRunId(flags->run), false, &interrupted);
+      if (!summary.ok()) Fail(summary.status());
+      PrintSummary(*summary);
+      if (summary->cells_failed() > 0) throw CLI::RuntimeError(4);
+    });
+  }
+  {
+    struct Flags : ClientFlags {
+      std::string run;
+    };
+    auto flags = std::make_shared<Flags>();
+    auto* cmd = app.add_subcommand(
+        "cancel", "Cancel a run: nothing more is leased, and agents stop its units at their next "
+                  "heartbeat. Results already stored are kept.");
+    cmd->add_option("run", flags->run, "run id")->required();
+    AddCoordinatorFlag(cmd, *flags);
+    cmd->callback([flags] {
+      AdminClient client(flags->coordinator);
+      auto summary = client.Cancel(ParseRunId(flags->run));
+      if (!summary.ok()) Fail(summary.status());
+      PrintSummary(*summary);
+    });
+  }
+  {
+    struct Flags : ClientFlags {
+      bool json = false;
+    };
+    auto flags = std::make_shared<Flags>();
+    auto* cmd = app.add_subcommand(
+        "sessions", "List agent sessions (one per agent process per host boot) with their "
+                    "hosts and GPUs.");
+    cmd->add_flag("--json", flags->json, "print JSON with full inventories");
+    AddCoordinatorFlag(cmd, *flags);
+    cmd->callback([flags] {
+      AdminClient client(flags->coordinator);
+      auto sessions = client.ListSessions();
+      if (!sessions.ok()) Fail(sessions.status());
+      if (flags->json) {
+        nlohmann::json out = nlohmann::json::array();
+        for (const auto& s : sessions->sessions()) {
+          out.push_back({{"session_id", s.session_id()},
+                         {"hostname", s.hostname()},
+                         {"state", s.state()},
+                         {"started_at_ms", s.started_at_ms()},
+                         {"last_seen_ms", s.last_seen_ms()},
+                         {"attempts_done", s.attempts_done()},
+                         {"attempts_live", s.attempts_live()},
+                         {"inventory", nlohmann::json::parse(s.inventory_json(), nullptr, false)}});
+        }
+        std::cout << out.dump(2) << "\n";
+        return;
+      }
+      std::vector<std::vector<std::string>> rows;
+      for (const auto& s : sessions->sessions()) {
+        auto inventory = nlohmann::json::parse(s.inventory_json(), nullptr, false);
+        std::string gpus;
+        if (inventory.is_object()) {
+          for (const auto& g : inventory.value("gpus", nlohmann::json::array())) {
+            gpus += (gpus.empty() ? "" : ", ") + g.value("name", std::string("?"));
+          }
+        }
+        rows.push_back({s.session_id().substr(0, 8), s.hostname(), s.state(),
+                        gpus.empty() ? "cpu only" : gpus, FormatTimeMs(s.started_at_ms()),
+                        FormatTimeMs(s.last_seen_ms()), std::to_string(s.attempts_done()),
+                        std::to_string(s.attempts_live())});
+      }
+      std::cout << RenderTable(
+          {"session", "host", "state", "gpus", "started", "last seen", "done", "live"}, rows);
+    });
+  }
+  {
+    struct Flags : ClientFlags {
+      std::string run, by, metric, db;
+      bool json = false, csv = false;
+    };
+    auto flags = std::make_shared<Flags>();
+    auto* cmd = app.add_subcommand(
+        "query",
+        "Per-group statistics of one metric of a run: n, sessions, median, mean, sd, CV, min, "
+        "max, and flags where evidence contradicts the request. Only measurements of completed "
+        "attempts count. With --db FILE it reads the database directly (offline).");
+    cmd->add_option("run", flags->run, "run id")->required();
+    cmd->add_option("--by", flags->by, "axes to group by, comma-separated (default: all axes)");
+    cmd->add_option("--metric", flags->metric, "metric (default: the matrix's metric)");
+    cmd->add_option("--db", flags->db, "read this results database instead of the coordinator");
+    auto* json = cmd->add_flag("--json", flags->json, "print JSON");
+    cmd->add_flag("--csv", flags->csv, "print CSV")->excludes(json);
+    AddCoordinatorFlag(cmd, *flags);
+    cmd->callback([flags] {
+      const int64_t run_id = ParseRunId(flags->run);
+      std::vector<std::string> by = SplitCsv(flags->by);
+      nlohmann::json result;
+      if (!flags->db.empty()) {
+        if (access(flags->db.c_str(), R_OK) != 0) {
+          Fail("--db: cannot read " + flags->db + ": " + std::strerror(errno), 2);
+        }
+        auto database = db::Database::Open(flags->db, db::OpenMode::kReadOnly);
+        if (!database.ok()) Fail(database.status());
+        auto queried = db::QueryRun(**database, db::QueryOptions{run_id, by, flags->metric});
+        if (!queried.ok()) Fail(queried.status());
+        if (flags->csv) {
+          std::cout << db::ToCsv(*queried);
+          return;
+        }
+        result = db::ToJson(*queried);
+      } else {
+        AdminClient client(flags->coordinator);
+        auto queried = client.Query(run_id, by, flags->metric);
+        if (!queried.ok()) Fail(queried.status());
+        result = *queried;
+        if (flags->csv) {
+          // Same columns as db::ToCsv.
+          const auto& axes = result["by"];
+          for (const auto& a : axes) std::cout << a.get<std::string>() << ",";
+          std::cout << "n,sessions,median,mean,sd,cv,min,max,flags\n";
+          for (const auto& row : result["rows"]) {
+            for (const auto& a : axes) std::cout << JsonText(row["group"][a.get<std::string>()]) << ",";
+            std::cout << row["n"] << "," << row["sessions"] << "," << row["median"] << ","
+                      << row["mean"] << "," << row["sd"] << "," << row["cv"] << "," << row["min"]
+                      << "," << row["max"] << ",";
+            std::string f;
+            for (const auto& flag : row["flags"]) f += (f.empty() ? "" : ";") + flag.get<std::string>();
+            std::cout << f << "\n";
+          }
+          return;
+        }
+      }
+      if (flags->json) {
+        std::cout << result.dump(2) << "\n";
+      } else {
+        std::cout << RenderQueryTable(result);
+      }
+    });
+  }
+  {
+    struct Flags {
+      std::string run, db, out;
+      bool json = false, csv = false;
+    };
+    auto flags = std::make_shared<Flags>();
+    auto* cmd = app.add_subcommand(
+        "export",
+        "Every measurement of a run, one row each, with its cell, session, host, process, "
+        "round and whether it counts (valid), for pandas or a spreadsheet.");
+    cmd->add_option("run", flags->run, "run id")->required();
+    cmd->add_option("--db", flags->db, "results database")->required();
+    auto* json = cmd->add_flag("--json", flags->json, "JSON output");
+    auto* csv = cmd->add_flag("--csv", flags->csv, "CSV output (the default)");
+    json->excludes(csv);
+    cmd->add_option("-o,--output", flags->out, "write to this file instead of stdout");
+    cmd->callback([flags] {
+      const int64_t run_id = ParseRunId(flags->run);
+      if (access(flags->db.c_str(), R_OK) != 0) {
+        Fail("--db: cannot read " + flags->db + ": " + std::strerror(errno), 2);
+      }
+      auto database = db::Database::Open(flags->db, db::OpenMode::kReadOnly);
+      if (!database.ok()) Fail(database.status());
+      std::string text;
+      if (flags->json) {
+        auto exported = db::ExportRunJson(**database, run_id);
+        if (!exported.ok()) Fail(exported.status());
+        text = exported->dump(2) + "\n";
+      } else {
+        auto exported = db::ExportRunCsv(**database, run_id);
+        if (!exported.ok()) Fail(exported.status());
+        text = *exported;
+      }
+      if (flags->out.empty()) {
+        std::cout << text;
+        return;
+      }
+      // Write to a temporary and rename, so a failed export leaves no half-written file.
+      const std::string tmp = flags->out + ".tmp";
+      {
+        std::ofstream out(tmp, std::ios::binary);
+        out << text;
+        if (!out) Fail("cannot write " + tmp, 1);
+      }
+      if (std::rename(tmp.c_str(), flags->out.c_str()) != 0) {
+        Fail("cannot rename " + tmp + " to " + flags->out, 1);
+      }
+      std::cerr << "wrote " << flags->out << "\n";
+    });
+  }
+}
+
+}  // namespace ladder::cli

@@ -1,0 +1,50 @@
+// Subcommand registration. Each Add* function adds one subcommand (its options struct, its
+// --help text and its callback) to the app; callbacks throw CLI::RuntimeError(code) to set the
+// exit status, so main() stays the only place that exits.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/status/status.h"
+
+namespace ladder::cli {
+
+void AddServerCommands(CLI::App& app);   // coordinator, agent, local
+void AddClientCommands(CLI::App& app);   // validate, submit, status, watch, cancel, sessions,
+                                         // query, export
+void AddKernelsCommand(CLI::App& app);   // kernels bench | check
+void AddEngineCommand(CLI::App& app);    // engine synthetic
+
+// Prints "error: <message>" to stderr and throws CLI::RuntimeError(exit_code).
+[[noreturn]] void Fail(const absl::Status& status, int exit_code = 1);
+[[noreturn]] void Fail(const std::string& message, int exit_code = 1);
+
+// The coordinator address: the flag when given, else $LADDER_COORDINATOR, else 127.0.0.1:7400.
+std::string DefaultCoordinator();
+
+// Renders the JSON of db::ToJson(QueryResult) as a terminal table.
+std::string RenderQueryTable(const nlohmann::json& result);
+
+// The demo matrix compiled into the binary (matrices/examples/demo-cpu.yaml).
+const std::string& EmbeddedDemoMatrix();
+
+// Blocks SIGINT and SIGTERM in every thread created after construction, and calls `on_signal`
+// (on a watcher thread) with the signal number when one arrives.
+class SignalWatcher {
+ public:
+  explicit SignalWatcher(std::function<void(int)> on_signal);
+  ~SignalWatcher();
+  SignalWatcher(const SignalWatcher&) = delete;
+  SignalWatcher& operator=(const SignalWatcher&) = delete;
+
+ private:
+  struct Impl;
+  Impl* impl_;
+};
+
+}  // namespace ladder::cli

@@ -1,0 +1,148 @@
+// `ladder kernels bench|check`: the attention kernels on this machine, no coordinator.
+#include <iostream>
+
+#include "client.h"
+#include "commands.h"
+#include "format.h"
+#include "ladder/kernels/bench.h"
+#include "ladder/kernels/cases.h"
+
+namespace ladder::cli {
+namespace {
+
+template <typename T>
+T OrFail(kernels::Result<T> result, const std::string& what) {
+  if (!result.ok()) Fail(what + ": " + result.error().message, 2);
+  return std::move(result).value();
+}
+
+std::vector<int> ParseSizes(const std::string& text, const std::string& flag) {
+  std::vector<int> out;
+  for (std::string part : SplitCsv(text)) {
+    int multiplier = 1;
+    if (!part.empty() && (part.back() == 'K' || part.back() == 'k')) {
+      multiplier = 1024;
+      part.pop_back();
+    }
+    char* end = nullptr;
+    long value = std::strtol(part.c_str(), &end, 10);
+    if (part.empty() || *end != '\0' || value <= 0) {
+      Fail(flag + ": expected positive integers like 1024 or 32K, got '" + text + "'", 2);
+    }
+    out.push_back(static_cast<int>(value * multiplier));
+  }
+  return out;
+}
+
+}  // namespace
+
+void AddKernelsCommand(CLI::App& app) {
+  auto* kernels_cmd = app.add_subcommand(
+      "kernels", "Run the unified-attention kernels locally: a benchmark sweep or the "
+                 "correctness case table. No coordinator involved.");
+  kernels_cmd->require_subcommand(1);
+  {
+    struct Flags {
+      std::string backend = "cpu", presets = "tiny", depths = "256,1024,4096", rows = "1,2,4",
+                  policies = "2d,3d", dtype;
+      int seqs = 1, block_size = 16, warmup = 2, repeats = 10;
+      bool flush_l2 = false, json = false;
+    };
+    auto flags = std::make_shared<Flags>();
+    auto* cmd = kernels_cmd->add_subcommand(
+        "bench",
+        "Sweep depth x query rows x policy x shape preset and print time per call, effective "
+        "bytes/s and the fraction of a device-to-device copy measured in the same run.\n"
+        "Example (H200): ladder kernels bench --backend cuda --preset gemma4-31b-global "
+        "--depths 1K,8K,32K --rows 1,2,4 --policy legacy,spec-aware");
+    cmd->add_option("--backend", flags->backend, "cpu | cuda | hip")->capture_default_str();
+    cmd->add_option("--preset", flags->presets, "shape presets, comma-separated")
+        ->capture_default_str();
+    cmd->add_option("--depths", flags->depths, "KV lengths, e.g. 1K,8K,32K")->capture_default_str();
+    cmd->add_option("--rows", flags->rows, "query rows per sequence")->capture_default_str();
+    cmd->add_option("--policy", flags->policies, "2d, 3d, legacy, spec-aware, auto")
+        ->capture_default_str();
+    cmd->add_option("--dtype", flags->dtype, "f32 | f16 | bf16 (default: f32 on cpu, bf16 on GPU)");
+    cmd->add_option("--seqs", flags->seqs, "sequences per call")->capture_default_str();
+    cmd->add_option("--block-size", flags->block_size, "KV page size in tokens")
+        ->capture_default_str();
+    cmd->add_option("--warmup", flags->warmup, "untimed calls first")->capture_default_str();
+    cmd->add_option("--repeats", flags->repeats, "timed calls per point")->capture_default_str();
+    cmd->add_flag("--flush-l2", flags->flush_l2, "flush the L2 cache between timed calls");
+    cmd->add_flag("--json", flags->json, "print JSON");
+    cmd->callback([flags] {
+      kernels::SweepOptions options;
+      options.backend = OrFail(kernels::ParseBackend(flags->backend), "--backend");
+      options.presets = SplitCsv(flags->presets);
+      options.depths = ParseSizes(flags->depths, "--depths");
+      options.query_rows = ParseSizes(flags->rows, "--rows");
+      options.policies.clear();
+      for (const auto& p : SplitCsv(flags->policies)) {
+        options.policies.push_back(OrFail(kernels::ParsePolicy(p), "--policy"));
+      }
+      std::string dtype = flags->dtype;
+      if (dtype.empty()) dtype = options.backend == kernels::Backend::kCpu ? "f32" : "bf16";
+      options.dtype = OrFail(kernels::ParseDType(dtype), "--dtype");
+      options.num_seqs = flags->seqs;
+      options.block_size = flags->block_size;
+      options.warmup = flags->warmup;
+      options.repeats = flags->repeats;
+      options.flush_l2 = flags->flush_l2;
+      if (auto valid = options.Validate(); !valid.ok()) Fail(valid.error().message, 2);
+      if (!kernels::BackendAvailable(options.backend)) {
+        Fail("backend " + flags->backend + " is not available here (not compiled in, or no "
+             "device)", 2);
+      }
+      const size_t total = options.Points().size();
+      size_t done = 0;
+      if (!flags->json) std::cout << kernels::FormatTableHeader() << std::flush;
+      auto results = kernels::RunSweep(options, [&](const kernels::BenchResult& r) {
+        ++done;
+        if (!flags->json) {
+          std::cout << kernels::FormatTableRow(r) << std::flush;
+        } else {
+          std::cerr << "\r" << done << "/" << total << " points" << std::flush;
+        }
+      });
+      if (flags->json) std::cerr << "\n";
+      if (!results.ok()) Fail(results.error().message, 1);
+      if (flags->json) std::cout << kernels::FormatJsonArray(*results) << "\n";
+    });
+  }
+  {
+    struct Flags {
+      std::string backend = "cpu";
+    };
+    auto flags = std::make_shared<Flags>();
+    auto* cmd = kernels_cmd->add_subcommand(
+        "check", "Run the correctness case table on a backend against a double-precision "
+                 "reference; exit 1 if any case fails.");
+    cmd->add_option("--backend", flags->backend, "cpu | cuda | hip")->capture_default_str();
+    cmd->callback([flags] {
+      auto backend = OrFail(kernels::ParseBackend(flags->backend), "--backend");
+      if (!kernels::BackendAvailable(backend)) {
+        Fail("backend " + flags->backend + " is not available here", 2);
+      }
+      int failed = 0, passed = 0;
+      for (const auto& spec : kernels::Cases()) {
+        auto result = kernels::RunCase(backend, spec);
+        if (!result.ok()) {
+          std::cout << "FAIL " << spec.name << ": " << result.error().message << "\n";
+          ++failed;
+          continue;
+        }
+        std::cout << result->Line() << "\n" << std::flush;
+        if (result->skipped) continue;
+        if (result->passed) {
+          ++passed;
+        } else {
+          ++failed;
+        }
+      }
+      std::cout << passed << " passed, " << failed << " failed\n";
+      if (failed) throw CLI::RuntimeError(1);
+    });
+  }
+}
+
+}  // namespace ladder::cli

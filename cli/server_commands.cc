@@ -1,0 +1,278 @@
+// `ladder coordinator`, `ladder agent` and `ladder local`.
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include <grpcpp/grpcpp.h>
+#include <spdlog/spdlog.h>
+
+#include "client.h"
+#include "commands.h"
+#include "format.h"
+#include "ladder/agent/agent.h"
+#include "ladder/coordinator/coordinator.h"
+#include "ladder/matrices/matrix.h"
+
+namespace ladder::cli {
+namespace {
+
+struct CoordinatorFlags {
+  coordinator::CoordinatorOptions options;
+};
+
+void RunCoordinator(const CoordinatorFlags& flags) {
+  std::unique_ptr<coordinator::Coordinator> server;
+  std::atomic<bool> stop_requested{false};
+  SignalWatcher signals([&](int signal) {
+    spdlog::info("signal {}: shutting down", signal);
+    stop_requested = true;
+    if (server) server->Shutdown();
+  });
+  auto started = coordinator::Coordinator::Start(flags.options);
+  if (!started.ok()) Fail(started.status());
+  server = std::move(*started);
+  if (stop_requested) server->Shutdown();
+  server->Wait();
+}
+
+struct AgentFlags {
+  agent::AgentOptions options;
+  std::vector<std::string> labels;
+  std::string grace = "release";
+};
+
+void RunAgent(AgentFlags flags) {
+  for (const auto& label : flags.labels) {
+    auto eq = label.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      Fail("--label: expected KEY=VALUE, got '" + label + "'", 2);
+    }
+    flags.options.labels[label.substr(0, eq)] = label.substr(eq + 1);
+  }
+  std::unique_ptr<agent::Agent> instance;
+  std::atomic<int> signals_seen{0};
+  SignalWatcher signals([&](int signal) {
+    const int count = ++signals_seen;
+    const bool finish = flags.grace == "finish" && count == 1;
+    spdlog::info("signal {}: {}", signal,
+                 finish ? "finishing the current unit, then leaving (signal again to release it)"
+                        : "releasing the current unit and leaving");
+    if (instance) {
+      instance->Stop(finish ? agent::StopMode::kFinishUnit : agent::StopMode::kRelease);
+    }
+  });
+  auto created = agent::Agent::Create(flags.options);
+  if (!created.ok()) Fail(created.status());
+  instance = std::move(*created);
+  if (signals_seen > 0) instance->Stop(agent::StopMode::kRelease);
+  if (auto status = instance->Run(); !status.ok()) Fail(status, 3);
+}
+
+struct LocalFlags {
+  std::string matrix_path;
+  int agents = 2;
+  std::string db = "ladder.db";
+  std::string by;
+  std::string metric;
+  bool json = false;
+  int64_t max_cells = 0;
+};
+
+std::string ReadFileOrFail(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) Fail("cannot read " + path + ": " + std::strerror(errno), 2);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+void RunLocal(const LocalFlags& flags) {
+  const std::string yaml =
+      flags.matrix_path.empty() ? EmbeddedDemoMatrix() : ReadFileOrFail(flags.matrix_path);
+  const std::string filename =
+      flags.matrix_path.empty() ? "demo-cpu.yaml (built in)" : flags.matrix_path;
+  {
+    matrices::ParseOptions parse_options;
+    if (flags.max_cells > 0) parse_options.max_cells = flags.max_cells;
+    auto matrix = matrices::ParseMatrix(yaml, filename, parse_options);
+    if (!matrix.ok()) Fail(matrix.status(), 2);
+    if (matrix->replicates.sessions > flags.agents) {
+      Fail("matrix asks for " + std::to_string(matrix->replicates.sessions) +
+               " distinct sessions per cell but --agents is " + std::to_string(flags.agents) +
+               "; raise --agents",
+           2);
+    }
+  }
+  if (flags.agents < 1 || flags.agents > 64) Fail("--agents: expected 1 to 64", 2);
+  // The progress bar says what the logs would; keep only warnings unless asked otherwise.
+  if (spdlog::get_level() == spdlog::level::info) spdlog::set_level(spdlog::level::warn);
+
+  coordinator::CoordinatorOptions options;
+  options.listen = "127.0.0.1:0";
+  options.db_path = flags.db;
+  options.heartbeat_interval_ms = 1000;
+  options.scheduler.lease_ms = 30000;
+  std::atomic<bool> interrupted{false};
+  std::vector<std::unique_ptr<agent::Agent>> agents;
+  std::unique_ptr<coordinator::Coordinator> server;
+  std::mutex mu;
+  SignalWatcher signals([&](int) {
+    interrupted = true;
+    std::lock_guard lock(mu);
+    for (auto& a : agents) a->Stop(agent::StopMode::kRelease);
+  });
+  auto started = coordinator::Coordinator::Start(options);
+  if (!started.ok()) Fail(started.status());
+  server = std::move(*started);
+  const std::string address = server->address();
+  if (!flags.json) std::cerr << "coordinator on " << address << ", results in " << flags.db << "\n";
+
+  const std::filesystem::path spool_dir =
+      std::filesystem::temp_directory_path() / ("ladder-local-" + std::to_string(getpid()));
+  std::filesystem::create_directories(spool_dir);
+  std::vector<std::thread> agent_threads;
+  {
+    std::lock_guard lock(mu);
+    for (int i = 0; i < flags.agents; ++i) {
+      agent::AgentOptions agent_options;
+      agent_options.coordinator = address;
+      agent_options.spool_path = (spool_dir / ("agent-" + std::to_string(i) + ".db")).string();
+      agent_options.lease_wait_ms = 1000;
+      agent_options.labels["local_agent"] = std::to_string(i);
+      auto created = agent::Agent::Create(agent_options);
+      if (!created.ok()) Fail(created.status());
+      agents.push_back(std::move(*created));
+    }
+    for (auto& a : agents) {
+      agent_threads.emplace_back([raw = a.get()] {
+        if (auto s = raw->Run(); !s.ok()) spdlog::error("agent: {}", std::string(s.message()));
+      });
+    }
+  }
+
+  AdminClient client(address);
+  auto submitted = client.Submit(yaml, filename, flags.max_cells);
+  int exit_code = 0;
+  if (!submitted.ok()) {
+    std::cerr << "error: " << submitted.status().message() << "\n";
+    exit_code = 2;
+  } else {
+    const int64_t run_id = submitted->run_id();
+    if (!flags.json) {
+      std::cerr << "run " << run_id << ": " << submitted->cell_count() << " cells in "
+                << submitted->unit_count() << " units on " << flags.agents << " agents\n";
+    }
+    auto final_summary = WatchUntilDone(client, run_id, /*quiet=*/flags.json, &interrupted);
+    if (!final_summary.ok()) {
+      std::cerr << "error: " << final_summary.status().message() << "\n";
+      exit_code = 1;
+    } else {
+      std::vector<std::string> by;
+      if (!flags.by.empty()) by = SplitCsv(flags.by);
+      auto result = client.Query(run_id, by, flags.metric);
+      if (!result.ok()) {
+        std::cerr << "error: " << result.status().message() << "\n";
+        exit_code = 1;
+      } else if (flags.json) {
+        std::cout << result->dump(2) << "\n";
+      } else {
+        std::cout << RenderQueryTable(*result);
+        std::cout << "\nrun " << run_id << " " << final_summary->state() << ": "
+                  << final_summary->cells_done() << " of " << final_summary->cells_total()
+                  << " cells done, " << final_summary->cells_failed() << " failed, "
+                  << final_summary->measurements() << " measurements in " << flags.db << "\n";
+        std::cout << "next: ladder query " << run_id << " --db " << flags.db
+                  << " --by <axes>   |   sqlite3 " << flags.db
+                  << " 'SELECT * FROM valid_measurements LIMIT 5'\n";
+      }
+      if (final_summary->cells_failed() > 0) exit_code = 4;
+    }
+  }
+  {
+    std::lock_guard lock(mu);
+    for (auto& a : agents) a->Stop(agent::StopMode::kRelease);
+  }
+  for (auto& t : agent_threads) t.join();
+  server->Shutdown();
+  std::error_code ignored;
+  std::filesystem::remove_all(spool_dir, ignored);
+  if (interrupted) exit_code = 130;
+  if (exit_code != 0) throw CLI::RuntimeError(exit_code);
+}
+
+}  // namespace
+
+void AddServerCommands(CLI::App& app) {
+  {
+    auto flags = std::make_shared<CoordinatorFlags>();
+    auto* cmd = app.add_subcommand(
+        "coordinator",
+        "Serve the fleet: schedule matrix cells onto agents and store every result.\n"
+        "The coordinator is the only writer of the results database. Kill it at any time and "
+        "start it again on the same --db: runs resume and no measurement is lost or "
+        "duplicated.");
+    cmd->add_option("--listen", flags->options.listen, "HOST:PORT to serve gRPC on")
+        ->capture_default_str();
+    cmd->add_option("--db", flags->options.db_path, "results database (SQLite, created if absent)")
+        ->capture_default_str();
+    cmd->add_option("--lease-ms", flags->options.scheduler.lease_ms,
+                    "a unit returns to the queue when its agent is silent this long")
+        ->capture_default_str();
+    cmd->add_option("--heartbeat-ms", flags->options.heartbeat_interval_ms,
+                    "how often agents check in")
+        ->capture_default_str();
+    cmd->add_option("--max-cells", flags->options.scheduler.max_cells,
+                    "default cap on cells per submitted matrix")
+        ->capture_default_str();
+    cmd->callback([flags] { RunCoordinator(*flags); });
+  }
+  {
+    auto flags = std::make_shared<AgentFlags>();
+    flags->options.coordinator = DefaultCoordinator();
+    auto* cmd = app.add_subcommand(
+        "agent",
+        "Join a coordinator and run the units it leases (one agent per host).\n"
+        "Every result is written to the local spool before it is reported and stays there "
+        "until the coordinator acknowledges it, so an unreachable coordinator costs nothing: "
+        "the agent reports later. SIGTERM releases the current unit (--grace finish: finishes "
+        "it first).");
+    cmd->add_option("--coordinator", flags->options.coordinator,
+                    "coordinator HOST:PORT (default: $LADDER_COORDINATOR or 127.0.0.1:7400)")
+        ->capture_default_str();
+    cmd->add_option("--spool", flags->options.spool_path,
+                    "spool database (default ./ladder-spool.db); keep it on a disk that "
+                    "survives an agent restart");
+    cmd->add_option("--label", flags->labels, "KEY=VALUE stored with this session (repeatable)");
+    cmd->add_option("--grace", flags->grace, "on SIGTERM: release the unit, or finish it first")
+        ->check(CLI::IsMember({"release", "finish"}))
+        ->capture_default_str();
+    cmd->add_option("--max-units", flags->options.units_limit, "exit after this many units");
+    cmd->add_option("--fake-gpus", flags->options.fake_gpus_json,
+                    "testing only: a JSON array of GPUs to advertise instead of detecting");
+    cmd->callback([flags] { RunAgent(*flags); });
+  }
+  {
+    auto flags = std::make_shared<LocalFlags>();
+    auto* cmd = app.add_subcommand(
+        "local",
+        "Run a matrix on this machine: a coordinator and N agents in one process over loopback "
+        "gRPC, results in --db, then print the result table.\n"
+        "With no MATRIX, runs the built-in CPU demo (matrices/examples/demo-cpu.yaml).");
+    cmd->add_option("matrix", flags->matrix_path, "matrix YAML file (default: built-in demo)");
+    cmd->add_option("--agents", flags->agents, "agents to start")->capture_default_str();
+    cmd->add_option("--db", flags->db, "results database")->capture_default_str();
+    cmd->add_option("--by", flags->by, "axes to group the table by, comma-separated");
+    cmd->add_option("--metric", flags->metric, "metric to show (default: the matrix's)");
+    cmd->add_option("--max-cells", flags->max_cells, "raise the cell cap");
+    cmd->add_flag("--json", flags->json, "print the result as JSON");
+    cmd->callback([flags] { RunLocal(*flags); });
+  }
+}
+
+}  // namespace ladder::cli
