@@ -8,16 +8,16 @@ namespace ladder::kernels::internal {
 
 // KV tokens per tile; segments are whole tiles, so 2D and 3D walk identical tiles.
 constexpr int kCpuTile = 32;
-inline int GpuTileN(int head_dim) { return head_dim <= 128 ? 64 : 32; }
+constexpr int GpuTileN(int head_dim) { return head_dim <= 128 ? 64 : 32; }
 
 // Rows of the GPU work item's score tile: (query rows x q heads of one KV head), 16 or 32.
-inline int GpuBlockM(int group, int max_query_len) {
+constexpr int GpuBlockM(int group, int max_query_len) {
   return group * max_query_len <= 16 ? 16 : 32;
 }
-inline int GpuRowsPerQBlock(int group, int max_query_len) {
+constexpr int GpuRowsPerQBlock(int group, int max_query_len) {
   return std::max(1, GpuBlockM(group, max_query_len) / group);
 }
-inline int GpuQBlocks(int group, int max_query_len) {
+constexpr int GpuQBlocks(int group, int max_query_len) {
   const int r = GpuRowsPerQBlock(group, max_query_len);
   return (max_query_len + r - 1) / r;
 }

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# One device call: build kernels/ standalone with CUDA, run the case table on the GPU, a
+# compute-sanitizer pass on two cases, the benchmark sweeps and PyTorch SDPA on the same
+# shapes. Results go to $OUT (or ./h200-out).
+set -uo pipefail
+OUT=${OUT:-h200-out}
+mkdir -p "$OUT"
+B=build-h200
+ARCH=${ARCH:-90-real}
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
+cmake -S kernels -B $B -G Ninja -DLADDER_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=$ARCH >$OUT/cmake.log 2>&1 || { tail -20 $OUT/cmake.log; exit 1; }
+cmake --build $B -j16 >$OUT/build.log 2>&1 || { grep -E "error" $OUT/build.log | head -20; exit 1; }
+K=$B/ladder-kernels
+$K devices
+echo "== check"
+timeout 240 $K check --backend cuda 2>&1 | tee $OUT/check.txt
+if [ "${SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
+  echo "== memcheck (2 cases, 2 repeats)"
+  timeout 120 compute-sanitizer --tool memcheck $K check --backend cuda --case spec2_d512 --repeats 2 2>&1 | tail -4
+  timeout 60 compute-sanitizer --tool memcheck $K check --backend cuda --case mixed_rows --repeats 2 2>&1 | tail -4
+fi
+R="--repeats 20 --warmup 3"
+echo "== bench"
+$K bench --backend cuda --preset gemma4-31b-global --depths 32K --rows 1,2,4 --policy 2d,3d $R --json-out $OUT/b_global.json
+$K bench --backend cuda --preset gemma4-31b-global-tp2 --depths 1K,4K,8K,16K,32K,64K --rows 2 --policy legacy,spec-aware $R --json-out $OUT/b_tp2.json
+$K bench --backend cuda --preset gemma4-dense-256,llama-70b,gemma4-31b-sliding --depths 32K --rows 1,2,4 --policy auto $R --json-out $OUT/b_other.json
+echo "== torch"
+PYTHONUNBUFFERED=1 timeout 120 python3 benchmarks/torch_sdpa.py --presets gemma4-dense-256,llama-70b,gemma4-31b-global --depths 32768 --rows 1,2,4 --json $OUT/torch.json

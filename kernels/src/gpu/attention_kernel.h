@@ -1,0 +1,417 @@
+// Unified attention kernels (2D and 3D share one body) and the 3D merge, for CUDA and HIP.
+//
+// One work group handles (sequence, query block, KV head, segment):
+//   rows of its score tile: M = query rows of the block x q heads of the KV head (<= BM)
+//   it walks KV tiles of TN tokens of its segment: K,V tiles are staged in shared memory (two
+//   stages, cp.async where available), S = Q K^T, an online-softmax update, O += P V.
+// 2D is the same body with one segment that normalises and writes the output; 3D writes the
+// unnormalised accumulator, max and sum per (query token, q head, segment).
+//
+// Matrix path (NVIDIA sm_80+): S and P V by mma.sync m16n8k16 with fp32 accumulators. P is
+// split into hi + lo 16-bit parts (two MMAs) so P V keeps ~16 bits of P: 2D and 3D then
+// differ by fp32 reassociation only, as on the CPU.
+// Scalar path (everything else, e.g. HIP): the same tiles with fp32 FMAs.
+#pragma once
+
+#include <cstdint>
+
+#include "gpu/portability.h"
+
+namespace ladder::kernels::gpu {
+
+struct KernelParams {
+  const uint16_t* q;
+  const uint16_t* k;
+  const uint16_t* v;
+  uint16_t* out;
+  float* seg_acc;  // [tokens, q_heads, segments, D]       (3D)
+  float* seg_max;  // [tokens, q_heads, segments]          (3D)
+  float* seg_sum;  // [tokens, q_heads, segments]          (3D)
+  const int* query_start;
+  const int* seq_lens;
+  const int* block_table;
+  int q_heads, kv_heads, group;
+  int block_size_shift;  // log2(block_size)
+  int max_blocks_per_seq;
+  int window;
+  float scale, softcap;
+  int rows_per_qblock, num_qblocks;
+  int segments;
+  int write_partial;  // 1: 3D partials; 0: final output (2D)
+};
+
+template <int D, int BM, int TN, int NT>
+struct KernelShape {
+  static constexpr int kQLd = D + 8;   // shared row pitch of Q, K, V (16-bit elements)
+  static constexpr int kSLd = TN + 4;  // fp32 score rows
+  static constexpr int kPLd = TN + 8;  // 16-bit P rows (matrix path)
+  static constexpr int kWarps = NT / 32;
+  static constexpr int kMTiles = BM / 16;
+  static constexpr int kNTiles = TN / 8;
+  static constexpr int kQkTiles = kMTiles * kNTiles;
+  static constexpr int kKSplit = kWarps > kQkTiles ? kWarps / kQkTiles : 1;
+  static constexpr int kDimsPerWarp = D / kWarps;
+  static constexpr int kDn = kDimsPerWarp / 8;
+  static constexpr int kScalarAcc = BM * D / NT;
+  static constexpr size_t kQBytes = size_t{2} * BM * kQLd;
+  static constexpr size_t kKvStageBytes = size_t{2} * TN * kQLd;
+  static constexpr size_t kSBytes = size_t{4} * kKSplit * BM * kSLd;
+  static constexpr size_t kPBytes = (4 * BM * kSLd > 2 * 2 * BM * kPLd) ? 4 * BM * kSLd : 2 * 2 * BM * kPLd;
+  static constexpr size_t kRowBytes = size_t{4} * 3 * BM;
+  static constexpr size_t kSmemBytes = kQBytes + 4 * kKvStageBytes + kSBytes + kPBytes + kRowBytes;
+
+  static_assert(BM == 16 || BM == 32, "BM is 16 or 32");
+  static_assert(TN % 16 == 0 && D % 64 == 0, "tile shapes");
+  static_assert(NT % 64 == 0, "work group size must be a multiple of 64 (wave64)");
+  static_assert(kWarps % kQkTiles == 0 || kQkTiles % kWarps == 0, "QK tiles must divide among warps");
+  static_assert(D % (kKSplit * 16) == 0, "k-split must divide head_dim into 16-wide steps");
+  static_assert(kDn % 2 == 0, "each warp owns an even number of 8-wide output tiles");
+  static_assert((BM * D) % NT == 0, "scalar accumulators divide evenly");
+};
+
+template <class E, int D, int BM, int TN, int NT>
+__global__ void __launch_bounds__(NT) UnifiedAttentionKernel(KernelParams p) {
+  using S = KernelShape<D, BM, TN, NT>;
+  extern __shared__ __align__(16) unsigned char smem[];
+  uint16_t* qs = reinterpret_cast<uint16_t*>(smem);
+  uint16_t* kvs = reinterpret_cast<uint16_t*>(smem + S::kQBytes);  // [stage][K|V][TN][kQLd]
+  float* ss = reinterpret_cast<float*>(smem + S::kQBytes + 4 * S::kKvStageBytes);
+  unsigned char* pbase = smem + S::kQBytes + 4 * S::kKvStageBytes + S::kSBytes;
+  float* row_alpha = reinterpret_cast<float*>(pbase + S::kPBytes);
+  float* row_max = row_alpha + BM;
+  float* row_sum = row_max + BM;
+
+  const int tid = threadIdx.x;
+  const int seq = blockIdx.x / p.num_qblocks;
+  const int qb = blockIdx.x % p.num_qblocks;
+  const int kvh = blockIdx.y;
+  const int seg = blockIdx.z;
+  const int q_start = p.query_start[seq];
+  const int q_len = p.query_start[seq + 1] - q_start;
+  const int row0 = qb * p.rows_per_qblock;
+  if (row0 >= q_len) return;
+  const int rows = min(p.rows_per_qblock, q_len - row0);
+  const int m_rows = rows * p.group;
+  const int seq_len = p.seq_lens[seq];
+  const int ctx = seq_len - q_len;
+  const int first_pos = ctx + row0;
+  const int hi = first_pos + rows;  // one past the last visible key
+  const int lo = p.window > 0 ? max(0, first_pos - p.window + 1) : 0;
+  const int lo_al = lo / TN * TN;
+  const int tiles = (hi - lo_al + TN - 1) / TN;
+  const int per_seg = (tiles + p.segments - 1) / p.segments;
+  const int tb = min(tiles, seg * per_seg);
+  const int te = min(tiles, tb + per_seg);
+  const int* btab = p.block_table + static_cast<size_t>(seq) * p.max_blocks_per_seq;
+  const int bs_mask = (1 << p.block_size_shift) - 1;
+
+  // Q tile: row m = r * group + g; rows past m_rows are zero.
+  for (int c = tid; c < BM * (D / 8); c += NT) {
+    const int m = c / (D / 8), col = (c % (D / 8)) * 8;
+    dev::Vec16 val{0, 0, 0, 0};
+    if (m < m_rows) {
+      const int r = m / p.group, g = m % p.group;
+      const size_t off = (static_cast<size_t>(q_start + row0 + r) * p.q_heads + kvh * p.group + g) * D + col;
+      val = *reinterpret_cast<const dev::Vec16*>(p.q + off);
+    }
+    *reinterpret_cast<dev::Vec16*>(qs + m * S::kQLd + col) = val;
+  }
+  if (tid < BM) {
+    row_max[tid] = -INFINITY;
+    row_sum[tid] = 0.0f;
+  }
+
+  auto load_tile = [&](int t, int stage) {
+    const int j0 = lo_al + t * TN;
+    uint16_t* ks = kvs + static_cast<size_t>(stage) * 2 * TN * S::kQLd;
+    uint16_t* vs = ks + TN * S::kQLd;
+    for (int c = tid; c < TN * (D / 8); c += NT) {
+      const int n = c / (D / 8), col = (c % (D / 8)) * 8;
+      const int j = j0 + n;
+      const bool pred = j < hi;
+      size_t off = 0;
+      if (pred) {
+        const int page = btab[j >> p.block_size_shift];
+        off = ((static_cast<size_t>(page) << p.block_size_shift) + (j & bs_mask)) * p.kv_heads + kvh;
+        off = off * D + col;
+      }
+      dev::CopyAsync16(ks + n * S::kQLd + col, p.k + off, pred);
+      dev::CopyAsync16(vs + n * S::kQLd + col, p.v + off, pred);
+    }
+  };
+
+#if LADDER_DEVICE_HAS_MMA
+  const int lane = tid % dev::kMmaWarp, warp = tid / dev::kMmaWarp;
+  const int g8 = lane >> 2, t4 = lane & 3;
+  float acc[S::kMTiles][S::kDn][4];
+#pragma unroll
+  for (int a = 0; a < S::kMTiles; ++a)
+#pragma unroll
+    for (int b = 0; b < S::kDn; ++b)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) acc[a][b][c] = 0.0f;
+  uint16_t* p_hi = reinterpret_cast<uint16_t*>(pbase);
+  uint16_t* p_lo = p_hi + BM * S::kPLd;
+#else
+  float acc[S::kScalarAcc];
+#pragma unroll
+  for (int i = 0; i < S::kScalarAcc; ++i) acc[i] = 0.0f;
+  float* pf = reinterpret_cast<float*>(pbase);
+#endif
+
+  // Running state of row `tid` (tid < BM), kept by its owner thread.
+  float my_max = -INFINITY, my_sum = 0.0f;
+
+  if (tb < te) {
+    load_tile(tb, 0);
+    dev::CopyAsyncCommit();
+  }
+  for (int t = tb; t < te; ++t) {
+    const int stage = (t - tb) & 1;
+    if (t + 1 < te) {
+      load_tile(t + 1, stage ^ 1);
+      dev::CopyAsyncCommit();
+      dev::CopyAsyncWait<1>();
+    } else {
+      dev::CopyAsyncWait<0>();
+    }
+    __syncthreads();
+    const uint16_t* ks = kvs + static_cast<size_t>(stage) * 2 * TN * S::kQLd;
+    const uint16_t* vs = ks + TN * S::kQLd;
+    const int j0 = lo_al + t * TN;
+
+    // ---- S = Q K^T ----------------------------------------------------------------------
+#if LADDER_DEVICE_HAS_MMA
+    {
+      constexpr int kTilesPerWarp = S::kQkTiles >= S::kWarps ? S::kQkTiles / S::kWarps : 1;
+      const int ks_idx = S::kKSplit > 1 ? warp / S::kQkTiles : 0;
+      constexpr int kDPart = D / S::kKSplit;
+#pragma unroll
+      for (int i = 0; i < kTilesPerWarp; ++i) {
+        const int tile = S::kKSplit > 1 ? warp % S::kQkTiles : warp + i * S::kWarps;
+        const int mt = tile / S::kNTiles, nt = tile % S::kNTiles;
+        float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        const uint16_t* qa = qs + (mt * 16 + g8) * S::kQLd + 2 * t4;
+        const uint16_t* kb = ks + (nt * 8 + g8) * S::kQLd + 2 * t4;
+#pragma unroll 8
+        for (int kk = ks_idx * kDPart; kk < (ks_idx + 1) * kDPart; kk += 16) {
+          uint32_t a[4];
+          a[0] = *reinterpret_cast<const uint32_t*>(qa + kk);
+          a[1] = *reinterpret_cast<const uint32_t*>(qa + 8 * S::kQLd + kk);
+          a[2] = *reinterpret_cast<const uint32_t*>(qa + kk + 8);
+          a[3] = *reinterpret_cast<const uint32_t*>(qa + 8 * S::kQLd + kk + 8);
+          const uint32_t b0 = *reinterpret_cast<const uint32_t*>(kb + kk);
+          const uint32_t b1 = *reinterpret_cast<const uint32_t*>(kb + kk + 8);
+          dev::Mma16816<E::kIsBf16>(c, a, b0, b1);
+        }
+        float* so = ss + static_cast<size_t>(ks_idx) * BM * S::kSLd;
+        so[(mt * 16 + g8) * S::kSLd + nt * 8 + 2 * t4] = c[0];
+        so[(mt * 16 + g8) * S::kSLd + nt * 8 + 2 * t4 + 1] = c[1];
+        so[(mt * 16 + g8 + 8) * S::kSLd + nt * 8 + 2 * t4] = c[2];
+        so[(mt * 16 + g8 + 8) * S::kSLd + nt * 8 + 2 * t4 + 1] = c[3];
+      }
+    }
+#else
+    for (int idx = tid; idx < BM * TN; idx += NT) {
+      const int m = idx / TN, n = idx % TN;
+      float dot = 0.0f;
+      if (m < m_rows) {
+        const uint16_t* qm = qs + m * S::kQLd;
+        const uint16_t* kn = ks + n * S::kQLd;
+        for (int d = 0; d < D; ++d) dot += E::ToFloat(qm[d]) * E::ToFloat(kn[d]);
+      }
+      ss[m * S::kSLd + n] = dot;
+    }
+#endif
+    __syncthreads();
+
+    // ---- online softmax: one thread per score row ----------------------------------------
+    if (tid < BM) {
+      const int m = tid;
+      float alpha = 1.0f;
+      if (m < m_rows) {
+        const int pos = first_pos + m / p.group;
+        float tile_max = -INFINITY;
+        float sc[TN];
+#pragma unroll
+        for (int n = 0; n < TN; ++n) {
+          float s = ss[m * S::kSLd + n];
+#pragma unroll
+          for (int kx = 1; kx < S::kKSplit; ++kx) s += ss[static_cast<size_t>(kx) * BM * S::kSLd + m * S::kSLd + n];
+          s *= p.scale;
+          if (p.softcap > 0.0f) s = p.softcap * tanhf(s / p.softcap);
+          const int j = j0 + n;
+          const bool visible = j <= pos && (p.window <= 0 || pos - j < p.window);
+          sc[n] = visible ? s : -INFINITY;
+          tile_max = fmaxf(tile_max, sc[n]);
+        }
+        const float m_new = fmaxf(my_max, tile_max);
+        float psum = 0.0f;
+        if (m_new == -INFINITY) {
+          alpha = 1.0f;
+#pragma unroll
+          for (int n = 0; n < TN; ++n) sc[n] = 0.0f;
+        } else {
+          alpha = my_max == -INFINITY ? 0.0f : expf(my_max - m_new);
+#pragma unroll
+          for (int n = 0; n < TN; ++n) {
+            sc[n] = sc[n] == -INFINITY ? 0.0f : expf(sc[n] - m_new);
+            psum += sc[n];
+          }
+          my_max = m_new;
+        }
+        my_sum = my_sum * alpha + psum;
+#if LADDER_DEVICE_HAS_MMA
+#pragma unroll
+        for (int n = 0; n < TN; ++n) {
+          const uint16_t h = E::FromFloat(sc[n]);
+          p_hi[m * S::kPLd + n] = h;
+          p_lo[m * S::kPLd + n] = E::FromFloat(sc[n] - E::ToFloat(h));
+        }
+#else
+        for (int n = 0; n < TN; ++n) pf[m * S::kSLd + n] = sc[n];
+#endif
+      } else {
+#if LADDER_DEVICE_HAS_MMA
+        for (int n = 0; n < TN; ++n) p_hi[m * S::kPLd + n] = p_lo[m * S::kPLd + n] = 0;
+#else
+        for (int n = 0; n < TN; ++n) pf[m * S::kSLd + n] = 0.0f;
+#endif
+      }
+      row_alpha[m] = alpha;
+    }
+    __syncthreads();
+
+    // ---- O = alpha O + P V ---------------------------------------------------------------
+#if LADDER_DEVICE_HAS_MMA
+    {
+#pragma unroll
+      for (int mt = 0; mt < S::kMTiles; ++mt) {
+        const float a_lo = row_alpha[mt * 16 + g8], a_hi = row_alpha[mt * 16 + g8 + 8];
+#pragma unroll
+        for (int dn = 0; dn < S::kDn; ++dn) {
+          acc[mt][dn][0] *= a_lo;
+          acc[mt][dn][1] *= a_lo;
+          acc[mt][dn][2] *= a_hi;
+          acc[mt][dn][3] *= a_hi;
+        }
+      }
+      const int dim0 = warp * S::kDimsPerWarp;
+      const int mat = lane >> 3, mrow = lane & 7;
+#pragma unroll
+      for (int kk = 0; kk < TN; kk += 16) {
+        uint32_t ah[S::kMTiles][4], al[S::kMTiles][4];
+#pragma unroll
+        for (int mt = 0; mt < S::kMTiles; ++mt) {
+          const uint16_t* ph = p_hi + (mt * 16 + g8) * S::kPLd + kk + 2 * t4;
+          const uint16_t* pl = p_lo + (mt * 16 + g8) * S::kPLd + kk + 2 * t4;
+          ah[mt][0] = *reinterpret_cast<const uint32_t*>(ph);
+          ah[mt][1] = *reinterpret_cast<const uint32_t*>(ph + 8 * S::kPLd);
+          ah[mt][2] = *reinterpret_cast<const uint32_t*>(ph + 8);
+          ah[mt][3] = *reinterpret_cast<const uint32_t*>(ph + 8 * S::kPLd + 8);
+          al[mt][0] = *reinterpret_cast<const uint32_t*>(pl);
+          al[mt][1] = *reinterpret_cast<const uint32_t*>(pl + 8 * S::kPLd);
+          al[mt][2] = *reinterpret_cast<const uint32_t*>(pl + 8);
+          al[mt][3] = *reinterpret_cast<const uint32_t*>(pl + 8 * S::kPLd + 8);
+        }
+#pragma unroll
+        for (int dn = 0; dn < S::kDn; dn += 2) {
+          uint32_t b0, b1, b2, b3;
+          const uint16_t* vaddr =
+              vs + (kk + mrow + ((mat & 1) ? 8 : 0)) * S::kQLd + dim0 + dn * 8 + ((mat & 2) ? 8 : 0);
+          dev::LdMatrixX4Trans(b0, b1, b2, b3, vaddr);
+#pragma unroll
+          for (int mt = 0; mt < S::kMTiles; ++mt) {
+            dev::Mma16816<E::kIsBf16>(acc[mt][dn], ah[mt], b0, b1);
+            dev::Mma16816<E::kIsBf16>(acc[mt][dn], al[mt], b0, b1);
+            dev::Mma16816<E::kIsBf16>(acc[mt][dn + 1], ah[mt], b2, b3);
+            dev::Mma16816<E::kIsBf16>(acc[mt][dn + 1], al[mt], b2, b3);
+          }
+        }
+      }
+    }
+#else
+#pragma unroll
+    for (int i = 0; i < S::kScalarAcc; ++i) {
+      const int idx = tid + i * NT;
+      const int m = idx / D, d = idx % D;
+      float a = acc[i] * row_alpha[m];
+      for (int n = 0; n < TN; ++n) a += pf[m * S::kSLd + n] * E::ToFloat(vs[n * S::kQLd + d]);
+      acc[i] = a;
+    }
+#endif
+    __syncthreads();
+  }
+
+  // ---- write out --------------------------------------------------------------------------
+  if (tid < BM) {
+    row_max[tid] = my_max;
+    row_sum[tid] = my_sum;
+  }
+  __syncthreads();
+  auto emit = [&](int m, int d, float v) {
+    if (m >= m_rows) return;
+    const int r = m / p.group, g = m % p.group;
+    const size_t tok = static_cast<size_t>(q_start + row0 + r);
+    const size_t head = tok * p.q_heads + kvh * p.group + g;
+    if (p.write_partial) {
+      p.seg_acc[(head * p.segments + seg) * D + d] = v;
+    } else {
+      const float l = row_sum[m];
+      p.out[head * D + d] = E::FromFloat(l > 0.0f ? v / l : 0.0f);
+    }
+  };
+#if LADDER_DEVICE_HAS_MMA
+  {
+    const int dim0 = warp * S::kDimsPerWarp;
+#pragma unroll
+    for (int mt = 0; mt < S::kMTiles; ++mt)
+#pragma unroll
+      for (int dn = 0; dn < S::kDn; ++dn) {
+        const int d = dim0 + dn * 8 + 2 * t4;
+        emit(mt * 16 + g8, d, acc[mt][dn][0]);
+        emit(mt * 16 + g8, d + 1, acc[mt][dn][1]);
+        emit(mt * 16 + g8 + 8, d, acc[mt][dn][2]);
+        emit(mt * 16 + g8 + 8, d + 1, acc[mt][dn][3]);
+      }
+  }
+#else
+#pragma unroll
+  for (int i = 0; i < S::kScalarAcc; ++i) {
+    const int idx = tid + i * NT;
+    emit(idx / D, idx % D, acc[i]);
+  }
+#endif
+  if (p.write_partial && tid < m_rows) {
+    const int r = tid / p.group, g = tid % p.group;
+    const size_t head = static_cast<size_t>(q_start + row0 + r) * p.q_heads + kvh * p.group + g;
+    p.seg_max[head * p.segments + seg] = row_max[tid];
+    p.seg_sum[head * p.segments + seg] = row_sum[tid];
+  }
+}
+
+// Merge of the 3D partials: one work group per (query token, q head). Segments in order; an
+// empty segment (max -inf, sum 0) contributes nothing.
+template <class E>
+__global__ void __launch_bounds__(128) MergeSegmentsKernel(const float* seg_acc, const float* seg_max,
+                                                           const float* seg_sum, uint16_t* out, int q_heads,
+                                                           int segments, int head_dim) {
+  const size_t head = static_cast<size_t>(blockIdx.x) * q_heads + blockIdx.y;
+  const size_t slot0 = head * segments;
+  float gmax = -INFINITY;
+  for (int s = 0; s < segments; ++s) gmax = fmaxf(gmax, seg_max[slot0 + s]);
+  float den = 0.0f;
+  if (gmax != -INFINITY)
+    for (int s = 0; s < segments; ++s)
+      if (seg_max[slot0 + s] != -INFINITY) den += expf(seg_max[slot0 + s] - gmax) * seg_sum[slot0 + s];
+  for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
+    float num = 0.0f;
+    if (gmax != -INFINITY)
+      for (int s = 0; s < segments; ++s)
+        if (seg_max[slot0 + s] != -INFINITY)
+          num += expf(seg_max[slot0 + s] - gmax) * seg_acc[(slot0 + s) * head_dim + d];
+    out[head * head_dim + d] = E::FromFloat(den > 0.0f ? num / den : 0.0f);
+  }
+}
+
+}  // namespace ladder::kernels::gpu

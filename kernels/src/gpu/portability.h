@@ -1,0 +1,187 @@
+// The thin portability layer: one kernel source for CUDA (nvcc) and HIP (hipcc).
+//
+// Host side: `rt::` wraps the handful of runtime calls the backend uses.
+// Device side: cp.async / ldmatrix / mma.sync where the target has them (NVIDIA sm_80+),
+// plain loads and scalar FMA elsewhere. Nothing here assumes a warp size: the scalar path uses
+// no warp-level operation at all, and the matrix path exists only on NVIDIA targets, where a
+// warp is 32 lanes by definition (kMmaWarp). The host reads warpSize from the device.
+#pragma once
+
+#include <cstdint>
+
+#if defined(LADDER_KERNELS_HIP)
+#include <hip/hip_runtime.h>
+#else
+#include <cuda_runtime.h>
+#endif
+
+namespace ladder::kernels::gpu::rt {
+
+#if defined(LADDER_KERNELS_HIP)
+using Error = hipError_t;
+using Event = hipEvent_t;
+using DeviceProp = hipDeviceProp_t;
+constexpr Error kSuccess = hipSuccess;
+inline const char* ErrorString(Error e) { return hipGetErrorString(e); }
+inline Error GetLastError() { return hipGetLastError(); }
+inline Error Malloc(void** p, size_t n) { return hipMalloc(p, n); }
+inline Error Free(void* p) { return hipFree(p); }
+inline Error CopyH2D(void* d, const void* s, size_t n) { return hipMemcpy(d, s, n, hipMemcpyHostToDevice); }
+inline Error CopyD2H(void* d, const void* s, size_t n) { return hipMemcpy(d, s, n, hipMemcpyDeviceToHost); }
+inline Error CopyD2DAsync(void* d, const void* s, size_t n) { return hipMemcpyAsync(d, s, n, hipMemcpyDeviceToDevice, 0); }
+inline Error MemsetAsync(void* d, int v, size_t n) { return hipMemsetAsync(d, v, n, 0); }
+inline Error Sync() { return hipDeviceSynchronize(); }
+inline Error DeviceCount(int* n) { return hipGetDeviceCount(n); }
+inline Error Props(DeviceProp* p, int dev) { return hipGetDeviceProperties(p, dev); }
+inline Error EventCreate(Event* e) { return hipEventCreate(e); }
+inline Error EventDestroy(Event e) { return hipEventDestroy(e); }
+inline Error EventRecord(Event e) { return hipEventRecord(e, 0); }
+inline Error EventSync(Event e) { return hipEventSynchronize(e); }
+inline Error EventMs(float* ms, Event a, Event b) { return hipEventElapsedTime(ms, a, b); }
+template <typename F>
+inline Error SetMaxDynamicSmem(F* kernel, int bytes) {
+  return hipFuncSetAttribute(reinterpret_cast<const void*>(kernel), hipFuncAttributeMaxDynamicSharedMemorySize, bytes);
+}
+#else
+using Error = cudaError_t;
+using Event = cudaEvent_t;
+using DeviceProp = cudaDeviceProp;
+constexpr Error kSuccess = cudaSuccess;
+inline const char* ErrorString(Error e) { return cudaGetErrorString(e); }
+inline Error GetLastError() { return cudaGetLastError(); }
+inline Error Malloc(void** p, size_t n) { return cudaMalloc(p, n); }
+inline Error Free(void* p) { return cudaFree(p); }
+inline Error CopyH2D(void* d, const void* s, size_t n) { return cudaMemcpy(d, s, n, cudaMemcpyHostToDevice); }
+inline Error CopyD2H(void* d, const void* s, size_t n) { return cudaMemcpy(d, s, n, cudaMemcpyDeviceToHost); }
+inline Error CopyD2DAsync(void* d, const void* s, size_t n) { return cudaMemcpyAsync(d, s, n, cudaMemcpyDeviceToDevice, 0); }
+inline Error MemsetAsync(void* d, int v, size_t n) { return cudaMemsetAsync(d, v, n, 0); }
+inline Error Sync() { return cudaDeviceSynchronize(); }
+inline Error DeviceCount(int* n) { return cudaGetDeviceCount(n); }
+inline Error Props(DeviceProp* p, int dev) { return cudaGetDeviceProperties(p, dev); }
+inline Error EventCreate(Event* e) { return cudaEventCreate(e); }
+inline Error EventDestroy(Event e) { return cudaEventDestroy(e); }
+inline Error EventRecord(Event e) { return cudaEventRecord(e, 0); }
+inline Error EventSync(Event e) { return cudaEventSynchronize(e); }
+inline Error EventMs(float* ms, Event a, Event b) { return cudaEventElapsedTime(ms, a, b); }
+template <typename F>
+inline Error SetMaxDynamicSmem(F* kernel, int bytes) {
+  return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+}
+#endif
+
+}  // namespace ladder::kernels::gpu::rt
+
+// ---------------------------------------------------------------------------------------------
+// Device side
+
+// Matrix instructions (mma.sync m16n8k16, ldmatrix, cp.async): NVIDIA sm_80 and newer.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && !defined(LADDER_KERNELS_HIP)
+#define LADDER_DEVICE_HAS_MMA 1
+#else
+#define LADDER_DEVICE_HAS_MMA 0
+#endif
+
+namespace ladder::kernels::gpu::dev {
+
+// Lanes of an NVIDIA warp: used only inside LADDER_DEVICE_HAS_MMA code, whose fragment layouts
+// are defined for exactly 32 lanes.
+constexpr int kMmaWarp = 32;
+
+struct alignas(16) Vec16 {
+  uint32_t x, y, z, w;
+};
+
+// Copies 16 bytes global -> shared, or writes 16 zero bytes when !pred (then src is not read).
+__device__ inline void CopyAsync16(void* smem, const void* gmem, bool pred) {
+#if LADDER_DEVICE_HAS_MMA
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  const int n = pred ? 16 : 0;
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(n));
+#else
+  Vec16 v{0, 0, 0, 0};
+  if (pred) v = *static_cast<const Vec16*>(gmem);
+  *static_cast<Vec16*>(smem) = v;
+#endif
+}
+__device__ inline void CopyAsyncCommit() {
+#if LADDER_DEVICE_HAS_MMA
+  asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+// Waits until at most N committed groups are still in flight.
+template <int N>
+__device__ inline void CopyAsyncWait() {
+#if LADDER_DEVICE_HAS_MMA
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+#endif
+}
+
+#if LADDER_DEVICE_HAS_MMA
+__device__ inline void LdMatrixX4Trans(uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3, const void* smem) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+               : "r"(s));
+}
+// c += a * b for one m16n8k16 tile; kBf16 picks bf16 or f16 operands, fp32 accumulators.
+template <bool kBf16>
+__device__ inline void Mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  if constexpr (kBf16) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  } else {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+}
+#endif
+
+// 16-bit element types, stored as raw bits (no vendor bf16/half types: they differ).
+struct Bf16 {
+  static constexpr bool kIsBf16 = true;
+  __device__ static float ToFloat(uint16_t h) { return __uint_as_float(static_cast<uint32_t>(h) << 16); }
+  __device__ static uint16_t FromFloat(float f) {
+    uint32_t x = __float_as_uint(f);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;
+    x += 0x7fffu + ((x >> 16) & 1u);
+    return static_cast<uint16_t>(x >> 16);
+  }
+};
+struct F16 {
+  static constexpr bool kIsBf16 = false;
+  __device__ static float ToFloat(uint16_t h) {
+    const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+    const uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+    if (e == 0) {
+      const float v = static_cast<float>(m) * 5.9604644775390625e-8f;
+      return sign ? -v : v;
+    }
+    if (e == 31) return __uint_as_float(sign | 0x7f800000u | (m << 13));
+    return __uint_as_float(sign | ((e - 15 + 127) << 23) | (m << 13));
+  }
+  __device__ static uint16_t FromFloat(float f) {
+    const uint32_t x = __float_as_uint(f);
+    const uint32_t sign = (x >> 16) & 0x8000u;
+    const uint32_t absx = x & 0x7fffffffu;
+    if (absx >= 0x7f800000u) return static_cast<uint16_t>(sign | (absx > 0x7f800000u ? 0x7e00u : 0x7c00u));
+    if (absx >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);
+    if (absx < 0x38800000u) {
+      const auto m = static_cast<uint32_t>(rintf(__uint_as_float(absx) * 16777216.0f));
+      return static_cast<uint16_t>(sign | m);
+    }
+    const uint32_t mant = absx & 0x7fffffu;
+    const uint32_t exp = (absx >> 23) - 127 + 15;
+    uint32_t hh = (exp << 10) | (mant >> 13);
+    const uint32_t rem = mant & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (hh & 1u))) ++hh;
+    return static_cast<uint16_t>(sign | hh);
+  }
+};
+
+}  // namespace ladder::kernels::gpu::dev
