@@ -24,6 +24,7 @@ namespace {
 
 struct CoordinatorFlags {
   coordinator::CoordinatorOptions options;
+  std::string port_file;
 };
 
 void RunCoordinator(const CoordinatorFlags& flags) {
@@ -37,6 +38,12 @@ void RunCoordinator(const CoordinatorFlags& flags) {
   auto started = coordinator::Coordinator::Start(flags.options);
   if (!started.ok()) Fail(started.status());
   server = std::move(*started);
+  if (!flags.port_file.empty()) {
+    // Written atomically (rename), so a reader never sees a partial number.
+    const std::string tmp = flags.port_file + ".tmp";
+    std::ofstream(tmp) << server->port() << "\n";
+    std::filesystem::rename(tmp, flags.port_file);
+  }
   if (stop_requested) server->Shutdown();
   server->Wait();
 }
@@ -230,6 +237,8 @@ void AddServerCommands(CLI::App& app) {
     cmd->add_option("--max-cells", flags->options.scheduler.max_cells,
                     "default cap on cells per submitted matrix")
         ->capture_default_str();
+    cmd->add_option("--port-file", flags->port_file,
+                    "write the bound port to this file once serving (with --listen HOST:0)");
     cmd->callback([flags] { RunCoordinator(*flags); });
   }
   {

@@ -19,6 +19,10 @@
 #include "ladder/v1/agent.grpc.pb.h"
 #include "spool.h"
 
+#ifdef LADDER_HAVE_ENGINES
+#include "ladder/engines/engine_runner.h"
+#endif
+
 namespace ladder::agent {
 namespace {
 
@@ -562,6 +566,18 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(const AgentOptions& options
   auto kernel = MakeKernelRunner();
   std::string name(kernel->name());
   impl->runners[name] = std::move(kernel);
+#ifdef LADDER_HAVE_ENGINES
+  {
+    // The synthetic engine is this same binary (`ladder engine synthetic`).
+    engines::EngineRunnerOptions engine_options;
+    engine_options.recipe_context.ladder_binary = options.ladder_binary.empty()
+                                                      ? std::string("/proc/self/exe")
+                                                      : options.ladder_binary;
+    engine_options.order = InterleavedOrder;
+    engine_options.log_dir = options.engine_log_dir;
+    impl->runners["engine"] = std::make_unique<engines::EngineRunner>(engine_options);
+  }
+#endif
   return std::unique_ptr<Agent>(new Agent(std::move(impl)));
 }
 

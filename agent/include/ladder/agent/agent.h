@@ -34,6 +34,8 @@ struct AgentOptions {
   int units_limit = 0;               // exit after this many units (0: no limit); for tests
   bool exit_when_idle = false;       // exit when a lease poll comes back empty; for `local`
   std::string fake_gpus_json;        // test hook: replaces detected GPUs (JSON array)
+  std::string ladder_binary;         // runs `ladder engine synthetic`; default /proc/self/exe
+  std::string engine_log_dir;        // full engine logs go here when set
   absl::Status Validate() const;
 };
 

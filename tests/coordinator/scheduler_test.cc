@@ -1,0 +1,301 @@
+#include "ladder/coordinator/scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include "ladder/db/query.h"
+#include "process.h"
+
+namespace ladder::coordinator {
+namespace {
+
+using ladder::testing::TempDir;
+
+class FakeClock final : public Clock {
+ public:
+  int64_t NowMs() const override { return now; }
+  int64_t now = 1'000'000;
+};
+
+constexpr const char* kPaired = R"(
+name: sched
+runner: kernel
+axes:
+  depth: [256, 1024]
+  path: [2d, 3d]
+pair: [path]
+replicates: {sessions: 2, processes: 1, rounds: 1}
+max_attempts: 2
+)";
+
+constexpr const char* kNeedsH100 = R"(
+name: gpu-only
+runner: kernel
+axes: {depth: [256]}
+requires: {gpu_vendor: nvidia, gpu_name: "*H100*", min_gpu_memory_mib: 40000}
+)";
+
+struct Harness {
+  TempDir dir;
+  FakeClock clock;
+  std::unique_ptr<db::Store> store;
+  std::unique_ptr<Scheduler> scheduler;
+  SchedulerOptions options;
+
+  Harness() {
+    options.lease_ms = 5000;
+    store = std::move(*db::Store::Open(dir.File("results.db")));
+    Restart();
+  }
+  void Restart() {
+    scheduler.reset();
+    auto created = Scheduler::Create(store.get(), &clock, options);
+    EXPECT_TRUE(created.ok()) << created.status();
+    scheduler = std::move(*created);
+  }
+  void AddSession(const std::string& id, const std::string& host,
+                  std::vector<db::GpuRow> gpus = {}) {
+    db::SessionRow row;
+    row.id = id;
+    row.hostname = host;
+    row.machine_id = host;
+    row.features = {"kernel", "cpu"};
+    row.gpus = std::move(gpus);
+    ASSERT_TRUE(scheduler->RegisterSession(row).ok());
+  }
+  int64_t Submit(const char* yaml) {
+    auto result = scheduler->Submit(yaml, "m.yaml", 0);
+    EXPECT_TRUE(result.ok()) << result.status();
+    return result.ok() ? result->run_id : 0;
+  }
+  std::optional<Lease> LeaseNow(const std::string& session) {
+    auto lease = scheduler->LeaseFor(session, 0);
+    EXPECT_TRUE(lease.ok()) << lease.status();
+    return lease.ok() ? *lease : std::nullopt;
+  }
+  // Reports one measurement per cell and finishes the attempt successfully.
+  void Complete(const std::string& session, const Lease& lease) {
+    std::vector<db::MeasurementIn> ms;
+    for (const auto& cell : lease.cells) {
+      ms.push_back(db::MeasurementIn{"m-" + std::to_string(lease.attempt_id) + "-" +
+                                         std::to_string(cell.id),
+                                     lease.attempt_id, cell.id, 0, 0, "time_us", 1.0, "us", 0});
+    }
+    ASSERT_TRUE(scheduler->Report(session, ms, {}).ok());
+    auto finish = scheduler->Finish(session, lease.attempt_id, true, "",
+                                    static_cast<int64_t>(ms.size()), 0);
+    ASSERT_TRUE(finish.ok()) << finish.status();
+    EXPECT_TRUE(finish->accepted) << finish->detail;
+  }
+  db::RunSummary Summary(int64_t run) {
+    auto db = db::Database::Open(dir.File("results.db"), db::OpenMode::kReadOnly);
+    return *db::GetRunSummary(**db, run);
+  }
+};
+
+TEST(Scheduler, MatchesRequirementsAgainstInventory) {
+  Harness h;
+  h.Submit(kNeedsH100);
+  h.AddSession("cpu-only-session", "host-a");
+  h.AddSession("small-h100-session", "host-b", {{"nvidia", "NVIDIA H100 PCIe", "sm_90", "u1", "", 20000}});
+  h.AddSession("a100-session-0001", "host-c", {{"nvidia", "NVIDIA A100-SXM4-80GB", "sm_80", "u2", "", 81920}});
+  h.AddSession("h100-session-0001", "host-d", {{"nvidia", "NVIDIA H100 80GB HBM3", "sm_90", "u3", "", 81559}});
+  EXPECT_FALSE(h.LeaseNow("cpu-only-session").has_value());
+  EXPECT_FALSE(h.LeaseNow("small-h100-session").has_value());  // too little memory
+  EXPECT_FALSE(h.LeaseNow("a100-session-0001").has_value());   // name glob
+  auto lease = h.LeaseNow("h100-session-0001");
+  ASSERT_TRUE(lease.has_value());
+  EXPECT_EQ(lease->cells.size(), 1u);
+}
+
+TEST(Scheduler, UnknownSessionMustRegisterFirst) {
+  Harness h;
+  h.Submit(kPaired);
+  auto lease = h.scheduler->LeaseFor("nobody-0000", 0);
+  EXPECT_EQ(lease.status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(Scheduler, ReplicatesOfACellGoToDistinctSessions) {
+  Harness h;
+  h.Submit(kPaired);
+  h.AddSession("session-a", "host-a");
+  h.AddSession("session-b", "host-b");
+  auto a1 = h.LeaseNow("session-a");
+  auto a2 = h.LeaseNow("session-a");
+  auto a3 = h.LeaseNow("session-a");
+  ASSERT_TRUE(a1 && a2);
+  EXPECT_FALSE(a3.has_value()) << "session-a may not run a second replicate of a group";
+  EXPECT_NE(a1->cells[0].key, a2->cells[0].key);
+  auto b1 = h.LeaseNow("session-b");
+  auto b2 = h.LeaseNow("session-b");
+  ASSERT_TRUE(b1 && b2);
+  EXPECT_FALSE(h.LeaseNow("session-b").has_value());
+  // Both arms of a pair travel together.
+  EXPECT_EQ(a1->cells.size(), 2u);
+  EXPECT_EQ(a1->cells[0].key.substr(0, 10), a1->cells[1].key.substr(0, 10));
+}
+
+TEST(Scheduler, PrefersHostsThatHaveNotRunTheGroup) {
+  Harness h;
+  h.Submit(kPaired);
+  h.AddSession("session-x1", "host-x");
+  h.AddSession("session-x2", "host-x");
+  h.AddSession("session-y1", "host-y");
+  auto x1 = h.LeaseNow("session-x1");  // depth 256, replicate 0
+  auto x2 = h.LeaseNow("session-x2");  // host-x has depth 256: takes depth 1024
+  auto y1 = h.LeaseNow("session-y1");  // depth 256 replicate 1 belongs on host-y
+  ASSERT_TRUE(x1 && x2 && y1);
+  EXPECT_EQ(x1->cells[0].key, "depth=256,path=2d");
+  EXPECT_EQ(x2->cells[0].key, "depth=1024,path=2d");
+  EXPECT_EQ(y1->cells[0].key, "depth=256,path=2d");
+}
+
+TEST(Scheduler, ExpiredLeaseIsRequeuedAndLateWorkIsStale) {
+  Harness h;
+  int64_t run = h.Submit(kPaired);
+  h.AddSession("session-a", "host-a");
+  h.AddSession("session-b", "host-b");
+  auto lease = h.LeaseNow("session-a");
+  ASSERT_TRUE(lease);
+  h.clock.now += 4000;
+  ASSERT_TRUE(h.scheduler->Heartbeat("session-a", {lease->attempt_id}).ok());
+  h.clock.now += 4000;  // 8 s after the lease, 4 s after the heartbeat: still live
+  ASSERT_TRUE(h.scheduler->Tick().ok());
+  EXPECT_EQ(h.scheduler->live_attempts(), 1);
+  h.clock.now += 2000;  // 6 s of silence
+  ASSERT_TRUE(h.scheduler->Tick().ok());
+  EXPECT_EQ(h.scheduler->live_attempts(), 0);
+
+  auto stop = h.scheduler->Heartbeat("session-a", {lease->attempt_id});
+  ASSERT_TRUE(stop.ok());
+  EXPECT_EQ(*stop, std::vector<int64_t>{lease->attempt_id});
+
+  // The expired unit is leased again: session-b takes both replicates' groups.
+  std::set<std::string> seen;
+  for (int i = 0; i < 2; ++i) {
+    auto b = h.LeaseNow("session-b");
+    ASSERT_TRUE(b);
+    seen.insert(b->cells[0].key);
+    h.Complete("session-b", *b);
+  }
+  EXPECT_TRUE(seen.count(lease->cells[0].key));
+
+  // session-a's late results are stored but stale, and its Finish is not accepted.
+  std::vector<db::MeasurementIn> late = {db::MeasurementIn{
+      "late-1", lease->attempt_id, lease->cells[0].id, 0, 0, "time_us", 9.0, "us", 0}};
+  auto outcome = h.scheduler->Report("session-a", late, {});
+  ASSERT_TRUE(outcome.ok());
+  EXPECT_EQ(outcome->stale.size(), 1u);
+  auto finish = h.scheduler->Finish("session-a", lease->attempt_id, true, "", 1, 0);
+  ASSERT_TRUE(finish.ok());
+  EXPECT_FALSE(finish->accepted);
+  EXPECT_EQ(h.Summary(run).units_done, 2);
+}
+
+TEST(Scheduler, FailedAttemptsAreRetriedThenTheCellsFail) {
+  Harness h;
+  int64_t run = h.Submit(kPaired);  // max_attempts: 2
+  h.AddSession("session-a", "host-a");
+  h.AddSession("session-b", "host-b");
+  h.AddSession("session-c", "host-c");
+  auto first = h.LeaseNow("session-a");
+  ASSERT_TRUE(first);
+  ASSERT_TRUE(h.scheduler->Finish("session-a", first->attempt_id, false, "engine crashed", 0, 0)
+                  ->accepted);
+  // Re-queued: the next session asking gets the same unit back first.
+  auto second = h.LeaseNow("session-b");
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->unit_id, first->unit_id);
+  ASSERT_TRUE(h.scheduler->Finish("session-b", second->attempt_id, false, "engine crashed", 0, 0)
+                  .ok());
+  auto summary = h.Summary(run);
+  EXPECT_EQ(summary.units_failed, 1);
+  ASSERT_EQ(summary.failure_reasons.size(), 1u);
+  EXPECT_NE(summary.failure_reasons[0].find("engine crashed (after 2 attempts)"),
+            std::string::npos);
+  // The other units still run, and the run ends done with its failed cells counted.
+  while (true) {
+    bool any = false;
+    for (const char* s : {"session-a", "session-b", "session-c"}) {
+      if (auto l = h.LeaseNow(s)) {
+        h.Complete(s, *l);
+        any = true;
+      }
+    }
+    if (!any) break;
+  }
+  summary = h.Summary(run);
+  EXPECT_EQ(summary.state, "done");
+  EXPECT_EQ(summary.cells_failed, 2);
+  EXPECT_EQ(summary.cells_done, 2);
+}
+
+TEST(Scheduler, FinishWaitsForEveryAnnouncedResult) {
+  Harness h;
+  h.Submit(kPaired);
+  h.AddSession("session-a", "host-a");
+  auto lease = h.LeaseNow("session-a");
+  auto early = h.scheduler->Finish("session-a", lease->attempt_id, true, "", 2, 0);
+  EXPECT_EQ(early.status().code(), absl::StatusCode::kFailedPrecondition);
+  h.Complete("session-a", *lease);
+}
+
+TEST(Scheduler, CancelStopsLeasingAndTellsAgents) {
+  Harness h;
+  int64_t run = h.Submit(kPaired);
+  h.AddSession("session-a", "host-a");
+  h.AddSession("session-b", "host-b");
+  auto lease = h.LeaseNow("session-a");
+  ASSERT_TRUE(h.scheduler->Cancel(run).ok());
+  EXPECT_FALSE(h.LeaseNow("session-b").has_value());
+  EXPECT_EQ(*h.scheduler->Heartbeat("session-a", {lease->attempt_id}),
+            std::vector<int64_t>{lease->attempt_id});
+  EXPECT_EQ(h.Summary(run).state, "cancelled");
+  EXPECT_EQ(h.scheduler->Cancel(run).code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(Scheduler, ARestartedSchedulerResumesLiveLeases) {
+  Harness h;
+  int64_t run = h.Submit(kPaired);
+  h.AddSession("session-a", "host-a");
+  auto lease = h.LeaseNow("session-a");
+  ASSERT_TRUE(lease);
+  h.Restart();
+  EXPECT_EQ(h.scheduler->live_attempts(), 1);
+  // The agent did not notice: it reports and finishes against the new scheduler.
+  h.Complete("session-a", *lease);
+  EXPECT_EQ(h.Summary(run).units_done, 1);
+  // And the remaining units are still queued.
+  EXPECT_TRUE(h.LeaseNow("session-a").has_value());
+}
+
+TEST(Scheduler, ReleaseRequeuesWithoutCountingAFailure) {
+  Harness h;
+  int64_t run = h.Submit(kPaired);
+  h.AddSession("session-a", "host-a");
+  h.AddSession("session-b", "host-b");
+  auto lease = h.LeaseNow("session-a");
+  ASSERT_TRUE(h.scheduler->Release("session-a", "SIGTERM").ok());
+  auto again = h.LeaseNow("session-b");
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->unit_id, lease->unit_id);
+  EXPECT_EQ(h.Summary(run).units_failed, 0);
+}
+
+TEST(Scheduler, ARejectedMatrixStoresNothing) {
+  Harness h;
+  auto result = h.scheduler->Submit("name: bad\nrunner: kernel\naxes:\n  depth: [1, -1]\n",
+                                    "bad.yaml", 0);
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(result.status().message()).find("bad.yaml:4:"), std::string::npos)
+      << result.status();
+  auto db = db::Database::Open(h.dir.File("results.db"), db::OpenMode::kReadOnly);
+  for (const char* table : {"matrices", "runs", "cells", "units", "unit_cells"}) {
+    auto stmt = (*db)->Prepare(std::string("SELECT COUNT(*) FROM ") + table);
+    ASSERT_TRUE(*stmt->Step());
+    EXPECT_EQ(stmt->Int(0), 0) << table;
+  }
+}
+
+}  // namespace
+}  // namespace ladder::coordinator

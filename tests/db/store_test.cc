@@ -1,0 +1,246 @@
+#include "ladder/db/store.h"
+
+#include <gtest/gtest.h>
+
+#include "ladder/db/query.h"
+#include "ladder/db/schema.h"
+#include "process.h"
+
+namespace ladder::db {
+namespace {
+
+using ladder::testing::TempDir;
+
+constexpr const char* kMatrix = R"(
+name: store-test
+runner: kernel
+axes:
+  depth: [256, 1024]
+  path: [2d, 3d]
+fixed: {backend: cpu}
+pair: [path]
+replicates: {sessions: 2, processes: 1, rounds: 2}
+)";
+
+int64_t Count(Database& db, const std::string& table) {
+  auto stmt = db.Prepare("SELECT COUNT(*) FROM " + table);
+  EXPECT_TRUE(stmt.ok());
+  auto row = stmt->Step();
+  EXPECT_TRUE(row.ok() && *row);
+  return stmt->Int(0);
+}
+
+struct Fixture {
+  TempDir dir;
+  std::unique_ptr<Store> store;
+  int64_t run_id = 0;
+  matrices::Expansion expansion;
+
+  Fixture() {
+    auto opened = Store::Open(dir.File("results.db"));
+    EXPECT_TRUE(opened.ok()) << opened.status();
+    store = std::move(*opened);
+    auto matrix = matrices::ParseMatrix(kMatrix, "m.yaml");
+    EXPECT_TRUE(matrix.ok()) << matrix.status();
+    matrix->metric = "time_us";
+    expansion = *matrices::Expand(*matrix);
+    auto run = store->CreateRun(kMatrix, *matrix, expansion, 1000);
+    EXPECT_TRUE(run.ok()) << run.status();
+    run_id = *run;
+  }
+
+  SessionRow Session(const std::string& id) {
+    SessionRow s;
+    s.id = id;
+    s.hostname = "host-" + id;
+    s.machine_id = "machine-" + id;
+    s.features = {"kernel", "cpu"};
+    s.gpus.push_back(GpuRow{"nvidia", "NVIDIA H200", "sm_90", "GPU-1", "570.1", 143000});
+    s.started_at = s.last_seen_at = 1000;
+    EXPECT_TRUE(store->UpsertSession(s).ok());
+    return s;
+  }
+};
+
+TEST(Store, MigratesAnEmptyFileToTheLatestSchema) {
+  TempDir dir;
+  auto db = Database::Open(dir.File("x.db"), OpenMode::kReadWrite);
+  ASSERT_TRUE(db.ok());
+  EXPECT_EQ(*SchemaVersion(**db), 0);
+  ASSERT_TRUE(Migrate(**db).ok());
+  EXPECT_EQ(*SchemaVersion(**db), LatestSchemaVersion());
+  // Idempotent.
+  ASSERT_TRUE(Migrate(**db).ok());
+  EXPECT_EQ(*SchemaVersion(**db), LatestSchemaVersion());
+  for (const char* table : {"matrices", "runs", "cells", "units", "unit_cells", "sessions",
+                            "session_gpus", "attempts", "measurements", "evidence"}) {
+    EXPECT_EQ(Count(**db, table), 0) << table;
+  }
+}
+
+TEST(Store, RefusesADatabaseFromANewerLadder) {
+  TempDir dir;
+  {
+    auto db = Database::Open(dir.File("x.db"), OpenMode::kReadWrite);
+    ASSERT_TRUE((*db)->Exec("PRAGMA user_version = 999").ok());
+  }
+  auto store = Store::Open(dir.File("x.db"));
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(std::string(store.status().message()).find("newer"), std::string::npos);
+}
+
+TEST(Store, CreateRunStoresMatrixCellsAndUnits) {
+  Fixture f;
+  auto snapshot = f.store->LoadSchedulingState();
+  ASSERT_TRUE(snapshot.ok());
+  ASSERT_EQ(snapshot->open_runs.size(), 1u);
+  EXPECT_EQ(snapshot->open_runs[0].runner, "kernel");
+  EXPECT_EQ(snapshot->open_runs[0].sessions, 2);
+  EXPECT_EQ(snapshot->open_runs[0].rounds, 2);
+  // 2 depth groups x 2 replicates, each unit holding both paths.
+  ASSERT_EQ(snapshot->units.size(), 4u);
+  for (const auto& unit : snapshot->units) {
+    EXPECT_EQ(unit.state, "queued");
+    EXPECT_EQ(unit.cell_ids.size(), 2u);
+  }
+  auto cells = f.store->LoadCells(snapshot->units[0].cell_ids);
+  ASSERT_TRUE(cells.ok());
+  EXPECT_EQ((*cells)[0].key, "depth=256,path=2d");
+  EXPECT_EQ(nlohmann::json::parse((*cells)[1].params_json)["backend"], "cpu");
+  // The same YAML submitted twice is stored once, with two runs.
+  auto matrix = matrices::ParseMatrix(kMatrix, "m.yaml");
+  ASSERT_TRUE(f.store->CreateRun(kMatrix, *matrix, f.expansion, 2000).ok());
+  auto db = Database::Open(f.dir.File("results.db"), OpenMode::kReadOnly);
+  EXPECT_EQ(Count(**db, "matrices"), 1);
+  EXPECT_EQ(Count(**db, "runs"), 2);
+  EXPECT_EQ(Count(**db, "cells"), 8);
+}
+
+TEST(Store, RoundTripsSessionsAttemptsMeasurementsAndEvidence) {
+  Fixture f;
+  f.Session("session-a");
+  auto snapshot = f.store->LoadSchedulingState();
+  const UnitRow unit = snapshot->units[0];
+  auto attempt = f.store->LeaseUnit(unit.id, "session-a", 2000);
+  ASSERT_TRUE(attempt.ok()) << attempt.status();
+  // Leasing the same unit twice is refused.
+  EXPECT_FALSE(f.store->LeaseUnit(unit.id, "session-a", 2000).ok());
+
+  std::vector<MeasurementIn> ms;
+  for (int round = 0; round < 2; ++round) {
+    for (int64_t cell : unit.cell_ids) {
+      ms.push_back(MeasurementIn{"m-" + std::to_string(cell) + "-" + std::to_string(round),
+                                 *attempt, cell, 0, round, "time_us", 10.0 + round, "us", 2100});
+    }
+  }
+  std::vector<EvidenceIn> ev = {EvidenceIn{"e-1", *attempt, unit.cell_ids[0], 0, "kernel_path",
+                                           R"({"path":"3d"})", 2100}};
+  auto outcome = f.store->Report("session-a", ms, ev, {*attempt}, 2200);
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  EXPECT_EQ(outcome->stored.size(), 5u);
+  EXPECT_TRUE(outcome->stale.empty());
+  EXPECT_EQ(*f.store->CountResults(*attempt), std::make_pair(int64_t{4}, int64_t{1}));
+  ASSERT_TRUE(f.store->EndAttempt(*attempt, "done", "", unit.id, "done", 0, 3000).ok());
+
+  auto db = Database::Open(f.dir.File("results.db"), OpenMode::kReadOnly);
+  auto sessions = ListSessions(**db);
+  ASSERT_TRUE(sessions.ok());
+  ASSERT_EQ(sessions->size(), 1u);
+  EXPECT_EQ((*sessions)[0].inventory["gpus"][0]["name"], "NVIDIA H200");
+  EXPECT_EQ((*sessions)[0].attempts_done, 1);
+
+  auto summary = GetRunSummary(**db, f.run_id);
+  ASSERT_TRUE(summary.ok());
+  EXPECT_EQ(summary->units_done, 1);
+  EXPECT_EQ(summary->units_queued, 3);
+  EXPECT_EQ(summary->measurements, 4);
+  EXPECT_EQ(summary->cells_done, 0);  // each cell also sits in a second replicate unit
+
+  auto query = QueryRun(**db, QueryOptions{f.run_id, {"path"}, "time_us"});
+  ASSERT_TRUE(query.ok()) << query.status();
+  ASSERT_EQ(query->rows.size(), 2u);
+  EXPECT_EQ(query->rows[0].group["path"], "2d");
+  EXPECT_EQ(query->rows[0].n, 2);
+  EXPECT_DOUBLE_EQ(query->rows[0].mean, 10.5);
+  EXPECT_EQ(query->rows[1].n, 2);
+
+  auto exported = ExportRunJson(**db, f.run_id);
+  ASSERT_TRUE(exported.ok());
+  EXPECT_EQ((*exported)["measurements"].size(), 4u);
+  EXPECT_EQ((*exported)["measurements"][0]["hostname"], "host-session-a");
+}
+
+TEST(Store, RepeatedReportsAreHarmless) {
+  Fixture f;
+  f.Session("session-a");
+  auto unit = f.store->LoadSchedulingState()->units[0];
+  auto attempt = *f.store->LeaseUnit(unit.id, "session-a", 2000);
+  std::vector<MeasurementIn> ms = {
+      MeasurementIn{"same-uuid", attempt, unit.cell_ids[0], 0, 0, "time_us", 1.0, "us", 1}};
+  ASSERT_TRUE(f.store->Report("session-a", ms, {}, {attempt}, 1).ok());
+  ASSERT_TRUE(f.store->Report("session-a", ms, {}, {attempt}, 1).ok());
+  EXPECT_EQ(f.store->CountResults(attempt)->first, 1);
+}
+
+TEST(Store, ResultsForAnotherSessionsAttemptAreRefused) {
+  Fixture f;
+  f.Session("session-a");
+  f.Session("session-b");
+  auto unit = f.store->LoadSchedulingState()->units[0];
+  auto attempt = *f.store->LeaseUnit(unit.id, "session-a", 2000);
+  std::vector<MeasurementIn> ms = {
+      MeasurementIn{"intruder", attempt, unit.cell_ids[0], 0, 0, "time_us", 1.0, "us", 1}};
+  auto outcome = f.store->Report("session-b", ms, {}, {}, 1);
+  ASSERT_TRUE(outcome.ok());
+  EXPECT_TRUE(outcome->stored.empty());
+  EXPECT_EQ(outcome->refused, std::vector<std::string>{"intruder"});
+  EXPECT_EQ(f.store->CountResults(attempt)->first, 0);
+}
+
+TEST(Store, LateResultsAreKeptAsStaleAndNeverCount) {
+  Fixture f;
+  f.Session("session-a");
+  auto unit = f.store->LoadSchedulingState()->units[0];
+  auto attempt = *f.store->LeaseUnit(unit.id, "session-a", 2000);
+  ASSERT_TRUE(f.store->EndAttempt(attempt, "expired", "lease expired", unit.id, "queued", 1, 3)
+                  .ok());
+  std::vector<MeasurementIn> ms = {
+      MeasurementIn{"late", attempt, unit.cell_ids[0], 0, 0, "time_us", 1.0, "us", 1}};
+  auto outcome = f.store->Report("session-a", ms, {}, /*live_attempts=*/{}, 4);
+  ASSERT_TRUE(outcome.ok());
+  EXPECT_EQ(outcome->stale, std::vector<std::string>{"late"});
+  auto db = Database::Open(f.dir.File("results.db"), OpenMode::kReadOnly);
+  EXPECT_EQ(Count(**db, "measurements"), 1);
+  EXPECT_EQ(Count(**db, "valid_measurements"), 0);
+}
+
+TEST(Store, CancelEndsLiveAttemptsAndQueuedUnits) {
+  Fixture f;
+  f.Session("session-a");
+  auto unit = f.store->LoadSchedulingState()->units[0];
+  auto attempt = *f.store->LeaseUnit(unit.id, "session-a", 2000);
+  ASSERT_TRUE(f.store->CancelRun(f.run_id, 5000).ok());
+  auto db = Database::Open(f.dir.File("results.db"), OpenMode::kReadOnly);
+  auto summary = GetRunSummary(**db, f.run_id);
+  EXPECT_EQ(summary->state, "cancelled");
+  EXPECT_EQ(summary->units_cancelled, 4);
+  // A cancelled attempt cannot be finished.
+  EXPECT_FALSE(f.store->EndAttempt(attempt, "done", "", unit.id, "done", 0, 6000).ok());
+  EXPECT_TRUE(f.store->LoadSchedulingState()->open_runs.empty());
+}
+
+TEST(Query, UnknownAxisOrMetricNamesWhatExists) {
+  Fixture f;
+  auto db = Database::Open(f.dir.File("results.db"), OpenMode::kReadOnly);
+  auto bad_axis = QueryRun(**db, QueryOptions{f.run_id, {"dpth"}, ""});
+  ASSERT_FALSE(bad_axis.ok());
+  EXPECT_NE(std::string(bad_axis.status().message()).find("its axes are: depth, path"),
+            std::string::npos)
+      << bad_axis.status();
+  auto missing = QueryRun(**db, QueryOptions{f.run_id + 7, {}, ""});
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace ladder::db

@@ -1,0 +1,91 @@
+// The CLI as a user meets it: exit codes, messages, the built-in demo.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "fleet.h"
+#include "process.h"
+
+namespace ladder::testing {
+namespace {
+
+TEST(Cli, ValidateReportsFileLineAndColumnAndExitsTwo) {
+  TempDir dir;
+  WriteFile(dir.File("bad.yaml"), "name: bad\nrunner: kernel\naxes:\n  depth: [1024, -1]\n");
+  auto result = RunCommand({LadderBinary(), "validate", dir.File("bad.yaml")});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("bad.yaml:4:"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("axes.depth[1]"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("expected a positive integer, got -1"), std::string::npos)
+      << result.err;
+}
+
+TEST(Cli, ValidateSummarisesAGoodMatrix) {
+  auto result = RunCommand({LadderBinary(), "validate",
+                            std::string(LADDER_EXAMPLES_DIR) + "/demo-cpu.yaml", "--json"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  auto summary = nlohmann::json::parse(result.out);
+  EXPECT_EQ(summary["cells"], 12);
+  EXPECT_EQ(summary["units"], 12);
+}
+
+TEST(Cli, MissingFileAndUnreachableCoordinatorAreExplained) {
+  auto missing = RunCommand({LadderBinary(), "validate", "/nonexistent/m.yaml"});
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_NE(missing.err.find("/nonexistent/m.yaml"), std::string::npos) << missing.err;
+  auto unreachable = RunCommand({LadderBinary(), "status", "--coordinator", "127.0.0.1:1"},
+                                std::chrono::seconds(60));
+  EXPECT_NE(unreachable.exit_code, 0);
+  EXPECT_NE(unreachable.err.find("cannot reach the coordinator at 127.0.0.1:1"), std::string::npos)
+      << unreachable.err;
+  auto bad_run = RunCommand({LadderBinary(), "query", "abc", "--db", "/nonexistent.db"});
+  EXPECT_EQ(bad_run.exit_code, 2);
+  EXPECT_NE(bad_run.err.find("RUN: expected a run id"), std::string::npos) << bad_run.err;
+}
+
+TEST(Cli, LocalRunsTheBuiltInDemoEndToEnd) {
+  TempDir dir;
+  const std::string db = dir.File("ladder.db");
+  auto result = RunCommand({LadderBinary(), "local", "--db", db});
+  ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
+  EXPECT_NE(result.out.find("metric time_us (us)"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("12 of 12 cells done, 0 failed"), std::string::npos) << result.out;
+  ExpectExactlyOnce(db, 1, 6);
+  // The same database answers offline; an unknown run is a clear error.
+  auto unknown = RunCommand({LadderBinary(), "query", "9", "--db", db});
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_NE(unknown.err.find("run 9 not found"), std::string::npos) << unknown.err;
+  // Export writes a complete file or none.
+  auto exported = RunCommand({LadderBinary(), "export", "1", "--db", db, "--csv", "-o",
+                              dir.File("run1.csv")});
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  const std::string csv = ReadFile(dir.File("run1.csv"));
+  const int64_t rows = std::count(csv.begin(), csv.end(), '\n') - 1;
+  EXPECT_EQ(rows, QueryInt(db, "SELECT COUNT(*) FROM measurements"));
+  EXPECT_FALSE(std::filesystem::exists(dir.File("run1.csv.tmp")));
+}
+
+TEST(Cli, LocalRefusesABadMatrixAndLeavesTheDatabaseAsItWas) {
+  TempDir dir;
+  const std::string db = dir.File("ladder.db");
+  ASSERT_EQ(RunCommand({LadderBinary(), "local", "--db", db}).exit_code, 0);
+  const int64_t before = QueryInt(db, "SELECT COUNT(*) FROM runs");
+  WriteFile(dir.File("bad.yaml"), "name: bad\nrunner: kernel\naxes: {depth: [1]}\nbogus: 1\n");
+  auto result = RunCommand({LadderBinary(), "local", dir.File("bad.yaml"), "--db", db});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("bad.yaml:4:1"), std::string::npos) << result.err;
+  EXPECT_EQ(QueryInt(db, "SELECT COUNT(*) FROM runs"), before);
+}
+
+TEST(Cli, HelpTeaches) {
+  auto result = RunCommand({LadderBinary(), "--help"});
+  EXPECT_EQ(result.exit_code, 0);
+  for (const char* command : {"coordinator", "agent", "local", "submit", "validate", "status",
+                              "watch", "cancel", "sessions", "query", "export", "kernels"}) {
+    EXPECT_NE(result.out.find(command), std::string::npos) << command;
+  }
+}
+
+}  // namespace
+}  // namespace ladder::testing
