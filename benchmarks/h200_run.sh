@@ -26,3 +26,8 @@ $K bench --backend cuda --preset gemma4-31b-global-tp2 --depths 1K,4K,8K,16K,32K
 $K bench --backend cuda --preset gemma4-dense-256,llama-70b,gemma4-31b-sliding --depths 32K --rows 1,2,4 --policy auto $R --json-out $OUT/b_other.json
 echo "== torch"
 PYTHONUNBUFFERED=1 timeout 120 python3 benchmarks/torch_sdpa.py --presets gemma4-dense-256,llama-70b,gemma4-31b-global --depths 32768 --rows 1,2,4 --json $OUT/torch.json
+if [ "${NCU:-0}" = 1 ] && command -v ncu >/dev/null; then
+  echo "== ncu (one 3D launch, gemma4-31b-global 32K, 2 rows)"
+  timeout 120 ncu --clock-control none -k regex:UnifiedAttention -c 1 --section SpeedOfLight --section WarpStateStats --section Occupancy --section MemoryWorkloadAnalysis \
+    $K bench --backend cuda --preset gemma4-31b-global --depths 32K --rows 2 --policy 3d --repeats 1 --warmup 0 2>&1 | grep -vE "^==PROF==|^\s*$" | tail -60
+fi

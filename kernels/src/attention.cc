@@ -271,7 +271,8 @@ Result<HostProblem> MakeProblem(const AttentionShape& shape, const std::vector<S
 int ChooseSegments(const PolicyConfig& config, int work_units, int max_kv_len, int sm_count) {
   if (config.force_segments > 0) return config.force_segments;
   const int target = std::max(1, config.ctas_per_sm) * std::max(1, sm_count);
-  int seg = (target + std::max(1, work_units) - 1) / std::max(1, work_units);
+  // Round down: one more segment than fits leaves a second, nearly empty wave.
+  int seg = target / std::max(1, work_units);
   const int by_len = std::max(1, max_kv_len / std::max(1, config.min_tokens_per_segment));
   seg = std::min({seg, by_len, std::max(1, config.max_segments)});
   return std::max(1, seg);

@@ -53,6 +53,8 @@ struct KernelShape {
   static constexpr int kDimsPerWarp = D / kWarps;
   static constexpr int kDn = kDimsPerWarp / 8;
   static constexpr int kScalarAcc = BM * D / NT;
+  static constexpr int kTpr = NT / BM;   // softmax threads per score row
+  static constexpr int kCpt = TN / kTpr; // score columns per softmax thread
   static constexpr size_t kQBytes = size_t{2} * BM * kQLd;
   static constexpr size_t kKvStageBytes = size_t{2} * TN * kQLd;
   static constexpr size_t kSBytes = size_t{4} * kKSplit * BM * kSLd;
@@ -67,10 +69,13 @@ struct KernelShape {
   static_assert(D % (kKSplit * 16) == 0, "k-split must divide head_dim into 16-wide steps");
   static_assert(kDn % 2 == 0, "each warp owns an even number of 8-wide output tiles");
   static_assert((BM * D) % NT == 0, "scalar accumulators divide evenly");
+  static_assert(kTpr <= 32 && (kTpr & (kTpr - 1)) == 0 && kCpt >= 1 && kTpr * kCpt == TN,
+                "softmax lane groups must fit in any warp/wave (32 or 64 lanes)");
 };
 
 template <class E, int D, int BM, int TN, int NT>
-__global__ void __launch_bounds__(NT) UnifiedAttentionKernel(KernelParams p) {
+// Head 512: two work groups per SM (registers capped at 128) so one hides the other's waits.
+__global__ void __launch_bounds__(NT, (D == 512 ? 2 : 1)) UnifiedAttentionKernel(KernelParams p) {
   using S = KernelShape<D, BM, TN, NT>;
   extern __shared__ __align__(16) unsigned char smem[];
   uint16_t* qs = reinterpret_cast<uint16_t*>(smem);
@@ -116,10 +121,6 @@ __global__ void __launch_bounds__(NT) UnifiedAttentionKernel(KernelParams p) {
     }
     *reinterpret_cast<dev::Vec16*>(qs + m * S::kQLd + col) = val;
   }
-  if (tid < BM) {
-    row_max[tid] = -INFINITY;
-    row_sum[tid] = 0.0f;
-  }
 
   auto load_tile = [&](int t, int stage) {
     const int j0 = lo_al + t * TN;
@@ -159,8 +160,9 @@ __global__ void __launch_bounds__(NT) UnifiedAttentionKernel(KernelParams p) {
   float* pf = reinterpret_cast<float*>(pbase);
 #endif
 
-  // Running state of row `tid` (tid < BM), kept by its owner thread.
+  // Running state (log2 units) of score row tid / kTpr, held identically by its kTpr threads.
   float my_max = -INFINITY, my_sum = 0.0f;
+  constexpr float kLog2e = 1.4426950408889634f;
 
   if (tb < te) {
     load_tile(tb, 0);
@@ -225,60 +227,57 @@ __global__ void __launch_bounds__(NT) UnifiedAttentionKernel(KernelParams p) {
 #endif
     __syncthreads();
 
-    // ---- online softmax: one thread per score row ----------------------------------------
-    if (tid < BM) {
-      const int m = tid;
-      float alpha = 1.0f;
-      if (m < m_rows) {
-        const int pos = first_pos + m / p.group;
-        float tile_max = -INFINITY;
-        float sc[TN];
+    // ---- online softmax: kTpr consecutive threads per score row, scores in log2 units ----
+    {
+      constexpr int kTpr = S::kTpr, kCpt = S::kCpt;
+      const int m = tid / kTpr, n0 = (tid % kTpr) * kCpt;
+      const bool row_ok = m < m_rows;
+      const int pos = first_pos + m / p.group;
+      float sc[kCpt];
+      float tile_max = -INFINITY;
 #pragma unroll
-        for (int n = 0; n < TN; ++n) {
-          float s = ss[m * S::kSLd + n];
+      for (int k = 0; k < kCpt; ++k) {
+        const int n = n0 + k;
+        float s = ss[m * S::kSLd + n];
 #pragma unroll
-          for (int kx = 1; kx < S::kKSplit; ++kx) s += ss[static_cast<size_t>(kx) * BM * S::kSLd + m * S::kSLd + n];
-          s *= p.scale;
-          if (p.softcap > 0.0f) s = p.softcap * tanhf(s / p.softcap);
-          const int j = j0 + n;
-          const bool visible = j <= pos && (p.window <= 0 || pos - j < p.window);
-          sc[n] = visible ? s : -INFINITY;
-          tile_max = fmaxf(tile_max, sc[n]);
-        }
-        const float m_new = fmaxf(my_max, tile_max);
-        float psum = 0.0f;
-        if (m_new == -INFINITY) {
-          alpha = 1.0f;
-#pragma unroll
-          for (int n = 0; n < TN; ++n) sc[n] = 0.0f;
-        } else {
-          alpha = my_max == -INFINITY ? 0.0f : expf(my_max - m_new);
-#pragma unroll
-          for (int n = 0; n < TN; ++n) {
-            sc[n] = sc[n] == -INFINITY ? 0.0f : expf(sc[n] - m_new);
-            psum += sc[n];
-          }
-          my_max = m_new;
-        }
-        my_sum = my_sum * alpha + psum;
-#if LADDER_DEVICE_HAS_MMA
-#pragma unroll
-        for (int n = 0; n < TN; ++n) {
-          const uint16_t h = E::FromFloat(sc[n]);
-          p_hi[m * S::kPLd + n] = h;
-          p_lo[m * S::kPLd + n] = E::FromFloat(sc[n] - E::ToFloat(h));
-        }
-#else
-        for (int n = 0; n < TN; ++n) pf[m * S::kSLd + n] = sc[n];
-#endif
-      } else {
-#if LADDER_DEVICE_HAS_MMA
-        for (int n = 0; n < TN; ++n) p_hi[m * S::kPLd + n] = p_lo[m * S::kPLd + n] = 0;
-#else
-        for (int n = 0; n < TN; ++n) pf[m * S::kSLd + n] = 0.0f;
-#endif
+        for (int kx = 1; kx < S::kKSplit; ++kx) s += ss[static_cast<size_t>(kx) * BM * S::kSLd + m * S::kSLd + n];
+        s *= p.scale;
+        if (p.softcap > 0.0f) s = p.softcap * tanhf(s / p.softcap);
+        s *= kLog2e;
+        const int j = j0 + n;
+        const bool visible = row_ok && j <= pos && (p.window <= 0 || pos - j < p.window);
+        sc[k] = visible ? s : -INFINITY;
+        tile_max = fmaxf(tile_max, sc[k]);
       }
-      row_alpha[m] = alpha;
+      tile_max = dev::GroupMax<kTpr>(tile_max);
+      const float m_new = fmaxf(my_max, tile_max);
+      float alpha = 1.0f, psum = 0.0f;
+      if (m_new != -INFINITY) {
+        alpha = my_max == -INFINITY ? 0.0f : exp2f(my_max - m_new);
+#pragma unroll
+        for (int k = 0; k < kCpt; ++k) {
+          sc[k] = sc[k] == -INFINITY ? 0.0f : exp2f(sc[k] - m_new);
+          psum += sc[k];
+        }
+        my_max = m_new;
+      } else {
+#pragma unroll
+        for (int k = 0; k < kCpt; ++k) sc[k] = 0.0f;
+      }
+      psum = dev::GroupSum<kTpr>(psum);
+      my_sum = my_sum * alpha + psum;
+#if LADDER_DEVICE_HAS_MMA
+#pragma unroll
+      for (int k = 0; k < kCpt; ++k) {
+        const uint16_t h = E::FromFloat(sc[k]);
+        p_hi[m * S::kPLd + n0 + k] = h;
+        p_lo[m * S::kPLd + n0 + k] = E::FromFloat(sc[k] - E::ToFloat(h));
+      }
+#else
+#pragma unroll
+      for (int k = 0; k < kCpt; ++k) pf[m * S::kSLd + n0 + k] = sc[k];
+#endif
+      if (tid % kTpr == 0) row_alpha[m] = alpha;
     }
     __syncthreads();
 
@@ -344,9 +343,9 @@ __global__ void __launch_bounds__(NT) UnifiedAttentionKernel(KernelParams p) {
   }
 
   // ---- write out --------------------------------------------------------------------------
-  if (tid < BM) {
-    row_max[tid] = my_max;
-    row_sum[tid] = my_sum;
+  if (tid % S::kTpr == 0) {
+    row_max[tid / S::kTpr] = my_max;
+    row_sum[tid / S::kTpr] = my_sum;
   }
   __syncthreads();
   auto emit = [&](int m, int d, float v) {
@@ -390,7 +389,7 @@ __global__ void __launch_bounds__(NT) UnifiedAttentionKernel(KernelParams p) {
   }
 }
 
-// Merge of the 3D partials: one work group per (query token, q head). Segments in order; an
+// Merge of the 3D partials (maxima in log2 units): one work group per (query token, q head). Segments in order; an
 // empty segment (max -inf, sum 0) contributes nothing.
 template <class E>
 __global__ void __launch_bounds__(128) MergeSegmentsKernel(const float* seg_acc, const float* seg_max,
@@ -403,13 +402,13 @@ __global__ void __launch_bounds__(128) MergeSegmentsKernel(const float* seg_acc,
   float den = 0.0f;
   if (gmax != -INFINITY)
     for (int s = 0; s < segments; ++s)
-      if (seg_max[slot0 + s] != -INFINITY) den += expf(seg_max[slot0 + s] - gmax) * seg_sum[slot0 + s];
+      if (seg_max[slot0 + s] != -INFINITY) den += exp2f(seg_max[slot0 + s] - gmax) * seg_sum[slot0 + s];
   for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
     float num = 0.0f;
     if (gmax != -INFINITY)
       for (int s = 0; s < segments; ++s)
         if (seg_max[slot0 + s] != -INFINITY)
-          num += expf(seg_max[slot0 + s] - gmax) * seg_acc[(slot0 + s) * head_dim + d];
+          num += exp2f(seg_max[slot0 + s] - gmax) * seg_acc[(slot0 + s) * head_dim + d];
     out[head * head_dim + d] = E::FromFloat(den > 0.0f ? num / den : 0.0f);
   }
 }

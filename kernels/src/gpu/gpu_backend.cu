@@ -35,7 +35,7 @@ __global__ void FillKernel(uint16_t* dst, size_t n, uint64_t seed, float scale) 
     dst[i] = E::FromFloat(internal::HashToValue(seed, i) * scale);
 }
 
-constexpr int TileNFor(int d) { return d <= 128 ? 64 : 32; }
+constexpr int TileNFor(int d) { return internal::GpuTileN(d); }
 constexpr int ThreadsFor(int d) { return d == 512 ? 256 : 128; }
 
 struct Geometry {

@@ -116,6 +116,29 @@ __device__ inline void CopyAsyncWait() {
 #endif
 }
 
+// Butterfly reductions over groups of kWidth consecutive lanes (kWidth a power of two that
+// divides the warp/wave size: true for kWidth <= 32 on 32- and 64-lane targets). Every lane
+// of a group ends with the same bits (x+y == y+x exactly), so the result is deterministic.
+__device__ inline float ShflXor(float v, int mask) {
+#if defined(LADDER_KERNELS_HIP)
+  return __shfl_xor(v, mask);
+#else
+  return __shfl_xor_sync(0xffffffffu, v, mask);
+#endif
+}
+template <int kWidth>
+__device__ inline float GroupMax(float v) {
+#pragma unroll
+  for (int o = kWidth / 2; o > 0; o /= 2) v = fmaxf(v, ShflXor(v, o));
+  return v;
+}
+template <int kWidth>
+__device__ inline float GroupSum(float v) {
+#pragma unroll
+  for (int o = kWidth / 2; o > 0; o /= 2) v += ShflXor(v, o);
+  return v;
+}
+
 #if LADDER_DEVICE_HAS_MMA
 __device__ inline void LdMatrixX4Trans(uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3, const void* smem) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
