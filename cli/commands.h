@@ -19,6 +19,7 @@ void AddClientCommands(CLI::App& app);   // validate, submit, status, watch, can
                                          // query, export
 void AddKernelsCommand(CLI::App& app);   // kernels bench | check
 void AddEngineCommand(CLI::App& app);    // engine synthetic
+void AddAnalysisCommands(CLI::App& app);  // report, verify
 
 // Prints "error: <message>" to stderr and throws CLI::RuntimeError(exit_code).
 [[noreturn]] void Fail(const absl::Status& status, int exit_code = 1);

@@ -88,6 +88,7 @@ int main(int argc, char** argv) {
   ladder::cli::AddClientCommands(app);
   ladder::cli::AddKernelsCommand(app);
   ladder::cli::AddEngineCommand(app);
+  ladder::cli::AddAnalysisCommands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
