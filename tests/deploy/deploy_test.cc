@@ -1,0 +1,222 @@
+// deploy/: the systemd unit, cloud-init user data, SkyPilot task and Slurm script parse, say
+// what docs/deploy.md says they do, and keep the join token off every command line.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+namespace {
+
+const std::string kDir = LADDER_DEPLOY_DIR;
+const std::string kUnit = kDir + "/systemd/ladder-agent.service";
+const std::string kCloudInit = kDir + "/cloud-init/user-data.yaml";
+const std::string kSkyPilot = kDir + "/skypilot/ladder-agent.yaml";
+const std::string kSlurm = kDir + "/slurm/ladder-agent.sbatch";
+
+std::string Read(const std::string& path) {
+  std::ifstream in(path);
+  EXPECT_TRUE(in.good()) << path;
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// A unit file as section -> key -> values (a key may repeat).
+using Ini = std::map<std::string, std::multimap<std::string, std::string>>;
+Ini ParseUnit(const std::string& text) {
+  Ini ini;
+  std::string section;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#' || line[0] == ';') continue;
+    if (line.front() == '[') {
+      section = line.substr(1, line.find(']') - 1);
+      continue;
+    }
+    const size_t eq = line.find('=');
+    if (eq == std::string::npos) continue;
+    ini[section].emplace(line.substr(0, eq), line.substr(eq + 1));
+  }
+  return ini;
+}
+
+std::string One(const Ini& ini, const std::string& section, const std::string& key) {
+  auto s = ini.find(section);
+  if (s == ini.end()) return "";
+  auto k = s->second.find(key);
+  return k == s->second.end() ? "" : k->second;
+}
+
+// Lines that run the agent must pass the token by file only.
+void ExpectNoTokenOnCommandLine(const std::string& text, const std::string& what) {
+  static const std::regex kTokenFlag(R"((^|\s)--(join-)?token(\s|=))");
+  std::istringstream in(text);
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    EXPECT_FALSE(std::regex_search(line, kTokenFlag))
+        << what << ":" << n << " passes a token on a command line: " << line;
+  }
+}
+
+int RunShell(const std::string& command) {
+  const int status = std::system(command.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string WriteTemp(const std::string& name, const std::string& text) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("ladder-deploy-test-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const auto path = dir / name;
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+bool BashSyntaxOk(const std::string& script, const std::string& name) {
+  return RunShell("bash -n '" + WriteTemp(name, script) + "'") == 0;
+}
+
+TEST(Systemd, UnitHasRestartCredentialAndStateDirectory) {
+  const Ini unit = ParseUnit(Read(kUnit));
+  EXPECT_EQ(One(unit, "Service", "Restart"), "on-failure");
+  EXPECT_EQ(One(unit, "Service", "LoadCredential"), "ladder-token:/etc/ladder/ladder-token");
+  EXPECT_EQ(One(unit, "Service", "StateDirectory"), "ladder");
+  EXPECT_EQ(One(unit, "Install", "WantedBy"), "multi-user.target");
+  const std::string exec = One(unit, "Service", "ExecStart");
+  EXPECT_NE(exec.find(" agent "), std::string::npos) << exec;
+  EXPECT_NE(exec.find("--token-file ${CREDENTIALS_DIRECTORY}/ladder-token"), std::string::npos)
+      << exec;
+  EXPECT_NE(exec.find("--spool /var/lib/ladder/spool.db"), std::string::npos) << exec;
+  EXPECT_NE(exec.find("--coordinator ${LADDER_COORDINATOR}"), std::string::npos) << exec;
+  EXPECT_NE(exec.find("--tls-ca "), std::string::npos) << exec;
+  // The token is never in the environment either.
+  EXPECT_EQ(One(unit, "Service", "Environment").find("TOKEN"), std::string::npos);
+}
+
+TEST(Systemd, SystemdAnalyzeVerify) {
+  if (RunShell("command -v systemd-analyze >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "systemd-analyze is not installed";
+  }
+  // verify checks that ExecStart's program exists; point it at one that does.
+  std::string text = Read(kUnit);
+  text = std::regex_replace(text, std::regex("/usr/local/bin/ladder"), "/bin/true");
+  const std::string path = WriteTemp("ladder-agent.service", text);
+  const std::string log = path + ".log";
+  const int rc = RunShell("systemd-analyze verify '" + path + "' >'" + log + "' 2>&1");
+  const std::string out = Read(log);
+  EXPECT_EQ(rc, 0) << out;
+  // Unknown keys and bad values are warnings with exit 0 on some versions: none allowed.
+  EXPECT_EQ(out.find("ladder-agent.service:"), std::string::npos) << out;
+}
+
+TEST(CloudInit, ParsesAndInstallsTheSameUnit) {
+  const std::string text = Read(kCloudInit);
+  ASSERT_EQ(text.rfind("#cloud-config\n", 0), 0u) << "user data must start with #cloud-config";
+  YAML::Node doc = YAML::Load(text);
+  ASSERT_TRUE(doc.IsMap());
+  ASSERT_TRUE(doc["write_files"].IsSequence());
+  std::map<std::string, YAML::Node> files;
+  for (const auto& f : doc["write_files"]) files[f["path"].as<std::string>()] = YAML::Node(f);
+
+  ASSERT_TRUE(files.count("/etc/systemd/system/ladder-agent.service"));
+  EXPECT_EQ(files["/etc/systemd/system/ladder-agent.service"]["content"].as<std::string>(),
+            Read(kUnit))
+      << "the unit embedded in user-data.yaml must equal deploy/systemd/ladder-agent.service";
+
+  ASSERT_TRUE(files.count("/etc/ladder/ladder-token"));
+  EXPECT_EQ(files["/etc/ladder/ladder-token"]["permissions"].as<std::string>(), "0600");
+  ASSERT_TRUE(files.count("/etc/ladder/agent.env"));
+  EXPECT_NE(files["/etc/ladder/agent.env"]["content"].as<std::string>().find(
+                "LADDER_COORDINATOR="),
+            std::string::npos);
+  ASSERT_TRUE(files.count("/usr/local/sbin/ladder-install"));
+  EXPECT_TRUE(BashSyntaxOk(files["/usr/local/sbin/ladder-install"]["content"].as<std::string>(),
+                           "ladder-install"));
+
+  ASSERT_TRUE(doc["runcmd"].IsSequence());
+  bool enables = false;
+  for (const auto& cmd : doc["runcmd"]) {
+    std::string line;
+    if (cmd.IsSequence()) {
+      for (const auto& word : cmd) line += word.as<std::string>() + " ";
+    } else {
+      line = cmd.as<std::string>();
+    }
+    if (line.find("enable --now ladder-agent") != std::string::npos) enables = true;
+  }
+  EXPECT_TRUE(enables) << "runcmd must enable and start ladder-agent.service";
+  ExpectNoTokenOnCommandLine(text, "user-data.yaml");
+}
+
+TEST(SkyPilot, TaskStartsAgentWithTokenFromSecret) {
+  const std::string text = Read(kSkyPilot);
+  YAML::Node task = YAML::Load(text);
+  ASSERT_TRUE(task.IsMap());
+  EXPECT_EQ(task["name"].as<std::string>(), "ladder-agent");
+  ASSERT_TRUE(task["resources"]["accelerators"]);
+  ASSERT_TRUE(task["envs"].IsMap());
+  EXPECT_TRUE(task["envs"]["LADDER_COORDINATOR"]);
+  ASSERT_TRUE(task["secrets"].IsMap());
+  ASSERT_TRUE(task["secrets"]["LADDER_TOKEN"]);
+  EXPECT_TRUE(task["secrets"]["LADDER_TOKEN"].IsNull())
+      << "the token's value must come from --secret, never from the file";
+  EXPECT_FALSE(task["envs"]["LADDER_TOKEN"]) << "the token is a secret, not an env";
+  const std::string run = task["run"].as<std::string>();
+  EXPECT_NE(run.find("ladder agent"), std::string::npos) << run;
+  EXPECT_NE(run.find("--token-file"), std::string::npos);
+  EXPECT_NE(run.find("--spool"), std::string::npos);
+  EXPECT_NE(run.find("--tls-ca"), std::string::npos);
+  EXPECT_NE(run.find("umask 077"), std::string::npos) << "the token file must be private";
+  EXPECT_TRUE(BashSyntaxOk(run, "skypilot-run.sh"));
+  EXPECT_TRUE(BashSyntaxOk(task["setup"].as<std::string>(), "skypilot-setup.sh"));
+  ExpectNoTokenOnCommandLine(text, "ladder-agent.yaml");
+}
+
+TEST(Slurm, BatchScriptIsValidBash) {
+  const std::string text = Read(kSlurm);
+  EXPECT_EQ(RunShell("bash -n '" + kSlurm + "'"), 0);
+  EXPECT_NE(text.find("#SBATCH --gres=gpu:"), std::string::npos);
+  EXPECT_NE(text.find("#SBATCH --signal=B:TERM@"), std::string::npos)
+      << "the agent needs SIGTERM before the time limit to hand back its lease";
+  EXPECT_NE(text.find("--token-file \"$token_file\""), std::string::npos);
+  EXPECT_NE(text.find("agent \\"), std::string::npos);
+  // #SBATCH lines must come before the first command, or sbatch ignores them.
+  std::istringstream in(text);
+  std::string line;
+  bool command_seen = false;
+  while (std::getline(in, line)) {
+    if (line.rfind("#SBATCH", 0) == 0) {
+      EXPECT_FALSE(command_seen) << "#SBATCH after a command is ignored: " << line;
+    } else if (!line.empty() && line[0] != '#') {
+      command_seen = true;
+    }
+  }
+  ExpectNoTokenOnCommandLine(text, "ladder-agent.sbatch");
+}
+
+TEST(Deploy, NoFileCarriesARealLookingToken) {
+  // Placeholders only: a committed token would be a leaked credential.
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(kDir)) {
+    if (!entry.is_regular_file()) continue;
+    const std::string text = Read(entry.path().string());
+    EXPECT_FALSE(std::regex_search(text, std::regex("ladder_[A-Za-z0-9]+_[A-Za-z0-9]{8,}")))
+        << entry.path();
+    ExpectNoTokenOnCommandLine(text, entry.path().filename().string());
+  }
+}
+
+}  // namespace
