@@ -8,6 +8,7 @@ packages=(
   libfmt-dev libspdlog-dev libcpp-httplib-dev libssl-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   python3 openssl procps
+  chromium
   clang-14 libclang-rt-14-dev
 )
 missing=()

@@ -1,0 +1,733 @@
+#include "ladder/analysis/analysis.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "internal.h"
+#include "ladder/matrices/matrix.h"
+#include "ladder/stats/ratio.h"
+#include "ladder/stats/sample.h"
+#include "ladder/status_macros.h"
+
+namespace ladder::analysis {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+nlohmann::json ParseOr(const std::string& text, nlohmann::json fallback) {
+  auto parsed = nlohmann::json::parse(text, nullptr, false);
+  return parsed.is_discarded() ? fallback : parsed;
+}
+
+// One valid measurement as read.
+struct Row {
+  int64_t session = 0;  // index into the session id table
+  int64_t process = 0;
+  int64_t round = 0;
+  double value = 0.0;
+};
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return kNaN;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+void AddFlag(std::vector<Flag>& flags, const std::string& kind, const std::string& detail) {
+  for (auto& f : flags) {
+    if (f.kind == kind) {
+      if (!detail.empty() && f.detail.find(detail) == std::string::npos) {
+        f.detail = f.detail.empty() ? detail : absl::StrCat(f.detail, "; ", detail);
+      }
+      return;
+    }
+  }
+  flags.push_back({kind, detail});
+}
+
+std::vector<stats::Observation> ToObservations(const std::vector<Row>& rows) {
+  std::vector<stats::Observation> out;
+  out.reserve(rows.size());
+  for (const auto& r : rows) out.push_back({r.session, r.process, r.round, r.value});
+  return out;
+}
+
+bool ParsePositiveNumber(const std::string& text, double* out) {
+  if (text.empty()) return false;
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end != text.c_str() + text.size() || !std::isfinite(v) || v <= 0) return false;
+  *out = v;
+  return true;
+}
+
+}  // namespace
+
+Direction DirectionOfUnit(const std::string& unit) {
+  static const std::set<std::string> kTimes = {"us", "µs", "ms", "s", "ns", "sec", "seconds",
+                                               "us/token", "ms/token"};
+  if (kTimes.count(unit)) return Direction::kLowerIsBetter;
+  if (unit.size() > 2 && unit.substr(unit.size() - 2) == "/s") return Direction::kHigherIsBetter;
+  return Direction::kUnknown;
+}
+
+std::string DirectionText(Direction direction) {
+  switch (direction) {
+    case Direction::kHigherIsBetter: return "higher is better";
+    case Direction::kLowerIsBetter: return "lower is better";
+    case Direction::kUnknown: break;
+  }
+  return "direction unknown";
+}
+
+absl::Status AnalysisOptions::Validate() const {
+  if (!(confidence > 0 && confidence < 1)) {
+    return absl::InvalidArgumentError(absl::StrCat("confidence must be in (0, 1), got ",
+                                                   confidence));
+  }
+  if (bootstrap_draws < 0) {
+    return absl::InvalidArgumentError("bootstrap draws must be >= 0");
+  }
+  RETURN_IF_ERROR(steady_rule.Validate());
+  RETURN_IF_ERROR(locate.Validate());
+  if (costs) RETURN_IF_ERROR(costs->Validate());
+  return absl::OkStatus();
+}
+
+double Comparison::Ratio() const { return t.interval ? t.interval->estimate : kNaN; }
+
+const CellStats* RunAnalysis::FindCell(const std::string& key) const {
+  for (const auto& c : cells) {
+    if (c.key == key) return &c;
+  }
+  return nullptr;
+}
+
+std::vector<std::pair<std::string, std::string>> SplitKey(const std::string& key) {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (key.empty()) return out;
+  for (absl::string_view part : absl::StrSplit(key, ',')) {
+    const size_t eq = part.find('=');
+    if (eq == absl::string_view::npos) {
+      out.emplace_back(std::string(part), "");
+    } else {
+      out.emplace_back(std::string(part.substr(0, eq)), std::string(part.substr(eq + 1)));
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<RunAnalysis> AnalyzeRun(db::Database& db, int64_t run_id,
+                                       const AnalysisOptions& options) {
+  RETURN_IF_ERROR(options.Validate());
+  RunAnalysis out;
+  RunInfo& info = out.info;
+  info.run_id = run_id;
+  {
+    ASSIGN_OR_RETURN(db::Statement stmt, db.Prepare(
+        "SELECT m.name, m.sha256, m.yaml, r.state, r.runner, r.metric, r.axes, r.pair_axes, "
+        "r.sessions, r.processes, r.rounds FROM runs r JOIN matrices m ON m.id = r.matrix_id "
+        "WHERE r.id = ?1"));
+    stmt.Bind(1, run_id);
+    ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) {
+      return absl::NotFoundError(absl::StrCat("run ", run_id, " not found in ", db.path()));
+    }
+    info.matrix_name = stmt.Text(0);
+    info.matrix_sha256 = stmt.Text(1);
+    const std::string yaml = stmt.Text(2);
+    info.state = stmt.Text(3);
+    info.runner = stmt.Text(4);
+    info.metric = options.metric.empty() ? stmt.Text(5) : options.metric;
+    for (const auto& a : ParseOr(stmt.Text(6), nlohmann::json::array())) {
+      if (a.is_string()) info.axes.push_back(a.get<std::string>());
+    }
+    for (const auto& a : ParseOr(stmt.Text(7), nlohmann::json::array())) {
+      if (a.is_string()) info.pair_axes.push_back(a.get<std::string>());
+    }
+    info.sessions = stmt.Int(8);
+    info.processes = stmt.Int(9);
+    info.rounds = stmt.Int(10);
+    // aa_control is not a column: read it back from the stored matrix. A matrix that no longer
+    // parses (stored by an older ladder) simply has no A/A arm here.
+    auto matrix = matrices::ParseMatrix(yaml, "stored matrix");
+    if (matrix.ok() && matrix->aa_control) {
+      info.aa_control = AAControlInfo{matrix->aa_control->axis,
+                                      matrices::ValueToString(matrix->aa_control->of),
+                                      matrix->aa_control->as};
+    }
+  }
+  info.axis_values.resize(info.axes.size());
+
+  // Metrics present, and the unit of ours.
+  {
+    ASSIGN_OR_RETURN(db::Statement stmt, db.Prepare(
+        "SELECT metric, MIN(unit) FROM measurements WHERE run_id = ?1 GROUP BY metric "
+        "ORDER BY metric"));
+    stmt.Bind(1, run_id);
+    std::vector<std::string> metrics;
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, stmt.Step());
+      if (!row) break;
+      metrics.push_back(stmt.Text(0));
+      if (metrics.back() == info.metric) info.unit = stmt.Text(1);
+      if (metrics.back() == "gpu_clock_mhz") out.clock_recorded = true;
+    }
+    if (!metrics.empty() &&
+        std::find(metrics.begin(), metrics.end(), info.metric) == metrics.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--metric: run ", run_id, " has no measurements of '", info.metric,
+          "'; it has: ", absl::StrJoin(metrics, ", ")));
+    }
+  }
+  info.direction = DirectionOfUnit(info.unit);
+
+  // Cells, with failure state and reasons.
+  std::map<int64_t, size_t> cell_index;
+  {
+    ASSIGN_OR_RETURN(db::Statement stmt, db.Prepare(
+        "SELECT c.id, c.key, c.axes, MAX(u.state = 'failed'), "
+        "GROUP_CONCAT(DISTINCT u.fail_reason) FROM cells c "
+        "LEFT JOIN unit_cells uc ON uc.cell_id = c.id LEFT JOIN units u ON u.id = uc.unit_id "
+        "WHERE c.run_id = ?1 GROUP BY c.id ORDER BY c.idx"));
+    stmt.Bind(1, run_id);
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, stmt.Step());
+      if (!row) break;
+      CellStats cell;
+      cell.cell_id = stmt.Int(0);
+      cell.key = stmt.Text(1);
+      cell.axes = ParseOr(stmt.Text(2), nlohmann::json::object());
+      std::map<std::string, std::string> rendered;
+      for (auto& [k, v] : SplitKey(cell.key)) rendered[k] = v;
+      for (size_t a = 0; a < info.axes.size(); ++a) {
+        const std::string v = rendered[info.axes[a]];
+        cell.values.push_back(v);
+        auto& values = info.axis_values[a];
+        if (std::find(values.begin(), values.end(), v) == values.end()) values.push_back(v);
+      }
+      if (!stmt.IsNull(3) && stmt.Int(3)) {
+        AddFlag(cell.flags, "failed", stmt.IsNull(4) ? "" : stmt.Text(4));
+      }
+      cell_index[cell.cell_id] = out.cells.size();
+      out.cells.push_back(std::move(cell));
+    }
+  }
+  // The declared order of each axis's values is the order of first appearance in cell order,
+  // except that an axis whose first cells were excluded could be out of order; the matrix's
+  // cell order is the declared order for every axis, so this holds.
+
+  // Valid measurements of the metric and of the side metrics.
+  std::map<std::string, int64_t> session_ids;
+  std::vector<std::string> session_names;
+  auto session_index = [&](const std::string& id) {
+    auto [it, inserted] = session_ids.try_emplace(id, static_cast<int64_t>(session_names.size()));
+    if (inserted) session_names.push_back(id);
+    return it->second;
+  };
+  std::vector<std::vector<Row>> rows(out.cells.size());
+  std::vector<std::vector<double>> acceptance(out.cells.size()), acceptance_len(out.cells.size());
+  using Index = std::tuple<size_t, int64_t, int64_t, int64_t>;  // cell, session, process, round
+  std::map<Index, std::pair<double, double>> clocks;            // (clock, default)
+  {
+    ASSIGN_OR_RETURN(db::Statement stmt, db.Prepare(
+        "SELECT cell_id, session_id, process, round, metric, value FROM valid_measurements "
+        "WHERE run_id = ?1 AND metric IN (?2, 'acceptance_rate', 'mean_acceptance_length', "
+        "'gpu_clock_mhz', 'gpu_clock_default_mhz') ORDER BY id"));
+    stmt.Bind(1, run_id).Bind(2, info.metric);
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, stmt.Step());
+      if (!row) break;
+      auto it = cell_index.find(stmt.Int(0));
+      if (it == cell_index.end()) continue;
+      const size_t c = it->second;
+      const int64_t s = session_index(stmt.Text(1));
+      const std::string metric = stmt.Text(4);
+      const double value = stmt.Double(5);
+      if (metric == info.metric) {
+        rows[c].push_back({s, stmt.Int(2), stmt.Int(3), value});
+      } else if (metric == "acceptance_rate") {
+        acceptance[c].push_back(value);
+      } else if (metric == "mean_acceptance_length") {
+        acceptance_len[c].push_back(value);
+      } else if (metric == "gpu_clock_mhz") {
+        clocks[{c, s, stmt.Int(2), stmt.Int(3)}].first = value;
+      } else if (metric == "gpu_clock_default_mhz") {
+        clocks[{c, s, stmt.Int(2), stmt.Int(3)}].second = value;
+      }
+    }
+  }
+
+  // Throttled clocks.
+  if (!clocks.empty()) {
+    std::map<size_t, std::pair<int, int>> counts;  // cell -> (throttled, known)
+    for (const auto& [index, clock] : clocks) {
+      const auto state = stats::ClassifyClock(clock.first > 0 ? clock.first : kNaN,
+                                              clock.second > 0 ? clock.second : kNaN);
+      auto& count = counts[std::get<0>(index)];
+      if (state != stats::ClockState::kUnknown) ++count.second;
+      if (state == stats::ClockState::kThrottled) ++count.first;
+    }
+    for (const auto& [c, count] : counts) {
+      if (count.first > 0) {
+        AddFlag(out.cells[c].flags, "throttled",
+                absl::StrCat(count.first, " of ", count.second,
+                             " measurements under 75 % of the default GPU clock"));
+      }
+    }
+  } else {
+    out.notes.push_back(
+        "GPU clocks were not recorded (no gpu_clock_mhz / gpu_clock_default_mhz): throttling "
+        "is unknown, not ruled out");
+  }
+
+  // Evidence that contradicts the request.
+  {
+    ASSIGN_OR_RETURN(db::Statement stmt, db.Prepare(
+        "SELECT e.cell_id, e.kind, e.value FROM evidence e JOIN attempts a ON a.id = e.attempt_id "
+        "WHERE e.run_id = ?1 AND a.state = 'done' AND e.stale = 0 "
+        "AND e.kind IN ('backend_mismatch', 'throttled', 'probe_silent') ORDER BY e.id"));
+    stmt.Bind(1, run_id);
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, stmt.Step());
+      if (!row) break;
+      auto value = ParseOr(stmt.Text(2), nlohmann::json());
+      if (value == false || value.is_null()) continue;
+      auto it = cell_index.find(stmt.Int(0));
+      if (it == cell_index.end()) continue;
+      std::string detail = value.is_string() ? value.get<std::string>() : value.dump();
+      if (value == true) detail.clear();
+      if (detail.size() > 120) detail = detail.substr(0, 117) + "...";
+      AddFlag(out.cells[it->second].flags, stmt.Text(1), detail);
+    }
+  }
+
+  // Warm-up.
+  if (options.warmup == WarmupPolicy::kDiscardWarmup) {
+    out.notes.push_back(absl::StrCat(
+        "warm-up discarded: per process, rounds before the first window of ",
+        options.steady_rule.window, " consecutive rounds with CV <= ",
+        FormatNumber(100 * options.steady_rule.max_cv), " %"));
+    for (size_t c = 0; c < rows.size(); ++c) {
+      std::map<std::pair<int64_t, int64_t>, std::vector<Row>> series;
+      for (const auto& r : rows[c]) series[{r.session, r.process}].push_back(r);
+      std::vector<Row> kept;
+      int never = 0;
+      for (auto& [sp, list] : series) {
+        std::sort(list.begin(), list.end(),
+                  [](const Row& x, const Row& y) { return x.round < y.round; });
+        std::vector<double> values;
+        for (const auto& r : list) values.push_back(r.value);
+        auto steady = stats::FindSteadyState(values, options.steady_rule);
+        size_t first = 0;
+        if (steady.ok() && steady->verdict == stats::SteadyVerdict::kSteady) {
+          first = steady->first_steady;
+        } else {
+          ++never;
+        }
+        out.cells[c].discarded_warmup += static_cast<int64_t>(first);
+        kept.insert(kept.end(), list.begin() + static_cast<std::ptrdiff_t>(first), list.end());
+      }
+      if (never > 0) {
+        AddFlag(out.cells[c].flags, "never steady",
+                absl::StrCat(never, " of ", series.size(), " processes kept whole"));
+      }
+      rows[c] = std::move(kept);
+    }
+  }
+
+  // Per cell.
+  for (size_t c = 0; c < out.cells.size(); ++c) {
+    CellStats& cell = out.cells[c];
+    std::set<int64_t> sessions;
+    std::vector<double> values;
+    for (const auto& r : rows[c]) {
+      sessions.insert(r.session);
+      values.push_back(r.value);
+    }
+    cell.n = static_cast<int64_t>(values.size());
+    cell.sessions = static_cast<int64_t>(sessions.size());
+    if (!acceptance[c].empty()) cell.acceptance_rate = Median(acceptance[c]);
+    if (!acceptance_len[c].empty()) cell.mean_acceptance_length = Median(acceptance_len[c]);
+    if (values.empty()) {
+      AddFlag(cell.flags, "no data", "");
+      continue;
+    }
+    auto summary = stats::Summarize(values);
+    if (summary.ok()) cell.summary = *summary;
+    auto interval = stats::CellMeanInterval(ToObservations(rows[c]), {options.confidence});
+    if (interval.ok()) {
+      cell.interval = *interval;
+    } else {
+      cell.interval_error = std::string(interval.status().message());
+    }
+    CellVariance variance{cell.key, std::nullopt, ""};
+    auto components = stats::EstimateVarianceComponents(ToObservations(rows[c]));
+    if (components.ok()) {
+      variance.components = *components;
+    } else {
+      variance.error = std::string(components.status().message());
+    }
+    out.variance.push_back(std::move(variance));
+  }
+
+  // Per-level summary.
+  {
+    std::array<std::vector<double>, stats::kNumLevels> t, share, t2;
+    for (const auto& v : out.variance) {
+      if (!v.components) continue;
+      ++out.levels.cells;
+      for (size_t l = 0; l < stats::kNumLevels; ++l) {
+        if (std::isnan(v.components->t2[l])) continue;
+        t[l].push_back(std::sqrt(v.components->t2[l]));
+        t2[l].push_back(v.components->t2[l]);
+        share[l].push_back(v.components->share[l]);
+      }
+      if (out.levels.note.empty()) out.levels.note = v.components->note;
+    }
+    stats::VarianceComponents median;
+    for (size_t l = 0; l < stats::kNumLevels; ++l) {
+      out.levels.median_t[l] = Median(t[l]);
+      out.levels.median_share[l] = Median(share[l]);
+      median.t2[l] = t2[l].empty() ? kNaN : Median(t2[l]);
+    }
+    if (out.levels.cells > 0) {
+      // An unidentified level is held by the level above it; counting it as 0 is exact then.
+      stats::VarianceComponents for_plan = median;
+      for (auto& x : for_plan.t2) {
+        if (std::isnan(x)) x = 0;
+      }
+      const stats::RepeatPlan design{static_cast<int>(std::max<int64_t>(1, info.rounds)),
+                                     static_cast<int>(std::max<int64_t>(1, info.processes))};
+      stats::SessionsNeededOptions two, five;
+      two.target_relative_half_width = 0.02;
+      two.confidence = options.confidence;
+      five.target_relative_half_width = 0.05;
+      five.confidence = options.confidence;
+      if (auto n = stats::SessionsNeededFor(for_plan, design, two); n.ok()) {
+        out.levels.sessions_for_2pct = *n;
+      }
+      if (auto n = stats::SessionsNeededFor(for_plan, design, five); n.ok()) {
+        out.levels.sessions_for_5pct = *n;
+      }
+      if (options.costs) {
+        if (auto plan = stats::OptimalRepeats(median, *options.costs); plan.ok()) {
+          out.levels.optimal = *plan;
+        }
+      }
+    }
+  }
+
+  // Sessions of this run.
+  {
+    std::map<int64_t, std::pair<int64_t, std::set<size_t>>> per_session;
+    for (size_t c = 0; c < rows.size(); ++c) {
+      for (const auto& r : rows[c]) {
+        ++per_session[r.session].first;
+        per_session[r.session].second.insert(c);
+      }
+    }
+    ASSIGN_OR_RETURN(db::Statement stmt, db.Prepare(
+        "SELECT hostname, state, cpu_model FROM sessions WHERE id = ?1"));
+    ASSIGN_OR_RETURN(db::Statement gpus, db.Prepare(
+        "SELECT name, arch, driver FROM session_gpus WHERE session_id = ?1 ORDER BY idx"));
+    for (size_t s = 0; s < session_names.size(); ++s) {
+      SessionInfo si;
+      si.session_id = session_names[s];
+      stmt.Reset();
+      stmt.Bind(1, si.session_id);
+      ASSIGN_OR_RETURN(bool row, stmt.Step());
+      if (row) {
+        si.hostname = stmt.Text(0);
+        si.state = stmt.Text(1);
+        si.cpu_model = stmt.Text(2);
+      }
+      gpus.Reset();
+      gpus.Bind(1, si.session_id);
+      while (true) {
+        ASSIGN_OR_RETURN(bool g, gpus.Step());
+        if (!g) break;
+        std::string text = gpus.Text(0);
+        std::vector<std::string> extra;
+        if (!gpus.Text(1).empty()) extra.push_back(gpus.Text(1));
+        if (!gpus.Text(2).empty()) extra.push_back("driver " + gpus.Text(2));
+        if (!extra.empty()) text += " (" + absl::StrJoin(extra, ", ") + ")";
+        si.gpus.push_back(text);
+      }
+      auto it = per_session.find(static_cast<int64_t>(s));
+      if (it != per_session.end()) {
+        si.measurements = it->second.first;
+        si.cells = static_cast<int64_t>(it->second.second.size());
+      }
+      if (si.measurements > 0) out.sessions.push_back(std::move(si));
+    }
+  }
+  if (!out.cells.empty()) {
+    int64_t max_sessions = 0;
+    for (const auto& c : out.cells) max_sessions = std::max(max_sessions, c.sessions);
+    if (max_sessions == 1) {
+      out.notes.push_back(absl::StrCat("one session only: every ", std::string(stats::kWithinSessionNote),
+                                       "; it says how well this machine was measured, nothing "
+                                       "about another"));
+    }
+  }
+
+  // Paired comparisons.
+  std::map<std::vector<std::string>, size_t> by_values;
+  for (size_t c = 0; c < out.cells.size(); ++c) by_values[out.cells[c].values] = c;
+  for (size_t c = 0; c < out.cells.size(); ++c) {
+    const CellStats& treatment = out.cells[c];
+    for (const auto& pair_axis : info.pair_axes) {
+      const auto axis_it = std::find(info.axes.begin(), info.axes.end(), pair_axis);
+      if (axis_it == info.axes.end()) continue;
+      const size_t p = static_cast<size_t>(axis_it - info.axes.begin());
+      if (info.axis_values[p].empty()) continue;
+      std::string baseline_value = info.axis_values[p].front();
+      bool aa = false;
+      if (info.aa_control && info.aa_control->axis == pair_axis &&
+          treatment.values[p] == info.aa_control->as) {
+        baseline_value = info.aa_control->of;  // the copy is judged against its source
+        aa = true;
+      }
+      if (treatment.values[p] == baseline_value) continue;
+      std::vector<std::string> key = treatment.values;
+      key[p] = baseline_value;
+      auto base_it = by_values.find(key);
+      if (base_it == by_values.end()) continue;
+      const CellStats& baseline = out.cells[base_it->second];
+
+      Comparison cmp;
+      cmp.pair_axis = pair_axis;
+      cmp.baseline_value = baseline_value;
+      cmp.treatment_value = treatment.values[p];
+      cmp.baseline_key = baseline.key;
+      cmp.treatment_key = treatment.key;
+      cmp.aa = aa;
+      cmp.context = nlohmann::json::object();
+      std::vector<std::string> context_parts;
+      for (size_t a = 0; a < info.axes.size(); ++a) {
+        if (a == p) continue;
+        context_parts.push_back(info.axes[a] + "=" + treatment.values[a]);
+        cmp.context[info.axes[a]] = treatment.axes.value(info.axes[a], nlohmann::json());
+      }
+      cmp.context_key = absl::StrJoin(context_parts, ",");
+      for (const auto& f : baseline.flags) AddFlag(cmp.flags, f.kind, f.detail);
+      for (const auto& f : treatment.flags) AddFlag(cmp.flags, f.kind, f.detail);
+
+      // Only sessions that measured both arms form pairs.
+      std::set<int64_t> sa, sb;
+      for (const auto& r : rows[base_it->second]) sa.insert(r.session);
+      for (const auto& r : rows[c]) sb.insert(r.session);
+      std::set<int64_t> both;
+      std::set_intersection(sa.begin(), sa.end(), sb.begin(), sb.end(),
+                            std::inserter(both, both.begin()));
+      stats::PairedSample sample;
+      for (const auto& r : rows[base_it->second]) {
+        if (both.count(r.session)) sample.a.push_back({r.session, r.process, r.round, r.value});
+      }
+      for (const auto& r : rows[c]) {
+        if (both.count(r.session)) sample.b.push_back({r.session, r.process, r.round, r.value});
+      }
+      cmp.sessions = static_cast<int64_t>(both.size());
+      cmp.n_a = static_cast<int64_t>(sample.a.size());
+      cmp.n_b = static_cast<int64_t>(sample.b.size());
+      if (both.size() < std::max(sa.size(), sb.size())) {
+        AddFlag(cmp.flags, "unpaired sessions",
+                absl::StrCat(std::max(sa.size(), sb.size()) - both.size(),
+                             " session(s) measured one arm only and are left out"));
+      }
+      if (both.empty()) {
+        cmp.t.error = cmp.bootstrap.error = cmp.fieller.error = "no session measured both arms";
+        out.comparisons.push_back(std::move(cmp));
+        continue;
+      }
+      if (auto per_session = stats::SessionRatios(sample); per_session.ok()) {
+        double ma = 0, mb = 0;
+        for (const auto& s : *per_session) {
+          ma += s.mean_a;
+          mb += s.mean_b;
+        }
+        cmp.mean_a = ma / static_cast<double>(per_session->size());
+        cmp.mean_b = mb / static_cast<double>(per_session->size());
+      }
+      stats::RatioOptions ratio_options;
+      ratio_options.confidence = options.confidence;
+      if (auto r = stats::PairedRatioInterval(sample, ratio_options); r.ok()) {
+        cmp.t.interval = *r;
+      } else {
+        cmp.t.error = std::string(r.status().message());
+      }
+      if (options.bootstrap_draws > 0) {
+        stats::BootstrapOptions boot;
+        boot.confidence = options.confidence;
+        boot.draws = options.bootstrap_draws;
+        if (auto r = stats::BootstrapRatioInterval(sample, boot); r.ok()) {
+          cmp.bootstrap.interval = *r;
+        } else {
+          cmp.bootstrap.error = std::string(r.status().message());
+        }
+      } else {
+        cmp.bootstrap.error = "bootstrap skipped";
+      }
+      if (auto r = stats::FiellerRatioInterval(sample, ratio_options); r.ok()) {
+        cmp.fieller.interval = *r;
+      } else {
+        cmp.fieller.error = std::string(r.status().message());
+      }
+      if (auto r = stats::DecomposeArmBySession(sample); r.ok()) {
+        cmp.arm_session = *r;
+      } else {
+        cmp.arm_session_error = std::string(r.status().message());
+      }
+      out.comparisons.push_back(std::move(cmp));
+    }
+  }
+  for (const auto& cmp : out.comparisons) {
+    if (cmp.aa && cmp.t.interval && !cmp.t.interval->Contains(1.0)) {
+      out.notes.push_back(absl::StrCat(
+          "A/A control ", cmp.treatment_key, " vs ", cmp.baseline_key,
+          ": the interval excludes 1 — the pipeline reports a difference between identical "
+          "arms; treat other ratios of this size with suspicion"));
+    }
+  }
+
+  // The depth axis and the ladder lines.
+  for (size_t a = 0; a < info.axes.size(); ++a) {
+    if (std::find(info.pair_axes.begin(), info.pair_axes.end(), info.axes[a]) !=
+        info.pair_axes.end()) {
+      continue;
+    }
+    bool numeric = !info.axis_values[a].empty();
+    for (const auto& v : info.axis_values[a]) {
+      double x = 0;
+      if (!ParsePositiveNumber(v, &x)) numeric = false;
+    }
+    if (info.axes[a] == "depth" && numeric) {
+      out.depth_axis = info.axes[a];
+      break;
+    }
+    if (numeric && out.depth_axis.empty()) out.depth_axis = info.axes[a];
+  }
+  {
+    std::map<std::string, size_t> line_index;
+    for (size_t i = 0; i < out.comparisons.size(); ++i) {
+      const Comparison& cmp = out.comparisons[i];
+      std::vector<std::string> parts;
+      double depth = static_cast<double>(i);
+      for (auto& [k, v] : SplitKey(cmp.context_key)) {
+        if (k == out.depth_axis) {
+          ParsePositiveNumber(v, &depth);
+        } else {
+          parts.push_back(k + "=" + v);
+        }
+      }
+      std::string label = absl::StrJoin(parts, " ");
+      label += std::string(label.empty() ? "" : " · ") + cmp.pair_axis + " " +
+               cmp.treatment_value + " vs " + cmp.baseline_value;
+      auto [it, inserted] = line_index.try_emplace(label, out.lines.size());
+      if (inserted) {
+        LadderLine line;
+        line.label = label;
+        line.pair_axis = cmp.pair_axis;
+        line.treatment_value = cmp.treatment_value;
+        line.baseline_value = cmp.baseline_value;
+        line.aa = cmp.aa;
+        out.lines.push_back(std::move(line));
+      }
+      out.lines[it->second].points.push_back(i);
+      out.lines[it->second].depths.push_back(depth);
+    }
+    for (auto& line : out.lines) {
+      std::vector<size_t> order(line.points.size());
+      for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+      std::sort(order.begin(), order.end(),
+                [&](size_t x, size_t y) { return line.depths[x] < line.depths[y]; });
+      std::vector<size_t> points;
+      std::vector<double> depths;
+      for (size_t k : order) {
+        points.push_back(line.points[k]);
+        depths.push_back(line.depths[k]);
+      }
+      line.points = std::move(points);
+      line.depths = std::move(depths);
+      if (out.depth_axis.empty()) continue;
+      std::vector<stats::LadderPoint> ladder;
+      std::vector<double> x, diff;
+      for (size_t k = 0; k < line.points.size(); ++k) {
+        const Comparison& cmp = out.comparisons[line.points[k]];
+        if (!cmp.t.interval || !(cmp.t.interval->estimate > 0)) continue;
+        ladder.push_back({line.depths[k], *cmp.t.interval});
+        x.push_back(line.depths[k]);
+        // Per-token latency difference B − A: the time itself for times, 1/rate for rates.
+        if (info.direction == Direction::kHigherIsBetter) {
+          diff.push_back(1.0 / cmp.mean_b - 1.0 / cmp.mean_a);
+        } else {
+          diff.push_back(cmp.mean_b - cmp.mean_a);
+        }
+      }
+      if (ladder.size() < 2) continue;
+      auto plan = stats::PlanCrossoverProbe(ladder, options.locate);
+      if (!plan.ok()) {
+        line.crossover_error = std::string(plan.status().message());
+        continue;
+      }
+      if (plan->status == stats::LocateStatus::kNoCrossing) continue;
+      line.crossing = *plan;
+      if (x.size() >= 3) {
+        auto fit = stats::CrossoverFromLinearFit(x, diff, options.confidence);
+        if (fit.ok()) {
+          line.crossover_fit = *fit;
+        } else {
+          line.crossover_error = std::string(fit.status().message());
+        }
+      } else {
+        line.crossover_error = "a linear fit needs 3 depths";
+      }
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<RunReproducibility> CompareRunAnalyses(const RunAnalysis& a,
+                                                      const RunAnalysis& b) {
+  RunReproducibility out;
+  out.run_a = a.info.run_id;
+  out.run_b = b.info.run_id;
+  out.same_matrix = a.info.matrix_sha256 == b.info.matrix_sha256;
+  if (a.info.metric != b.info.metric) {
+    return absl::InvalidArgumentError(absl::StrCat("runs ", a.info.run_id, " and ",
+                                                   b.info.run_id, " report different metrics (",
+                                                   a.info.metric, ", ", b.info.metric, ")"));
+  }
+  std::vector<double> va, vb;
+  for (const auto& cell : a.cells) {
+    const CellStats* other = b.FindCell(cell.key);
+    if (!other || !cell.summary || !other->summary) continue;
+    if (!(cell.summary->mean > 0) || !(other->summary->mean > 0)) continue;
+    out.rows.push_back({cell.key, cell.summary->mean, other->summary->mean, 0.0});
+    va.push_back(cell.summary->mean);
+    vb.push_back(other->summary->mean);
+  }
+  if (out.rows.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "runs ", a.info.run_id, " and ", b.info.run_id, " share no measured cell key"));
+  }
+  ASSIGN_OR_RETURN(stats::Reproducibility repro, stats::CompareRuns(va, vb));
+  for (size_t i = 0; i < out.rows.size(); ++i) out.rows[i].percent = repro.percent_difference[i];
+  out.summary = repro.summary;
+  out.note = out.same_matrix
+                 ? "same matrix (sha256): every cell matched by key"
+                 : absl::StrCat("different matrices: ", out.rows.size(),
+                                " cells matched by equal keys");
+  return out;
+}
+
+}  // namespace ladder::analysis
