@@ -35,6 +35,13 @@ std::string Px(double v) {
   return buffer;
 }
 
+// Axis labels: shortest form (0.5, 1, 4096).
+std::string TickText(double v) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%g", v);
+  return buffer;
+}
+
 constexpr const char* kPalette[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd",
                                     "#ff7f0e", "#17becf", "#8c564b", "#e377c2"};
 
@@ -147,7 +154,7 @@ std::string Chart(const RunAnalysis& a) {
     svg += absl::StrCat("<line class=\"grid\" x1=\"", Px(left), "\" x2=\"", Px(width - right),
                         "\" y1=\"", Px(y), "\" y2=\"", Px(y), "\"/><text class=\"tick\" x=\"",
                         Px(left - 6), "\" y=\"", Px(y + 4), "\" text-anchor=\"end\">",
-                        FormatNumber(t), "</text>\n");
+                        TickText(t), "</text>\n");
   }
   std::vector<double> xs;
   for (const auto& line : a.lines) xs.insert(xs.end(), line.depths.begin(), line.depths.end());
@@ -157,7 +164,7 @@ std::string Chart(const RunAnalysis& a) {
     for (double x : xs) {
       svg += absl::StrCat("<text class=\"tick\" x=\"", Px(X(x)), "\" y=\"",
                           Px(height - bottom + 16), "\" text-anchor=\"middle\">",
-                          FormatNumber(x), "</text>\n");
+                          TickText(x), "</text>\n");
     }
     svg += absl::StrCat("<text class=\"label\" x=\"", Px(left + (width - left - right) / 2),
                         "\" y=\"", Px(height - 14), "\" text-anchor=\"middle\">", Esc(a.depth_axis),

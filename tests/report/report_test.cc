@@ -1,0 +1,224 @@
+// `ladder report` and `ladder verify` on a database produced by a real end-to-end run:
+// `ladder local` runs a small paired CPU matrix (2D vs 3D path at three depths, 2 sessions x 2
+// processes x 3 rounds) with a coordinator and two agents over loopback gRPC.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "fleet.h"
+#include "process.h"
+
+namespace ladder::testing {
+namespace {
+
+class ReportTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new TempDir();
+    db_ = dir_->File("results.db");
+    auto result = RunCommand({LadderBinary(), "local", LADDER_REPORT_MATRIX, "--db", db_},
+                             std::chrono::seconds(240));
+    ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
+    auto json = RunCommand({LadderBinary(), "report", "1", "--db", db_, "--format", "json"});
+    ASSERT_EQ(json.exit_code, 0) << json.err;
+    report_ = new nlohmann::json(nlohmann::json::parse(json.out));
+  }
+  static void TearDownTestSuite() {
+    delete report_;
+    delete dir_;
+  }
+  void SetUp() override { ASSERT_NE(report_, nullptr) << "the end-to-end run failed"; }
+  static const nlohmann::json& Run() { return (*report_)["runs"][0]; }
+
+  static TempDir* dir_;
+  static std::string db_;
+  static nlohmann::json* report_;
+};
+TempDir* ReportTest::dir_ = nullptr;
+std::string ReportTest::db_;
+nlohmann::json* ReportTest::report_ = nullptr;
+
+bool Within(const nlohmann::json& interval, double x) {
+  const double lo = interval["lower"].is_null() ? -INFINITY : interval["lower"].get<double>();
+  const double hi = interval["upper"].is_null() ? INFINITY : interval["upper"].get<double>();
+  return lo <= x && x <= hi;
+}
+
+TEST_F(ReportTest, EveryPairHasARatioWhoseIntervalsContainTheEstimate) {
+  const auto& run = Run();
+  EXPECT_EQ(run["run"]["pair_axes"], nlohmann::json::array({"path"}));
+  ASSERT_EQ(run["comparisons"].size(), 3u);  // one per depth: 3d against 2d
+  for (const std::string depth : {"256", "1024", "4096"}) {
+    const std::string cell = "depth=" + depth + ",path=3d";
+    const nlohmann::json* found = nullptr;
+    for (const auto& c : run["comparisons"]) {
+      if (c["cell"] == cell) found = &c;
+    }
+    ASSERT_NE(found, nullptr) << cell;
+    const auto& cmp = *found;
+    EXPECT_EQ(cmp["baseline_cell"], "depth=" + depth + ",path=2d");
+    EXPECT_EQ(cmp["sessions"], 2);
+    EXPECT_EQ(cmp["n_a"], 12);
+    EXPECT_EQ(cmp["n_b"], 12);
+    const double ratio = cmp["ratio"].get<double>();
+    EXPECT_GT(ratio, 0);
+    EXPECT_NEAR(ratio, cmp["t"]["estimate"].get<double>(), 1e-12);
+    EXPECT_EQ(cmp["t"]["df"], 1.0);  // two sessions
+    EXPECT_EQ(cmp["t"]["scope"], "between_sessions");
+    for (const char* method : {"t", "bootstrap", "fieller"}) {
+      ASSERT_TRUE(cmp[method].contains("estimate")) << method << ": " << cmp[method].dump();
+      EXPECT_TRUE(Within(cmp[method], cmp[method]["estimate"].get<double>())) << method;
+    }
+    EXPECT_TRUE(cmp["arm_session"].contains("session_main_sd")) << cmp["arm_session"].dump();
+  }
+}
+
+TEST_F(ReportTest, CellIntervalsUseSessionsAndVarianceSharesSumToOne) {
+  const auto& run = Run();
+  ASSERT_EQ(run["cells"].size(), 6u);
+  for (const auto& cell : run["cells"]) {
+    EXPECT_EQ(cell["n"], 12) << cell["cell"];
+    EXPECT_EQ(cell["sessions"], 2);
+    EXPECT_EQ(cell["interval"]["df"], 1.0);
+    EXPECT_TRUE(Within(cell["interval"], cell["summary"]["mean"].get<double>()));
+  }
+  ASSERT_EQ(run["variance"].size(), 6u);
+  for (const auto& v : run["variance"]) {
+    ASSERT_TRUE(v.contains("share")) << v.dump();
+    double sum = 0;
+    for (const char* level : {"round", "process", "session"}) {
+      if (!v["share"][level].is_null()) sum += v["share"][level].get<double>();
+    }
+    EXPECT_NEAR(sum, 1.0, 1e-9) << v.dump();
+  }
+  EXPECT_EQ(run["sessions"].size(), 2u);
+  EXPECT_FALSE(run["clock_recorded"].get<bool>());
+}
+
+TEST_F(ReportTest, HtmlHasOnePointPerComparedCellAndNeedsNoNetwork) {
+  const std::string out = dir_->File("report.html");
+  auto result = RunCommand({LadderBinary(), "report", "1", "--db", db_, "-o", out});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const std::string html = ReadFile(out);
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  for (const auto& cmp : Run()["comparisons"]) {
+    const std::string needle = "data-cell=\"" + cmp["cell"].get<std::string>() + "\"";
+    size_t count = 0;
+    for (size_t pos = html.find(needle); pos != std::string::npos;
+         pos = html.find(needle, pos + 1)) {
+      ++count;
+    }
+    EXPECT_EQ(count, 1u) << needle;
+  }
+  const std::regex point("<circle class=\"point[^\"]*\"[^>]*data-cell=");
+  EXPECT_EQ(std::distance(std::sregex_iterator(html.begin(), html.end(), point),
+                          std::sregex_iterator()),
+            3);
+  EXPECT_NE(html.find("class=\"unity\""), std::string::npos);  // the zero-gain line
+  EXPECT_NE(html.find("<script>"), std::string::npos);
+  for (const char* external : {"src=\"http", "href=\"http", "<link ", "<script src"}) {
+    EXPECT_EQ(html.find(external), std::string::npos) << external;
+  }
+  for (const char* section : {"Paired ratios", "Variance by level", "Sessions and hosts",
+                              "Arm × session", "Flags"}) {
+    EXPECT_NE(html.find(section), std::string::npos) << section;
+  }
+}
+
+TEST_F(ReportTest, MarkdownPrintsTheSameTables) {
+  auto result = RunCommand({LadderBinary(), "report", "1", "--db", db_, "--format", "md"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const std::string& md = result.out;
+  for (const char* heading : {"# Run 1: report-e2e", "## Paired ratios", "## Ladder", "## Cells",
+                              "## Variance by level", "## Arm × session",
+                              "## Sessions and hosts", "## Flags"}) {
+    EXPECT_NE(md.find(heading), std::string::npos) << heading << "\n" << md;
+  }
+  for (const std::string depth : {"256", "1024", "4096"}) {
+    EXPECT_NE(md.find("| depth=" + depth + " | path 3d vs 2d | 2 |"), std::string::npos) << md;
+    EXPECT_NE(md.find("| depth=" + depth + ",path=2d | 12 | 2 |"), std::string::npos) << md;
+  }
+  EXPECT_NE(md.find("lower is better"), std::string::npos);
+}
+
+TEST_F(ReportTest, VerifyPassesOnACorrectDocumentAndListsEveryDriftedFigure) {
+  const auto& run = Run();
+  const auto& cmp = run["comparisons"][2];  // depth=4096
+  const double ratio = cmp["ratio"].get<double>();
+  char ratio_text[32], change_text[32];
+  std::snprintf(ratio_text, sizeof ratio_text, "%.4f", ratio);
+  std::snprintf(change_text, sizeof change_text, "%+.1f", 100 * (ratio - 1));
+  const int64_t n = run["cells"][0]["n"].get<int64_t>();
+  const std::string good =
+      "# Findings\n"
+      "\n"
+      "At 4K the 3D path changes the time by <!-- ladder: run=1 cell=\"depth=4096\" arm=3d "
+      "stat=change -->" + std::string(change_text) + " %\n"
+      "(ratio <!-- ladder: run=1 cell=\"depth=4096\" arm=3d stat=ratio tol=0.1% -->" +
+      ratio_text + "),\n"
+      "with <!-- ladder: run=1 cell=\"depth=256,path=2d\" stat=n --> " + std::to_string(n) +
+      " measurements per cell.\n";
+  WriteFile(dir_->File("good.md"), good);
+  auto ok = RunCommand({LadderBinary(), "verify", dir_->File("good.md"), "--db", db_});
+  EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;
+  EXPECT_NE(ok.out.find("3 of 3 figures hold"), std::string::npos) << ok.out;
+
+  // Doctored: the ratio is off by 5 % (line 4) and the count by one (line 5).
+  std::snprintf(ratio_text, sizeof ratio_text, "%.4f", ratio * 1.05);
+  const std::string doctored =
+      "# Findings\n"
+      "\n"
+      "At 4K the 3D path changes the time by <!-- ladder: run=1 cell=\"depth=4096\" arm=3d "
+      "stat=change -->" + std::string(change_text) + " %\n"
+      "(ratio <!-- ladder: run=1 cell=\"depth=4096\" arm=3d stat=ratio tol=0.1% -->" +
+      ratio_text + "),\n"
+      "with <!-- ladder: run=1 cell=\"depth=256,path=2d\" stat=n --> " + std::to_string(n + 1) +
+      " measurements per cell.\n";
+  WriteFile(dir_->File("doctored.md"), doctored);
+  auto bad = RunCommand({LadderBinary(), "verify", dir_->File("doctored.md"), "--db", db_});
+  EXPECT_EQ(bad.exit_code, 1) << bad.out << bad.err;
+  EXPECT_NE(bad.err.find("doctored.md:4: DRIFTED: stated " + std::string(ratio_text)),
+            std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("doctored.md:5: DRIFTED: stated " + std::to_string(n + 1)),
+            std::string::npos) << bad.err;
+  EXPECT_EQ(bad.err.find("doctored.md:3:"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("2 figure(s) drifted"), std::string::npos) << bad.err;
+}
+
+TEST_F(ReportTest, TwoRunsOfTheSameMatrixGetAReproducibilityTable) {
+  // A second run of the same matrix into the same database becomes run 2.
+  auto again = RunCommand({LadderBinary(), "local", LADDER_REPORT_MATRIX, "--db", db_},
+                          std::chrono::seconds(240));
+  ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
+  auto json = RunCommand({LadderBinary(), "report", "1", "2", "--db", db_, "--format", "json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  auto report = nlohmann::json::parse(json.out);
+  ASSERT_EQ(report["reproducibility"].size(), 1u);
+  const auto& repro = report["reproducibility"][0];
+  EXPECT_TRUE(repro["same_matrix"].get<bool>());
+  EXPECT_EQ(repro["rows"].size(), 6u);
+  for (const auto& row : repro["rows"]) {
+    const double a = row["a"].get<double>(), b = row["b"].get<double>();
+    EXPECT_NEAR(row["percent"].get<double>(), 100 * std::fabs(a - b) / ((a + b) / 2), 1e-9);
+  }
+  auto md = RunCommand({LadderBinary(), "report", "1", "2", "--db", db_, "--format", "md"});
+  EXPECT_NE(md.out.find("# Reproducibility: run 1 vs run 2"), std::string::npos) << md.out;
+}
+
+TEST_F(ReportTest, BadInputIsExplained) {
+  auto unknown = RunCommand({LadderBinary(), "report", "99", "--db", db_, "--format", "md"});
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_NE(unknown.err.find("run 99 not found"), std::string::npos) << unknown.err;
+  auto metric = RunCommand(
+      {LadderBinary(), "report", "1", "--db", db_, "--format", "md", "--metric", "nope"});
+  EXPECT_EQ(metric.exit_code, 2);
+  EXPECT_NE(metric.err.find("time_us"), std::string::npos) << metric.err;
+  auto missing = RunCommand({LadderBinary(), "verify", "/nonexistent.md", "--db", db_});
+  EXPECT_EQ(missing.exit_code, 2);
+}
+
+}  // namespace
+}  // namespace ladder::testing
