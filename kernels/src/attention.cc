@@ -323,7 +323,12 @@ Result<RunInfo> RunOnGpu(Backend backend, const HostProblem& p, const RunOptions
   LADDER_K_ASSIGN_OR_RETURN(DeviceInfo info, QueryDevice(backend));
   const int group = p.shape.q_heads / p.shape.kv_heads;
   const int units = p.num_seqs() * p.shape.kv_heads * internal::GpuQBlocks(group, p.max_query_len());
-  const PathDecision dec = ChoosePath(options.policy, options.config, p.num_seqs(), p.max_query_len(),
+  PolicyConfig config = options.config;
+  if (config.ctas_from_occupancy) {
+    const Result<int> ctas = gpu::CtasPerSm(p.shape, p.max_query_len());
+    if (ctas.ok()) config.ctas_per_sm = *ctas;
+  }
+  const PathDecision dec = ChoosePath(options.policy, config, p.num_seqs(), p.max_query_len(),
                                       p.max_kv_len(), p.shape.kv_heads, units, info.sm_count);
   using gpu::DeviceBuffer;
   LADDER_K_ASSIGN_OR_RETURN(DeviceBuffer qs, DeviceBuffer::Alloc(p.query_start.size() * sizeof(int)));

@@ -167,7 +167,12 @@ Result<BenchResult> RunGpuPoint(const BenchPoint& pt) {
   dp.out = d_o.get();
   const int group = pt.q_heads / pt.kv_heads;
   const int units = pt.num_seqs * pt.kv_heads * internal::GpuQBlocks(group, pt.query_rows);
-  const PathDecision dec = ChoosePath(pt.policy, pt.config, pt.num_seqs, pt.query_rows, pt.depth,
+  PolicyConfig config = pt.config;
+  if (config.ctas_from_occupancy) {
+    const Result<int> ctas = gpu::CtasPerSm(shape, pt.query_rows);
+    if (ctas.ok()) config.ctas_per_sm = *ctas;
+  }
+  const PathDecision dec = ChoosePath(pt.policy, config, pt.num_seqs, pt.query_rows, pt.depth,
                                       pt.kv_heads, units, info.sm_count);
   LADDER_K_ASSIGN_OR_RETURN(gpu::LaunchPlan plan, gpu::MakePlan(dp, dec.path, dec.segments));
   const size_t ws_bytes = gpu::WorkspaceBytes(dp, plan);

@@ -6,9 +6,9 @@
 
 namespace ladder::kernels::internal {
 
-// KV tokens per tile; segments are whole tiles, so 2D and 3D walk identical tiles.
+// KV tokens per tile; segments are whole tiles, so 2D and 3D walk identical tiles. (The GPU
+// kernels' tiles are per kernel variant: gpu/gpu_backend.cu, Cfg.)
 constexpr int kCpuTile = 32;
-constexpr int GpuTileN(int head_dim) { return head_dim <= 128 ? 64 : head_dim == 512 ? 16 : 32; }
 
 // Rows of the GPU work item's score tile: (query rows x q heads of one KV head), 16 or 32.
 constexpr int GpuBlockM(int group, int max_query_len) {

@@ -18,6 +18,9 @@ namespace ladder::kernels::gpu {
 Backend CompiledBackend();
 // Device 0 of the compiled backend; kUnavailable when none is present.
 Result<DeviceInfo> QueryDevice();
+// Work groups of the attention kernel that `shape` and `max_query_len` select that fit on one
+// multiprocessor at once (the runtime's occupancy calculator): the policy's ctas_per_sm.
+Result<int> CtasPerSm(const AttentionShape& shape, int max_query_len);
 
 // Move-only owner of one device allocation.
 class DeviceBuffer {

@@ -11,6 +11,7 @@ KernelError NoGpu() {
 
 Backend CompiledBackend() { return Backend::kCpu; }
 Result<DeviceInfo> QueryDevice() { return NoGpu(); }
+Result<int> CtasPerSm(const AttentionShape&, int) { return NoGpu(); }
 Result<DeviceBuffer> DeviceBuffer::Alloc(size_t) { return NoGpu(); }
 DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
   p_ = std::exchange(o.p_, nullptr);

@@ -2,8 +2,9 @@
 //
 // One work group handles (sequence, query block, KV head, segment):
 //   rows of its score tile: M = query rows of the block x q heads of the KV head (<= BM)
-//   it walks KV tiles of TN tokens of its segment: K,V tiles are staged in shared memory (two
-//   stages, cp.async where available), S = Q K^T, an online-softmax update, O += P V.
+//   it walks KV tiles of TN tokens of its segment: K,V tiles are staged in shared memory (ST
+//   stages, cp.async where available, ST - 1 tiles in flight while one is computed), S = Q K^T,
+//   an online-softmax update, O += P V. Three barriers per tile.
 // 2D is the same body with one segment that normalises and writes the output; 3D writes the
 // unnormalised accumulator, max and sum per (query token, q head, segment).
 //
@@ -40,7 +41,7 @@ struct KernelParams {
   int write_partial;  // 1: 3D partials; 0: final output (2D)
 };
 
-template <int D, int BM, int TN, int NT>
+template <int D, int BM, int TN, int NT, int ST>
 struct KernelShape {
   static constexpr int kQLd = D + 8;   // shared row pitch of Q, K, V (16-bit elements)
   static constexpr int kSLd = TN + 4;  // fp32 score rows
@@ -53,35 +54,41 @@ struct KernelShape {
   static constexpr int kDimsPerWarp = D / kWarps;
   static constexpr int kDn = kDimsPerWarp / 8;
   static constexpr int kScalarAcc = BM * D / NT;
-  static constexpr int kTpr = NT / BM;   // softmax threads per score row
-  static constexpr int kCpt = TN / kTpr; // score columns per softmax thread
+  static constexpr int kSmT = NT < BM * TN ? NT : BM * TN;  // threads of the softmax step
+  static constexpr int kTpr = kSmT / BM;  // softmax threads per score row
+  static constexpr int kCpt = TN / kTpr;  // score columns per softmax thread
+  static constexpr int kChunks = D / 8;   // 16-byte chunks per K/V row
+  static constexpr int kRowsPerPass = NT / kChunks;
+  static constexpr int kPasses = TN / kRowsPerPass;  // cp.async per thread per tile, per K and V
   static constexpr size_t kQBytes = size_t{2} * BM * kQLd;
-  static constexpr size_t kKvStageBytes = size_t{2} * TN * kQLd;
+  static constexpr size_t kKvTileBytes = size_t{2} * TN * kQLd;  // K or V of one stage
   static constexpr size_t kSBytes = size_t{4} * kKSplit * BM * kSLd;
   static constexpr size_t kPBytes = (4 * BM * kSLd > 2 * 2 * BM * kPLd) ? 4 * BM * kSLd : 2 * 2 * BM * kPLd;
   static constexpr size_t kRowBytes = size_t{4} * 3 * BM;
-  static constexpr size_t kSmemBytes = kQBytes + 4 * kKvStageBytes + kSBytes + kPBytes + kRowBytes;
+  static constexpr size_t kSmemBytes = kQBytes + 2 * ST * kKvTileBytes + kSBytes + kPBytes + kRowBytes;
 
   static_assert(BM == 16 || BM == 32, "BM is 16 or 32");
+  static_assert(ST >= 2, "at least two K/V stages");
   static_assert(TN % 16 == 0 && D % 64 == 0, "tile shapes");
   static_assert(NT % 64 == 0, "work group size must be a multiple of 64 (wave64)");
   static_assert(kWarps % kQkTiles == 0 || kQkTiles % kWarps == 0, "QK tiles must divide among warps");
-  static_assert(D % (kKSplit * 16) == 0, "k-split must divide head_dim into 16-wide steps");
+  static_assert(D % (kKSplit * 32) == 0, "k-split must divide head_dim into pairs of 16-wide steps");
   static_assert(kDn % 2 == 0, "each warp owns an even number of 8-wide output tiles");
   static_assert((BM * D) % NT == 0, "scalar accumulators divide evenly");
+  static_assert(NT % kChunks == 0 && TN % kRowsPerPass == 0, "K/V tile loads divide evenly");
+  static_assert(kSmT % 64 == 0, "softmax threads are whole warps/waves");
   static_assert(kTpr <= 32 && (kTpr & (kTpr - 1)) == 0 && kCpt >= 1 && kTpr * kCpt == TN,
                 "softmax lane groups must fit in any warp/wave (32 or 64 lanes)");
 };
 
-template <class E, int D, int BM, int TN, int NT>
-// Head 512: two work groups per SM (registers capped at 128) so one hides the other's waits.
-__global__ void __launch_bounds__(NT, (D == 512 ? 2 : 1)) UnifiedAttentionKernel(KernelParams p) {
-  using S = KernelShape<D, BM, TN, NT>;
+template <class E, int D, int BM, int TN, int NT, int ST, int MINB>
+__global__ void __launch_bounds__(NT, MINB) UnifiedAttentionKernel(KernelParams p) {
+  using S = KernelShape<D, BM, TN, NT, ST>;
   extern __shared__ __align__(16) unsigned char smem[];
   uint16_t* qs = reinterpret_cast<uint16_t*>(smem);
   uint16_t* kvs = reinterpret_cast<uint16_t*>(smem + S::kQBytes);  // [stage][K|V][TN][kQLd]
-  float* ss = reinterpret_cast<float*>(smem + S::kQBytes + 4 * S::kKvStageBytes);
-  unsigned char* pbase = smem + S::kQBytes + 4 * S::kKvStageBytes + S::kSBytes;
+  float* ss = reinterpret_cast<float*>(smem + S::kQBytes + 2 * ST * S::kKvTileBytes);
+  unsigned char* pbase = smem + S::kQBytes + 2 * ST * S::kKvTileBytes + S::kSBytes;
   float* row_alpha = reinterpret_cast<float*>(pbase + S::kPBytes);
   float* row_max = row_alpha + BM;
   float* row_sum = row_max + BM;
@@ -110,6 +117,48 @@ __global__ void __launch_bounds__(NT, (D == 512 ? 2 : 1)) UnifiedAttentionKernel
   const int* btab = p.block_table + static_cast<size_t>(seq) * p.max_blocks_per_seq;
   const int bs_mask = (1 << p.block_size_shift) - 1;
 
+  // K/V tile loads: this thread copies 16-byte chunk ld_col of rows ld_n0 + i * kRowsPerPass.
+  const int ld_n0 = tid / S::kChunks, ld_col = (tid % S::kChunks) * 8;
+  // Physical pages of those rows for the next tile to load, read one iteration ahead so the
+  // block-table latency is off the critical path.
+  int pages[S::kPasses];
+  auto fetch_pages = [&](int t) {
+    const int j0 = lo_al + t * TN;
+#pragma unroll
+    for (int i = 0; i < S::kPasses; ++i) {
+      const int j = j0 + ld_n0 + i * S::kRowsPerPass;
+      pages[i] = (t < te && j < hi) ? btab[j >> p.block_size_shift] : 0;
+    }
+  };
+  auto load_tile = [&](int t, int stage) {
+    const int j0 = lo_al + t * TN;
+    uint16_t* ks = kvs + static_cast<size_t>(stage) * 2 * TN * S::kQLd;
+    uint16_t* vs = ks + TN * S::kQLd;
+#pragma unroll
+    for (int i = 0; i < S::kPasses; ++i) {
+      const int n = ld_n0 + i * S::kRowsPerPass;
+      const int j = j0 + n;
+      const bool pred = j < hi;
+      size_t off = 0;
+      if (pred) {
+        off = ((static_cast<size_t>(pages[i]) << p.block_size_shift) + (j & bs_mask)) * p.kv_heads + kvh;
+        off = off * D + ld_col;
+      }
+      dev::CopyAsync16(ks + n * S::kQLd + ld_col, p.k + off, pred);
+      dev::CopyAsync16(vs + n * S::kQLd + ld_col, p.v + off, pred);
+    }
+  };
+
+  // Prologue: tiles tb .. tb + ST - 2 in flight (one commit group each, empty ones too, so
+  // that "tile t landed" is always wait_group<ST - 2>).
+#pragma unroll
+  for (int s = 0; s < ST - 1; ++s) {
+    fetch_pages(tb + s);
+    if (tb + s < te) load_tile(tb + s, s);
+    dev::CopyAsyncCommit();
+  }
+  fetch_pages(tb + ST - 1);
+
   // Q tile: row m = r * group + g; rows past m_rows are zero.
   for (int c = tid; c < BM * (D / 8); c += NT) {
     const int m = c / (D / 8), col = (c % (D / 8)) * 8;
@@ -121,25 +170,6 @@ __global__ void __launch_bounds__(NT, (D == 512 ? 2 : 1)) UnifiedAttentionKernel
     }
     *reinterpret_cast<dev::Vec16*>(qs + m * S::kQLd + col) = val;
   }
-
-  auto load_tile = [&](int t, int stage) {
-    const int j0 = lo_al + t * TN;
-    uint16_t* ks = kvs + static_cast<size_t>(stage) * 2 * TN * S::kQLd;
-    uint16_t* vs = ks + TN * S::kQLd;
-    for (int c = tid; c < TN * (D / 8); c += NT) {
-      const int n = c / (D / 8), col = (c % (D / 8)) * 8;
-      const int j = j0 + n;
-      const bool pred = j < hi;
-      size_t off = 0;
-      if (pred) {
-        const int page = btab[j >> p.block_size_shift];
-        off = ((static_cast<size_t>(page) << p.block_size_shift) + (j & bs_mask)) * p.kv_heads + kvh;
-        off = off * D + col;
-      }
-      dev::CopyAsync16(ks + n * S::kQLd + col, p.k + off, pred);
-      dev::CopyAsync16(vs + n * S::kQLd + col, p.v + off, pred);
-    }
-  };
 
 #if LADDER_DEVICE_HAS_MMA
   const int lane = tid % dev::kMmaWarp, warp = tid / dev::kMmaWarp;
@@ -160,26 +190,24 @@ __global__ void __launch_bounds__(NT, (D == 512 ? 2 : 1)) UnifiedAttentionKernel
   float* pf = reinterpret_cast<float*>(pbase);
 #endif
 
-  // Running state (log2 units) of score row tid / kTpr, held identically by its kTpr threads.
+  // Running state (log2 units) of score row tid / kTpr (tid < kSmT), held identically by its
+  // kTpr threads.
   float my_max = -INFINITY, my_sum = 0.0f;
   constexpr float kLog2e = 1.4426950408889634f;
 
-  if (tb < te) {
-    load_tile(tb, 0);
-    dev::CopyAsyncCommit();
-  }
+  int cstage = 0, lstage = ST - 1;  // stage computed now, stage the next load fills
   for (int t = tb; t < te; ++t) {
-    const int stage = (t - tb) & 1;
-    if (t + 1 < te) {
-      load_tile(t + 1, stage ^ 1);
-      dev::CopyAsyncCommit();
-      dev::CopyAsyncWait<1>();
-    } else {
-      dev::CopyAsyncWait<0>();
-    }
+    dev::CopyAsyncWait<ST - 2>();  // this thread's copies of tile t have landed
+    // Everyone's copies of tile t are visible, and everyone is done with tile t - 1, whose
+    // stage (lstage) the next load overwrites; S, P and row_alpha are free again as well.
     __syncthreads();
-    const uint16_t* ks = kvs + static_cast<size_t>(stage) * 2 * TN * S::kQLd;
+    if (t + ST - 1 < te) load_tile(t + ST - 1, lstage);
+    dev::CopyAsyncCommit();
+    fetch_pages(t + ST);
+    const uint16_t* ks = kvs + static_cast<size_t>(cstage) * 2 * TN * S::kQLd;
     const uint16_t* vs = ks + TN * S::kQLd;
+    cstage = cstage + 1 == ST ? 0 : cstage + 1;
+    lstage = lstage + 1 == ST ? 0 : lstage + 1;
     const int j0 = lo_al + t * TN;
 
     // ---- S = Q K^T ----------------------------------------------------------------------
@@ -192,20 +220,30 @@ __global__ void __launch_bounds__(NT, (D == 512 ? 2 : 1)) UnifiedAttentionKernel
       for (int i = 0; i < kTilesPerWarp; ++i) {
         const int tile = S::kKSplit > 1 ? warp % S::kQkTiles : warp + i * S::kWarps;
         const int mt = tile / S::kNTiles, nt = tile % S::kNTiles;
-        float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        // Two accumulators (even / odd 16-wide steps) halve the dependent MMA chain.
+        float c[4] = {0.0f, 0.0f, 0.0f, 0.0f}, c2[4] = {0.0f, 0.0f, 0.0f, 0.0f};
         const uint16_t* qa = qs + (mt * 16 + g8) * S::kQLd + 2 * t4;
         const uint16_t* kb = ks + (nt * 8 + g8) * S::kQLd + 2 * t4;
 #pragma unroll 8
-        for (int kk = ks_idx * kDPart; kk < (ks_idx + 1) * kDPart; kk += 16) {
-          uint32_t a[4];
+        for (int kk = ks_idx * kDPart; kk < (ks_idx + 1) * kDPart; kk += 32) {
+          uint32_t a[4], a2[4];
           a[0] = *reinterpret_cast<const uint32_t*>(qa + kk);
           a[1] = *reinterpret_cast<const uint32_t*>(qa + 8 * S::kQLd + kk);
           a[2] = *reinterpret_cast<const uint32_t*>(qa + kk + 8);
           a[3] = *reinterpret_cast<const uint32_t*>(qa + 8 * S::kQLd + kk + 8);
           const uint32_t b0 = *reinterpret_cast<const uint32_t*>(kb + kk);
           const uint32_t b1 = *reinterpret_cast<const uint32_t*>(kb + kk + 8);
+          a2[0] = *reinterpret_cast<const uint32_t*>(qa + kk + 16);
+          a2[1] = *reinterpret_cast<const uint32_t*>(qa + 8 * S::kQLd + kk + 16);
+          a2[2] = *reinterpret_cast<const uint32_t*>(qa + kk + 24);
+          a2[3] = *reinterpret_cast<const uint32_t*>(qa + 8 * S::kQLd + kk + 24);
+          const uint32_t b2 = *reinterpret_cast<const uint32_t*>(kb + kk + 16);
+          const uint32_t b3 = *reinterpret_cast<const uint32_t*>(kb + kk + 24);
           dev::Mma16816<E::kIsBf16>(c, a, b0, b1);
+          dev::Mma16816<E::kIsBf16>(c2, a2, b2, b3);
         }
+#pragma unroll
+        for (int e = 0; e < 4; ++e) c[e] += c2[e];
         float* so = ss + static_cast<size_t>(ks_idx) * BM * S::kSLd;
         so[(mt * 16 + g8) * S::kSLd + nt * 8 + 2 * t4] = c[0];
         so[(mt * 16 + g8) * S::kSLd + nt * 8 + 2 * t4 + 1] = c[1];
@@ -228,7 +266,8 @@ __global__ void __launch_bounds__(NT, (D == 512 ? 2 : 1)) UnifiedAttentionKernel
     __syncthreads();
 
     // ---- online softmax: kTpr consecutive threads per score row, scores in log2 units ----
-    {
+    // (threads tid >= kSmT, whole warps/waves, have no score cell and skip it)
+    if (tid < S::kSmT) {
       constexpr int kTpr = S::kTpr, kCpt = S::kCpt;
       const int m = tid / kTpr, n0 = (tid % kTpr) * kCpt;
       const bool row_ok = m < m_rows;
@@ -339,15 +378,41 @@ __global__ void __launch_bounds__(NT, (D == 512 ? 2 : 1)) UnifiedAttentionKernel
       acc[i] = a;
     }
 #endif
-    __syncthreads();
   }
 
   // ---- write out --------------------------------------------------------------------------
-  if (tid % S::kTpr == 0) {
+  if (tid < S::kSmT && tid % S::kTpr == 0) {
     row_max[tid / S::kTpr] = my_max;
     row_sum[tid / S::kTpr] = my_sum;
   }
   __syncthreads();
+#if LADDER_DEVICE_HAS_MMA
+  // Two adjacent output elements (d even) at once.
+  auto emit2 = [&](int m, int d, float v0, float v1) {
+    if (m >= m_rows) return;
+    const int r = m / p.group, g = m % p.group;
+    const size_t tok = static_cast<size_t>(q_start + row0 + r);
+    const size_t head = tok * p.q_heads + kvh * p.group + g;
+    if (p.write_partial) {
+      *reinterpret_cast<float2*>(p.seg_acc + (head * p.segments + seg) * D + d) = make_float2(v0, v1);
+    } else {
+      const float l = row_sum[m];
+      const uint32_t lo16 = E::FromFloat(l > 0.0f ? v0 / l : 0.0f), hi16 = E::FromFloat(l > 0.0f ? v1 / l : 0.0f);
+      *reinterpret_cast<uint32_t*>(p.out + head * D + d) = lo16 | (hi16 << 16);
+    }
+  };
+  {
+    const int dim0 = warp * S::kDimsPerWarp;
+#pragma unroll
+    for (int mt = 0; mt < S::kMTiles; ++mt)
+#pragma unroll
+      for (int dn = 0; dn < S::kDn; ++dn) {
+        const int d = dim0 + dn * 8 + 2 * t4;
+        emit2(mt * 16 + g8, d, acc[mt][dn][0], acc[mt][dn][1]);
+        emit2(mt * 16 + g8 + 8, d, acc[mt][dn][2], acc[mt][dn][3]);
+      }
+  }
+#else
   auto emit = [&](int m, int d, float v) {
     if (m >= m_rows) return;
     const int r = m / p.group, g = m % p.group;
@@ -360,21 +425,6 @@ __global__ void __launch_bounds__(NT, (D == 512 ? 2 : 1)) UnifiedAttentionKernel
       p.out[head * D + d] = E::FromFloat(l > 0.0f ? v / l : 0.0f);
     }
   };
-#if LADDER_DEVICE_HAS_MMA
-  {
-    const int dim0 = warp * S::kDimsPerWarp;
-#pragma unroll
-    for (int mt = 0; mt < S::kMTiles; ++mt)
-#pragma unroll
-      for (int dn = 0; dn < S::kDn; ++dn) {
-        const int d = dim0 + dn * 8 + 2 * t4;
-        emit(mt * 16 + g8, d, acc[mt][dn][0]);
-        emit(mt * 16 + g8, d + 1, acc[mt][dn][1]);
-        emit(mt * 16 + g8 + 8, d, acc[mt][dn][2]);
-        emit(mt * 16 + g8 + 8, d + 1, acc[mt][dn][3]);
-      }
-  }
-#else
 #pragma unroll
   for (int i = 0; i < S::kScalarAcc; ++i) {
     const int idx = tid + i * NT;
@@ -389,28 +439,59 @@ __global__ void __launch_bounds__(NT, (D == 512 ? 2 : 1)) UnifiedAttentionKernel
   }
 }
 
-// Merge of the 3D partials (maxima in log2 units): one work group per (query token, q head). Segments in order; an
-// empty segment (max -inf, sum 0) contributes nothing.
+// Merge of the 3D partials (maxima in log2 units). Work group (query token, q head, chunk of
+// kMergeThreads output dims), one thread per output element. Segment weights and sums go to
+// shared memory first (dynamic, 2 x segments floats); then every thread sums its element over
+// the segments in segment order, loading kMergeBatch partials before it adds any, so the loads
+// overlap instead of waiting on each other. An empty segment (max -inf, sum 0, accumulator 0)
+// has weight 0 and contributes nothing.
+constexpr int kMergeThreads = 128;
+constexpr int kMergeBatch = 8;
 template <class E>
-__global__ void __launch_bounds__(128) MergeSegmentsKernel(const float* seg_acc, const float* seg_max,
-                                                           const float* seg_sum, uint16_t* out, int q_heads,
-                                                           int segments, int head_dim) {
+__global__ void __launch_bounds__(kMergeThreads) MergeSegmentsKernel(const float* seg_acc, const float* seg_max,
+                                                                     const float* seg_sum, uint16_t* out,
+                                                                     int q_heads, int segments, int head_dim) {
+  extern __shared__ float merge_smem[];  // [segments] weights, [segments] sums
+  float* w = merge_smem;
+  float* sums = merge_smem + segments;
+  __shared__ float red[kMergeThreads / 32];
+  const int tid = threadIdx.x;
   const size_t head = static_cast<size_t>(blockIdx.x) * q_heads + blockIdx.y;
   const size_t slot0 = head * segments;
-  float gmax = -INFINITY;
-  for (int s = 0; s < segments; ++s) gmax = fmaxf(gmax, seg_max[slot0 + s]);
-  float den = 0.0f;
-  if (gmax != -INFINITY)
-    for (int s = 0; s < segments; ++s)
-      if (seg_max[slot0 + s] != -INFINITY) den += exp2f(seg_max[slot0 + s] - gmax) * seg_sum[slot0 + s];
-  for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
-    float num = 0.0f;
-    if (gmax != -INFINITY)
-      for (int s = 0; s < segments; ++s)
-        if (seg_max[slot0 + s] != -INFINITY)
-          num += exp2f(seg_max[slot0 + s] - gmax) * seg_acc[(slot0 + s) * head_dim + d];
-    out[head * head_dim + d] = E::FromFloat(den > 0.0f ? num / den : 0.0f);
+  float m = -INFINITY;
+  for (int s = tid; s < segments; s += kMergeThreads) m = fmaxf(m, seg_max[slot0 + s]);
+  m = dev::GroupMax<32>(m);  // max is exact in any order
+  if (tid % 32 == 0) red[tid / 32] = m;
+  __syncthreads();
+  float gmax = red[0];
+#pragma unroll
+  for (int i = 1; i < kMergeThreads / 32; ++i) gmax = fmaxf(gmax, red[i]);
+  for (int s = tid; s < segments; s += kMergeThreads) {
+    const float ms = seg_max[slot0 + s];
+    w[s] = ms == -INFINITY ? 0.0f : exp2f(ms - gmax);
+    sums[s] = seg_sum[slot0 + s];
   }
+  __syncthreads();
+  const int d = blockIdx.z * kMergeThreads + tid;
+  if (d >= head_dim) return;
+  float den = 0.0f, num = 0.0f;
+  const float* a = seg_acc + slot0 * head_dim + d;
+  int s = 0;
+  for (; s + kMergeBatch <= segments; s += kMergeBatch) {
+    float v[kMergeBatch];
+#pragma unroll
+    for (int u = 0; u < kMergeBatch; ++u) v[u] = a[static_cast<size_t>(s + u) * head_dim];
+#pragma unroll
+    for (int u = 0; u < kMergeBatch; ++u) {
+      den = fmaf(w[s + u], sums[s + u], den);
+      num = fmaf(w[s + u], v[u], num);
+    }
+  }
+  for (; s < segments; ++s) {
+    den = fmaf(w[s], sums[s], den);
+    num = fmaf(w[s], a[static_cast<size_t>(s) * head_dim], num);
+  }
+  out[head * head_dim + d] = E::FromFloat(den > 0.0f ? num / den : 0.0f);
 }
 
 }  // namespace ladder::kernels::gpu

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -35,8 +37,148 @@ __global__ void FillKernel(uint16_t* dst, size_t n, uint64_t seed, float scale) 
     dst[i] = E::FromFloat(internal::HashToValue(seed, i) * scale);
 }
 
-constexpr int TileNFor(int d) { return internal::GpuTileN(d); }
-constexpr int ThreadsFor(int d) { return d == 512 ? 256 : 128; }
+// Kernel configurations per head dim: KV tile (keys), threads, K/V stages for BM 16 and BM 32,
+// work groups per SM asked of the register allocator (launch bounds). Each head dim has a
+// default variant per BM (kDefault*); LADDER_KERNELS_D512 / LADDER_KERNELS_D256 = "<v>" or
+// "<v for BM 16>,<v for BM 32>" pick others for tuning runs. The policy's segment count follows
+// the chosen kernel's occupancy.
+template <int D, int V>
+struct Cfg {  // head 64 / 128
+  static constexpr int kTile = 64, kThreads = 128, kStages16 = 2, kStages32 = 2, kMinBlocks = 1;
+};
+template <>
+struct Cfg<512, 0> {  // 16 warps, 4 tiles in flight, one work group per SM
+  static constexpr int kTile = 16, kThreads = 512, kStages16 = 5, kStages32 = 5, kMinBlocks = 1;
+};
+template <>
+struct Cfg<512, 1> {  // v3's shape: 8 warps, 2 stages, two work groups per SM
+  static constexpr int kTile = 16, kThreads = 256, kStages16 = 2, kStages32 = 2, kMinBlocks = 2;
+};
+template <>
+struct Cfg<512, 2> {  // 8 warps, 4 tiles in flight, one work group per SM
+  static constexpr int kTile = 16, kThreads = 256, kStages16 = 5, kStages32 = 5, kMinBlocks = 1;
+};
+template <>
+struct Cfg<512, 3> {  // 32-key tiles (half the barriers per byte), 8 warps
+  static constexpr int kTile = 32, kThreads = 256, kStages16 = 3, kStages32 = 2, kMinBlocks = 1;
+};
+template <>
+struct Cfg<512, 4> {  // 32-key tiles, 16 warps
+  static constexpr int kTile = 32, kThreads = 512, kStages16 = 3, kStages32 = 2, kMinBlocks = 1;
+};
+template <>
+struct Cfg<512, 5> {  // 4 warps, 2 stages, two work groups per SM
+  static constexpr int kTile = 16, kThreads = 128, kStages16 = 2, kStages32 = 2, kMinBlocks = 2;
+};
+template <>
+struct Cfg<256, 0> {  // v3's shape: 4 warps, 2 stages
+  static constexpr int kTile = 32, kThreads = 128, kStages16 = 2, kStages32 = 2, kMinBlocks = 1;
+};
+template <>
+struct Cfg<256, 1> {  // 8 warps, 3 tiles in flight
+  static constexpr int kTile = 32, kThreads = 256, kStages16 = 4, kStages32 = 4, kMinBlocks = 1;
+};
+constexpr int VariantsFor(int d) { return d == 512 ? 6 : d == 256 ? 2 : 1; }
+// Defaults: {BM 16, BM 32}.
+constexpr int kDefault512[2] = {3, 3};
+constexpr int kDefault256[2] = {0, 0};
+
+int VariantFor(int d, int bm) {
+  // "<v>" or "<v16>,<v32>"; anything out of range keeps the default.
+  auto from_env = [](const char* name, int n, const int (&def)[2], int which) {
+    const char* v = std::getenv(name);
+    if (v == nullptr || *v == 0) return def[which];
+    const char* comma = std::strchr(v, ',');
+    const int i = std::atoi(which == 1 && comma != nullptr ? comma + 1 : v);
+    return i >= 0 && i < n ? i : def[which];
+  };
+  const int which = bm == 32 ? 1 : 0;
+  if (d == 512) {
+    static const int v[2] = {from_env("LADDER_KERNELS_D512", 6, kDefault512, 0),
+                             from_env("LADDER_KERNELS_D512", 6, kDefault512, 1)};
+    return v[which];
+  }
+  if (d == 256) {
+    static const int v[2] = {from_env("LADDER_KERNELS_D256", 2, kDefault256, 0),
+                             from_env("LADDER_KERNELS_D256", 2, kDefault256, 1)};
+    return v[which];
+  }
+  return 0;
+}
+
+// One instantiated attention kernel, as the host sees it (every instantiation has the same
+// function type).
+struct KernelEntry {
+  void (*fn)(KernelParams) = nullptr;
+  int threads = 0, stages = 0, tile = 0;
+  size_t smem = 0;
+  rt::Error attr = rt::kSuccess;  // setting its dynamic shared-memory limit
+};
+
+template <class E, int D, int BM, int V>
+const KernelEntry& EntryOf() {
+  using C = Cfg<D, V>;
+  constexpr int TN = C::kTile;
+  constexpr int ST = BM == 16 ? C::kStages16 : C::kStages32;
+  using Sh = KernelShape<D, BM, TN, C::kThreads, ST>;
+  static const KernelEntry e = [] {
+    KernelEntry k;
+    k.fn = &UnifiedAttentionKernel<E, D, BM, TN, C::kThreads, ST, C::kMinBlocks>;
+    k.threads = C::kThreads;
+    k.stages = ST;
+    k.tile = TN;
+    k.smem = Sh::kSmemBytes;
+    k.attr = rt::SetMaxDynamicSmem(k.fn, static_cast<int>(Sh::kSmemBytes));
+    return k;
+  }();
+  return e;
+}
+
+template <class E, int D, int BM>
+const KernelEntry& EntryOfVariant(int v) {
+  if constexpr (D == 512) {
+    if (v == 1) return EntryOf<E, D, BM, 1>();
+    if (v == 2) return EntryOf<E, D, BM, 2>();
+    if (v == 3) return EntryOf<E, D, BM, 3>();
+    if (v == 4) return EntryOf<E, D, BM, 4>();
+    if (v == 5) return EntryOf<E, D, BM, 5>();
+  } else if constexpr (D == 256) {
+    if (v == 1) return EntryOf<E, D, BM, 1>();
+  }
+  return EntryOf<E, D, BM, 0>();
+}
+
+// The dispatch table: every instantiation, one place.
+template <class E>
+const KernelEntry* EntryForDim(int d, int bm) {
+  const int v = VariantFor(d, bm);
+  switch (d * 100 + bm) {
+    case 6416: return &EntryOfVariant<E, 64, 16>(v);
+    case 6432: return &EntryOfVariant<E, 64, 32>(v);
+    case 12816: return &EntryOfVariant<E, 128, 16>(v);
+    case 12832: return &EntryOfVariant<E, 128, 32>(v);
+    case 25616: return &EntryOfVariant<E, 256, 16>(v);
+    case 25632: return &EntryOfVariant<E, 256, 32>(v);
+    case 51216: return &EntryOfVariant<E, 512, 16>(v);
+    case 51232: return &EntryOfVariant<E, 512, 32>(v);
+    default: return nullptr;
+  }
+}
+
+Result<const KernelEntry*> FindKernel(const AttentionShape& shape, int block_m) {
+  const KernelEntry* e = nullptr;
+  if (shape.dtype == DType::kBF16) e = EntryForDim<dev::Bf16>(shape.head_dim, block_m);
+  else if (shape.dtype == DType::kF16) e = EntryForDim<dev::F16>(shape.head_dim, block_m);
+  else return Error(ErrorCode::kUnsupported, "GPU backends take bf16 or f16 (f32 is CPU-only)");
+  if (e == nullptr)
+    return Error(ErrorCode::kUnsupported, "no kernel for head_dim " + std::to_string(shape.head_dim) + " block_m " +
+                                              std::to_string(block_m));
+  LADDER_GPU_CALL(e->attr);
+  return e;
+}
+
+// The merge keeps a weight and a sum per segment in (default-sized) shared memory.
+constexpr int kMaxSegments = 4096;
 
 struct Geometry {
   int block_m, rows_per_qblock, qblocks;
@@ -45,42 +187,6 @@ Geometry GeometryOf(const DeviceProblem& p) {
   const int group = p.shape.q_heads / p.shape.kv_heads;
   return {internal::GpuBlockM(group, p.max_query_len), internal::GpuRowsPerQBlock(group, p.max_query_len),
           internal::GpuQBlocks(group, p.max_query_len)};
-}
-
-template <class E, int D, int BM>
-Status LaunchTyped(const KernelParams& kp, dim3 grid, int num_tokens) {
-  constexpr int TN = TileNFor(D), NT = ThreadsFor(D);
-  static_assert(TN == internal::GpuTileN(D), "policy and kernels agree on the tile");
-  using Sh = KernelShape<D, BM, TN, NT>;
-  auto* kernel = &UnifiedAttentionKernel<E, D, BM, TN, NT>;
-  static const rt::Error attr = rt::SetMaxDynamicSmem(kernel, static_cast<int>(Sh::kSmemBytes));
-  LADDER_GPU_CALL(attr);
-  kernel<<<grid, NT, Sh::kSmemBytes>>>(kp);
-  LADDER_GPU_CALL(rt::GetLastError());
-  if (kp.write_partial) {
-    MergeSegmentsKernel<E><<<dim3(num_tokens, kp.q_heads), 128>>>(kp.seg_acc, kp.seg_max, kp.seg_sum, kp.out,
-                                                                  kp.q_heads, kp.segments, D);
-    LADDER_GPU_CALL(rt::GetLastError());
-  }
-  return OkStatus();
-}
-
-// The dispatch table: every instantiation, one place.
-template <class E>
-Status DispatchDim(int d, int bm, const KernelParams& kp, dim3 grid, int num_tokens) {
-  switch (d * 100 + bm) {
-    case 6416: return LaunchTyped<E, 64, 16>(kp, grid, num_tokens);
-    case 6432: return LaunchTyped<E, 64, 32>(kp, grid, num_tokens);
-    case 12816: return LaunchTyped<E, 128, 16>(kp, grid, num_tokens);
-    case 12832: return LaunchTyped<E, 128, 32>(kp, grid, num_tokens);
-    case 25616: return LaunchTyped<E, 256, 16>(kp, grid, num_tokens);
-    case 25632: return LaunchTyped<E, 256, 32>(kp, grid, num_tokens);
-    case 51216: return LaunchTyped<E, 512, 16>(kp, grid, num_tokens);
-    case 51232: return LaunchTyped<E, 512, 32>(kp, grid, num_tokens);
-    default:
-      return Error(ErrorCode::kUnsupported, "no kernel for head_dim " + std::to_string(d) + " block_m " +
-                                                std::to_string(bm));
-  }
 }
 
 }  // namespace
@@ -111,6 +217,16 @@ Result<DeviceInfo> QueryDevice() {
   info.cc_major = prop.major;
   info.cc_minor = prop.minor;
   return info;
+}
+
+Result<int> CtasPerSm(const AttentionShape& shape, int max_query_len) {
+  LADDER_K_TRY(shape.Validate());
+  const int group = shape.q_heads / shape.kv_heads;
+  LADDER_K_ASSIGN_OR_RETURN(const KernelEntry* e, FindKernel(shape, internal::GpuBlockM(group, max_query_len)));
+  int n = 0;
+  LADDER_GPU_CALL(rt::Occupancy(&n, e->fn, e->threads, e->smem));
+  if (n < 1) return Error(ErrorCode::kUnsupported, "attention kernel does not fit on this device's multiprocessor");
+  return n;
 }
 
 Result<DeviceBuffer> DeviceBuffer::Alloc(size_t bytes) {
@@ -154,18 +270,19 @@ Status FillRandom(void* dst, size_t numel, DType dtype, uint64_t seed, float sca
 
 Result<LaunchPlan> MakePlan(const DeviceProblem& p, Path path, int segments) {
   LADDER_K_TRY(p.shape.Validate());
-  if (p.shape.dtype == DType::kF32)
-    return Error(ErrorCode::kUnsupported, "GPU backends take bf16 or f16 (f32 is CPU-only)");
   const int group = p.shape.q_heads / p.shape.kv_heads;
   if (group > 32) return Error(ErrorCode::kUnsupported, "GQA group > 32 q heads per KV head");
   const Geometry g = GeometryOf(p);
+  LADDER_K_ASSIGN_OR_RETURN(const KernelEntry* e, FindKernel(p.shape, g.block_m));
   LaunchPlan plan;
   plan.path = path;
   plan.segments = path == Path::k3D ? std::max(1, segments) : 1;
-  const int d = p.shape.head_dim;
+  if (plan.segments > kMaxSegments)
+    return Error(ErrorCode::kInvalidArgument, "more than " + std::to_string(kMaxSegments) + " segments");
   char buf[256];
-  std::snprintf(buf, sizeof(buf), "%s grid %dx%dx%d (%d thr, BM %d, tile %d)%s", path == Path::k3D ? "3D" : "2D",
-                p.num_seqs * g.qblocks, p.shape.kv_heads, plan.segments, ThreadsFor(d), g.block_m, TileNFor(d),
+  std::snprintf(buf, sizeof(buf), "%s grid %dx%dx%d (%d thr, BM %d, tile %d, %d stages)%s",
+                path == Path::k3D ? "3D" : "2D", p.num_seqs * g.qblocks, p.shape.kv_heads, plan.segments,
+                e->threads, g.block_m, e->tile, e->stages,
                 path == Path::k3D ? (" + merge " + std::to_string(p.num_tokens) + "x" + std::to_string(p.shape.q_heads)).c_str() : "");
   plan.grid = buf;
   return plan;
@@ -209,10 +326,22 @@ Status Launch(const DeviceProblem& p, const LaunchPlan& plan, void* workspace, s
     kp.seg_max = kp.seg_acc + slots * p.shape.head_dim;
     kp.seg_sum = kp.seg_max + slots;
   }
+  LADDER_K_ASSIGN_OR_RETURN(const KernelEntry* e, FindKernel(p.shape, g.block_m));
   const dim3 grid(p.num_seqs * g.qblocks, p.shape.kv_heads, plan.segments);
-  if (p.shape.dtype == DType::kBF16) return DispatchDim<dev::Bf16>(p.shape.head_dim, g.block_m, kp, grid, p.num_tokens);
-  if (p.shape.dtype == DType::kF16) return DispatchDim<dev::F16>(p.shape.head_dim, g.block_m, kp, grid, p.num_tokens);
-  return Error(ErrorCode::kUnsupported, "GPU backends take bf16 or f16");
+  e->fn<<<grid, e->threads, e->smem>>>(kp);
+  LADDER_GPU_CALL(rt::GetLastError());
+  if (kp.write_partial) {
+    const dim3 mgrid(p.num_tokens, kp.q_heads, (p.shape.head_dim + kMergeThreads - 1) / kMergeThreads);
+    const size_t msmem = 2 * sizeof(float) * static_cast<size_t>(kp.segments);
+    if (p.shape.dtype == DType::kBF16)
+      MergeSegmentsKernel<dev::Bf16><<<mgrid, kMergeThreads, msmem>>>(kp.seg_acc, kp.seg_max, kp.seg_sum, kp.out,
+                                                                      kp.q_heads, kp.segments, p.shape.head_dim);
+    else
+      MergeSegmentsKernel<dev::F16><<<mgrid, kMergeThreads, msmem>>>(kp.seg_acc, kp.seg_max, kp.seg_sum, kp.out,
+                                                                     kp.q_heads, kp.segments, p.shape.head_dim);
+    LADDER_GPU_CALL(rt::GetLastError());
+  }
+  return OkStatus();
 }
 
 Status Synchronize() {

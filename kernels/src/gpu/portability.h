@@ -42,6 +42,10 @@ template <typename F>
 inline Error SetMaxDynamicSmem(F* kernel, int bytes) {
   return hipFuncSetAttribute(reinterpret_cast<const void*>(kernel), hipFuncAttributeMaxDynamicSharedMemorySize, bytes);
 }
+template <typename F>
+inline Error Occupancy(int* blocks, F* kernel, int threads, size_t smem) {
+  return hipOccupancyMaxActiveBlocksPerMultiprocessor(blocks, reinterpret_cast<const void*>(kernel), threads, smem);
+}
 #else
 using Error = cudaError_t;
 using Event = cudaEvent_t;
@@ -66,6 +70,10 @@ inline Error EventMs(float* ms, Event a, Event b) { return cudaEventElapsedTime(
 template <typename F>
 inline Error SetMaxDynamicSmem(F* kernel, int bytes) {
   return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+}
+template <typename F>
+inline Error Occupancy(int* blocks, F* kernel, int threads, size_t smem) {
+  return cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, kernel, threads, smem);
 }
 #endif
 

@@ -79,7 +79,10 @@ struct PolicyConfig {
   int decode_query_len = 4;
   // Segment count: aim for ctas_per_sm * sm_count work items, but give each segment at least
   // min_tokens_per_segment keys, and never more than max_segments.
+  // GPU backends replace ctas_per_sm with the kernel's occupancy (work groups that fit on one
+  // multiprocessor) unless ctas_from_occupancy is false.
   int ctas_per_sm = 2;
+  bool ctas_from_occupancy = true;
   int min_tokens_per_segment = 128;
   int max_segments = 128;
   // > 0 forces this segment count for the 3D path (tests use it to create empty segments).
