@@ -5,11 +5,12 @@
 set -uo pipefail
 OUT=${OUT:-h200-out}
 mkdir -p "$OUT"
-B=build-h200
+B=${B:-build-h200}
 ARCH=${ARCH:-90-real}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
-cmake -S kernels -B $B -G Ninja -DLADDER_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=$ARCH >$OUT/cmake.log 2>&1 || { tail -20 $OUT/cmake.log; exit 1; }
-cmake --build $B -j16 >$OUT/build.log 2>&1 || { grep -E "error" $OUT/build.log | head -20; exit 1; }
+cmake -S kernels -B $B -G Ninja -DLADDER_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=$ARCH -DCMAKE_BUILD_TYPE=Release >$B.cmake.log 2>&1 || { tail -20 $B.cmake.log; exit 1; }
+cmake --build $B -j16 >$B.build.log 2>&1 || { grep -E "error" $B.build.log | head -20; exit 1; }
+echo "kernel variants: LADDER_KERNELS_D512=${LADDER_KERNELS_D512:-default} LADDER_KERNELS_D256=${LADDER_KERNELS_D256:-default}"
 K=$B/ladder-kernels
 $K devices
 echo "== check"
@@ -27,7 +28,7 @@ $K bench --backend cuda --preset gemma4-dense-256,llama-70b,gemma4-31b-sliding -
 echo "== torch"
 PYTHONUNBUFFERED=1 timeout 120 python3 benchmarks/torch_sdpa.py --presets gemma4-dense-256,llama-70b,gemma4-31b-global --depths 32768 --rows 1,2,4 --json $OUT/torch.json
 if [ "${NCU:-0}" = 1 ] && command -v ncu >/dev/null; then
-  echo "== ncu (one 3D launch, gemma4-31b-global 32K, 2 rows)"
-  timeout 120 ncu --clock-control none -k regex:UnifiedAttention -c 1 --section SpeedOfLight --section WarpStateStats --section Occupancy --section MemoryWorkloadAnalysis \
-    $K bench --backend cuda --preset gemma4-31b-global --depths 32K --rows 2 --policy 3d --repeats 1 --warmup 0 2>&1 | grep -vE "^==PROF==|^\s*$" | tail -60
+  echo "== ncu (one 3D launch + merge, gemma4-31b-global 32K, 2 rows)"
+  timeout 120 ncu --clock-control none -k regex:"Unified|Merge" -c 2 --section SpeedOfLight --section WarpStateStats --section Occupancy --section MemoryWorkloadAnalysis \
+    $K bench --backend cuda --preset gemma4-31b-global --depths 32K --rows 2 --policy 3d --repeats 1 --warmup 0 2>&1 | grep -vE "^==PROF==|^\s*$" | tail -150
 fi
