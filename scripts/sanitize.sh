@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Builds the test suite under AddressSanitizer+UBSan (preset asan, build-asan/) and
+# ThreadSanitizer (preset tsan, build-tsan/) and runs ctest in each, GPU tests excluded.
+#
+#   scripts/sanitize.sh              # both
+#   scripts/sanitize.sh asan         # one
+#   FRESH=1 scripts/sanitize.sh      # delete the build folders first (a from-scratch build;
+#                                    # ccache still serves objects it has seen)
+# Extra ctest arguments: CTEST_ARGS="-R coordinator" scripts/sanitize.sh tsan
+# Prints the build and test time of each preset at the end. Exit status: non-zero if a build
+# failed or any test failed (a sanitizer report fails its test).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+presets=("$@")
+((${#presets[@]})) || presets=(asan tsan)
+jobs=${JOBS:-2}
+
+# Leak checking stays on; a sanitizer report aborts the test so ctest sees it.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
+
+summary=()
+status=0
+for preset in "${presets[@]}"; do
+  dir=build-$preset
+  [[ "${FRESH:-0}" == 1 ]] && rm -rf "$dir"
+  start=$(date +%s)
+  cmake --preset "$preset" >/dev/null
+  if ! cmake --build --preset "$preset" -j "$jobs"; then
+    summary+=("$preset: BUILD FAILED after $(($(date +%s) - start)) s")
+    status=1
+    continue
+  fi
+  built=$(date +%s)
+  # Sanitized binaries are 2-15x slower: longer per-test timeout than the default preset's.
+  if ! ctest --test-dir "$dir" -j "$jobs" --output-on-failure --timeout 1200 -LE gpu \
+      ${CTEST_ARGS:-}; then
+    status=1
+  fi
+  done_at=$(date +%s)
+  summary+=("$preset: build $((built - start)) s, tests $((done_at - built)) s")
+done
+printf 'sanitize: %s\n' "${summary[@]}"
+exit "$status"
