@@ -18,10 +18,12 @@ std::string RenderQueryTable(const nlohmann::json& result) {
   const auto by = result.value("by", nlohmann::json::array());
   for (const auto& axis : by) header.push_back(axis.get<std::string>());
   const std::string unit = result.value("unit", "");
-  for (const char* column : {"n", "sessions", "median", "mean", "sd", "cv%", "min", "max", "flags"}) {
+  for (const char* column :
+       {"n", "sessions", "median", "mean", "sd", "cv%", "95% CI", "min", "max", "flags"}) {
     header.push_back(column);
   }
   std::vector<std::vector<std::string>> rows;
+  bool within_session = false;
   for (const auto& row : result.value("rows", nlohmann::json::array())) {
     std::vector<std::string> cells;
     for (const auto& axis : by) cells.push_back(JsonText(row["group"][axis.get<std::string>()]));
@@ -32,6 +34,16 @@ std::string RenderQueryTable(const nlohmann::json& result) {
       cells.push_back(empty ? "-" : FormatNumber(row.value(stat, 0.0)));
     }
     cells.push_back(empty ? "-" : FormatNumber(100.0 * row.value("cv", 0.0)));
+    // df come from sessions; "*" marks an interval that covers only within-session noise.
+    if (row.contains("ci95")) {
+      const auto& ci = row["ci95"];
+      cells.push_back("[" + FormatNumber(ci.value("lower", 0.0)) + ", " +
+                      FormatNumber(ci.value("upper", 0.0)) + "]" +
+                      (ci.value("within_session_only", false) ? " *" : ""));
+      within_session |= ci.value("within_session_only", false);
+    } else {
+      cells.push_back("-");
+    }
     for (const char* stat : {"min", "max"}) {
       cells.push_back(empty ? "-" : FormatNumber(row.value(stat, 0.0)));
     }
@@ -46,6 +58,9 @@ std::string RenderQueryTable(const nlohmann::json& result) {
                     result.value("metric", "") + (unit.empty() ? "" : " (" + unit + ")") +
                     "  valid measurements only\n";
   out += RenderTable(header, rows);
+  if (within_session) {
+    out += "* one session: the interval covers only within-session noise\n";
+  }
   for (const auto& note : result.value("notes", nlohmann::json::array())) {
     out += "note: " + note.get<std::string>() + "\n";
   }

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "ladder/stats/summary.h"
 #include "ladder/status_macros.h"
 
 namespace ladder::db {
@@ -240,6 +241,7 @@ absl::StatusOr<QueryResult> QueryRun(Database& db, const QueryOptions& options) 
   struct Group {
     nlohmann::json key;
     std::vector<double> values;
+    std::vector<stats::Observation> observations;
     std::set<std::string> sessions;
     bool failed = false;
     std::set<std::string> flags;
@@ -247,6 +249,7 @@ absl::StatusOr<QueryResult> QueryRun(Database& db, const QueryOptions& options) 
   std::map<std::string, Group> groups;
   std::vector<std::string> order;
   std::map<int64_t, std::string> cell_group;
+  std::map<std::string, int64_t> session_index;
   {
     ASSIGN_OR_RETURN(Statement stmt, db.Prepare(
         "SELECT c.id, c.axes, MAX(u.state = 'failed') FROM cells c "
@@ -271,7 +274,7 @@ absl::StatusOr<QueryResult> QueryRun(Database& db, const QueryOptions& options) 
   }
   {
     ASSIGN_OR_RETURN(Statement stmt, db.Prepare(
-        "SELECT cell_id, value, session_id, unit FROM valid_measurements "
+        "SELECT cell_id, value, session_id, unit, process, round FROM valid_measurements "
         "WHERE run_id = ?1 AND metric = ?2"));
     stmt.Bind(1, options.run_id).Bind(2, result.metric);
     while (true) {
@@ -282,6 +285,13 @@ absl::StatusOr<QueryResult> QueryRun(Database& db, const QueryOptions& options) 
       Group& g = groups[it->second];
       g.values.push_back(stmt.Double(1));
       g.sessions.insert(stmt.Text(2));
+      // Sessions by index; a process is identified by (cell, process) so that the cells of a
+      // group are distinct processes of the session rather than duplicates.
+      auto [sit, fresh] = session_index.try_emplace(stmt.Text(2),
+                                                    static_cast<int64_t>(session_index.size()));
+      (void)fresh;
+      g.observations.push_back({sit->second, stmt.Int(0) * 1'000'000 + stmt.Int(4), stmt.Int(5),
+                                stmt.Double(1)});
       if (result.unit.empty()) result.unit = stmt.Text(3);
     }
   }
@@ -321,6 +331,12 @@ absl::StatusOr<QueryResult> QueryRun(Database& db, const QueryOptions& options) 
       row.cv = row.mean != 0 ? row.sd / std::fabs(row.mean) : 0;
       row.min = v.front();
       row.max = v.back();
+      if (auto ci = stats::CellMeanInterval(g.observations); ci.ok()) {
+        row.ci_lower = ci->lower;
+        row.ci_upper = ci->upper;
+        row.ci_df = ci->df;
+        row.ci_within_session = ci->scope == stats::IntervalScope::kWithinSessionOnly;
+      }
     } else {
       row.flags.push_back("no data");
     }
@@ -344,6 +360,12 @@ nlohmann::json ToJson(const QueryResult& result) {
                     {"min", r.min},
                     {"max", r.max},
                     {"flags", r.flags}});
+    if (std::isfinite(r.ci_lower) && std::isfinite(r.ci_upper)) {
+      rows.back()["ci95"] = {{"lower", r.ci_lower},
+                             {"upper", r.ci_upper},
+                             {"df", r.ci_df},
+                             {"within_session_only", r.ci_within_session}};
+    }
   }
   return {{"run_id", result.run_id},
           {"metric", result.metric},

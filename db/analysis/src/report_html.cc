@@ -205,7 +205,9 @@ std::string Chart(const RunAnalysis& a) {
   for (size_t l = 0; l < a.lines.size(); ++l) {
     const LadderLine& line = a.lines[l];
     const std::string color = kPalette[l % 8];
-    const double offset = (static_cast<double>(l) - (nlines - 1) / 2) * 4.0;
+    // Lines sharing a depth are spread apart so that no point hides another (r = 5).
+    const double spread = std::min(11.0, 60.0 / std::max(1.0, nlines));
+    const double offset = (static_cast<double>(l) - (nlines - 1) / 2) * spread;
     std::string path;
     std::string marks;
     for (size_t k = 0; k < line.points.size(); ++k) {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,15 @@ struct QueryRow {
   int64_t sessions = 0;        // distinct sessions that contributed
   double median = 0, mean = 0, sd = 0, cv = 0, min = 0, max = 0;
   std::vector<std::string> flags;  // e.g. "failed", "no data", "backend_mismatch"
+  // 95 % interval of the group's mean with degrees of freedom from sessions
+  // (ladder::stats::CellMeanInterval over session means; processes of different cells of a group
+  // count as distinct processes). NaN when it cannot be computed (fewer than 2 values).
+  // ci_within_session: only one session contributed, so the interval covers only
+  // within-session noise and says nothing about another machine.
+  double ci_lower = std::numeric_limits<double>::quiet_NaN();
+  double ci_upper = std::numeric_limits<double>::quiet_NaN();
+  double ci_df = std::numeric_limits<double>::quiet_NaN();
+  bool ci_within_session = false;
 };
 
 struct QueryResult {
