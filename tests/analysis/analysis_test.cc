@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <random>
 
 #include "ladder/analysis/report.h"
@@ -226,6 +227,10 @@ TEST_F(AnalysisTest, FlagsThrottledClocksAndEvidenceNextToTheAffectedCells) {
   ASSERT_NE(cmp, nullptr);
   EXPECT_TRUE(has(cmp->flags, "backend_mismatch"));
   const std::string html = analysis::RenderHtml(analysis::Report{{*a}, {}, {}});
+  // LADDER_SAMPLE_REPORT=FILE keeps this report (a crossover, an A/A line, flags) for a look.
+  if (const char* sample = std::getenv("LADDER_SAMPLE_REPORT"); sample && *sample) {
+    WriteFile(sample, html);
+  }
   EXPECT_NE(html.find("class=\"point flagged\" tabindex=\"0\" data-cell=\"depth=4096,spec=mtp\""),
             std::string::npos);
 }

@@ -225,7 +225,8 @@ void RunSections(const RunAnalysis& a, std::vector<Section>& out) {
         auto t = [&](size_t level) { return Percent(std::sqrt(c.t2[level])); };
         s.table.rows.push_back({v.key, t(stats::kRound), Percent(c.share[stats::kRound]),
                                 t(stats::kProcess), Percent(c.share[stats::kProcess]),
-                                t(stats::kSession), Percent(c.share[stats::kSession]), c.note});
+                                t(stats::kSession), Percent(c.share[stats::kSession]),
+                                c.note == l.note ? "" : c.note});
       }
       s.table.row_cells.push_back(v.key);
       s.table.row_flagged.push_back(false);
