@@ -1,11 +1,15 @@
 #include "client.h"
 
 #include <chrono>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
 #include <iostream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "commands.h"
 #include "format.h"
 
 namespace ladder::cli {
@@ -13,7 +17,8 @@ namespace {
 
 absl::Status FromGrpc(const grpc::Status& status, const std::string& address) {
   if (status.ok()) return absl::OkStatus();
-  if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
+  if (status.error_code() == grpc::StatusCode::UNAVAILABLE &&
+      status.error_message().find("coordinator is shutting down") == std::string::npos) {
     return absl::UnavailableError(absl::StrCat(
         "cannot reach the coordinator at ", address, " (", status.error_message(),
         "); is `ladder coordinator` running? Set --coordinator or LADDER_COORDINATOR"));
@@ -23,8 +28,10 @@ absl::Status FromGrpc(const grpc::Status& status, const std::string& address) {
 
 template <typename Request, typename Response, typename Method>
 absl::StatusOr<Response> Call(v1::AdminService::Stub& stub, const std::string& address,
-                              Method method, const Request& request, int timeout_s = 30) {
+                              Method method, const Request& request, int timeout_s = 30,
+                              const std::string& token = "") {
   grpc::ClientContext context;
+  if (!token.empty()) context.AddMetadata("authorization", "Bearer " + token);
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(timeout_s));
   Response response;
   grpc::Status status = (stub.*method)(&context, request, &response);
@@ -34,11 +41,50 @@ absl::StatusOr<Response> Call(v1::AdminService::Stub& stub, const std::string& a
 
 }  // namespace
 
-AdminClient::AdminClient(const std::string& address) : address_(address) {
+AdminClient::AdminClient(const ClientOptions& options)
+    : address_(options.address), token_(options.token) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(256 << 20);
-  stub_ = v1::AdminService::NewStub(
-      grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
+  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+  if (options.tls || !options.tls_ca_file.empty()) {
+    grpc::SslCredentialsOptions ssl;
+    if (!options.tls_ca_file.empty()) {
+      std::ifstream in(options.tls_ca_file);
+      std::stringstream buffer;
+      buffer << in.rdbuf();
+      ssl.pem_root_certs = buffer.str();
+    }
+    credentials = grpc::SslCredentials(ssl);
+  }
+  stub_ = v1::AdminService::NewStub(grpc::CreateCustomChannel(address_, credentials, args));
+}
+
+void AdminClient::Authorize(grpc::ClientContext& context) const {
+  if (!token_.empty()) context.AddMetadata("authorization", "Bearer " + token_);
+}
+
+absl::StatusOr<v1::CreateTokenResponse> AdminClient::CreateToken(const std::string& role,
+                                                                 const std::string& description,
+                                                                 int64_t expires_in_ms) {
+  v1::CreateTokenRequest request;
+  request.set_role(role);
+  request.set_description(description);
+  request.set_expires_in_ms(expires_in_ms);
+  return Call<v1::CreateTokenRequest, v1::CreateTokenResponse>(
+      *stub_, address_, &v1::AdminService::Stub::CreateToken, request, 30, token_);
+}
+
+absl::StatusOr<v1::ListTokensResponse> AdminClient::ListTokens() {
+  return Call<v1::ListTokensRequest, v1::ListTokensResponse>(
+      *stub_, address_, &v1::AdminService::Stub::ListTokens, v1::ListTokensRequest(), 30, token_);
+}
+
+absl::Status AdminClient::RevokeToken(const std::string& id) {
+  v1::RevokeTokenRequest request;
+  request.set_id(id);
+  auto response = Call<v1::RevokeTokenRequest, v1::RevokeTokenResponse>(
+      *stub_, address_, &v1::AdminService::Stub::RevokeToken, request, 30, token_);
+  return response.status();
 }
 
 absl::StatusOr<v1::ValidateResponse> AdminClient::Validate(const std::string& yaml,
@@ -49,7 +95,7 @@ absl::StatusOr<v1::ValidateResponse> AdminClient::Validate(const std::string& ya
   request.set_filename(filename);
   request.set_max_cells(max_cells);
   return Call<v1::ValidateRequest, v1::ValidateResponse>(*stub_, address_,
-                                                         &v1::AdminService::Stub::Validate, request);
+                                                         &v1::AdminService::Stub::Validate, request, 30, token_);
 }
 
 absl::StatusOr<v1::SubmitResponse> AdminClient::Submit(const std::string& yaml,
@@ -60,35 +106,35 @@ absl::StatusOr<v1::SubmitResponse> AdminClient::Submit(const std::string& yaml,
   request.set_filename(filename);
   request.set_max_cells(max_cells);
   return Call<v1::SubmitRequest, v1::SubmitResponse>(*stub_, address_,
-                                                     &v1::AdminService::Stub::Submit, request, 120);
+                                                     &v1::AdminService::Stub::Submit, request, 120, token_);
 }
 
 absl::StatusOr<v1::RunSummary> AdminClient::GetRun(int64_t run_id) {
   v1::GetRunRequest request;
   request.set_run_id(run_id);
   return Call<v1::GetRunRequest, v1::RunSummary>(*stub_, address_,
-                                                 &v1::AdminService::Stub::GetRun, request);
+                                                 &v1::AdminService::Stub::GetRun, request, 30, token_);
 }
 
 absl::StatusOr<v1::ListRunsResponse> AdminClient::ListRuns(int limit) {
   v1::ListRunsRequest request;
   request.set_limit(limit);
   return Call<v1::ListRunsRequest, v1::ListRunsResponse>(*stub_, address_,
-                                                         &v1::AdminService::Stub::ListRuns, request);
+                                                         &v1::AdminService::Stub::ListRuns, request, 30, token_);
 }
 
 absl::StatusOr<v1::RunSummary> AdminClient::Cancel(int64_t run_id) {
   v1::CancelRunRequest request;
   request.set_run_id(run_id);
   auto response = Call<v1::CancelRunRequest, v1::CancelRunResponse>(
-      *stub_, address_, &v1::AdminService::Stub::CancelRun, request);
+      *stub_, address_, &v1::AdminService::Stub::CancelRun, request, 30, token_);
   if (!response.ok()) return response.status();
   return response->run();
 }
 
 absl::StatusOr<v1::ListSessionsResponse> AdminClient::ListSessions() {
   return Call<v1::ListSessionsRequest, v1::ListSessionsResponse>(
-      *stub_, address_, &v1::AdminService::Stub::ListSessions, v1::ListSessionsRequest());
+      *stub_, address_, &v1::AdminService::Stub::ListSessions, v1::ListSessionsRequest(), 30, token_);
 }
 
 absl::StatusOr<nlohmann::json> AdminClient::Query(int64_t run_id,
@@ -99,7 +145,7 @@ absl::StatusOr<nlohmann::json> AdminClient::Query(int64_t run_id,
   for (const auto& b : by) request.add_by(b);
   request.set_metric(metric);
   auto response = Call<v1::QueryRequest, v1::QueryResponse>(*stub_, address_,
-                                                            &v1::AdminService::Stub::Query, request);
+                                                            &v1::AdminService::Stub::Query, request, 30, token_);
   if (!response.ok()) return response.status();
   auto parsed = nlohmann::json::parse(response->result_json(), nullptr, false);
   if (parsed.is_discarded()) return absl::InternalError("coordinator sent malformed query JSON");
@@ -114,6 +160,7 @@ absl::StatusOr<v1::RunSummary> WatchUntilDone(AdminClient& client, int64_t run_i
   int reconnects = 0;
   while (!(interrupted && interrupted->load())) {
     grpc::ClientContext context;
+    client.Authorize(context);
     v1::WatchRunRequest request;
     request.set_run_id(run_id);
     auto reader = client.stub().WatchRun(&context, request);
@@ -154,6 +201,35 @@ absl::StatusOr<v1::RunSummary> WatchUntilDone(AdminClient& client, int64_t run_i
   }
   if (have_last) return last;
   return absl::CancelledError("interrupted");
+}
+
+ClientOptions ClientFlags::Options() const {
+  ClientOptions options;
+  options.address = coordinator.empty() ? DefaultCoordinator() : coordinator;
+  options.tls = tls;
+  options.tls_ca_file = tls_ca;
+  if (!token_file.empty()) {
+    std::ifstream in(token_file);
+    if (!in) Fail("--token-file: cannot read " + token_file, 2);
+    std::getline(in, options.token);
+  } else if (const char* env = std::getenv("LADDER_TOKEN"); env && *env) {
+    options.token = env;
+  }
+  while (!options.token.empty() && (options.token.back() == '\r' || options.token.back() == ' ')) {
+    options.token.pop_back();
+  }
+  return options;
+}
+
+void AddClientFlags(CLI::App* cmd, ClientFlags& flags) {
+  flags.coordinator = DefaultCoordinator();
+  cmd->add_option("--coordinator", flags.coordinator,
+                  "coordinator HOST:PORT (default: $LADDER_COORDINATOR or 127.0.0.1:7400)")
+      ->capture_default_str();
+  cmd->add_option("--token-file", flags.token_file,
+                  "file holding an admin token (default: $LADDER_TOKEN)");
+  cmd->add_option("--tls-ca", flags.tls_ca, "PEM CA to verify the coordinator's certificate");
+  cmd->add_flag("--tls", flags.tls, "use TLS with the system's CA roots");
 }
 
 std::vector<std::string> SplitCsv(const std::string& text) {

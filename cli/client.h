@@ -9,14 +9,24 @@
 #include <grpcpp/grpcpp.h>
 #include <nlohmann/json.hpp>
 
+#include <CLI/CLI.hpp>
+
 #include "absl/status/statusor.h"
 #include "ladder/v1/admin.grpc.pb.h"
 
 namespace ladder::cli {
 
+struct ClientOptions {
+  std::string address;
+  std::string token;        // admin token, sent as `authorization: Bearer ...`
+  bool tls = false;
+  std::string tls_ca_file;  // PEM roots; implies tls
+};
+
 class AdminClient {
  public:
-  explicit AdminClient(const std::string& address);
+  explicit AdminClient(const std::string& address) : AdminClient(ClientOptions{address}) {}
+  explicit AdminClient(const ClientOptions& options);
 
   absl::StatusOr<v1::ValidateResponse> Validate(const std::string& yaml,
                                                 const std::string& filename, int64_t max_cells);
@@ -28,11 +38,19 @@ class AdminClient {
   absl::StatusOr<v1::ListSessionsResponse> ListSessions();
   absl::StatusOr<nlohmann::json> Query(int64_t run_id, const std::vector<std::string>& by,
                                        const std::string& metric);
+  absl::StatusOr<v1::CreateTokenResponse> CreateToken(const std::string& role,
+                                                      const std::string& description,
+                                                      int64_t expires_in_ms);
+  absl::StatusOr<v1::ListTokensResponse> ListTokens();
+  absl::Status RevokeToken(const std::string& id);
   v1::AdminService::Stub& stub() { return *stub_; }
+  // Adds the token to a context (for streaming calls made through stub()).
+  void Authorize(grpc::ClientContext& context) const;
   const std::string& address() const { return address_; }
 
  private:
   std::string address_;
+  std::string token_;
   std::unique_ptr<v1::AdminService::Stub> stub_;
 };
 
@@ -42,5 +60,16 @@ absl::StatusOr<v1::RunSummary> WatchUntilDone(AdminClient& client, int64_t run_i
                                               const std::atomic<bool>* interrupted);
 
 std::vector<std::string> SplitCsv(const std::string& text);
+
+// The flags every client command shares: where the coordinator is and how to prove who we are.
+struct ClientFlags {
+  std::string coordinator;
+  std::string token_file;  // else $LADDER_TOKEN
+  std::string tls_ca;
+  bool tls = false;
+  // Reads the token; fails the command (exit 2) when the file cannot be read.
+  ClientOptions Options() const;
+};
+void AddClientFlags(CLI::App* cmd, ClientFlags& flags);
 
 }  // namespace ladder::cli

@@ -71,15 +71,7 @@ int64_t ParseRunId(const std::string& text) {
   return value;
 }
 
-struct ClientFlags {
-  std::string coordinator = DefaultCoordinator();
-};
-
-void AddCoordinatorFlag(CLI::App* cmd, ClientFlags& flags) {
-  cmd->add_option("--coordinator", flags.coordinator,
-                  "coordinator HOST:PORT (default: $LADDER_COORDINATOR or 127.0.0.1:7400)")
-      ->capture_default_str();
-}
+void AddCoordinatorFlag(CLI::App* cmd, ClientFlags& flags) { AddClientFlags(cmd, flags); }
 
 }  // namespace
 
@@ -148,7 +140,7 @@ void AddClientCommands(CLI::App& app) {
     AddCoordinatorFlag(cmd, *flags);
     cmd->callback([flags] {
       const std::string yaml = ReadMatrixFile(flags->path);
-      AdminClient client(flags->coordinator);
+      AdminClient client(flags->Options());
       auto submitted = client.Submit(yaml, flags->path == "-" ? "<stdin>" : flags->path,
                                      flags->max_cells);
       if (!submitted.ok()) Fail(submitted.status(), 2);
@@ -181,7 +173,7 @@ void AddClientCommands(CLI::App& app) {
     cmd->add_flag("--json", flags->json, "print JSON");
     AddCoordinatorFlag(cmd, *flags);
     cmd->callback([flags] {
-      AdminClient client(flags->coordinator);
+      AdminClient client(flags->Options());
       if (!flags->run.empty()) {
         auto summary = client.GetRun(ParseRunId(flags->run));
         if (!summary.ok()) Fail(summary.status());
@@ -225,7 +217,7 @@ void AddClientCommands(CLI::App& app) {
     cmd->add_option("run", flags->run, "run id")->required();
     AddCoordinatorFlag(cmd, *flags);
     cmd->callback([flags] {
-      AdminClient client(flags->coordinator);
+      AdminClient client(flags->Options());
       std::atomic<bool> interrupted{false};
       SignalWatcher signals([&](int) { interrupted = true; });
       auto summary = WatchUntilDone(client, ParseRunId(flags->run), false, &interrupted);
@@ -245,7 +237,7 @@ void AddClientCommands(CLI::App& app) {
     cmd->add_option("run", flags->run, "run id")->required();
     AddCoordinatorFlag(cmd, *flags);
     cmd->callback([flags] {
-      AdminClient client(flags->coordinator);
+      AdminClient client(flags->Options());
       auto summary = client.Cancel(ParseRunId(flags->run));
       if (!summary.ok()) Fail(summary.status());
       PrintSummary(*summary);
@@ -262,7 +254,7 @@ void AddClientCommands(CLI::App& app) {
     cmd->add_flag("--json", flags->json, "print JSON with full inventories");
     AddCoordinatorFlag(cmd, *flags);
     cmd->callback([flags] {
-      AdminClient client(flags->coordinator);
+      AdminClient client(flags->Options());
       auto sessions = client.ListSessions();
       if (!sessions.ok()) Fail(sessions.status());
       if (flags->json) {
@@ -334,7 +326,7 @@ void AddClientCommands(CLI::App& app) {
         }
         result = db::ToJson(*queried);
       } else {
-        AdminClient client(flags->coordinator);
+        AdminClient client(flags->Options());
         auto queried = client.Query(run_id, by, flags->metric);
         if (!queried.ok()) Fail(queried.status());
         result = *queried;

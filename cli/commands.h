@@ -20,6 +20,7 @@ void AddClientCommands(CLI::App& app);   // validate, submit, status, watch, can
 void AddKernelsCommand(CLI::App& app);   // kernels bench | check
 void AddEngineCommand(CLI::App& app);    // engine synthetic
 void AddAnalysisCommands(CLI::App& app);  // report, verify
+void AddTokenCommands(CLI::App& app);     // token create | list | revoke
 
 // Prints "error: <message>" to stderr and throws CLI::RuntimeError(exit_code).
 [[noreturn]] void Fail(const absl::Status& status, int exit_code = 1);

@@ -89,6 +89,7 @@ int main(int argc, char** argv) {
   ladder::cli::AddKernelsCommand(app);
   ladder::cli::AddEngineCommand(app);
   ladder::cli::AddAnalysisCommands(app);
+  ladder::cli::AddTokenCommands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

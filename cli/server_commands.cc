@@ -237,6 +237,18 @@ void AddServerCommands(CLI::App& app) {
     cmd->add_option("--max-cells", flags->options.scheduler.max_cells,
                     "default cap on cells per submitted matrix")
         ->capture_default_str();
+    cmd->add_option("--tls-cert", flags->options.tls_cert_file, "PEM server certificate chain");
+    cmd->add_option("--tls-key", flags->options.tls_key_file, "PEM private key");
+    cmd->add_option("--tls-client-ca", flags->options.tls_client_ca_file,
+                    "PEM CA: require client certificates signed by it (mutual TLS)");
+    cmd->add_flag("--insecure", flags->options.insecure,
+                  "allow plaintext on a non-loopback address (only behind a VPN or tunnel)");
+    cmd->add_flag("--require-tokens", flags->options.require_tokens,
+                  "require tokens on loopback too (always on beyond loopback); create the first "
+                  "admin token with `ladder token create --role admin --db FILE`");
+    cmd->add_option("--session-rate", flags->options.session_calls_per_second,
+                    "per-session calls per second before RESOURCE_EXHAUSTED (0: unlimited)")
+        ->capture_default_str();
     cmd->add_option("--port-file", flags->port_file,
                     "write the bound port to this file once serving (with --listen HOST:0)");
     cmd->callback([flags] { RunCoordinator(*flags); });
@@ -262,6 +274,15 @@ void AddServerCommands(CLI::App& app) {
         ->check(CLI::IsMember({"release", "finish"}))
         ->capture_default_str();
     cmd->add_option("--max-units", flags->options.units_limit, "exit after this many units");
+    cmd->add_option("--token-file", flags->options.token_file,
+                    "file holding the join token (`ladder token create --role agent`)");
+    cmd->add_flag("--tls", flags->options.tls, "connect with TLS using the system's CA roots");
+    cmd->add_option("--tls-ca", flags->options.tls_ca_file,
+                    "PEM CA to verify the coordinator with (implies --tls)");
+    cmd->add_option("--tls-cert", flags->options.tls_cert_file, "client certificate (mutual TLS)");
+    cmd->add_option("--tls-key", flags->options.tls_key_file, "client key (mutual TLS)");
+    cmd->add_option("--engine-logs", flags->options.engine_log_dir,
+                    "keep each engine process's full log in this folder");
     cmd->add_option("--fake-gpus", flags->options.fake_gpus_json,
                     "testing only: a JSON array of GPUs to advertise instead of detecting");
     cmd->callback([flags] { RunAgent(*flags); });

@@ -3,6 +3,9 @@
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <sstream>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -49,6 +52,18 @@ uint64_t SplitMix64(uint64_t x) {
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
   return x ^ (x >> 31);
+}
+
+// Reads a whole file; "" for an empty path.
+absl::StatusOr<std::string> ReadTextFile(const std::string& path, const char* flag) {
+  if (path.empty()) return std::string();
+  std::ifstream in(path);
+  if (!in) {
+    return absl::NotFoundError(absl::StrCat(flag, ": cannot read ", path, ": ", std::strerror(errno)));
+  }
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
 }
 
 }  // namespace
@@ -108,6 +123,18 @@ struct Agent::Impl {
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<v1::AgentService::Stub> stub;
   std::map<std::string, std::unique_ptr<Runner>> runners;
+  std::string join_token;
+  std::string credential;  // this session's, issued at Register
+
+  // Attaches the credential of `sid` (this session's, or an earlier one's from the spool).
+  void Authorize(grpc::ClientContext& context, const std::string& sid) {
+    std::string value = sid == session_id ? credential : "";
+    if (sid != session_id) {
+      auto stored = spool->Credential(sid);
+      if (stored.ok()) value = *stored;
+    }
+    if (!value.empty()) context.AddMetadata("authorization", "Bearer " + value);
+  }
   HostInventory inventory;
   int heartbeat_interval_ms = 5000;
 
@@ -186,6 +213,7 @@ struct Agent::Impl {
   absl::Status Register() {
     v1::RegisterRequest request;
     request.set_session_id(session_id);
+    request.set_join_token(join_token);
     auto* inv = request.mutable_inventory();
     inv->set_hostname(inventory.hostname);
     inv->set_machine_id(inventory.machine_id);
@@ -221,6 +249,12 @@ struct Agent::Impl {
       v1::RegisterResponse response;
       grpc::Status status = stub->Register(&context, request, &response);
       if (status.ok()) {
+        credential = response.session_credential();
+        if (!credential.empty()) {
+          if (auto saved = spool->SaveCredential(session_id, credential); !saved.ok()) {
+            return saved;
+          }
+        }
         if (response.heartbeat_interval_ms() > 0) {
           heartbeat_interval_ms = response.heartbeat_interval_ms();
         }
@@ -262,6 +296,7 @@ struct Agent::Impl {
       for (auto& [sid, request] : requests) {
         grpc::ClientContext context;
         context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(15));
+        Authorize(context, sid);
         v1::ReportResponse response;
         grpc::Status status = stub->Report(&context, request, &response);
         if (!status.ok()) {
@@ -308,6 +343,7 @@ struct Agent::Impl {
       request.set_evidence_count(f.evidence_count);
       grpc::ClientContext context;
       context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(15));
+      Authorize(context, f.session_id);
       v1::FinishResponse response;
       grpc::Status status = stub->Finish(&context, request, &response);
       if (status.ok() || status.error_code() == grpc::StatusCode::NOT_FOUND) {
@@ -364,6 +400,7 @@ struct Agent::Impl {
       }
       grpc::ClientContext context;
       context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+      Authorize(context, session_id);
       v1::HeartbeatResponse response;
       grpc::Status status = stub->Heartbeat(&context, request, &response);
       if (!status.ok()) {
@@ -466,6 +503,7 @@ struct Agent::Impl {
       grpc::ClientContext context;
       context.set_deadline(std::chrono::system_clock::now() +
                            std::chrono::milliseconds(options.lease_wait_ms + 10000));
+      Authorize(context, session_id);
       v1::LeaseResponse lease;
       {
         std::lock_guard lock(mu);
@@ -519,6 +557,7 @@ struct Agent::Impl {
     }
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    Authorize(context, session_id);
     v1::ReleaseRequest request;
     request.set_session_id(session_id);
     request.set_reason(release_current ? "agent stopped (signal)" : "agent finished");
@@ -550,8 +589,25 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(const AgentOptions& options
   // Reconnect quickly after a coordinator restart.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 5000);
-  impl->channel = grpc::CreateCustomChannel(options.coordinator,
-                                            grpc::InsecureChannelCredentials(), args);
+  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+  if (options.tls || !options.tls_ca_file.empty() || !options.tls_cert_file.empty()) {
+    grpc::SslCredentialsOptions ssl;
+    ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadTextFile(options.tls_ca_file, "--tls-ca"));
+    ASSIGN_OR_RETURN(ssl.pem_cert_chain, ReadTextFile(options.tls_cert_file, "--tls-cert"));
+    ASSIGN_OR_RETURN(ssl.pem_private_key, ReadTextFile(options.tls_key_file, "--tls-key"));
+    credentials = grpc::SslCredentials(ssl);
+  }
+  if (!options.token_file.empty()) {
+    ASSIGN_OR_RETURN(std::string token, ReadTextFile(options.token_file, "--token-file"));
+    while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ')) {
+      token.pop_back();
+    }
+    if (token.empty()) {
+      return absl::InvalidArgumentError("--token-file: " + options.token_file + " is empty");
+    }
+    impl->join_token = std::move(token);
+  }
+  impl->channel = grpc::CreateCustomChannel(options.coordinator, credentials, args);
   impl->stub = v1::AgentService::NewStub(impl->channel);
   impl->inventory = DetectInventory();
   if (!options.fake_gpus_json.empty()) {

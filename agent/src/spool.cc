@@ -1,5 +1,7 @@
 #include "spool.h"
 
+#include <sys/stat.h>
+
 #include "ladder/status_macros.h"
 
 namespace ladder::agent {
@@ -24,7 +26,13 @@ absl::StatusOr<std::unique_ptr<Spool>> Spool::Open(const std::string& path) {
       measurement_count INTEGER NOT NULL,
       evidence_count    INTEGER NOT NULL
     ) STRICT;
+    CREATE TABLE IF NOT EXISTS credentials (
+      session_id  TEXT PRIMARY KEY,
+      credential  TEXT NOT NULL
+    ) STRICT;
   )sql"));
+  // The spool holds session credentials: keep it private to the agent's user.
+  chmod(path.c_str(), 0600);
   return std::unique_ptr<Spool>(new Spool(std::move(db)));
 }
 
@@ -119,6 +127,22 @@ absl::Status Spool::RemoveFinish(int64_t attempt_id) {
   std::lock_guard lock(mu_);
   ASSIGN_OR_RETURN(db::Statement* stmt, db_->Cached("DELETE FROM finishes WHERE attempt_id = ?1"));
   return stmt->Bind(1, attempt_id).Run();
+}
+
+absl::Status Spool::SaveCredential(const std::string& session_id, const std::string& credential) {
+  std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(db::Statement* stmt, db_->Cached(
+      "INSERT OR REPLACE INTO credentials(session_id, credential) VALUES (?1, ?2)"));
+  return stmt->Bind(1, session_id).Bind(2, credential).Run();
+}
+
+absl::StatusOr<std::string> Spool::Credential(const std::string& session_id) {
+  std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(db::Statement* stmt,
+                   db_->Cached("SELECT credential FROM credentials WHERE session_id = ?1"));
+  stmt->Bind(1, session_id);
+  ASSIGN_OR_RETURN(bool row, stmt->Step());
+  return row ? stmt->Text(0) : std::string();
 }
 
 }  // namespace ladder::agent

@@ -48,6 +48,11 @@ class Spool {
   absl::StatusOr<std::vector<SpooledFinish>> PendingFinishes();
   absl::Status RemoveFinish(int64_t attempt_id);
 
+  // The credential each session was issued, so results of an earlier session of this agent
+  // (before a restart) can still be reported under it.
+  absl::Status SaveCredential(const std::string& session_id, const std::string& credential);
+  absl::StatusOr<std::string> Credential(const std::string& session_id);
+
  private:
   explicit Spool(std::unique_ptr<db::Database> db) : db_(std::move(db)) {}
   std::mutex mu_;

@@ -13,6 +13,10 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
+#include "auth.h"
+#include "ladder/db/tokens.h"
+#include <fstream>
+#include <sstream>
 #include "ladder/db/query.h"
 #include "ladder/db/store.h"
 #include "ladder/status_macros.h"
@@ -76,8 +80,8 @@ class Reader {
 
 class AgentServiceImpl final : public v1::AgentService::Service {
  public:
-  AgentServiceImpl(Scheduler* scheduler, const CoordinatorOptions& options)
-      : scheduler_(scheduler), options_(options) {}
+  AgentServiceImpl(Scheduler* scheduler, Authenticator* auth, const CoordinatorOptions& options)
+      : scheduler_(scheduler), auth_(auth), options_(options) {}
 
   grpc::Status Register(grpc::ServerContext*, const v1::RegisterRequest* request,
                         v1::RegisterResponse* response) override {
@@ -107,7 +111,25 @@ class AgentServiceImpl final : public v1::AgentService::Service {
       row.gpus.push_back(db::GpuRow{g.vendor(), g.name(), g.arch(), g.uuid(), g.driver(),
                                     g.memory_mib()});
     }
+    if (auth_->required() && request->join_token().empty()) {
+      return ToGrpc(absl::UnauthenticatedError(
+          "this coordinator requires a join token: start the agent with --token-file FILE"));
+    }
+    if (auth_->required()) {
+      // Check the token before storing anything about the caller.
+      auto verified = auth_->WithDb([&](db::Database& d) {
+        return db::VerifyToken(d, request->join_token(), SystemClock().NowMs());
+      });
+      if (!verified.ok()) {
+        spdlog::warn("register refused for host {}: {}", row.hostname,
+                     std::string(verified.status().message()));
+        return ToGrpc(verified.status());
+      }
+    }
     if (auto s = scheduler_->RegisterSession(row); !s.ok()) return ToGrpc(s);
+    auto credential = auth_->Join(request->join_token(), row.id);
+    if (!credential.ok()) return ToGrpc(credential.status());
+    response->set_session_credential(*credential);
     spdlog::info("session {} registered: host {} ({} GPUs, features {})", row.id.substr(0, 8),
                  row.hostname, row.gpus.size(), row.features.dump());
     response->set_heartbeat_interval_ms(options_.heartbeat_interval_ms);
@@ -116,6 +138,7 @@ class AgentServiceImpl final : public v1::AgentService::Service {
 
   grpc::Status Lease(grpc::ServerContext* context, const v1::LeaseRequest* request,
                      v1::LeaseResponse* response) override {
+    if (auto s = auth_->CheckSession(*context, request->session_id()); !s.ok()) return ToGrpc(s);
     int wait = std::clamp(request->wait_ms(), 0, options_.max_lease_wait_ms);
     // Never hold a call past the client's own deadline.
     const auto client_left = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -150,8 +173,9 @@ class AgentServiceImpl final : public v1::AgentService::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status Heartbeat(grpc::ServerContext*, const v1::HeartbeatRequest* request,
+  grpc::Status Heartbeat(grpc::ServerContext* context, const v1::HeartbeatRequest* request,
                          v1::HeartbeatResponse* response) override {
+    if (auto s = auth_->CheckSession(*context, request->session_id()); !s.ok()) return ToGrpc(s);
     std::vector<int64_t> ids(request->attempt_ids().begin(), request->attempt_ids().end());
     auto stop = scheduler_->Heartbeat(request->session_id(), ids);
     if (!stop.ok()) return ToGrpc(stop.status());
@@ -159,8 +183,14 @@ class AgentServiceImpl final : public v1::AgentService::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status Report(grpc::ServerContext*, const v1::ReportRequest* request,
+  grpc::Status Report(grpc::ServerContext* context, const v1::ReportRequest* request,
                       v1::ReportResponse* response) override {
+    if (auto s = auth_->CheckSession(*context, request->session_id()); !s.ok()) return ToGrpc(s);
+    if (request->measurements_size() + request->evidence_size() > options_.max_report_records) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          absl::StrCat("a report may carry at most ", options_.max_report_records,
+                                       " records; send smaller batches"));
+    }
     std::vector<db::MeasurementIn> measurements;
     measurements.reserve(static_cast<size_t>(request->measurements_size()));
     for (const auto& m : request->measurements()) {
@@ -193,8 +223,9 @@ class AgentServiceImpl final : public v1::AgentService::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status Finish(grpc::ServerContext*, const v1::FinishRequest* request,
+  grpc::Status Finish(grpc::ServerContext* context, const v1::FinishRequest* request,
                       v1::FinishResponse* response) override {
+    if (auto s = auth_->CheckSession(*context, request->session_id()); !s.ok()) return ToGrpc(s);
     auto result = scheduler_->Finish(request->session_id(), request->attempt_id(), request->ok(),
                                      request->failure_reason(), request->measurement_count(),
                                      request->evidence_count());
@@ -211,24 +242,63 @@ class AgentServiceImpl final : public v1::AgentService::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status Release(grpc::ServerContext*, const v1::ReleaseRequest* request,
+  grpc::Status Release(grpc::ServerContext* context, const v1::ReleaseRequest* request,
                        v1::ReleaseResponse*) override {
+    if (auto s = auth_->CheckSession(*context, request->session_id()); !s.ok()) return ToGrpc(s);
     spdlog::info("session {} leaving: {}", request->session_id().substr(0, 8), request->reason());
     return ToGrpc(scheduler_->Release(request->session_id(), request->reason()));
   }
 
  private:
   Scheduler* scheduler_;
+  Authenticator* auth_;
   const CoordinatorOptions& options_;
 };
 
 class AdminServiceImpl final : public v1::AdminService::Service {
  public:
-  AdminServiceImpl(Scheduler* scheduler, Reader* reader, std::atomic<bool>* stopping)
-      : scheduler_(scheduler), reader_(reader), stopping_(stopping) {}
+  AdminServiceImpl(Scheduler* scheduler, Reader* reader, Authenticator* auth,
+                   std::atomic<bool>* stopping)
+      : scheduler_(scheduler), reader_(reader), auth_(auth), stopping_(stopping) {}
 
-  grpc::Status Validate(grpc::ServerContext*, const v1::ValidateRequest* request,
+  grpc::Status CreateToken(grpc::ServerContext* context, const v1::CreateTokenRequest* request,
+                           v1::CreateTokenResponse* response) override {
+    if (auto s = auth_->CheckAdmin(*context); !s.ok()) return ToGrpc(s);
+    auto role = db::ParseRole(request->role());
+    if (!role.ok()) return ToGrpc(role.status());
+    auto created = auth_->WithDb([&](db::Database& d) {
+      return db::CreateToken(d, *role, request->description(), request->expires_in_ms(),
+                             SystemClock().NowMs());
+    });
+    if (!created.ok()) return ToGrpc(created.status());
+    FillToken(created->info, response->mutable_info());
+    response->set_token(created->plaintext);
+    spdlog::info("token {} created (role {})", created->info.id, request->role());
+    return grpc::Status::OK;
+  }
+
+  grpc::Status ListTokens(grpc::ServerContext* context, const v1::ListTokensRequest*,
+                          v1::ListTokensResponse* response) override {
+    if (auto s = auth_->CheckAdmin(*context); !s.ok()) return ToGrpc(s);
+    auto tokens = auth_->WithDb([&](db::Database& d) { return db::ListTokens(d); });
+    if (!tokens.ok()) return ToGrpc(tokens.status());
+    for (const auto& t : *tokens) FillToken(t, response->add_tokens());
+    return grpc::Status::OK;
+  }
+
+  grpc::Status RevokeToken(grpc::ServerContext* context, const v1::RevokeTokenRequest* request,
+                           v1::RevokeTokenResponse*) override {
+    if (auto s = auth_->CheckAdmin(*context); !s.ok()) return ToGrpc(s);
+    auto revoked = auth_->WithDb(
+        [&](db::Database& d) { return db::RevokeToken(d, request->id(), SystemClock().NowMs()); });
+    if (!revoked.ok()) return ToGrpc(revoked);
+    spdlog::info("token {} revoked", request->id());
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Validate(grpc::ServerContext* context, const v1::ValidateRequest* request,
                         v1::ValidateResponse* response) override {
+    if (auto s = auth_->CheckAdmin(*context); !s.ok()) return ToGrpc(s);
     auto result = scheduler_->Validate(request->yaml(), request->filename(), request->max_cells());
     if (!result.ok()) return ToGrpc(result.status());
     response->set_cell_count(result->cells);
@@ -237,8 +307,9 @@ class AdminServiceImpl final : public v1::AdminService::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status Submit(grpc::ServerContext*, const v1::SubmitRequest* request,
+  grpc::Status Submit(grpc::ServerContext* context, const v1::SubmitRequest* request,
                       v1::SubmitResponse* response) override {
+    if (auto s = auth_->CheckAdmin(*context); !s.ok()) return ToGrpc(s);
     auto result = scheduler_->Submit(request->yaml(), request->filename(), request->max_cells());
     if (!result.ok()) return ToGrpc(result.status());
     spdlog::info("run {} submitted: matrix {}, {} cells in {} units", result->run_id,
@@ -249,16 +320,18 @@ class AdminServiceImpl final : public v1::AdminService::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status GetRun(grpc::ServerContext*, const v1::GetRunRequest* request,
+  grpc::Status GetRun(grpc::ServerContext* context, const v1::GetRunRequest* request,
                       v1::RunSummary* response) override {
+    if (auto s = auth_->CheckAdmin(*context); !s.ok()) return ToGrpc(s);
     auto summary = reader_->With([&](db::Database& d) { return db::GetRunSummary(d, request->run_id()); });
     if (!summary.ok()) return ToGrpc(summary.status());
     FillSummary(*summary, response);
     return grpc::Status::OK;
   }
 
-  grpc::Status ListRuns(grpc::ServerContext*, const v1::ListRunsRequest* request,
+  grpc::Status ListRuns(grpc::ServerContext* context, const v1::ListRunsRequest* request,
                         v1::ListRunsResponse* response) override {
+    if (auto s = auth_->CheckAdmin(*context); !s.ok()) return ToGrpc(s);
     auto runs = reader_->With([&](db::Database& d) { return db::ListRuns(d, request->limit()); });
     if (!runs.ok()) return ToGrpc(runs.status());
     for (const auto& r : *runs) FillSummary(r, response->add_runs());
@@ -267,6 +340,7 @@ class AdminServiceImpl final : public v1::AdminService::Service {
 
   grpc::Status WatchRun(grpc::ServerContext* context, const v1::WatchRunRequest* request,
                         grpc::ServerWriter<v1::RunSummary>* writer) override {
+    if (auto s = auth_->CheckAdmin(*context); !s.ok()) return ToGrpc(s);
     std::string last;
     while (!context->IsCancelled() && !stopping_->load()) {
       auto summary =
@@ -285,8 +359,9 @@ class AdminServiceImpl final : public v1::AdminService::Service {
     return grpc::Status(grpc::StatusCode::UNAVAILABLE, "coordinator is shutting down");
   }
 
-  grpc::Status CancelRun(grpc::ServerContext*, const v1::CancelRunRequest* request,
+  grpc::Status CancelRun(grpc::ServerContext* context, const v1::CancelRunRequest* request,
                          v1::CancelRunResponse* response) override {
+    if (auto s = auth_->CheckAdmin(*context); !s.ok()) return ToGrpc(s);
     if (auto s = scheduler_->Cancel(request->run_id()); !s.ok()) return ToGrpc(s);
     spdlog::info("run {} cancelled", request->run_id());
     auto summary = reader_->With([&](db::Database& d) { return db::GetRunSummary(d, request->run_id()); });
@@ -295,8 +370,9 @@ class AdminServiceImpl final : public v1::AdminService::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status ListSessions(grpc::ServerContext*, const v1::ListSessionsRequest*,
+  grpc::Status ListSessions(grpc::ServerContext* context, const v1::ListSessionsRequest*,
                             v1::ListSessionsResponse* response) override {
+    if (auto s = auth_->CheckAdmin(*context); !s.ok()) return ToGrpc(s);
     auto sessions = reader_->With([&](db::Database& d) { return db::ListSessions(d); });
     if (!sessions.ok()) return ToGrpc(sessions.status());
     for (const auto& s : *sessions) {
@@ -313,8 +389,9 @@ class AdminServiceImpl final : public v1::AdminService::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status Query(grpc::ServerContext*, const v1::QueryRequest* request,
+  grpc::Status Query(grpc::ServerContext* context, const v1::QueryRequest* request,
                      v1::QueryResponse* response) override {
+    if (auto s = auth_->CheckAdmin(*context); !s.ok()) return ToGrpc(s);
     db::QueryOptions options;
     options.run_id = request->run_id();
     options.by.assign(request->by().begin(), request->by().end());
@@ -326,10 +403,31 @@ class AdminServiceImpl final : public v1::AdminService::Service {
   }
 
  private:
+  static void FillToken(const db::TokenInfo& t, v1::TokenInfo* out) {
+    out->set_id(t.id);
+    out->set_role(db::RoleName(t.role));
+    out->set_description(t.description);
+    out->set_created_at_ms(t.created_at_ms);
+    out->set_expires_at_ms(t.expires_at_ms);
+    out->set_revoked_at_ms(t.revoked_at_ms);
+  }
+
   Scheduler* scheduler_;
   Reader* reader_;
+  Authenticator* auth_;
   std::atomic<bool>* stopping_;
 };
+
+std::string ReadPem(const std::string& path, absl::Status* status) {
+  std::ifstream in(path);
+  if (!in) {
+    *status = absl::NotFoundError(absl::StrCat("cannot read ", path));
+    return "";
+  }
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
 
 }  // namespace
 
@@ -339,6 +437,18 @@ absl::Status CoordinatorOptions::Validate() const {
         absl::StrCat("--listen: expected HOST:PORT, got '", listen, "'"));
   }
   if (db_path.empty()) return absl::InvalidArgumentError("--db: a database file is required");
+  if (tls_cert_file.empty() != tls_key_file.empty()) {
+    return absl::InvalidArgumentError("--tls-cert and --tls-key go together");
+  }
+  if (!tls_client_ca_file.empty() && tls_cert_file.empty()) {
+    return absl::InvalidArgumentError("--tls-client-ca needs --tls-cert and --tls-key");
+  }
+  if (!IsLoopback() && tls_cert_file.empty() && !insecure) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "refusing to listen on ", listen, " without TLS: agents on the internet would send "
+        "their tokens and results in clear. Pass --tls-cert and --tls-key, or --insecure if a "
+        "VPN or SSH tunnel already protects this address"));
+  }
   if (scheduler.lease_ms < 1000) {
     return absl::InvalidArgumentError("--lease-ms: must be at least 1000");
   }
@@ -349,10 +459,17 @@ absl::Status CoordinatorOptions::Validate() const {
   return absl::OkStatus();
 }
 
+bool CoordinatorOptions::IsLoopback() const {
+  const std::string host = listen.substr(0, listen.rfind(':'));
+  return host == "127.0.0.1" || host == "localhost" || host == "[::1]" || host == "::1" ||
+         host.rfind("127.", 0) == 0;
+}
+
 struct Coordinator::Impl {
   CoordinatorOptions options;
   std::unique_ptr<db::Store> store;
   std::unique_ptr<Reader> reader;
+  std::unique_ptr<Authenticator> auth;
   std::unique_ptr<Scheduler> scheduler;
   std::unique_ptr<AgentServiceImpl> agent_service;
   std::unique_ptr<AdminServiceImpl> admin_service;
@@ -390,14 +507,37 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(
   impl->reader = std::make_unique<Reader>(std::move(read_db));
   ASSIGN_OR_RETURN(impl->scheduler,
                    Scheduler::Create(impl->store.get(), &SystemClock(), options.scheduler));
-  impl->agent_service = std::make_unique<AgentServiceImpl>(impl->scheduler.get(), impl->options);
+  ASSIGN_OR_RETURN(auto auth_db, db::Database::Open(options.db_path, db::OpenMode::kReadWrite));
+  // Beyond loopback, tokens are always required.
+  const bool require_tokens = options.require_tokens || !options.IsLoopback();
+  impl->auth = std::make_unique<Authenticator>(std::move(auth_db), require_tokens,
+                                               options.session_calls_per_second,
+                                               std::max(50.0, options.session_calls_per_second));
+  impl->agent_service = std::make_unique<AgentServiceImpl>(impl->scheduler.get(),
+                                                           impl->auth.get(), impl->options);
   impl->admin_service = std::make_unique<AdminServiceImpl>(
-      impl->scheduler.get(), impl->reader.get(), &impl->stopping);
+      impl->scheduler.get(), impl->reader.get(), impl->auth.get(), &impl->stopping);
+  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
+  if (!options.tls_cert_file.empty()) {
+    absl::Status read_status;
+    grpc::SslServerCredentialsOptions ssl(
+        options.tls_client_ca_file.empty()
+            ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+            : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+    grpc::SslServerCredentialsOptions::PemKeyCertPair pair{
+        ReadPem(options.tls_key_file, &read_status), ReadPem(options.tls_cert_file, &read_status)};
+    ssl.pem_key_cert_pairs.push_back(pair);
+    if (!options.tls_client_ca_file.empty()) {
+      ssl.pem_root_certs = ReadPem(options.tls_client_ca_file, &read_status);
+    }
+    RETURN_IF_ERROR(read_status);
+    credentials = grpc::SslServerCredentials(ssl);
+  }
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &impl->port);
+  builder.AddListeningPort(options.listen, credentials, &impl->port);
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
   builder.RegisterService(impl->agent_service.get());
@@ -408,10 +548,14 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(
         absl::StrCat("cannot listen on ", options.listen, " (address in use or not local?)"));
   }
   impl->reaper = std::thread([raw = impl.get()] { raw->ReaperLoop(); });
-  spdlog::info("coordinator listening on {} (database {})",
+  spdlog::info("coordinator listening on {} (database {}, {}, tokens {})",
                options.listen.substr(0, options.listen.rfind(':')) + ":" +
                    std::to_string(impl->port),
-               options.db_path);
+               options.db_path,
+               options.tls_cert_file.empty() ? "plaintext"
+                                             : (options.tls_client_ca_file.empty() ? "TLS"
+                                                                                   : "mutual TLS"),
+               require_tokens ? "required" : "off");
   return std::unique_ptr<Coordinator>(new Coordinator(std::move(impl)));
 }
 

@@ -154,6 +154,20 @@ CREATE VIEW valid_measurements AS
   SELECT m.* FROM measurements m JOIN attempts a ON a.id = m.attempt_id
   WHERE a.state = 'done' AND m.stale = 0;
 )sql",
+      // v2: access control. Tokens are stored as SHA-256 of their secret part, never in clear.
+      R"sql(
+CREATE TABLE tokens (
+  id          TEXT PRIMARY KEY,            -- public part, shown by `ladder token list`
+  role        TEXT NOT NULL CHECK (role IN ('agent','admin')),
+  secret_hash TEXT NOT NULL,               -- hex SHA-256 of the secret part
+  description TEXT NOT NULL,
+  created_at  INTEGER NOT NULL,
+  expires_at  INTEGER,                     -- NULL: never
+  revoked_at  INTEGER
+) STRICT;
+ALTER TABLE sessions ADD COLUMN credential_hash TEXT NOT NULL DEFAULT '';
+ALTER TABLE sessions ADD COLUMN token_id TEXT NOT NULL DEFAULT '';
+)sql",
   };
   return migrations;
 }

@@ -67,7 +67,12 @@ absl::StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path
   return db;
 }
 
+void Database::ResetCached() {
+  for (auto& [sql, statement] : cache_->statements) statement.Reset();
+}
+
 absl::Status Database::Exec(std::string_view sql) {
+  ResetCached();
   char* err = nullptr;
   std::string owned(sql);
   int rc = sqlite3_exec(db_, owned.c_str(), nullptr, nullptr, &err);
@@ -80,6 +85,7 @@ absl::Status Database::Exec(std::string_view sql) {
 }
 
 absl::StatusOr<Statement> Database::Prepare(std::string_view sql) {
+  ResetCached();
   sqlite3_stmt* stmt = nullptr;
   int rc = sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()), &stmt, nullptr);
   if (rc != SQLITE_OK) {
@@ -89,6 +95,7 @@ absl::StatusOr<Statement> Database::Prepare(std::string_view sql) {
 }
 
 absl::StatusOr<Statement*> Database::Cached(std::string_view sql) {
+  ResetCached();
   std::string key(sql);
   auto it = cache_->statements.find(key);
   if (it == cache_->statements.end()) {
@@ -145,7 +152,11 @@ Statement& Statement::BindNull(int index) {
 absl::StatusOr<bool> Statement::Step() {
   int rc = sqlite3_step(stmt_);
   if (rc == SQLITE_ROW) return true;
-  if (rc == SQLITE_DONE) return false;
+  if (rc == SQLITE_DONE) {
+    // A finished statement must not keep its read snapshot (or write lock) open.
+    sqlite3_reset(stmt_);
+    return false;
+  }
   const char* sql = sqlite3_sql(stmt_);
   return SqliteError(db_, absl::StrCat("running [", std::string(sql ? sql : "").substr(0, 80), "]"),
                      rc);
@@ -158,6 +169,7 @@ absl::Status Statement::Run() {
 }
 
 void Statement::Reset() {
+  if (!stmt_) return;
   sqlite3_reset(stmt_);
   sqlite3_clear_bindings(stmt_);
 }

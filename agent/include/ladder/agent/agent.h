@@ -36,6 +36,12 @@ struct AgentOptions {
   std::string fake_gpus_json;        // test hook: replaces detected GPUs (JSON array)
   std::string ladder_binary;         // runs `ladder engine synthetic`; default /proc/self/exe
   std::string engine_log_dir;        // full engine logs go here when set
+  // Security: the join token is read from a file (never the command line, never logged).
+  std::string token_file;
+  bool tls = false;                  // TLS with the system's roots (implied by tls_ca_file)
+  std::string tls_ca_file;           // PEM roots to verify the coordinator with
+  std::string tls_cert_file;         // client certificate for mutual TLS
+  std::string tls_key_file;
   absl::Status Validate() const;
 };
 

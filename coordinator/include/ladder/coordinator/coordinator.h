@@ -24,6 +24,18 @@ struct CoordinatorOptions {
   int max_message_bytes = 16 << 20;
   int reaper_interval_ms = 500;
 
+  // Security. A listener on a non-loopback address requires TLS (unless `insecure`) and always
+  // requires tokens; `require_tokens` turns tokens on for loopback too.
+  std::string tls_cert_file;       // PEM server certificate chain
+  std::string tls_key_file;        // PEM private key
+  std::string tls_client_ca_file;  // PEM CA: when set, clients must present a certificate (mTLS)
+  bool insecure = false;           // allow plaintext beyond loopback (behind a tunnel)
+  bool require_tokens = false;
+  double session_calls_per_second = 200;  // per-session rate limit (0: none)
+  int max_report_records = 20000;         // per Report call
+
+  bool IsLoopback() const;
+
   absl::Status Validate() const;
 };
 

@@ -35,7 +35,11 @@ class Database {
   // Compiles one statement. The Database must outlive it.
   absl::StatusOr<Statement> Prepare(std::string_view sql);
   // A cached prepared statement, reset and with bindings cleared, for hot paths.
+  // Every Exec, Prepare and Cached call first resets all cached statements, so a statement
+  // left mid-result by an earlier operation never holds a snapshot or lock into the next one;
+  // fetch every cached statement an operation needs before stepping any of them.
   absl::StatusOr<Statement*> Cached(std::string_view sql);
+  void ResetCached();
 
   int64_t LastInsertRowId() const;
   int Changes() const;

@@ -1,0 +1,52 @@
+// Access tokens: join tokens for agents, admin tokens for the CLI.
+//
+// A token reads `ladder_<id>_<secret>`. The database keeps the id, the role and the SHA-256 of
+// the secret; the secret itself is shown once, at creation, and never stored or logged.
+// Verification compares hashes in constant time and re-reads the row on every call, so a
+// revocation takes effect on the next call.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "ladder/db/sqlite.h"
+
+namespace ladder::db {
+
+enum class Role { kAgent, kAdmin };
+const char* RoleName(Role role);
+absl::StatusOr<Role> ParseRole(const std::string& name);
+
+struct TokenInfo {
+  std::string id;
+  Role role = Role::kAgent;
+  std::string description;
+  int64_t created_at_ms = 0;
+  int64_t expires_at_ms = 0;  // 0: never
+  int64_t revoked_at_ms = 0;  // 0: live
+};
+
+struct NewToken {
+  TokenInfo info;
+  std::string plaintext;  // show once
+};
+
+// `expires_in_ms` 0: never expires.
+absl::StatusOr<NewToken> CreateToken(Database& db, Role role, const std::string& description,
+                                     int64_t expires_in_ms, int64_t now_ms);
+absl::StatusOr<std::vector<TokenInfo>> ListTokens(Database& db);
+absl::Status RevokeToken(Database& db, const std::string& id, int64_t now_ms);
+// Unauthenticated (never naming the secret) unless the token is known, live and unexpired.
+absl::StatusOr<TokenInfo> VerifyToken(Database& db, const std::string& plaintext, int64_t now_ms);
+
+// Random secrets and their hashes, shared with session credentials.
+std::string RandomHex(size_t bytes);
+bool ConstantTimeEquals(const std::string& a, const std::string& b);
+
+// "7d", "12h", "30m", "90s" -> milliseconds; 0 for "" or "never".
+absl::StatusOr<int64_t> ParseDurationMs(const std::string& text);
+
+}  // namespace ladder::db
