@@ -1,4 +1,5 @@
 #include <cmath>
+#include <cstdio>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -29,6 +30,14 @@ std::string RatioCell(const RatioResult& r) {
 }
 
 std::string ShortSession(const std::string& id) { return id.substr(0, 8); }
+
+// Depths, df and counts in their shortest form (1024, 1, 2.5).
+std::string Short(double v) {
+  if (!std::isfinite(v)) return "-";
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.6g", v);
+  return buffer;
+}
 
 void RunSections(const RunAnalysis& a, std::vector<Section>& out) {
   const RunInfo& info = a.info;
@@ -120,16 +129,30 @@ void RunSections(const RunAnalysis& a, std::vector<Section>& out) {
       std::string bracket = "none";
       std::string fit = "-";
       if (line.crossing) {
-        bracket = absl::StrCat(a.depth_axis, " between ", FormatNumber(line.crossing->bracket_lower),
-                               " and ", FormatNumber(line.crossing->bracket_upper), " (",
+        bracket = absl::StrCat(a.depth_axis, " between ", Short(line.crossing->bracket_lower),
+                               " and ", Short(line.crossing->bracket_upper), " (",
                                FormatNumber(line.crossing->width_octaves), " octaves)");
+        // The bracket is drawn from point estimates; say when the ends are not distinct from 1.
+        bool undecided = false;
+        for (size_t k = 0; k < line.points.size(); ++k) {
+          if (line.depths[k] != line.crossing->bracket_lower &&
+              line.depths[k] != line.crossing->bracket_upper) {
+            continue;
+          }
+          const auto& t = a.comparisons[line.points[k]].t.interval;
+          if (!t || t->Contains(1.0)) undecided = true;
+        }
+        if (undecided) bracket += "; an end's interval contains 1, so the sign is not settled";
         if (line.crossing->sign_changes > 1) {
           bracket += absl::StrCat("; ", line.crossing->sign_changes,
                                   " sign changes: not monotone");
         }
         if (line.crossover_fit) {
-          fit = absl::StrCat(FormatNumber(line.crossover_fit->estimate), " ",
-                             FormatInterval(*line.crossover_fit));
+          fit = line.crossover_fit->bounds == stats::Boundedness::kUnbounded
+                    ? absl::StrCat("unbounded (point ", Short(line.crossover_fit->estimate),
+                                   "; the slope is not significant)")
+                    : absl::StrCat(Short(line.crossover_fit->estimate), " ",
+                                   FormatInterval(*line.crossover_fit));
         } else if (!line.crossover_error.empty()) {
           fit = line.crossover_error;
         }
@@ -164,7 +187,7 @@ void RunSections(const RunAnalysis& a, std::vector<Section>& out) {
                       (c.interval->scope == stats::IntervalScope::kWithinSessionOnly
                            ? " (within session)"
                            : ""));
-        row.push_back(FormatNumber(c.interval->df));
+        row.push_back(Short(c.interval->df));
       } else {
         row.push_back(c.interval_error.empty() ? "-" : "n/a");
         row.push_back("-");
