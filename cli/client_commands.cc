@@ -11,7 +11,9 @@
 #include "client.h"
 #include "commands.h"
 #include "format.h"
+#include "ladder/agent/cell_check.h"
 #include "ladder/db/query.h"
+#include <set>
 #include "ladder/matrices/matrix.h"
 
 namespace ladder::cli {
@@ -81,6 +83,7 @@ void AddClientCommands(CLI::App& app) {
       std::string path;
       int64_t max_cells = 0;
       bool json = false;
+      bool runner_check = true;
     };
     auto flags = std::make_shared<Flags>();
     auto* cmd = app.add_subcommand(
@@ -90,6 +93,8 @@ void AddClientCommands(CLI::App& app) {
     cmd->add_option("matrix", flags->path, "matrix YAML file, or - for stdin")->required();
     cmd->add_option("--max-cells", flags->max_cells, "raise the cell cap (default 100000)");
     cmd->add_flag("--json", flags->json, "print the expansion summary as JSON");
+    cmd->add_flag("--runner-check,!--no-runner-check", flags->runner_check,
+                  "also check every cell's parameters as its runner will (default on)");
     cmd->callback([flags] {
       const std::string yaml = ReadMatrixFile(flags->path);
       matrices::ParseOptions options;
@@ -99,6 +104,23 @@ void AddClientCommands(CLI::App& app) {
       if (!matrix.ok()) Fail(matrix.status(), 2);
       auto expansion = matrices::Expand(*matrix, options);
       if (!expansion.ok()) Fail(expansion.status(), 2);
+      if (flags->runner_check) {
+        // One message per distinct problem, naming the first cell that has it.
+        std::set<std::string> seen;
+        std::string problems;
+        for (const auto& cell : expansion->cells) {
+          auto checked = agent::CheckCellParams(matrix->runner, cell.params);
+          if (checked.ok()) continue;
+          std::string message(checked.message());
+          if (seen.insert(message).second) {
+            problems += flags->path + ": cell " + cell.key + ": " + message + "\n";
+          }
+        }
+        if (!problems.empty()) {
+          problems.pop_back();
+          Fail(problems, 2);
+        }
+      }
       const size_t per_cell = static_cast<size_t>(matrix->replicates.processes) *
                               static_cast<size_t>(matrix->replicates.rounds);
       if (flags->json) {

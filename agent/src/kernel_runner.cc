@@ -185,6 +185,10 @@ class KernelRunner final : public Runner {
 
 }  // namespace
 
+absl::Status CheckKernelParams(const nlohmann::json& params) {
+  return PointFromParams(params).status();
+}
+
 std::unique_ptr<Runner> MakeKernelRunner() { return std::make_unique<KernelRunner>(); }
 
 }  // namespace ladder::agent

@@ -9,5 +9,6 @@
 namespace ladder::agent {
 
 std::unique_ptr<Runner> MakeKernelRunner();
+absl::Status CheckKernelParams(const nlohmann::json& params);
 
 }  // namespace ladder::agent

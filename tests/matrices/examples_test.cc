@@ -59,7 +59,7 @@ TEST(MatrixExpand, Gemma4MtpLadderExample) {
   const Matrix m = MustParseExample("gemma4-mtp-ladder.yaml");
   EXPECT_EQ(m.runner, "engine");
   EXPECT_EQ(m.fixed.at("model"), "google/gemma-4-31B-it-qat-w4a16-ct");
-  EXPECT_EQ(m.fixed.at("tensor_parallel"), 2);
+  EXPECT_EQ(m.fixed.at("tensor_parallel_size"), 2);
   EXPECT_EQ(m.requirements.gpu_vendor, "nvidia");
   EXPECT_EQ(m.requirements.gpu_count, 2);
   EXPECT_EQ(m.replicates.sessions, 3);
@@ -70,7 +70,7 @@ TEST(MatrixExpand, Gemma4MtpLadderExample) {
   ASSERT_EQ(e.units.size(), 6u);  // 2 backends x 3 sessions, each the whole paired ladder
   EXPECT_EQ(e.units[0].group_key, "attention_backend=TRITON_ATTN");
   EXPECT_EQ(e.units[0].cell_indices.size(), 8u);
-  EXPECT_EQ(e.cells[7].key, "attention_backend=TRITON_ATTN,depth=32768,spec=mtp-k1");
+  EXPECT_EQ(e.cells[7].key, "attention_backend=TRITON_ATTN,depth=32768,spec=mtp:1");
 }
 
 TEST(MatrixExpand, Gemma4SyntheticLadderExample) {
