@@ -142,5 +142,73 @@ TEST(Faults, AgentAndCoordinatorKilledTogether) {
   EXPECT_EQ(QueryInt(db, "SELECT COUNT(DISTINCT session_id) FROM attempts"), 3);
 }
 
+TEST(Faults, PreemptedAgentFinishesItsUnitWithinTheGrace) {
+  TempDir dir;
+  const std::string db = dir.File("results.db");
+  int port = 0;
+  auto coordinator = StartCoordinator(dir, db, &port, {"--lease-ms", "4000", "--heartbeat-ms", "400"});
+  ASSERT_GT(port, 0);
+  const std::string address = "127.0.0.1:" + std::to_string(port);
+  WriteFile(dir.File("m.yaml"), kSlowMatrix);
+  auto spot = StartAgent(dir, port, "spot", {"--grace", "finish"});
+  ASSERT_EQ(RunCommand({LadderBinary(), "submit", dir.File("m.yaml"), "--coordinator", address})
+                .exit_code,
+            0);
+  ASSERT_TRUE(WaitFor([&] { return QueryInt(db, "SELECT COUNT(*) FROM measurements") > 0; },
+                      std::chrono::seconds(60)));
+  const int64_t leased = QueryInt(db, "SELECT MAX(id) FROM attempts");
+  // The cloud's preemption notice: SIGTERM, then a grace period.
+  spot->Signal(SIGTERM);
+  auto code = spot->Wait(std::chrono::seconds(30));
+  ASSERT_TRUE(code.has_value()) << "the agent overran its grace period";
+  EXPECT_EQ(*code, 0) << spot->Log();
+  // The unit it held was finished, not abandoned, and nothing else was started.
+  EXPECT_EQ(QueryText(db, "SELECT state FROM attempts WHERE id = " + std::to_string(leased)), "done");
+  // A replacement VM picks up the rest.
+  auto replacement = StartAgent(dir, port, "replacement");
+  auto watch = RunCommand({LadderBinary(), "watch", "1", "--coordinator", address},
+                          std::chrono::seconds(240));
+  ASSERT_EQ(watch.exit_code, 0) << watch.err;
+  ExpectExactlyOnce(db, 1, kPerCell);
+}
+
+TEST(Faults, FrozenAgentsLateResultsAreStaleNotDoubleCounted) {
+  TempDir dir;
+  const std::string db = dir.File("results.db");
+  int port = 0;
+  auto coordinator = StartCoordinator(dir, db, &port, {"--lease-ms", "2000", "--heartbeat-ms", "400"});
+  ASSERT_GT(port, 0);
+  const std::string address = "127.0.0.1:" + std::to_string(port);
+  WriteFile(dir.File("m.yaml"), kSlowMatrix);
+  auto slow = StartAgent(dir, port, "slow");
+  ASSERT_TRUE(WaitFor([&] { return !SessionOf(db, "slow").empty(); }, std::chrono::seconds(30)));
+  const std::string slow_session = SessionOf(db, "slow");
+  ASSERT_EQ(RunCommand({LadderBinary(), "submit", dir.File("m.yaml"), "--coordinator", address})
+                .exit_code,
+            0);
+  ASSERT_TRUE(WaitFor([&] { return QueryInt(db, "SELECT COUNT(*) FROM attempts") > 0; },
+                      std::chrono::seconds(60)));
+  // Frozen (a stalled VM, or one cut off from the network) for longer than its lease.
+  slow->Signal(SIGSTOP);
+  auto other = StartAgent(dir, port, "other");
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return QueryInt(db, "SELECT COUNT(*) FROM attempts WHERE state = 'expired' AND "
+                            "session_id = '" + slow_session + "'") > 0;
+      },
+      std::chrono::seconds(60)));
+  // It wakes up, finishes its measurement, and reports late.
+  slow->Signal(SIGCONT);
+  auto watch = RunCommand({LadderBinary(), "watch", "1", "--coordinator", address},
+                          std::chrono::seconds(240));
+  ASSERT_EQ(watch.exit_code, 0) << watch.err;
+  ExpectExactlyOnce(db, 1, kPerCell);
+  // Whatever it measured for the expired attempt is kept but never counts.
+  EXPECT_EQ(QueryInt(db, "SELECT COUNT(*) FROM valid_measurements WHERE session_id = '" +
+                             slow_session + "' AND attempt_id IN (SELECT id FROM attempts WHERE "
+                             "state != 'done')"),
+            0);
+}
+
 }  // namespace
 }  // namespace ladder::testing
