@@ -6,6 +6,7 @@
 
 #include "fleet.h"
 #include "process.h"
+#include "proxy.h"
 
 namespace ladder::testing {
 namespace {
@@ -208,6 +209,47 @@ TEST(Faults, FrozenAgentsLateResultsAreStaleNotDoubleCounted) {
                              slow_session + "' AND attempt_id IN (SELECT id FROM attempts WHERE "
                              "state != 'done')"),
             0);
+}
+
+TEST(Faults, NetworkCutLongerThanTheLease) {
+  TempDir dir;
+  const std::string db = dir.File("results.db");
+  int port = 0;
+  auto coordinator = StartCoordinator(dir, db, &port, {"--lease-ms", "2000", "--heartbeat-ms", "400"});
+  ASSERT_GT(port, 0);
+  const std::string address = "127.0.0.1:" + std::to_string(port);
+  TcpProxy link(port);
+  WriteFile(dir.File("m.yaml"), kSlowMatrix);
+  // The remote agent reaches the coordinator only through the link we control.
+  auto remote = StartAgent(dir, link.port(), "remote");
+  ASSERT_TRUE(WaitFor([&] { return !SessionOf(db, "remote").empty(); }, std::chrono::seconds(30)));
+  const std::string remote_session = SessionOf(db, "remote");
+  ASSERT_EQ(RunCommand({LadderBinary(), "submit", dir.File("m.yaml"), "--coordinator", address})
+                .exit_code,
+            0);
+  ASSERT_TRUE(WaitFor([&] { return QueryInt(db, "SELECT COUNT(*) FROM measurements") > 0; },
+                      std::chrono::seconds(60)));
+  link.Cut();
+  // Its lease expires on the coordinator's side while it keeps measuring into its spool.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return QueryInt(db, "SELECT COUNT(*) FROM attempts WHERE state = 'expired' AND "
+                            "session_id = '" + remote_session + "'") > 0;
+      },
+      std::chrono::seconds(30)));
+  auto local = StartAgent(dir, port, "local");
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  link.Restore();
+  auto watch = RunCommand({LadderBinary(), "watch", "1", "--coordinator", address},
+                          std::chrono::seconds(240));
+  ASSERT_EQ(watch.exit_code, 0) << watch.err;
+  ExpectExactlyOnce(db, 1, kPerCell);
+  // After the link heals the remote agent delivers everything it kept, then leaves cleanly.
+  remote->Signal(SIGTERM);
+  EXPECT_EQ(remote->Wait(std::chrono::seconds(60)), 0) << remote->Log();
+  EXPECT_EQ(QueryInt(dir.File("remote-spool.db"), "SELECT COUNT(*) FROM results"), 0)
+      << remote->Log();
+  EXPECT_NE(remote->Log().find("retrying"), std::string::npos) << remote->Log();
 }
 
 }  // namespace
