@@ -67,8 +67,10 @@ std::string RenderTable(const std::vector<std::string>& header,
       if (!LooksNumeric(row[c])) numeric[c] = false;
     }
   }
-  // Shrink the widest column until the table fits (2 spaces between columns).
-  const size_t limit = static_cast<size_t>(TerminalWidth());
+  // Shrink the widest column until the table fits (2 spaces between columns). Output that goes
+  // to a file or a pipe is never truncated, unless COLUMNS asks for it.
+  const bool fit = StdoutIsTty() || std::getenv("COLUMNS") != nullptr;
+  const size_t limit = fit ? static_cast<size_t>(TerminalWidth()) : SIZE_MAX;
   auto total = [&] {
     size_t sum = 0;
     for (size_t w : width) sum += w;

@@ -151,6 +151,17 @@ std::string CapMessage(int64_t cells, int64_t cap) {
   return fmt::format("{} cells exceeds the cap of {}; pass --max-cells to raise it", cells, cap);
 }
 
+std::string ReplicateCapError(int64_t cells, int sessions) {
+  int64_t replicates = 0;
+  if (!__builtin_mul_overflow(cells, static_cast<int64_t>(sessions), &replicates) &&
+      replicates <= kMaxCellReplicates) {
+    return "";
+  }
+  return fmt::format("{} cells x {} sessions is more than the {} cell replicates one "
+                     "coordinator holds",
+                     cells, sessions, kMaxCellReplicates);
+}
+
 }  // namespace internal
 
 absl::StatusOr<Expansion> Expand(const Matrix& matrix, const ParseOptions& options) {
@@ -161,6 +172,12 @@ absl::StatusOr<Expansion> Expand(const Matrix& matrix, const ParseOptions& optio
   if (count > options.max_cells) {
     return absl::InvalidArgumentError(
         fmt::format("matrix {}: {}", matrix.name, internal::CapMessage(count, options.max_cells)));
+  }
+  if (const std::string error = internal::ReplicateCapError(count, matrix.replicates.sessions);
+      !error.empty() || matrix.replicates.sessions < 1) {
+    return absl::InvalidArgumentError(fmt::format(
+        "matrix {}: replicates.sessions: {}", matrix.name,
+        error.empty() ? "must be at least 1" : error));
   }
 
   nlohmann::json fixed = nlohmann::json::object();

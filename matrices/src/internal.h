@@ -39,6 +39,16 @@ int64_t CountCells(const std::vector<ExpandedAxis>& axes,
 // The cap error message, shared by the parser and Expand.
 std::string CapMessage(int64_t cells, int64_t cap);
 
+// Whatever --max-cells says, no expansion may hold more cell replicates (cells x
+// replicates.sessions, i.e. the cells of all units) than this: each one is a unit member in the
+// coordinator's memory and a row in the database, and a request could otherwise make the
+// coordinator allocate without bound (replicates: {sessions: 100000000} aborted with
+// std::bad_alloc after 40 s).
+inline constexpr int64_t kMaxCellReplicates = 2'000'000;
+inline constexpr int64_t kMaxSessions = 1000;  // replicates.sessions: distinct VMs per cell
+// Empty when `cells` cells, each in `sessions` units, fit kMaxCellReplicates; else the error.
+std::string ReplicateCapError(int64_t cells, int sessions);
+
 uint64_t Fnv1a64(std::string_view bytes);
 uint64_t SplitMix64(uint64_t x);
 

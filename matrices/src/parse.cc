@@ -22,6 +22,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include "absl/status/status.h"
@@ -222,6 +223,8 @@ class Parser {
   std::map<std::string, YAML::Mark> axis_marks_;
   YAML::Mark axes_mark_;
   YAML::Mark exclude_mark_;
+  YAML::Mark replicates_mark_;
+  bool has_replicates_ = false;
   std::vector<YAML::Mark> exclusion_marks_;
   std::vector<std::map<std::string, std::pair<YAML::Mark, YAML::Mark>>> exclusion_term_marks_;
   YAML::Mark aa_mark_;
@@ -236,7 +239,10 @@ absl::StatusOr<std::vector<Entry>> Parser::ReadMappingImpl(
   const std::string where = path.empty() ? "at the top level" : fmt::format("in {}", path);
   std::vector<Entry> entries;
   for (auto it = node.begin(); it != node.end(); ++it) {
-    const YAML::Node& key = it->first;
+    // A copy, not a reference: yaml-cpp's `it->` returns a temporary proxy, so a reference to
+    // its `first` dangles at the end of this statement (ASan: stack-use-after-scope, found by
+    // fuzz/matrix_fuzz.cc on the seed corpus).
+    const YAML::Node key = it->first;
     if (!key.IsScalar()) {
       return Error(Where(key, at), path, fmt::format("keys must be plain names, got {}",
                                                      KindName(key)));
@@ -567,9 +573,12 @@ absl::Status Parser::ParseAxisList(const Entry& entry, std::string_view field, c
 absl::Status Parser::ParseReplicates(const Entry& entry, Matrix& m) {
   ASSIGN_OR_RETURN(const std::vector<Entry> fields,
                    ReadMapping(entry.value, entry.key_mark, "replicates", kReplicateKeys));
+  replicates_mark_ = entry.where();
+  has_replicates_ = true;
   for (const Entry& field : fields) {
+    const int64_t maximum = field.key == "sessions" ? internal::kMaxSessions : INT_MAX;
     ASSIGN_OR_RETURN(const int64_t v, ReadInteger(field.value, field.key_mark,
-                                                  Field("replicates", field.key), 1, INT_MAX));
+                                                  Field("replicates", field.key), 1, maximum));
     if (field.key == "sessions") m.replicates.sessions = static_cast<int>(v);
     if (field.key == "processes") m.replicates.processes = static_cast<int>(v);
     if (field.key == "rounds") m.replicates.rounds = static_cast<int>(v);
@@ -720,9 +729,45 @@ absl::Status Parser::CheckExclusions(const Matrix& m) {
   return absl::OkStatus();
 }
 
+// Counts documents, stopping at `limit`. yaml-cpp 0.7's LoadAll never returns on some inputs
+// (", a": a flow indicator at the top level yields an endless run of empty documents, and memory
+// grows until the process is killed; found by fuzz/matrix_fuzz.cc), so the documents are counted
+// with the event parser, bounded, before LoadAll builds them.
+class DocumentCounter final : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    if (count++ == 1) second = mark;
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+  int count = 0;
+  YAML::Mark second;
+};
+
 absl::StatusOr<Matrix> Parser::Parse(std::string_view yaml) {
   std::vector<YAML::Node> documents;
   try {
+    constexpr int kMaxDocuments = 8;
+    std::istringstream stream{std::string(yaml)};
+    YAML::Parser events(stream);
+    DocumentCounter counter;
+    while (counter.count < kMaxDocuments && events.HandleNextDocument(counter)) {
+    }
+    if (counter.count >= kMaxDocuments) {
+      return Error(counter.second, "",
+                   fmt::format("expected one YAML document, found {} or more (a stray ',', ']' "
+                               "or '}}' at the top level?)",
+                               kMaxDocuments));
+    }
     documents = YAML::LoadAll(std::string(yaml));
   } catch (const YAML::Exception& e) {
     return Error(e.mark, "", fmt::format("YAML syntax error: {}", e.msg));
@@ -850,13 +895,65 @@ absl::StatusOr<Matrix> Parser::Parse(std::string_view yaml) {
   if (cells > options_.max_cells) {
     return Error(axes_mark_, "axes", internal::CapMessage(cells, options_.max_cells));
   }
+  if (const std::string error = internal::ReplicateCapError(cells, m.replicates.sessions);
+      !error.empty()) {
+    return Error(has_replicates_ ? replicates_mark_ : axes_mark_, "replicates.sessions", error);
+  }
   return m;
+}
+
+}  // namespace
+
+namespace {
+
+// Offset of the first byte that is not part of well-formed UTF-8 (no overlongs, no surrogates,
+// at most U+10FFFF), or npos. A matrix must be UTF-8: its values end up in JSON, and
+// nlohmann::json::dump() throws on invalid UTF-8: an axis value with byte 0xFF passed parsing
+// and expansion, and Store::CreateRun's dump() then terminated the coordinator on Submit.
+size_t InvalidUtf8At(std::string_view text) {
+  size_t i = 0;
+  while (i < text.size()) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    int length = 0;
+    uint32_t min = 0, code = 0;
+    if ((c & 0xE0) == 0xC0) {
+      length = 2, min = 0x80, code = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+      length = 3, min = 0x800, code = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+      length = 4, min = 0x10000, code = c & 0x07;
+    } else {
+      return i;
+    }
+    if (i + static_cast<size_t>(length) > text.size()) return i;
+    for (int k = 1; k < length; ++k) {
+      const auto next = static_cast<unsigned char>(text[i + static_cast<size_t>(k)]);
+      if ((next & 0xC0) != 0x80) return i;
+      code = (code << 6) | (next & 0x3F);
+    }
+    if (code < min || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return i;
+    i += static_cast<size_t>(length);
+  }
+  return std::string_view::npos;
 }
 
 }  // namespace
 
 absl::StatusOr<Matrix> ParseMatrix(std::string_view yaml, std::string_view filename,
                                    const ParseOptions& options) {
+  if (const size_t bad = InvalidUtf8At(yaml); bad != std::string_view::npos) {
+    const std::string_view before = yaml.substr(0, bad);
+    const size_t line = static_cast<size_t>(std::count(before.begin(), before.end(), '\n')) + 1;
+    const size_t line_start = before.rfind('\n');
+    const size_t column = bad - (line_start == std::string_view::npos ? 0 : line_start + 1) + 1;
+    return absl::InvalidArgumentError(
+        fmt::format("{}:{}:{}: not valid UTF-8 (byte 0x{:02X}); a matrix is UTF-8 text", filename,
+                    line, column, static_cast<unsigned char>(yaml[bad])));
+  }
   Parser parser(filename, options);
   try {
     return parser.Parse(yaml);
