@@ -15,7 +15,7 @@ struct Output {
   std::string out;
 };
 
-Output Run(const std::string& args) {
+Output RunBench(const std::string& args) {
   Output result;
   const std::string command = std::string(LADDER_BENCH_BINARY) + " " + args + " 2>/dev/null";
   FILE* pipe = popen(command.c_str(), "r");
@@ -29,7 +29,7 @@ Output Run(const std::string& args) {
 }
 
 TEST(CoordinatorBench, TwentyAgentsEveryMeasurementStoredExactlyOnce) {
-  const Output run = Run("--agents 20 --seconds 3 --cells 3000 --per-cell 4 --json");
+  const Output run = RunBench("--agents 20 --seconds 3 --cells 3000 --per-cell 4 --json");
   ASSERT_EQ(run.exit_code, 0) << run.out;
   const auto json = nlohmann::json::parse(run.out, nullptr, false);
   ASSERT_TRUE(json.is_array() && json.size() == 1) << run.out;
@@ -48,7 +48,7 @@ TEST(CoordinatorBench, TwentyAgentsEveryMeasurementStoredExactlyOnce) {
 
 TEST(CoordinatorBench, MatrixSmallerThanTheWindowCompletes) {
   // 200 units for 20 agents: the run ends early when every unit is done.
-  const Output run = Run("--agents 20 --seconds 30 --cells 200 --per-cell 2 --json");
+  const Output run = RunBench("--agents 20 --seconds 30 --cells 200 --per-cell 2 --json");
   ASSERT_EQ(run.exit_code, 0) << run.out;
   const auto json = nlohmann::json::parse(run.out, nullptr, false);
   ASSERT_TRUE(json.is_array() && json.size() == 1) << run.out;
