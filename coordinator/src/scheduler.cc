@@ -72,7 +72,7 @@ absl::Status Scheduler::Load() {
   for (auto& unit : snapshot.units) {
     auto run = runs_.find(unit.run_id);
     if (run == runs_.end()) continue;
-    if (unit.state == "queued") queued_.insert(unit.id);
+    if (unit.state == "queued") run->second.queued.insert(unit.id);
     if (unit.state == "queued" || unit.state == "leased") run->second.open_units++;
     units_[unit.id] = UnitState{std::move(unit)};
   }
@@ -93,8 +93,8 @@ absl::Status Scheduler::Load() {
     }
     if (attempt.state == "leased") {
       // The agent may still be working: give it a full lease from now to check in.
-      live_[attempt.id] = LiveAttempt{attempt.unit_id, attempt.session_id,
-                                      now + options_.lease_ms};
+      AddLiveLocked(attempt.id,
+                    LiveAttempt{attempt.unit_id, attempt.session_id, now + options_.lease_ms});
     }
   }
   // A run whose units are all terminal but which was not marked done (killed in between).
@@ -102,7 +102,7 @@ absl::Status Scheduler::Load() {
   for (const auto& [id, run] : runs_) {
     if (run.open_units == 0) finished.push_back(id);
   }
-  for (int64_t id : finished) RETURN_IF_ERROR(UnitTerminalLocked(id));
+  for (int64_t id : finished) RETURN_IF_ERROR(CompleteRunLocked(id));
   return absl::OkStatus();
 }
 
@@ -137,10 +137,11 @@ absl::StatusOr<SubmitResult> Scheduler::Submit(const std::string& yaml,
     for (const auto& run : snapshot.open_runs) {
       if (run.id == run_id) AddRunLocked(run);
     }
+    RunState& run = runs_[run_id];
     for (auto& unit : snapshot.units) {
       if (unit.run_id != run_id) continue;
-      queued_.insert(unit.id);
-      runs_[run_id].open_units++;
+      run.queued.insert(unit.id);
+      run.open_units++;
       units_[unit.id] = UnitState{std::move(unit)};
     }
   }
@@ -210,41 +211,50 @@ absl::StatusOr<std::optional<Lease>> Scheduler::TryLeaseLocked(const std::string
     return absl::NotFoundError(absl::StrCat("unknown session ", session_id, "; register first"));
   }
   const SessionState& session = session_it->second;
+  // Runs the session can take, in creation order: Matches is a property of (run, session), so
+  // it is evaluated once per run here, not once per queued unit.
+  std::vector<RunState*> eligible;
+  for (auto& [run_id, run] : runs_) {
+    if (!run.queued.empty() && Matches(run, session)) eligible.push_back(&run);
+  }
   // Two passes: first a unit whose group has not run on this host, then any eligible unit.
   int64_t chosen = 0;
+  RunState* chosen_run = nullptr;
   for (int pass = 0; pass < 2 && chosen == 0; ++pass) {
-    for (int64_t unit_id : queued_) {
-      const UnitState& unit = units_.at(unit_id);
-      const RunState& run = runs_.at(unit.row.run_id);
-      const GroupKey group{unit.row.run_id, unit.row.group_key};
-      if (auto g = group_sessions_.find(group);
-          g != group_sessions_.end() && g->second.count(session_id)) {
-        continue;
-      }
-      if (pass == 0) {
-        if (auto h = group_hosts_.find(group);
-            h != group_hosts_.end() && h->second.count(session.row.machine_id)) {
+    for (RunState* run : eligible) {
+      for (int64_t unit_id : run->queued) {
+        const UnitState& unit = units_.at(unit_id);
+        const GroupKey group{unit.row.run_id, unit.row.group_key};
+        if (auto g = group_sessions_.find(group);
+            g != group_sessions_.end() && g->second.count(session_id)) {
           continue;
         }
+        if (pass == 0) {
+          if (auto h = group_hosts_.find(group);
+              h != group_hosts_.end() && h->second.count(session.row.machine_id)) {
+            continue;
+          }
+        }
+        chosen = unit_id;
+        chosen_run = run;
+        break;
       }
-      if (!Matches(run, session)) continue;
-      chosen = unit_id;
-      break;
+      if (chosen != 0) break;
     }
   }
   if (chosen == 0) return std::optional<Lease>();
 
   UnitState& unit = units_.at(chosen);
-  const RunState& run = runs_.at(unit.row.run_id);
+  const RunState& run = *chosen_run;
   const int64_t now = clock_->NowMs();
   ASSIGN_OR_RETURN(int64_t attempt_id, store_->LeaseUnit(chosen, session_id, now));
   ASSIGN_OR_RETURN(std::vector<db::CellRow> cells, store_->LoadCells(unit.row.cell_ids));
-  queued_.erase(chosen);
+  chosen_run->queued.erase(chosen);
   unit.row.state = "leased";
   const GroupKey group{unit.row.run_id, unit.row.group_key};
   group_sessions_[group].insert(session_id);
   group_hosts_[group].insert(session.row.machine_id);
-  live_[attempt_id] = LiveAttempt{chosen, session_id, now + options_.lease_ms};
+  AddLiveLocked(attempt_id, LiveAttempt{chosen, session_id, now + options_.lease_ms});
 
   Lease lease;
   lease.attempt_id = attempt_id;
@@ -305,8 +315,8 @@ absl::StatusOr<db::ReportOutcome> Scheduler::Report(
       return absl::NotFoundError(absl::StrCat("unknown session ", session_id));
     }
     TouchLocked(session_id);
-    for (const auto& [id, attempt] : live_) {
-      if (attempt.session_id == session_id) live.push_back(id);
+    if (auto it = live_by_session_.find(session_id); it != live_by_session_.end()) {
+      live.assign(it->second.begin(), it->second.end());
     }
   }
   // The store call happens outside the lock: it is the slow part, and liveness only matters
@@ -349,7 +359,7 @@ absl::StatusOr<FinishResult> Scheduler::Finish(const std::string& session_id, in
   UnitState& unit = units_.at(unit_id);
   RETURN_IF_ERROR(store_->EndAttempt(attempt_id, "done", "", unit_id, "done", unit.row.attempts,
                                      clock_->NowMs()));
-  live_.erase(it);
+  EraseLiveLocked(it);
   unit.row.state = "done";
   RETURN_IF_ERROR(UnitTerminalLocked(unit.row.run_id));
   return FinishResult{true, "done"};
@@ -371,7 +381,7 @@ absl::Status Scheduler::EndUnsuccessfulLocked(int64_t attempt_id,
       give_up ? absl::StrCat(reason, " (after ", failures, " attempts)") : reason;
   RETURN_IF_ERROR(store_->EndAttempt(attempt_id, attempt_state, unit_reason, attempt.unit_id,
                                      unit_state, failures, clock_->NowMs()));
-  live_.erase(it);
+  EraseLiveLocked(it);
   unit.row.attempts = failures;
   unit.row.state = unit_state;
   // The session did not complete this replicate: it no longer blocks the group.
@@ -391,22 +401,35 @@ absl::Status Scheduler::EndUnsuccessfulLocked(int64_t attempt_id,
   if (give_up) {
     RETURN_IF_ERROR(UnitTerminalLocked(unit.row.run_id));
   } else {
-    queued_.insert(attempt.unit_id);
+    run.queued.insert(attempt.unit_id);
   }
   return absl::OkStatus();
+}
+
+void Scheduler::AddLiveLocked(int64_t attempt_id, LiveAttempt attempt) {
+  live_by_session_[attempt.session_id].insert(attempt_id);
+  live_[attempt_id] = std::move(attempt);
+}
+
+void Scheduler::EraseLiveLocked(std::map<int64_t, LiveAttempt>::iterator it) {
+  if (auto s = live_by_session_.find(it->second.session_id); s != live_by_session_.end()) {
+    s->second.erase(it->first);
+    if (s->second.empty()) live_by_session_.erase(s);
+  }
+  live_.erase(it);
 }
 
 absl::Status Scheduler::UnitTerminalLocked(int64_t run_id) {
   auto run = runs_.find(run_id);
   if (run == runs_.end()) return absl::OkStatus();
-  int64_t open = 0;
-  for (const auto& [id, unit] : units_) {
-    if (unit.row.run_id == run_id && (unit.row.state == "queued" || unit.row.state == "leased")) {
-      ++open;
-    }
-  }
-  run->second.open_units = open;
-  if (open > 0) return absl::OkStatus();
+  // Counted, not recounted: a scan of every unit here made each Finish O(units in memory).
+  if (--run->second.open_units > 0) return absl::OkStatus();
+  return CompleteRunLocked(run_id);
+}
+
+absl::Status Scheduler::CompleteRunLocked(int64_t run_id) {
+  auto run = runs_.find(run_id);
+  if (run == runs_.end()) return absl::OkStatus();
   RETURN_IF_ERROR(store_->SetRunState(run_id, "done", clock_->NowMs()));
   // The run is finished: drop its units from memory.
   for (auto it = units_.begin(); it != units_.end();) {
@@ -426,8 +449,8 @@ absl::Status Scheduler::Release(const std::string& session_id, const std::string
   {
     std::lock_guard lock(mu_);
     std::vector<int64_t> mine;
-    for (const auto& [id, attempt] : live_) {
-      if (attempt.session_id == session_id) mine.push_back(id);
+    if (auto it = live_by_session_.find(session_id); it != live_by_session_.end()) {
+      mine.assign(it->second.begin(), it->second.end());
     }
     for (int64_t id : mine) {
       RETURN_IF_ERROR(EndUnsuccessfulLocked(
@@ -452,15 +475,12 @@ absl::Status Scheduler::Cancel(int64_t run_id) {
   }
   RETURN_IF_ERROR(store_->CancelRun(run_id, clock_->NowMs()));
   for (auto it = live_.begin(); it != live_.end();) {
-    it = units_.at(it->second.unit_id).row.run_id == run_id ? live_.erase(it) : std::next(it);
+    auto next = std::next(it);
+    if (units_.at(it->second.unit_id).row.run_id == run_id) EraseLiveLocked(it);
+    it = next;
   }
   for (auto it = units_.begin(); it != units_.end();) {
-    if (it->second.row.run_id == run_id) {
-      queued_.erase(it->first);
-      it = units_.erase(it);
-    } else {
-      ++it;
-    }
+    it = it->second.row.run_id == run_id ? units_.erase(it) : std::next(it);
   }
   runs_.erase(run);
   return absl::OkStatus();

@@ -122,7 +122,8 @@ class Scheduler {
   struct RunState {
     db::RunRow row;
     matrices::Requirements requirements;
-    int64_t open_units = 0;
+    int64_t open_units = 0;       // queued or leased
+    std::set<int64_t> queued;     // unit ids, in creation order
   };
   struct UnitState {
     db::UnitRow row;
@@ -149,7 +150,13 @@ class Scheduler {
   absl::Status EndUnsuccessfulLocked(int64_t attempt_id, const std::string& attempt_state,
                                      const std::string& reason, bool counts_as_failure)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A unit of the run became done or failed; completes the run when it was the last open one.
   absl::Status UnitTerminalLocked(int64_t run_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Marks the run done and drops its units and group marks from memory.
+  absl::Status CompleteRunLocked(int64_t run_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void AddLiveLocked(int64_t attempt_id, LiveAttempt attempt) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void EraseLiveLocked(std::map<int64_t, LiveAttempt>::iterator it)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void TouchLocked(const std::string& session_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   db::Store* const store_;
@@ -159,10 +166,13 @@ class Scheduler {
   mutable std::mutex mu_;
   std::condition_variable work_available_;
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
+  // Open runs in id order; each keeps its queued units, so a lease scans only the runs whose
+  // requirements the session meets (unit ids grow with run ids: run order is creation order).
   std::map<int64_t, RunState> runs_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, UnitState> units_ ABSL_GUARDED_BY(mu_);
-  std::set<int64_t> queued_ ABSL_GUARDED_BY(mu_);  // unit ids, in creation order
   std::map<int64_t, LiveAttempt> live_ ABSL_GUARDED_BY(mu_);
+  // live_ indexed by session, so Report does not scan every live attempt.
+  std::map<std::string, std::set<int64_t>> live_by_session_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, SessionState> sessions_ ABSL_GUARDED_BY(mu_);
   // Sessions and hosts holding a live or done attempt of a cell group.
   std::map<GroupKey, std::set<std::string>> group_sessions_ ABSL_GUARDED_BY(mu_);
