@@ -59,7 +59,8 @@ struct Config {
   int lease_wait_ms = 1000;    // agents' long poll
   int heartbeat_ms = 2000;     // told to agents at registration
   int lease_ms = 30000;
-  int work_ms = 0;             // simulated unit duration (mean; uniform 0.5x..1.5x); 0: none
+  int work_ms = 0;
+  double session_rate = 0;     // coordinator's per-session call limit; 0: off (see --help)             // simulated unit duration (mean; uniform 0.5x..1.5x); 0: none
   bool json = false;
   std::string keep_dir;        // keep the databases here instead of a temp folder
   bool deadlock_detection = true;  // abseil's mutex deadlock detection (on in Debian's build)
@@ -368,6 +369,7 @@ absl::StatusOr<PointResult> RunPoint(const Config& config, int n_agents,
   options.heartbeat_interval_ms = config.heartbeat_ms;
   options.scheduler.lease_ms = config.lease_ms;
   options.max_lease_wait_ms = std::max(config.lease_wait_ms, 1000);
+  options.session_calls_per_second = config.session_rate;
   auto started = coordinator::Coordinator::Start(options);
   if (!started.ok()) return started.status();
   std::unique_ptr<coordinator::Coordinator> coord = std::move(*started);
@@ -575,6 +577,11 @@ int Main(int argc, char** argv) {
                  "simulated time each unit takes on an agent (0: report at once, which "
                  "measures the coordinator saturated)")
       ->check(CLI::Range(0, 600000));
+  app.add_option("--session-rate", config.session_rate,
+                 "the coordinator's per-session call limit (calls/s; 0: off). Off by default: "
+                 "an agent with no work time makes hundreds of calls per second, which a real "
+                 "agent never does, and the limit would be measured instead of the coordinator")
+      ->check(CLI::Range(0.0, 1e6));
   app.add_option("--heartbeat-ms", config.heartbeat_ms, "heartbeat interval told to agents")
       ->check(CLI::Range(100, 60000));
   app.add_option("--keep-dir", config.keep_dir, "write the databases here and keep them");
