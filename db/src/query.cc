@@ -196,7 +196,43 @@ absl::StatusOr<std::vector<SessionSummary>> ListSessions(Database& db) {
   return sessions;
 }
 
+namespace {
+
+// Names echo into JSON output, which must be valid UTF-8.
+bool ValidUtf8(const std::string& s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    size_t extra;
+    if (c < 0x80) {
+      extra = 0;
+    } else if ((c >> 5) == 0x6) {
+      extra = 1;
+    } else if ((c >> 4) == 0xe) {
+      extra = 2;
+    } else if ((c >> 3) == 0x1e) {
+      extra = 3;
+    } else {
+      return false;
+    }
+    if (i + extra >= s.size() && extra > 0) return false;
+    for (size_t k = 1; k <= extra; ++k) {
+      if ((static_cast<unsigned char>(s[i + k]) >> 6) != 0x2) return false;
+    }
+    i += extra + 1;
+  }
+  return true;
+}
+
+}  // namespace
+
 absl::StatusOr<QueryResult> QueryRun(Database& db, const QueryOptions& options) {
+  if (!ValidUtf8(options.metric)) {
+    return absl::InvalidArgumentError("--metric: not valid UTF-8");
+  }
+  for (const auto& axis : options.by) {
+    if (!ValidUtf8(axis)) return absl::InvalidArgumentError("--by: not valid UTF-8");
+  }
   RETURN_IF_ERROR(RunExists(db, options.run_id));
   QueryResult result;
   result.run_id = options.run_id;
