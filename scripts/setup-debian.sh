@@ -10,6 +10,7 @@ packages=(
   python3 openssl procps
   chromium
   clang-14 libclang-rt-14-dev
+  hipcc
 )
 missing=()
 for p in "${packages[@]}"; do
