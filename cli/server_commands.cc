@@ -249,6 +249,9 @@ void AddServerCommands(CLI::App& app) {
     cmd->add_option("--session-rate", flags->options.session_calls_per_second,
                     "per-session calls per second before RESOURCE_EXHAUSTED (0: unlimited)")
         ->capture_default_str();
+    cmd->add_option("--fault-db-growth-pages", flags->options.fault_db_growth_pages,
+                    "testing only: behave as if the disk fills after this many more pages")
+        ->group("");
     cmd->add_option("--port-file", flags->port_file,
                     "write the bound port to this file once serving (with --listen HOST:0)");
     cmd->callback([flags] { RunCoordinator(*flags); });

@@ -78,6 +78,25 @@ class Reader {
   std::unique_ptr<db::Database> db_;
 };
 
+// Failures of the coordinator itself (a full disk, a read-only or locked database) are logged
+// loudly here; the caller's own mistakes (unknown session, not yet complete) are only returned.
+grpc::Status StoreFailure(const absl::Status& status, const char* what,
+                          const std::string& session_id) {
+  switch (status.code()) {
+    case absl::StatusCode::kResourceExhausted:
+    case absl::StatusCode::kInternal:
+    case absl::StatusCode::kPermissionDenied:
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kDataLoss:
+      spdlog::error("{} for session {} failed: {}", what, session_id.substr(0, 8),
+                    std::string(status.message()));
+      break;
+    default:
+      break;
+  }
+  return ToGrpc(status);
+}
+
 class AgentServiceImpl final : public v1::AgentService::Service {
  public:
   AgentServiceImpl(Scheduler* scheduler, Authenticator* auth, const CoordinatorOptions& options)
@@ -147,7 +166,7 @@ class AgentServiceImpl final : public v1::AgentService::Service {
       wait = std::max<int>(0, static_cast<int>(client_left.count()) - 1000);
     }
     auto lease = scheduler_->LeaseFor(request->session_id(), wait);
-    if (!lease.ok()) return ToGrpc(lease.status());
+    if (!lease.ok()) return StoreFailure(lease.status(), "leasing", request->session_id());
     if (!lease->has_value()) {
       response->set_has_work(false);
       return grpc::Status::OK;
@@ -213,7 +232,10 @@ class AgentServiceImpl final : public v1::AgentService::Service {
                                         e.kind(), e.value_json(), e.recorded_at_ms()});
     }
     auto outcome = scheduler_->Report(request->session_id(), measurements, evidence);
-    if (!outcome.ok()) return ToGrpc(outcome.status());
+    if (!outcome.ok()) {
+      return StoreFailure(outcome.status(), "storing results (none acknowledged)",
+                          request->session_id());
+    }
     for (const auto& uuid : outcome->stored) response->add_acknowledged_uuids(uuid);
     for (const auto& uuid : outcome->stale) response->add_stale_uuids(uuid);
     if (!outcome->refused.empty()) {
@@ -229,7 +251,7 @@ class AgentServiceImpl final : public v1::AgentService::Service {
     auto result = scheduler_->Finish(request->session_id(), request->attempt_id(), request->ok(),
                                      request->failure_reason(), request->measurement_count(),
                                      request->evidence_count());
-    if (!result.ok()) return ToGrpc(result.status());
+    if (!result.ok()) return StoreFailure(result.status(), "finishing", request->session_id());
     response->set_accepted(result->accepted);
     response->set_detail(result->detail);
     if (request->ok()) {
@@ -503,6 +525,11 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   ASSIGN_OR_RETURN(impl->store, db::Store::Open(options.db_path));
+  if (options.fault_db_growth_pages > 0) {
+    RETURN_IF_ERROR(impl->store->LimitGrowthForTesting(options.fault_db_growth_pages));
+    spdlog::warn("fault injection: the database may grow by {} pages only",
+                 options.fault_db_growth_pages);
+  }
   ASSIGN_OR_RETURN(auto read_db, db::Database::Open(options.db_path, db::OpenMode::kReadWrite));
   impl->reader = std::make_unique<Reader>(std::move(read_db));
   ASSIGN_OR_RETURN(impl->scheduler,

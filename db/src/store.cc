@@ -56,6 +56,14 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
   return std::unique_ptr<Store>(new Store(std::move(db), path));
 }
 
+absl::Status Store::LimitGrowthForTesting(int64_t pages) {
+  std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(Statement count, db_->Prepare("PRAGMA page_count"));
+  ASSIGN_OR_RETURN(bool row, count.Step());
+  const int64_t now = row ? count.Int(0) : 0;
+  return db_->Exec(absl::StrCat("PRAGMA max_page_count = ", now + pages));
+}
+
 absl::StatusOr<int64_t> Store::CreateRun(const std::string& yaml, const matrices::Matrix& matrix,
                                          const matrices::Expansion& expansion, int64_t now_ms) {
   std::lock_guard lock(mu_);

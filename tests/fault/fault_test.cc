@@ -211,6 +211,43 @@ TEST(Faults, FrozenAgentsLateResultsAreStaleNotDoubleCounted) {
             0);
 }
 
+TEST(Faults, FullDiskFailsLoudlyAndNothingUnstoredIsAcknowledged) {
+  TempDir dir;
+  const std::string db = dir.File("results.db");
+  int port = 0;
+  auto full = StartCoordinator(dir, db, &port,
+                               {"--lease-ms", "3000", "--heartbeat-ms", "400",
+                                "--fault-db-growth-pages", "3"});
+  ASSERT_GT(port, 0) << full->Log();
+  const std::string address = "127.0.0.1:" + std::to_string(port);
+  WriteFile(dir.File("m.yaml"), kSlowMatrix);
+  auto a = StartAgent(dir, port, "a");
+  ASSERT_EQ(RunCommand({LadderBinary(), "submit", dir.File("m.yaml"), "--coordinator", address})
+                .exit_code,
+            0);
+  // The disk fills: writes fail loudly and the agent keeps what it measured.
+  ASSERT_TRUE(WaitFor([&] { return full->Log().find("full") != std::string::npos; },
+                      std::chrono::seconds(90)))
+      << full->Log();
+  ASSERT_TRUE(WaitFor(
+      [&] { return QueryInt(dir.File("a-spool.db"), "SELECT COUNT(*) FROM results") > 0; },
+      std::chrono::seconds(30)));
+  full->Signal(SIGKILL);
+  full->Wait(std::chrono::seconds(5));
+  // Space is freed (a coordinator without the limit): everything arrives, exactly once.
+  int port2 = 0;
+  auto restarted = StartCoordinator(dir, db, &port2, {"--lease-ms", "3000", "--heartbeat-ms", "400"},
+                                    port, "coordinator2.log");
+  ASSERT_EQ(port2, port) << restarted->Log();
+  auto watch = RunCommand({LadderBinary(), "watch", "1", "--coordinator", address},
+                          std::chrono::seconds(240));
+  ASSERT_EQ(watch.exit_code, 0) << watch.err << restarted->Log();
+  ExpectExactlyOnce(db, 1, kPerCell);
+  a->Signal(SIGTERM);
+  EXPECT_EQ(a->Wait(std::chrono::seconds(30)), 0) << a->Log();
+  EXPECT_EQ(QueryInt(dir.File("a-spool.db"), "SELECT COUNT(*) FROM results"), 0);
+}
+
 TEST(Faults, NetworkCutLongerThanTheLease) {
   TempDir dir;
   const std::string db = dir.File("results.db");

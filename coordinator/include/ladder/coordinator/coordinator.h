@@ -34,6 +34,8 @@ struct CoordinatorOptions {
   double session_calls_per_second = 200;  // per-session rate limit (0: none)
   int max_report_records = 20000;         // per Report call
 
+  int64_t fault_db_growth_pages = 0;     // tests only: simulate a full disk after this growth
+
   bool IsLoopback() const;
 
   absl::Status Validate() const;

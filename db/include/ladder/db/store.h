@@ -119,6 +119,9 @@ class Store {
  public:
   // Opens or creates the database and migrates it to the latest schema.
   static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path);
+  // Fault injection for tests: the database may grow by at most `pages` more pages, after which
+  // writes fail with ResourceExhausted, as on a full disk.
+  absl::Status LimitGrowthForTesting(int64_t pages);
 
   // Stores the matrix (deduplicated by sha256), a run, its cells, units and unit_cells, all in
   // one transaction. Returns the run id.
