@@ -88,6 +88,7 @@ grpc::Status StoreFailure(const absl::Status& status, const char* what,
     case absl::StatusCode::kPermissionDenied:
     case absl::StatusCode::kUnavailable:
     case absl::StatusCode::kDataLoss:
+      if (status.message() == "coordinator is shutting down") break;
       spdlog::error("{} for session {} failed: {}", what, session_id.substr(0, 8),
                     std::string(status.message()));
       break;
