@@ -7,6 +7,11 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "ladder/stats/ratio.h"
+#include <cmath>
+#include <limits>
 #include "ladder/status_macros.h"
 
 namespace ladder::coordinator {
@@ -361,8 +366,103 @@ absl::StatusOr<FinishResult> Scheduler::Finish(const std::string& session_id, in
                                      clock_->NowMs()));
   EraseLiveLocked(it);
   unit.row.state = "done";
+  RETURN_IF_ERROR(MaybeExtendGroupLocked(unit.row.run_id, unit.row.group_key));
   RETURN_IF_ERROR(UnitTerminalLocked(unit.row.run_id));
   return FinishResult{true, "done"};
+}
+
+absl::Status Scheduler::MaybeExtendGroupLocked(int64_t run_id, const std::string& group_key) {
+  auto run_it = runs_.find(run_id);
+  if (run_it == runs_.end()) return absl::OkStatus();
+  RunState& run = run_it->second;
+  const nlohmann::json& precision = run.row.precision;
+  if (!precision.is_object() || !precision.contains("ratio_half_width")) return absl::OkStatus();
+  const double target = precision["ratio_half_width"].get<double>();
+  const int max_sessions = precision.value("max_sessions", run.row.sessions);
+
+  // Decide once every replicate of the group has ended.
+  std::vector<const UnitState*> group;
+  for (const auto& [id, unit] : units_) {
+    if (unit.row.run_id != run_id || unit.row.group_key != group_key) continue;
+    if (unit.row.state == "queued" || unit.row.state == "leased") return absl::OkStatus();
+    group.push_back(&unit);
+  }
+  if (group.empty()) return absl::OkStatus();
+  int sessions = 0;
+  for (const UnitState* unit : group) sessions += unit->row.state == "done" ? 1 : 0;
+  const std::vector<int64_t> cells = group.front()->row.cell_ids;
+
+  // Comparisons: cells that differ only in the pair axes; the first of each is the baseline.
+  ASSIGN_OR_RETURN(std::vector<db::CellRow> cell_rows, store_->LoadCells(cells));
+  std::set<std::string> pair_axes;
+  for (const auto& axis : run.row.pair_axes) pair_axes.insert(axis.get<std::string>());
+  std::map<std::string, std::vector<int64_t>> comparisons;  // context -> cells, baseline first
+  for (const auto& cell : cell_rows) {
+    std::string context;
+    for (absl::string_view part : absl::StrSplit(cell.key, ',')) {
+      const std::string axis(part.substr(0, part.find('=')));
+      if (!pair_axes.count(axis)) context += std::string(part) + ",";
+    }
+    comparisons[context].push_back(cell.id);
+  }
+  ASSIGN_OR_RETURN(std::vector<db::Observation> observations,
+                   store_->ValidObservations(cells, run.row.metric));
+  std::map<std::string, int64_t> session_index;
+  std::map<int64_t, std::vector<stats::Observation>> by_cell;
+  for (const auto& o : observations) {
+    const int64_t session = session_index.emplace(o.session_id, session_index.size()).first->second;
+    by_cell[o.cell_id].push_back(stats::Observation{session, o.process, o.round, o.value});
+  }
+  double widest = 0;
+  for (const auto& [context, members] : comparisons) {
+    for (size_t i = 1; i < members.size(); ++i) {
+      stats::PairedSample sample{by_cell[members[0]], by_cell[members[i]]};
+      auto interval = stats::PairedRatioInterval(sample, stats::RatioOptions{});
+      // One session says nothing about the spread between sessions: it cannot be narrow enough.
+      const double width = !interval.ok() || interval->scope != stats::IntervalScope::kBetweenSessions
+                               ? std::numeric_limits<double>::infinity()
+                               : interval->RelativeHalfWidth();
+      widest = std::max(widest, width);
+    }
+  }
+  const int64_t now = clock_->NowMs();
+  const std::string widest_text = std::isfinite(widest)
+                                      ? absl::StrFormat("%.2f%%", 100 * widest)
+                                      : std::string("unbounded");
+  if (widest <= target) {
+    return store_->RecordDecision(
+        run_id, group_key, sessions, widest, target, "stop",
+        absl::StrFormat("precision reached: widest ratio half-width %s <= target %.2f%%",
+                        widest_text, 100 * target),
+        now);
+  }
+  if (sessions >= max_sessions) {
+    return store_->RecordDecision(
+        run_id, group_key, sessions, widest, target, "stop",
+        absl::StrFormat("budget spent: %d of max_sessions %d; widest half-width still %s",
+                        sessions, max_sessions, widest_text),
+        now);
+  }
+  const int replicate = static_cast<int>(group.size());
+  const uint64_t seed = group.front()->row.seed ^ (0x9e3779b97f4a7c15ULL * (replicate + 1));
+  ASSIGN_OR_RETURN(int64_t unit_id, store_->AddUnit(run_id, group_key, replicate, seed, cells));
+  db::UnitRow row;
+  row.id = unit_id;
+  row.run_id = run_id;
+  row.replicate = replicate;
+  row.group_key = group_key;
+  row.seed = seed;
+  row.state = "queued";
+  row.cell_ids = cells;
+  units_[unit_id] = UnitState{std::move(row)};
+  run.queued.insert(unit_id);
+  run.open_units++;
+  work_available_.notify_all();
+  return store_->RecordDecision(
+      run_id, group_key, sessions, widest, target, "add_session",
+      absl::StrFormat("widest ratio half-width %s > target %.2f%%: session %d of at most %d",
+                      widest_text, 100 * target, sessions + 1, max_sessions),
+      now);
 }
 
 absl::Status Scheduler::EndUnsuccessfulLocked(int64_t attempt_id,

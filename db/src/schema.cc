@@ -168,6 +168,21 @@ CREATE TABLE tokens (
 ALTER TABLE sessions ADD COLUMN credential_hash TEXT NOT NULL DEFAULT '';
 ALTER TABLE sessions ADD COLUMN token_id TEXT NOT NULL DEFAULT '';
 )sql",
+      // v3: adaptive replication. Each decision the coordinator takes is kept with its reason.
+      R"sql(
+ALTER TABLE runs ADD COLUMN precision TEXT NOT NULL DEFAULT '{}';
+CREATE TABLE adaptive_decisions (
+  id          INTEGER PRIMARY KEY,
+  run_id      INTEGER NOT NULL REFERENCES runs(id),
+  group_key   TEXT NOT NULL,
+  sessions    INTEGER NOT NULL,           -- sessions measured in the group when deciding
+  half_width  REAL,                       -- widest relative ratio half-width; NULL if unknown
+  target      REAL NOT NULL,
+  decision    TEXT NOT NULL CHECK (decision IN ('add_session','stop')),
+  reason      TEXT NOT NULL,
+  decided_at  INTEGER NOT NULL
+) STRICT;
+)sql",
   };
   return migrations;
 }

@@ -2,6 +2,7 @@
 
 #include <openssl/evp.h>
 
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -91,8 +92,8 @@ absl::StatusOr<int64_t> Store::CreateRun(const std::string& yaml, const matrices
   {
     ASSIGN_OR_RETURN(Statement* insert, db.Cached(
         "INSERT INTO runs(matrix_id, state, runner, metric, max_attempts, processes, rounds, "
-        "sessions, requires, axes, pair_axes, created_at) "
-        "VALUES (?1, 'queued', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"));
+        "sessions, requires, axes, pair_axes, created_at, precision) "
+        "VALUES (?1, 'queued', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"));
     insert->Bind(1, matrix_id)
         .Bind(2, matrix.runner)
         .Bind(3, matrix.metric)
@@ -103,7 +104,12 @@ absl::StatusOr<int64_t> Store::CreateRun(const std::string& yaml, const matrices
         .Bind(8, RequirementsJson(matrix.requirements).dump())
         .Bind(9, axis_names.dump())
         .Bind(10, nlohmann::json(matrix.pair).dump())
-        .Bind(11, now_ms);
+        .Bind(11, now_ms)
+        .Bind(12, matrix.precision
+                      ? nlohmann::json{{"ratio_half_width", matrix.precision->ratio_half_width},
+                                       {"max_sessions", matrix.precision->max_sessions}}
+                            .dump()
+                      : std::string("{}"));
     RETURN_IF_ERROR(insert->Run());
   }
   const int64_t run_id = db.LastInsertRowId();
@@ -159,8 +165,8 @@ absl::StatusOr<SchedulingSnapshot> Store::LoadSchedulingState() {
   SchedulingSnapshot snapshot;
   {
     ASSIGN_OR_RETURN(Statement stmt, db.Prepare(
-        "SELECT id, state, runner, metric, max_attempts, processes, rounds, sessions, requires "
-        "FROM runs WHERE state IN ('queued','running') ORDER BY id"));
+        "SELECT id, state, runner, metric, max_attempts, processes, rounds, sessions, requires, "
+        "pair_axes, precision FROM runs WHERE state IN ('queued','running') ORDER BY id"));
     while (true) {
       ASSIGN_OR_RETURN(bool row, stmt.Step());
       if (!row) break;
@@ -174,6 +180,8 @@ absl::StatusOr<SchedulingSnapshot> Store::LoadSchedulingState() {
       run.rounds = static_cast<int>(stmt.Int(6));
       run.sessions = static_cast<int>(stmt.Int(7));
       run.requirements = ParseJsonOr(stmt.Text(8), nlohmann::json::object());
+      run.pair_axes = ParseJsonOr(stmt.Text(9), nlohmann::json::array());
+      run.precision = ParseJsonOr(stmt.Text(10), nlohmann::json::object());
       snapshot.open_runs.push_back(std::move(run));
     }
   }
@@ -506,6 +514,70 @@ absl::Status Store::SetRunState(int64_t run_id, const std::string& state, int64_
       "UPDATE runs SET state = ?2, finished_at = CASE WHEN ?2 IN ('done','cancelled') THEN ?3 "
       "ELSE finished_at END WHERE id = ?1"));
   return stmt->Bind(1, run_id).Bind(2, state).Bind(3, now_ms).Run();
+}
+
+absl::StatusOr<int64_t> Store::AddUnit(int64_t run_id, const std::string& group_key,
+                                       int replicate, uint64_t seed,
+                                       const std::vector<int64_t>& cell_ids) {
+  std::lock_guard lock(mu_);
+  Database& db = *db_;
+  ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(db));
+  ASSIGN_OR_RETURN(Statement unit, db.Prepare(
+      "INSERT INTO units(run_id, idx, replicate, group_key, seed, state) "
+      "VALUES (?1, (SELECT COALESCE(MAX(idx), -1) + 1 FROM units WHERE run_id = ?1), ?2, ?3, ?4, "
+      "'queued')"));
+  RETURN_IF_ERROR(unit.Bind(1, run_id)
+                      .Bind(2, replicate)
+                      .Bind(3, group_key)
+                      .Bind(4, static_cast<int64_t>(seed))
+                      .Run());
+  const int64_t unit_id = db.LastInsertRowId();
+  ASSIGN_OR_RETURN(Statement member, db.Prepare(
+      "INSERT INTO unit_cells(unit_id, cell_id, position) VALUES (?1, ?2, ?3)"));
+  for (size_t i = 0; i < cell_ids.size(); ++i) {
+    member.Reset();
+    RETURN_IF_ERROR(
+        member.Bind(1, unit_id).Bind(2, cell_ids[i]).Bind(3, static_cast<int64_t>(i)).Run());
+  }
+  RETURN_IF_ERROR(tx.Commit());
+  return unit_id;
+}
+
+absl::StatusOr<std::vector<Observation>> Store::ValidObservations(
+    const std::vector<int64_t>& cell_ids, const std::string& metric) {
+  std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(Statement stmt, db_->Prepare(
+      "SELECT cell_id, session_id, process, round, value FROM valid_measurements "
+      "WHERE cell_id = ?1 AND metric = ?2"));
+  std::vector<Observation> out;
+  for (int64_t cell : cell_ids) {
+    stmt.Reset();
+    stmt.Bind(1, cell).Bind(2, metric);
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, stmt.Step());
+      if (!row) break;
+      out.push_back(Observation{stmt.Int(0), stmt.Text(1), static_cast<int>(stmt.Int(2)),
+                                static_cast<int>(stmt.Int(3)), stmt.Double(4)});
+    }
+  }
+  return out;
+}
+
+absl::Status Store::RecordDecision(int64_t run_id, const std::string& group_key, int sessions,
+                                   double half_width, double target, const std::string& decision,
+                                   const std::string& reason, int64_t now_ms) {
+  std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(Statement stmt, db_->Prepare(
+      "INSERT INTO adaptive_decisions(run_id, group_key, sessions, half_width, target, decision, "
+      "reason, decided_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"));
+  stmt.Bind(1, run_id).Bind(2, group_key).Bind(3, sessions).Bind(5, target).Bind(6, decision)
+      .Bind(7, reason).Bind(8, now_ms);
+  if (std::isfinite(half_width)) {
+    stmt.Bind(4, half_width);
+  } else {
+    stmt.BindNull(4);
+  }
+  return stmt.Run();
 }
 
 absl::Status Store::CancelRun(int64_t run_id, int64_t now_ms) {

@@ -36,11 +36,13 @@ namespace {
 
 constexpr std::string_view kTopKeys[] = {
     "name",     "description", "runner", "axes",   "fixed",        "exclude",   "pair",
-    "together", "replicates",  "requires", "metric", "seed", "max_attempts", "aa_control"};
+    "together", "replicates",  "requires", "metric", "seed", "max_attempts", "aa_control",
+    "precision"};
 constexpr std::string_view kReplicateKeys[] = {"sessions", "processes", "rounds"};
 constexpr std::string_view kRequiresKeys[] = {"gpu_vendor", "gpu_name", "gpu_count",
                                               "min_gpu_memory_mib", "features"};
 constexpr std::string_view kAAControlKeys[] = {"axis", "of", "as"};
+constexpr std::string_view kPrecisionKeys[] = {"ratio_half_width", "max_sessions"};
 constexpr std::string_view kRunners[] = {"kernel", "engine"};
 constexpr std::string_view kGpuVendors[] = {"nvidia", "amd", "any"};
 // Parameters that must be positive integers wherever they appear (axes or fixed).
@@ -203,6 +205,7 @@ class Parser {
   absl::Status ParseReplicates(const Entry& entry, Matrix& m);
   absl::Status ParseRequires(const Entry& entry, Matrix& m);
   absl::Status ParseAAControl(const Entry& entry, Matrix& m);
+  absl::Status ParsePrecision(const Entry& entry, Matrix& m);
   absl::Status CheckExclusions(const Matrix& m);
 
   const Axis* FindAxis(const Matrix& m, std::string_view name) const {
@@ -626,6 +629,48 @@ absl::Status Parser::ParseRequires(const Entry& entry, Matrix& m) {
   return absl::OkStatus();
 }
 
+absl::Status Parser::ParsePrecision(const Entry& entry, Matrix& m) {
+  ASSIGN_OR_RETURN(const std::vector<Entry> fields,
+                   ReadMapping(entry.value, entry.key_mark, "precision", kPrecisionKeys));
+  if (m.pair.empty()) {
+    return Error(entry.where(), "precision",
+                 "precision targets paired ratios: the matrix needs `pair`");
+  }
+  Precision precision;
+  precision.max_sessions = m.replicates.sessions;
+  bool has_width = false;
+  for (const Entry& field : fields) {
+    const std::string path = Field("precision", field.key);
+    if (field.key == "ratio_half_width") {
+      std::string text = field.value.IsScalar() ? field.value.Scalar() : "";
+      double scale = 1;
+      if (!text.empty() && text.back() == '%') {
+        text.pop_back();
+        scale = 0.01;
+      }
+      char* end = nullptr;
+      const double v = std::strtod(text.c_str(), &end);
+      if (text.empty() || *end != '\0' || !(v * scale > 0) || v * scale >= 1) {
+        return Error(field.where(), path,
+                     fmt::format("expected a relative half-width such as 2% or 0.02, got {}",
+                                 Shown(field.value)));
+      }
+      precision.ratio_half_width = v * scale;
+      has_width = true;
+    } else if (field.key == "max_sessions") {
+      ASSIGN_OR_RETURN(const int64_t v,
+                       ReadInteger(field.value, field.key_mark, path, m.replicates.sessions,
+                                   internal::kMaxSessions));
+      precision.max_sessions = static_cast<int>(v);
+    }
+  }
+  if (!has_width) {
+    return Error(entry.where(), "precision", "missing required key \"ratio_half_width\"");
+  }
+  m.precision = precision;
+  return absl::OkStatus();
+}
+
 absl::Status Parser::ParseAAControl(const Entry& entry, Matrix& m) {
   aa_mark_ = entry.where();
   ASSIGN_OR_RETURN(const std::vector<Entry> fields,
@@ -875,6 +920,7 @@ absl::StatusOr<Matrix> Parser::Parse(std::string_view yaml) {
     m.max_attempts = static_cast<int>(v);
   }
   if (const Entry* e = optional("aa_control")) RETURN_IF_ERROR(ParseAAControl(*e, m));
+  if (const Entry* e = optional("precision")) RETURN_IF_ERROR(ParsePrecision(*e, m));
   RETURN_IF_ERROR(CheckExclusions(m));
 
   // Canonicalise exclusion values to the axis's own values (e.g. "1024" quoted -> 1024).

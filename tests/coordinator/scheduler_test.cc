@@ -281,6 +281,80 @@ TEST(Scheduler, ReleaseRequeuesWithoutCountingAFailure) {
   EXPECT_EQ(h.Summary(run).units_failed, 0);
 }
 
+constexpr const char* kPrecise = R"(
+name: precise
+runner: kernel
+axes:
+  depth: [256]
+  path: [2d, 3d]
+pair: [path]
+replicates: {sessions: 2, processes: 1, rounds: 1}
+precision: {ratio_half_width: 5%, max_sessions: 4}
+)";
+
+// Completes a lease reporting `baseline` for the first cell and `treatment` for the others.
+void CompleteWith(Harness& h, const std::string& session, const Lease& lease, double baseline,
+                  double treatment) {
+  std::vector<db::MeasurementIn> ms;
+  for (size_t i = 0; i < lease.cells.size(); ++i) {
+    ms.push_back(db::MeasurementIn{"m-" + std::to_string(lease.attempt_id) + "-" + std::to_string(i),
+                                   lease.attempt_id, lease.cells[i].id, 0, 0, "time_us",
+                                   i == 0 ? baseline : treatment, "us", 0});
+  }
+  ASSERT_TRUE(h.scheduler->Report(session, ms, {}).ok());
+  auto finish = h.scheduler->Finish(session, lease.attempt_id, true, "", 2, 0);
+  ASSERT_TRUE(finish.ok()) << finish.status();
+}
+
+std::vector<std::string> Decisions(Harness& h) {
+  auto db = db::Database::Open(h.dir.File("results.db"), db::OpenMode::kReadOnly);
+  auto stmt = (*db)->Prepare("SELECT decision || ': ' || reason FROM adaptive_decisions ORDER BY id");
+  std::vector<std::string> out;
+  while (*stmt->Step()) out.push_back(stmt->Text(0));
+  return out;
+}
+
+TEST(Scheduler, PrecisionAddsPairedSessionsUntilTheBudgetIsSpent) {
+  Harness h;
+  int64_t run = h.Submit(kPrecise);
+  // The ratio differs a lot between sessions (0.6, 1.4, 0.7, 1.3): never precise enough.
+  const double ratios[] = {0.6, 1.4, 0.7, 1.3, 0.9};
+  for (int i = 0; i < 5; ++i) h.AddSession("session-" + std::to_string(i), "host-" + std::to_string(i));
+  int completed = 0;
+  for (int i = 0; i < 5; ++i) {
+    auto lease = h.LeaseNow("session-" + std::to_string(i));
+    if (!lease) break;
+    CompleteWith(h, "session-" + std::to_string(i), *lease, 100, 100 * ratios[i]);
+    ++completed;
+  }
+  EXPECT_EQ(completed, 4) << "2 planned sessions + 2 added, then the budget of 4 is spent";
+  auto decisions = Decisions(h);
+  ASSERT_EQ(decisions.size(), 3u);
+  EXPECT_NE(decisions[0].find("add_session: widest ratio half-width"), std::string::npos) << decisions[0];
+  EXPECT_NE(decisions[1].find("add_session"), std::string::npos) << decisions[1];
+  EXPECT_NE(decisions[2].find("stop: budget spent: 4 of max_sessions 4"), std::string::npos)
+      << decisions[2];
+  EXPECT_EQ(h.Summary(run).state, "done");
+  EXPECT_EQ(h.Summary(run).units_done, 4);
+}
+
+TEST(Scheduler, PrecisionStopsAsSoonAsTheIntervalIsNarrow) {
+  Harness h;
+  int64_t run = h.Submit(kPrecise);
+  h.AddSession("session-a", "host-a");
+  h.AddSession("session-b", "host-b");
+  auto a = h.LeaseNow("session-a");
+  auto b = h.LeaseNow("session-b");
+  ASSERT_TRUE(a && b);
+  CompleteWith(h, "session-a", *a, 100, 80.0);
+  EXPECT_TRUE(Decisions(h).empty()) << "no decision before every planned replicate has ended";
+  CompleteWith(h, "session-b", *b, 100, 80.4);
+  auto decisions = Decisions(h);
+  ASSERT_EQ(decisions.size(), 1u);
+  EXPECT_NE(decisions[0].find("stop: precision reached"), std::string::npos) << decisions[0];
+  EXPECT_EQ(h.Summary(run).state, "done");
+}
+
 TEST(Scheduler, ARejectedMatrixStoresNothing) {
   Harness h;
   auto result = h.scheduler->Submit("name: bad\nrunner: kernel\naxes:\n  depth: [1, -1]\n",

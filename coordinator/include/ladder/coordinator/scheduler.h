@@ -152,6 +152,11 @@ class Scheduler {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A unit of the run became done or failed; completes the run when it was the last open one.
   absl::Status UnitTerminalLocked(int64_t run_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Adaptive replication (`precision`): once every replicate of a cell group has ended, adds a
+  // paired session while the group's widest ratio interval is wider than asked and the budget
+  // allows; records each decision and its reason.
+  absl::Status MaybeExtendGroupLocked(int64_t run_id, const std::string& group_key)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Marks the run done and drops its units and group marks from memory.
   absl::Status CompleteRunLocked(int64_t run_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AddLiveLocked(int64_t attempt_id, LiveAttempt attempt) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

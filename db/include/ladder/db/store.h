@@ -52,6 +52,15 @@ struct RunRow {
   int max_attempts = 3;
   int processes = 1, rounds = 1, sessions = 1;
   nlohmann::json requirements;  // matrices::Requirements as JSON
+  nlohmann::json pair_axes = nlohmann::json::array();
+  nlohmann::json precision = nlohmann::json::object();  // {} or {ratio_half_width, max_sessions}
+};
+
+struct Observation {
+  int64_t cell_id = 0;
+  std::string session_id;
+  int process = 0, round = 0;
+  double value = 0;
 };
 
 struct UnitRow {
@@ -157,6 +166,16 @@ class Store {
   absl::StatusOr<std::pair<int64_t, int64_t>> CountResults(int64_t attempt_id);
 
   absl::Status SetRunState(int64_t run_id, const std::string& state, int64_t now_ms);
+
+  // Adaptive replication: one more replicate unit of a cell group (queued); its id.
+  absl::StatusOr<int64_t> AddUnit(int64_t run_id, const std::string& group_key, int replicate,
+                                  uint64_t seed, const std::vector<int64_t>& cell_ids);
+  // Valid measurements of `metric` for the given cells.
+  absl::StatusOr<std::vector<Observation>> ValidObservations(const std::vector<int64_t>& cell_ids,
+                                                             const std::string& metric);
+  absl::Status RecordDecision(int64_t run_id, const std::string& group_key, int sessions,
+                              double half_width, double target, const std::string& decision,
+                              const std::string& reason, int64_t now_ms);
   // Cancels the run's queued and leased units and its live attempts.
   absl::Status CancelRun(int64_t run_id, int64_t now_ms);
 

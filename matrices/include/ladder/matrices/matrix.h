@@ -55,6 +55,13 @@ struct AAControl {
   std::string as;
 };
 
+// Adaptive replication: after the planned sessions of a cell group, the coordinator adds paired
+// sessions while any of the group's paired ratios has a 95 % interval wider than asked.
+struct Precision {
+  double ratio_half_width = 0;  // relative, e.g. 0.02 for "2%"
+  int max_sessions = 0;         // budget per cell group, >= replicates.sessions
+};
+
 struct Matrix {
   std::string name;                  // [A-Za-z0-9_.-]+
   std::string description;
@@ -72,6 +79,7 @@ struct Matrix {
   std::optional<AAControl> aa_control;
   // Note: `axes` holds the declared values only; Expand inserts the A/A arm (`aa_control->as`)
   // right after `aa_control->of`. Exclusions naming `of` on that axis also drop the A/A arm.
+  std::optional<Precision> precision;
 };
 
 struct ParseOptions {
