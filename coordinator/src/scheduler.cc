@@ -558,6 +558,8 @@ absl::Status Scheduler::Release(const std::string& session_id, const std::string
           /*counts_as_failure=*/false));
     }
     if (auto s = sessions_.find(session_id); s != sessions_.end()) {
+      // A touch queued before the release must not mark the session active again.
+      touched_.erase(session_id);
       RETURN_IF_ERROR(store_->SetSessionState(session_id, "gone"));
       sessions_.erase(s);
     }

@@ -337,7 +337,8 @@ absl::Status Store::TouchSessions(const std::vector<std::string>& session_ids, i
   std::lock_guard lock(mu_);
   ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(*db_));
   ASSIGN_OR_RETURN(Statement* touch, db_->Cached(
-      "UPDATE sessions SET last_seen_at = ?2, state = 'active' WHERE id = ?1"));
+      "UPDATE sessions SET last_seen_at = ?2, "
+      "state = CASE WHEN state = 'gone' THEN 'gone' ELSE 'active' END WHERE id = ?1"));
   for (const auto& id : session_ids) {
     touch->Reset();
     RETURN_IF_ERROR(touch->Bind(1, id).Bind(2, now_ms).Run());
