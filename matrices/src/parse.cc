@@ -37,12 +37,14 @@ namespace {
 constexpr std::string_view kTopKeys[] = {
     "name",     "description", "runner", "axes",   "fixed",        "exclude",   "pair",
     "together", "replicates",  "requires", "metric", "seed", "max_attempts", "aa_control",
-    "precision"};
+    "precision", "locate"};
 constexpr std::string_view kReplicateKeys[] = {"sessions", "processes", "rounds"};
 constexpr std::string_view kRequiresKeys[] = {"gpu_vendor", "gpu_name", "gpu_count",
                                               "min_gpu_memory_mib", "features"};
 constexpr std::string_view kAAControlKeys[] = {"axis", "of", "as"};
 constexpr std::string_view kPrecisionKeys[] = {"ratio_half_width", "max_sessions"};
+constexpr std::string_view kLocateKeys[] = {"axis", "where", "resolution", "min_step",
+                                            "max_sessions"};
 constexpr std::string_view kRunners[] = {"kernel", "engine"};
 constexpr std::string_view kGpuVendors[] = {"nvidia", "amd", "any"};
 // Parameters that must be positive integers wherever they appear (axes or fixed).
@@ -206,6 +208,7 @@ class Parser {
   absl::Status ParseRequires(const Entry& entry, Matrix& m);
   absl::Status ParseAAControl(const Entry& entry, Matrix& m);
   absl::Status ParsePrecision(const Entry& entry, Matrix& m);
+  absl::Status ParseLocate(const Entry& entry, Matrix& m);
   absl::Status CheckExclusions(const Matrix& m);
 
   const Axis* FindAxis(const Matrix& m, std::string_view name) const {
@@ -671,6 +674,124 @@ absl::Status Parser::ParsePrecision(const Entry& entry, Matrix& m) {
   return absl::OkStatus();
 }
 
+// `locate` needs what a crossover search needs: one pair axis with exactly the two arms whose
+// ratio is tracked, and a numeric axis (values > 0, since probes are log2-midpoints) with at least
+// two rungs to bracket between.
+absl::Status Parser::ParseLocate(const Entry& entry, Matrix& m) {
+  ASSIGN_OR_RETURN(const std::vector<Entry> fields,
+                   ReadMapping(entry.value, entry.key_mark, "locate", kLocateKeys));
+  if (m.pair.size() != 1) {
+    return Error(entry.where(), "locate",
+                 fmt::format("locate follows the ratio of two arms: the matrix needs `pair` with "
+                             "exactly one axis, got {}",
+                             m.pair.empty() ? std::string("none") : Join(m.pair)));
+  }
+  Locate locate;
+  locate.pair_axis = m.pair.front();
+  const Axis* pair_axis = FindAxis(m, locate.pair_axis);
+  if (pair_axis->values.size() != 2) {
+    return Error(entry.where(), "locate",
+                 fmt::format("locate compares exactly two arms, but pair axis {} has {} values",
+                             locate.pair_axis, pair_axis->values.size()));
+  }
+  if (m.aa_control && m.aa_control->axis == locate.pair_axis) {
+    return Error(entry.where(), "locate",
+                 fmt::format("locate compares exactly two arms, but aa_control adds a third "
+                             "(\"{}\") to pair axis {}",
+                             m.aa_control->as, locate.pair_axis));
+  }
+  locate.max_sessions = static_cast<int>(
+      std::min<int64_t>(internal::kMaxSessions, std::max(2, 2 * m.replicates.sessions)));
+  const Entry* axis_field = nullptr;
+  for (const Entry& field : fields) {
+    const std::string path = Field("locate", field.key);
+    if (field.key == "axis") {
+      axis_field = &field;
+      ASSIGN_OR_RETURN(locate.axis, ReadString(field, path));
+      const Axis* axis = FindAxis(m, locate.axis);
+      if (axis == nullptr) {
+        return Error(field.where(), path,
+                     fmt::format("\"{}\" is not an axis{}; axes: {}", locate.axis,
+                                 Suggest(locate.axis, AxisNames(m)), Join(AxisNames(m))));
+      }
+      if (locate.axis == locate.pair_axis) {
+        return Error(field.where(), path,
+                     fmt::format("\"{}\" is the pair axis; locate searches along another axis "
+                                 "(e.g. depth)",
+                                 locate.axis));
+      }
+      if (m.aa_control && m.aa_control->axis == locate.axis) {
+        return Error(field.where(), path,
+                     fmt::format("\"{}\" carries the A/A arm, so it is not numeric", locate.axis));
+      }
+      for (size_t i = 0; i < axis->values.size(); ++i) {
+        const Value& v = axis->values[i];
+        if (!v.is_number() || !(v.get<double>() > 0)) {
+          return Error(field.where(), path,
+                       fmt::format("axis {} must be numeric with values > 0 to be located "
+                                   "along; axes.{}[{}] is {}",
+                                   locate.axis, locate.axis, i,
+                                   v.is_string() ? v.dump() : ValueToString(v)));
+        }
+      }
+      if (axis->values.size() < 2) {
+        return Error(field.where(), path,
+                     fmt::format("axis {} has one value; a crossing is bracketed between two",
+                                 locate.axis));
+      }
+    } else if (field.key == "where") {
+      ASSIGN_OR_RETURN(const std::string where, ReadString(field, path));
+      std::string compact;
+      for (char c : where) {
+        if (!std::isspace(static_cast<unsigned char>(c))) compact += c;
+      }
+      if (compact != "ratio=1" && compact != "ratio=1.0") {
+        return Error(field.where(), path,
+                     fmt::format("only \"ratio = 1\" (the arms break even) is supported, got "
+                                 "\"{}\"",
+                                 where));
+      }
+    } else if (field.key == "resolution") {
+      // "0.25 octave", "0.5 octaves" or a bare number of octaves.
+      std::string text = field.value.IsScalar() ? field.value.Scalar() : "";
+      for (std::string_view suffix : {"octaves", "octave"}) {
+        if (text.size() > suffix.size() &&
+            text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0) {
+          text.resize(text.size() - suffix.size());
+          break;
+        }
+      }
+      while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) {
+        text.pop_back();
+      }
+      char* end = nullptr;
+      const double v = std::strtod(text.c_str(), &end);
+      if (text.empty() || *end != '\0' || !(v > 0) || !(v <= 16)) {
+        return Error(field.where(), path,
+                     fmt::format("expected a resolution in octaves above 0 and at most 16, such "
+                                 "as 0.25 octave, got {}",
+                                 Shown(field.value)));
+      }
+      locate.resolution_octaves = v;
+    } else if (field.key == "min_step") {
+      ASSIGN_OR_RETURN(locate.min_step,
+                       ReadInteger(field.value, field.key_mark, path, 1,
+                                   int64_t{1} << 40));
+    } else if (field.key == "max_sessions") {
+      ASSIGN_OR_RETURN(const int64_t v,
+                       ReadInteger(field.value, field.key_mark, path, m.replicates.sessions,
+                                   internal::kMaxSessions));
+      locate.max_sessions = static_cast<int>(v);
+    }
+  }
+  if (axis_field == nullptr) {
+    return Error(entry.where(), "locate",
+                 "missing required key \"axis\" (the axis to locate the crossover along)");
+  }
+  m.locate = std::move(locate);
+  return absl::OkStatus();
+}
+
 absl::Status Parser::ParseAAControl(const Entry& entry, Matrix& m) {
   aa_mark_ = entry.where();
   ASSIGN_OR_RETURN(const std::vector<Entry> fields,
@@ -921,6 +1042,7 @@ absl::StatusOr<Matrix> Parser::Parse(std::string_view yaml) {
   }
   if (const Entry* e = optional("aa_control")) RETURN_IF_ERROR(ParseAAControl(*e, m));
   if (const Entry* e = optional("precision")) RETURN_IF_ERROR(ParsePrecision(*e, m));
+  if (const Entry* e = optional("locate")) RETURN_IF_ERROR(ParseLocate(*e, m));
   RETURN_IF_ERROR(CheckExclusions(m));
 
   // Canonicalise exclusion values to the axis's own values (e.g. "1024" quoted -> 1024).

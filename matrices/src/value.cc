@@ -36,6 +36,16 @@ std::string ValueToString(const Value& value) {
   }
 }
 
+std::string CellKey(const std::vector<std::string>& axis_order, const nlohmann::json& axes) {
+  std::string key;
+  for (const std::string& name : axis_order) {
+    if (!axes.is_object() || !axes.contains(name)) continue;
+    if (!key.empty()) key += ",";
+    key += name + "=" + ValueToString(axes.at(name));
+  }
+  return key;
+}
+
 uint64_t DefaultSeed(std::string_view name) { return internal::Fnv1a64(name); }
 
 uint64_t UnitSeed(uint64_t matrix_seed, int group_index, int replicate) {

@@ -73,6 +73,19 @@ TEST(MatrixExpand, Gemma4MtpLadderExample) {
   EXPECT_EQ(e.cells[7].key, "attention_backend=TRITON_ATTN,depth=32768,spec=mtp:1");
 }
 
+TEST(MatrixExpand, Gemma4MtpLocateExample) {
+  const Matrix m = MustParseExample("gemma4-mtp-locate.yaml");
+  ASSERT_TRUE(m.locate.has_value());
+  EXPECT_EQ(m.locate->axis, "depth");
+  EXPECT_EQ(m.locate->pair_axis, "spec");
+  EXPECT_DOUBLE_EQ(m.locate->resolution_octaves, 0.25);
+  EXPECT_EQ(m.locate->min_step, 256);
+  EXPECT_EQ(m.locate->max_sessions, 6);
+  const Expansion e = MustExpand(m);
+  EXPECT_EQ(e.cells.size(), 24u);
+  EXPECT_EQ(e.units.size(), 6u);  // the planned ladder; probes are added by the coordinator
+}
+
 TEST(MatrixExpand, Gemma4SyntheticLadderExample) {
   const Matrix m = MustParseExample("gemma4-synthetic-ladder.yaml");
   EXPECT_EQ(m.fixed.at("engine"), "synthetic");

@@ -62,6 +62,18 @@ struct Precision {
   int max_sessions = 0;         // budget per cell group, >= replicates.sessions
 };
 
+// Adaptive search for a crossover (`locate`): after the planned ladder of a line (cells that
+// differ only in `axis` and the pair axis), the coordinator brackets the first depth where the
+// ratio of the second arm to the first crosses 1 and probes the log2-midpoint until the bracket
+// is narrower than `resolution_octaves`.
+struct Locate {
+  std::string axis;                 // a numeric axis, neither paired nor the A/A axis
+  std::string pair_axis;            // the matrix's one pair axis, with exactly two arms
+  double resolution_octaves = 0.25; // stop when the bracket spans fewer octaves
+  int64_t min_step = 1;             // probes are multiples of this (the axis's unit)
+  int max_sessions = 0;             // paired sessions per probe, at most (>= replicates.sessions)
+};
+
 struct Matrix {
   std::string name;                  // [A-Za-z0-9_.-]+
   std::string description;
@@ -80,6 +92,7 @@ struct Matrix {
   // Note: `axes` holds the declared values only; Expand inserts the A/A arm (`aa_control->as`)
   // right after `aa_control->of`. Exclusions naming `of` on that axis also drop the A/A arm.
   std::optional<Precision> precision;
+  std::optional<Locate> locate;
 };
 
 struct ParseOptions {
@@ -117,6 +130,11 @@ struct Expansion {
 
 // Expands a validated matrix. Fails (InvalidArgument) only if the cell cap is exceeded.
 absl::StatusOr<Expansion> Expand(const Matrix& matrix, const ParseOptions& options = {});
+
+// The canonical cell key of `axes` (axis name -> value): "axis=value,..." over `axis_order`, values
+// rendered by ValueToString. Expand produces exactly these keys; the coordinator uses this for
+// cells it adds later (crossover probes). An axis missing from `axes` is skipped.
+std::string CellKey(const std::vector<std::string>& axis_order, const nlohmann::json& axes);
 
 // Renders a value the way cell keys show it: integers plain, strings unquoted.
 // Doubles use the shortest text that reads back to the same double, with ".0" appended when
