@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "ladder/coordinator/locate.h"
 #include "ladder/stats/ratio.h"
 #include <cmath>
 #include <limits>
@@ -37,6 +38,20 @@ matrices::Requirements RequirementsFromJson(const nlohmann::json& j) {
     for (const auto& f : j["features"]) r.features.push_back(f.get<std::string>());
   }
   return r;
+}
+
+// The in-memory row of a unit just added to the store (adaptive replication, locate probes).
+db::UnitRow QueuedUnit(int64_t id, int64_t run_id, const std::string& group_key, int replicate,
+                       uint64_t seed, const std::vector<int64_t>& cell_ids) {
+  db::UnitRow row;
+  row.id = id;
+  row.run_id = run_id;
+  row.replicate = replicate;
+  row.group_key = group_key;
+  row.seed = seed;
+  row.state = "queued";
+  row.cell_ids = cell_ids;
+  return row;
 }
 
 bool HasFeature(const nlohmann::json& features, const std::string& name) {
@@ -102,6 +117,13 @@ absl::Status Scheduler::Load() {
                     LiveAttempt{attempt.unit_id, attempt.session_id, now + options_.lease_ms});
     }
   }
+  // A unit of a locate run may have ended just before the previous coordinator stopped, before
+  // its line was stepped; stepping is idempotent, so every line is stepped again.
+  std::vector<int64_t> locating;
+  for (const auto& [id, run] : runs_) {
+    if (!run.row.locate.empty()) locating.push_back(id);
+  }
+  for (int64_t id : locating) RETURN_IF_ERROR(LocateAllLinesLocked(id));
   // A run whose units are all terminal but which was not marked done (killed in between).
   std::vector<int64_t> finished;
   for (const auto& [id, run] : runs_) {
@@ -367,6 +389,7 @@ absl::StatusOr<FinishResult> Scheduler::Finish(const std::string& session_id, in
   EraseLiveLocked(it);
   unit.row.state = "done";
   RETURN_IF_ERROR(MaybeExtendGroupLocked(unit.row.run_id, unit.row.group_key));
+  RETURN_IF_ERROR(LocateAfterUnitLocked(unit.row.run_id, unit.row.cell_ids));
   RETURN_IF_ERROR(UnitTerminalLocked(unit.row.run_id));
   return FinishResult{true, "done"};
 }
@@ -377,6 +400,7 @@ absl::Status Scheduler::MaybeExtendGroupLocked(int64_t run_id, const std::string
   RunState& run = run_it->second;
   const nlohmann::json& precision = run.row.precision;
   if (!precision.is_object() || !precision.contains("ratio_half_width")) return absl::OkStatus();
+  if (IsLocateProbeGroupLocked(run, group_key)) return absl::OkStatus();
   const double target = precision["ratio_half_width"].get<double>();
   const int max_sessions = precision.value("max_sessions", run.row.sessions);
 
@@ -446,18 +470,7 @@ absl::Status Scheduler::MaybeExtendGroupLocked(int64_t run_id, const std::string
   const int replicate = static_cast<int>(group.size());
   const uint64_t seed = group.front()->row.seed ^ (0x9e3779b97f4a7c15ULL * (replicate + 1));
   ASSIGN_OR_RETURN(int64_t unit_id, store_->AddUnit(run_id, group_key, replicate, seed, cells));
-  db::UnitRow row;
-  row.id = unit_id;
-  row.run_id = run_id;
-  row.replicate = replicate;
-  row.group_key = group_key;
-  row.seed = seed;
-  row.state = "queued";
-  row.cell_ids = cells;
-  units_[unit_id] = UnitState{std::move(row)};
-  run.queued.insert(unit_id);
-  run.open_units++;
-  work_available_.notify_all();
+  QueueUnitLocked(QueuedUnit(unit_id, run_id, group_key, replicate, seed, cells));
   return store_->RecordDecision(
       run_id, group_key, sessions, widest, target, "add_session",
       absl::StrFormat("widest ratio half-width %s > target %.2f%%: session %d of at most %d",
@@ -499,9 +512,258 @@ absl::Status Scheduler::EndUnsuccessfulLocked(int64_t attempt_id,
     if (!host_still_used) group_hosts_[group].erase(s->second.row.machine_id);
   }
   if (give_up) {
+    RETURN_IF_ERROR(LocateAfterUnitLocked(unit.row.run_id, unit.row.cell_ids));
     RETURN_IF_ERROR(UnitTerminalLocked(unit.row.run_id));
   } else {
     run.queued.insert(attempt.unit_id);
+  }
+  return absl::OkStatus();
+}
+
+// ---- Crossover location (`locate`) ----
+
+namespace {
+
+// "axis=value" parts of a cell key (values never contain ',' or '=').
+std::vector<std::pair<std::string, std::string>> KeyParts(const std::string& key) {
+  std::vector<std::pair<std::string, std::string>> parts;
+  for (absl::string_view part : absl::StrSplit(key, ',', absl::SkipEmpty())) {
+    const size_t eq = part.find('=');
+    parts.emplace_back(std::string(part.substr(0, eq)),
+                       eq == absl::string_view::npos ? "" : std::string(part.substr(eq + 1)));
+  }
+  return parts;
+}
+
+// The key without the parts of `drop_a` and `drop_b` (either may be empty).
+std::string KeyWithout(const std::string& key, const std::string& drop_a,
+                       const std::string& drop_b) {
+  std::string out;
+  for (const auto& [axis, value] : KeyParts(key)) {
+    if (axis == drop_a || axis == drop_b) continue;
+    if (!out.empty()) out += ",";
+    out += axis + "=" + value;
+  }
+  return out;
+}
+
+// A line: the cells that differ only in the located axis and the pair axis.
+std::string LineKey(const std::string& cell_key, const LocateConfig& config) {
+  return KeyWithout(cell_key, config.axis, config.pair_axis);
+}
+
+// The unit group of a probe: one (line, depth), so each probe's replicates go to distinct
+// sessions while a session that measured the ladder may still measure the probe.
+std::string ProbeGroupKey(const std::string& cell_key, const LocateConfig& config) {
+  return KeyWithout(cell_key, config.pair_axis, "");
+}
+
+uint64_t ProbeSeed(const std::string& group_key, int replicate) {
+  return matrices::UnitSeed(matrices::DefaultSeed(group_key), 0, replicate);
+}
+
+}  // namespace
+
+bool Scheduler::IsLocateProbeGroupLocked(const RunState& run, const std::string& group_key) const {
+  if (run.row.locate.empty()) return false;
+  auto config = LocateConfig::FromJson(run.row.locate);
+  if (!config.ok()) return false;
+  for (const auto& [axis, value] : KeyParts(group_key)) {
+    if (axis != config->axis) continue;
+    return std::none_of(config->declared.begin(), config->declared.end(),
+                        [&](const nlohmann::json& v) {
+                          return matrices::ValueToString(v) == value;
+                        });
+  }
+  return false;
+}
+
+void Scheduler::QueueUnitLocked(db::UnitRow row) {
+  RunState& run = runs_.at(row.run_id);
+  run.queued.insert(row.id);
+  run.open_units++;
+  units_[row.id] = UnitState{std::move(row)};
+  work_available_.notify_all();
+}
+
+absl::Status Scheduler::LocateAfterUnitLocked(int64_t run_id,
+                                              const std::vector<int64_t>& cell_ids) {
+  auto run = runs_.find(run_id);
+  if (run == runs_.end() || run->second.row.locate.empty()) return absl::OkStatus();
+  ASSIGN_OR_RETURN(const LocateConfig config, LocateConfig::FromJson(run->second.row.locate));
+  ASSIGN_OR_RETURN(const std::vector<db::CellRecord> cells, store_->RunCells(run_id));
+  const std::set<int64_t> ended(cell_ids.begin(), cell_ids.end());
+  std::set<std::string> lines;
+  for (const auto& cell : cells) {
+    if (ended.count(cell.id)) lines.insert(LineKey(cell.key, config));
+  }
+  for (const auto& line : lines) RETURN_IF_ERROR(LocateLineLocked(run_id, line, cells));
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::LocateAllLinesLocked(int64_t run_id) {
+  auto run = runs_.find(run_id);
+  if (run == runs_.end() || run->second.row.locate.empty()) return absl::OkStatus();
+  ASSIGN_OR_RETURN(const LocateConfig config, LocateConfig::FromJson(run->second.row.locate));
+  ASSIGN_OR_RETURN(const std::vector<db::CellRecord> cells, store_->RunCells(run_id));
+  std::set<std::string> lines;
+  for (const auto& cell : cells) lines.insert(LineKey(cell.key, config));
+  for (const auto& line : lines) RETURN_IF_ERROR(LocateLineLocked(run_id, line, cells));
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::LocateLineLocked(int64_t run_id, const std::string& line_key,
+                                         const std::vector<db::CellRecord>& run_cells) {
+  auto run_it = runs_.find(run_id);
+  if (run_it == runs_.end()) return absl::OkStatus();
+  const RunState& run = run_it->second;
+  ASSIGN_OR_RETURN(const LocateConfig config, LocateConfig::FromJson(run.row.locate));
+
+  // The line's rungs: both arms' cells at each depth.
+  struct Rung {
+    const db::CellRecord* a = nullptr;
+    const db::CellRecord* b = nullptr;
+    std::set<int64_t> units;
+  };
+  std::map<double, Rung> rungs;
+  std::map<int64_t, double> depth_of;
+  for (const auto& cell : run_cells) {
+    if (LineKey(cell.key, config) != line_key) continue;
+    const nlohmann::json value = cell.axes.value(config.axis, nlohmann::json());
+    if (!value.is_number()) continue;
+    const double depth = value.get<double>();
+    const std::string arm =
+        matrices::ValueToString(cell.axes.value(config.pair_axis, nlohmann::json()));
+    if (arm == config.arm_a) rungs[depth].a = &cell;
+    if (arm == config.arm_b) rungs[depth].b = &cell;
+    depth_of[cell.id] = depth;
+  }
+  // Decide only once every unit holding the line's cells has ended.
+  for (const auto& [id, unit] : units_) {
+    if (unit.row.run_id != run_id) continue;
+    for (int64_t cell : unit.row.cell_ids) {
+      auto d = depth_of.find(cell);
+      if (d == depth_of.end()) continue;
+      if (unit.row.state == "queued" || unit.row.state == "leased") return absl::OkStatus();
+      rungs[d->second].units.insert(id);
+    }
+  }
+  ASSIGN_OR_RETURN(const std::vector<db::LocateDecisionRow> decisions,
+                   store_->LocateDecisions(run_id, line_key));
+  std::optional<double> current_probe;
+  for (const auto& d : decisions) {
+    if (d.decision == "stop") return absl::OkStatus();  // this line is finished
+    if (d.decision == "probe") current_probe = d.depth;
+  }
+
+  // Paired ratio B / A at each depth, over the sessions that measured both arms.
+  std::vector<int64_t> cell_ids;
+  for (const auto& [depth, rung] : rungs) {
+    if (rung.a && rung.b) {
+      cell_ids.push_back(rung.a->id);
+      cell_ids.push_back(rung.b->id);
+    }
+  }
+  ASSIGN_OR_RETURN(const std::vector<db::Observation> observations,
+                   store_->ValidObservations(cell_ids, run.row.metric));
+  std::map<std::string, int64_t> session_index;
+  std::map<int64_t, std::vector<stats::Observation>> by_cell;
+  std::map<int64_t, std::set<int64_t>> sessions_of_cell;
+  for (const auto& o : observations) {
+    const int64_t session = session_index.emplace(o.session_id, session_index.size()).first->second;
+    by_cell[o.cell_id].push_back(stats::Observation{session, o.process, o.round, o.value});
+    sessions_of_cell[o.cell_id].insert(session);
+  }
+  std::vector<LocateRung> measured;
+  for (const auto& [depth, rung] : rungs) {
+    if (!rung.a || !rung.b) continue;
+    LocateRung r;
+    r.depth = depth;
+    r.units = static_cast<int>(rung.units.size());
+    // A session that measured one arm only (its other attempt failed) cannot be paired.
+    const auto& sa = sessions_of_cell[rung.a->id];
+    const auto& sb = sessions_of_cell[rung.b->id];
+    stats::PairedSample sample;
+    for (const auto& o : by_cell[rung.a->id]) {
+      if (sb.count(o.session)) sample.a.push_back(o);
+    }
+    for (const auto& o : by_cell[rung.b->id]) {
+      if (sa.count(o.session)) sample.b.push_back(o);
+    }
+    if (sample.a.empty() || sample.b.empty()) {
+      r.error = "no session measured both arms";
+    } else if (auto interval = stats::PairedRatioInterval(sample); interval.ok()) {
+      r.ratio = *interval;
+    } else {
+      r.error = std::string(interval.status().message());
+    }
+    measured.push_back(std::move(r));
+  }
+
+  const LocateStep step = DecideLocateStep(config, measured, current_probe);
+  db::LocateDecisionRow decision;
+  decision.line_key = line_key;
+  decision.sessions = step.sessions;
+  decision.half_width = step.half_width;
+  decision.target = config.resolution_octaves;
+  decision.depth = step.depth;
+  decision.bracket_lower = step.bracket_lower;
+  decision.bracket_upper = step.bracket_upper;
+  decision.reason = step.reason;
+  decision.decided_at = clock_->NowMs();
+  switch (step.action) {
+    case LocateAction::kStop:
+      decision.decision = "stop";
+      decision.outcome = step.outcome;
+      return store_->RecordLocateDecision(run_id, decision);
+    case LocateAction::kAddSession: {
+      const Rung& rung = rungs.at(step.depth);
+      const std::string group_key = ProbeGroupKey(rung.a->key, config);
+      const int replicate = step.sessions;
+      const uint64_t seed = ProbeSeed(group_key, replicate);
+      const std::vector<int64_t> cells = {rung.a->id, rung.b->id};
+      decision.decision = "add_session";
+      ASSIGN_OR_RETURN(const int64_t unit_id,
+                       store_->AddLocateReplicate(run_id, group_key, replicate, seed, cells,
+                                                  decision));
+      QueueUnitLocked(QueuedUnit(unit_id, run_id, group_key, replicate, seed, cells));
+      return absl::OkStatus();
+    }
+    case LocateAction::kProbe:
+      break;
+  }
+  // A probe: both arms at the new depth, every other parameter as on the line's rungs.
+  const Rung* model = nullptr;
+  for (const auto& [depth, rung] : rungs) {
+    if (rung.a && rung.b) {
+      model = &rung;
+      break;
+    }
+  }
+  if (model == nullptr) return absl::InternalError("locate: a probe on a line without rungs");
+  const nlohmann::json value = config.ValueOf(step.depth);
+  std::vector<db::NewCell> cells;
+  for (const db::CellRecord* arm : {model->a, model->b}) {
+    std::vector<std::string> order;
+    for (const auto& [axis, unused] : KeyParts(arm->key)) order.push_back(axis);
+    db::NewCell cell;
+    cell.axes = arm->axes;
+    cell.axes[config.axis] = value;
+    cell.params = arm->params;
+    cell.params[config.axis] = value;
+    cell.key = matrices::CellKey(order, cell.axes);
+    cells.push_back(std::move(cell));
+  }
+  const std::string group_key = ProbeGroupKey(cells.front().key, config);
+  std::vector<uint64_t> seeds;
+  for (int r = 0; r < run.row.sessions; ++r) seeds.push_back(ProbeSeed(group_key, r));
+  decision.decision = "probe";
+  decision.sessions = run.row.sessions;
+  ASSIGN_OR_RETURN(const db::Store::ProbeIds ids,
+                   store_->AddLocateProbe(run_id, cells, group_key, seeds, decision));
+  for (size_t r = 0; r < ids.unit_ids.size(); ++r) {
+    QueueUnitLocked(QueuedUnit(ids.unit_ids[r], run_id, group_key, static_cast<int>(r), seeds[r],
+                               ids.cell_ids));
   }
   return absl::OkStatus();
 }

@@ -183,6 +183,36 @@ CREATE TABLE adaptive_decisions (
   decided_at  INTEGER NOT NULL
 ) STRICT;
 )sql",
+      // v4: crossover location (`locate`). The run keeps its locate options; decisions say which
+      // option took them and, for locate, what they concern. SQLite cannot widen a CHECK, so the
+      // decisions table is rebuilt (its rows are kept, as precision decisions).
+      R"sql(
+ALTER TABLE runs ADD COLUMN locate TEXT NOT NULL DEFAULT '{}';
+CREATE TABLE adaptive_decisions_v4 (
+  id            INTEGER PRIMARY KEY,
+  run_id        INTEGER NOT NULL REFERENCES runs(id),
+  group_key     TEXT NOT NULL,          -- precision: the unit group; locate: the line
+  sessions      INTEGER NOT NULL,       -- sessions measured when deciding (locate: at the probe)
+  half_width    REAL,                   -- relative ratio half-width; NULL if unknown
+  target        REAL NOT NULL,          -- precision: ratio_half_width; locate: resolution (octaves)
+  decision      TEXT NOT NULL CHECK (decision IN ('add_session','stop','probe')),
+  reason        TEXT NOT NULL,
+  decided_at    INTEGER NOT NULL,
+  option        TEXT NOT NULL DEFAULT 'precision' CHECK (option IN ('precision','locate')),
+  outcome       TEXT CHECK (outcome IN ('resolved','step_limited','budget_spent','no_crossing',
+                                        'no_data')),
+  depth         REAL,                   -- locate: the probe this decision concerns
+  bracket_lower REAL,                   -- locate: the bracket of the first sign change
+  bracket_upper REAL
+) STRICT;
+INSERT INTO adaptive_decisions_v4(id, run_id, group_key, sessions, half_width, target, decision,
+                                  reason, decided_at)
+  SELECT id, run_id, group_key, sessions, half_width, target, decision, reason, decided_at
+  FROM adaptive_decisions;
+DROP TABLE adaptive_decisions;
+ALTER TABLE adaptive_decisions_v4 RENAME TO adaptive_decisions;
+CREATE INDEX adaptive_decisions_by_line ON adaptive_decisions(run_id, option, group_key);
+)sql",
   };
   return migrations;
 }

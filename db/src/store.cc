@@ -92,8 +92,8 @@ absl::StatusOr<int64_t> Store::CreateRun(const std::string& yaml, const matrices
   {
     ASSIGN_OR_RETURN(Statement* insert, db.Cached(
         "INSERT INTO runs(matrix_id, state, runner, metric, max_attempts, processes, rounds, "
-        "sessions, requires, axes, pair_axes, created_at, precision) "
-        "VALUES (?1, 'queued', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"));
+        "sessions, requires, axes, pair_axes, created_at, precision, locate) "
+        "VALUES (?1, 'queued', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"));
     insert->Bind(1, matrix_id)
         .Bind(2, matrix.runner)
         .Bind(3, matrix.metric)
@@ -109,7 +109,8 @@ absl::StatusOr<int64_t> Store::CreateRun(const std::string& yaml, const matrices
                       ? nlohmann::json{{"ratio_half_width", matrix.precision->ratio_half_width},
                                        {"max_sessions", matrix.precision->max_sessions}}
                             .dump()
-                      : std::string("{}"));
+                      : std::string("{}"))
+        .Bind(13, LocateJson(matrix).dump());
     RETURN_IF_ERROR(insert->Run());
   }
   const int64_t run_id = db.LastInsertRowId();
@@ -166,7 +167,8 @@ absl::StatusOr<SchedulingSnapshot> Store::LoadSchedulingState() {
   {
     ASSIGN_OR_RETURN(Statement stmt, db.Prepare(
         "SELECT id, state, runner, metric, max_attempts, processes, rounds, sessions, requires, "
-        "pair_axes, precision FROM runs WHERE state IN ('queued','running') ORDER BY id"));
+        "pair_axes, precision, locate FROM runs WHERE state IN ('queued','running') "
+        "ORDER BY id"));
     while (true) {
       ASSIGN_OR_RETURN(bool row, stmt.Step());
       if (!row) break;
@@ -182,6 +184,7 @@ absl::StatusOr<SchedulingSnapshot> Store::LoadSchedulingState() {
       run.requirements = ParseJsonOr(stmt.Text(8), nlohmann::json::object());
       run.pair_axes = ParseJsonOr(stmt.Text(9), nlohmann::json::array());
       run.precision = ParseJsonOr(stmt.Text(10), nlohmann::json::object());
+      run.locate = ParseJsonOr(stmt.Text(11), nlohmann::json::object());
       snapshot.open_runs.push_back(std::move(run));
     }
   }

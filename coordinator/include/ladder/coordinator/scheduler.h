@@ -157,6 +157,24 @@ class Scheduler {
   // allows; records each decision and its reason.
   absl::Status MaybeExtendGroupLocked(int64_t run_id, const std::string& group_key)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // ---- Crossover location (`locate`, ladder/coordinator/locate.h) ----
+  // A unit holding `cell_ids` of a locate run ended (done or failed for good): steps each line
+  // those cells belong to.
+  absl::Status LocateAfterUnitLocked(int64_t run_id, const std::vector<int64_t>& cell_ids)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Steps every line of the run (after a restart: a unit may have ended just before the stop).
+  absl::Status LocateAllLinesLocked(int64_t run_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Once every unit holding the line's cells has ended, and unless the line has stopped: adds a
+  // probe or a session at the probe (cells, units and the decision in one transaction) or
+  // records why it stopped. Idempotent: with nothing new measured it changes nothing.
+  absl::Status LocateLineLocked(int64_t run_id, const std::string& line_key,
+                                const std::vector<db::CellRecord>& run_cells)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // True when the unit group is a locate probe's (its replicates are locate's to add, not
+  // precision's).
+  bool IsLocateProbeGroupLocked(const RunState& run, const std::string& group_key) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void QueueUnitLocked(db::UnitRow row) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Marks the run done and drops its units and group marks from memory.
   absl::Status CompleteRunLocked(int64_t run_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AddLiveLocked(int64_t attempt_id, LiveAttempt attempt) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -54,6 +55,7 @@ struct RunRow {
   nlohmann::json requirements;  // matrices::Requirements as JSON
   nlohmann::json pair_axes = nlohmann::json::array();
   nlohmann::json precision = nlohmann::json::object();  // {} or {ratio_half_width, max_sessions}
+  nlohmann::json locate = nlohmann::json::object();     // {} or LocateJson's object
 };
 
 struct Observation {
@@ -124,6 +126,43 @@ struct ReportOutcome {
   std::vector<std::string> refused;  // not stored (unknown attempt or another session's)
 };
 
+// ---- Crossover location (`locate`): rows the scheduler reads and writes ----
+
+// A cell with its axis values, as the scheduler needs it to build probe cells.
+struct CellRecord {
+  int64_t id = 0;
+  int idx = 0;
+  std::string key;
+  nlohmann::json axes;    // axis -> value
+  nlohmann::json params;  // fixed + axes
+};
+
+// A cell to add (idx is assigned by the store: after the run's last cell).
+struct NewCell {
+  std::string key;
+  nlohmann::json axes;
+  nlohmann::json params;
+};
+
+// One row of adaptive_decisions taken by `locate`. `line_key` is the line's key: the cell key
+// without the pair axis and the located axis. NaN doubles are stored as NULL.
+struct LocateDecisionRow {
+  std::string line_key;
+  std::string decision;  // probe | add_session | stop
+  std::string outcome;   // stop only: resolved | step_limited | budget_spent | no_crossing | no_data
+  int sessions = 0;      // paired sessions (units) at the probe, or at the deepest rung
+  double half_width = std::numeric_limits<double>::quiet_NaN();  // of the probe's ratio
+  double target = 0;     // the resolution in octaves
+  double depth = std::numeric_limits<double>::quiet_NaN();       // the probe concerned
+  double bracket_lower = std::numeric_limits<double>::quiet_NaN();
+  double bracket_upper = std::numeric_limits<double>::quiet_NaN();
+  std::string reason;
+  int64_t decided_at = 0;
+};
+
+// The JSON stored in runs.locate for a matrix with `locate` ({} without).
+nlohmann::json LocateJson(const matrices::Matrix& matrix);
+
 class Store {
  public:
   // Opens or creates the database and migrates it to the latest schema.
@@ -176,6 +215,30 @@ class Store {
   absl::Status RecordDecision(int64_t run_id, const std::string& group_key, int sessions,
                               double half_width, double target, const std::string& decision,
                               const std::string& reason, int64_t now_ms);
+  // ---- Crossover location (`locate`) ----
+  // Every cell of the run, in idx order.
+  absl::StatusOr<std::vector<CellRecord>> RunCells(int64_t run_id);
+  // The locate decisions of one line of the run, oldest first.
+  absl::StatusOr<std::vector<LocateDecisionRow>> LocateDecisions(int64_t run_id,
+                                                                 const std::string& line_key);
+  // A probe, in one transaction: `cells` (appended to the run), `seeds.size()` queued units of
+  // group `group_key` holding them all in order (replicates 0, 1, ...), and the decision.
+  // Returns the new cell ids and unit ids.
+  struct ProbeIds {
+    std::vector<int64_t> cell_ids;
+    std::vector<int64_t> unit_ids;
+  };
+  absl::StatusOr<ProbeIds> AddLocateProbe(int64_t run_id, const std::vector<NewCell>& cells,
+                                          const std::string& group_key,
+                                          const std::vector<uint64_t>& seeds,
+                                          const LocateDecisionRow& decision);
+  // One more replicate unit of a probe, with its decision, in one transaction; the unit id.
+  absl::StatusOr<int64_t> AddLocateReplicate(int64_t run_id, const std::string& group_key,
+                                             int replicate, uint64_t seed,
+                                             const std::vector<int64_t>& cell_ids,
+                                             const LocateDecisionRow& decision);
+  absl::Status RecordLocateDecision(int64_t run_id, const LocateDecisionRow& decision);
+
   // Cancels the run's queued and leased units and its live attempts.
   absl::Status CancelRun(int64_t run_id, int64_t now_ms);
 

@@ -1,0 +1,171 @@
+#include "ladder/coordinator/locate.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_format.h"
+#include "ladder/stats/adaptive.h"
+
+namespace ladder::coordinator {
+namespace {
+
+std::string Depth(double depth) { return absl::StrFormat("%.6g", depth); }
+
+std::string Ratio(const stats::Interval& r) {
+  if (r.bounds == stats::Boundedness::kUnbounded) {
+    return absl::StrFormat("%.4f (unbounded interval)", r.estimate);
+  }
+  return absl::StrFormat("%.4f [%.4f, %.4f]", r.estimate, r.lower, r.upper);
+}
+
+}  // namespace
+
+absl::StatusOr<LocateConfig> LocateConfig::FromJson(const nlohmann::json& json) {
+  if (!json.is_object() || json.empty()) return absl::NotFoundError("the run has no locate");
+  LocateConfig c;
+  try {
+    c.axis = json.at("axis").get<std::string>();
+    c.pair_axis = json.at("pair_axis").get<std::string>();
+    const auto& arms = json.at("arms");
+    if (!arms.is_array() || arms.size() != 2) {
+      return absl::InvalidArgumentError("locate.arms must name two arms");
+    }
+    c.arm_a = arms[0].get<std::string>();
+    c.arm_b = arms[1].get<std::string>();
+    for (const auto& v : json.at("values")) {
+      c.declared.push_back(v);
+      if (!v.is_number_integer()) c.integer_axis = false;
+    }
+    c.resolution_octaves = json.at("resolution_octaves").get<double>();
+    c.min_step = json.at("min_step").get<int64_t>();
+    c.max_sessions = json.at("max_sessions").get<int>();
+  } catch (const nlohmann::json::exception& e) {
+    return absl::InvalidArgumentError(absl::StrFormat("runs.locate: %s", e.what()));
+  }
+  return c;
+}
+
+nlohmann::json LocateConfig::ValueOf(double depth) const {
+  if (integer_axis) return static_cast<int64_t>(std::llround(depth));
+  return depth;
+}
+
+LocateStep DecideLocateStep(const LocateConfig& config, const std::vector<LocateRung>& rungs,
+                            std::optional<double> current_probe) {
+  LocateStep step;
+  // 1. The latest probe must be decided before it counts as a rung of the bracket.
+  if (current_probe) {
+    const auto probe = std::find_if(rungs.begin(), rungs.end(), [&](const LocateRung& r) {
+      return r.depth == *current_probe;
+    });
+    const int units = probe == rungs.end() ? 0 : probe->units;
+    step.sessions = units;
+    std::string why;
+    if (probe == rungs.end() || !probe->ratio) {
+      why = absl::StrFormat("probe at %s has no ratio (%s)", Depth(*current_probe),
+                            probe == rungs.end() ? "no cells" : probe->error);
+    } else {
+      const stats::Interval& r = *probe->ratio;
+      step.half_width = r.RelativeHalfWidth();
+      if (r.scope == stats::IntervalScope::kWithinSessionOnly) {
+        why = absl::StrFormat("probe at %s: ratio %s from one session covers only "
+                              "within-session noise",
+                              Depth(*current_probe), Ratio(r));
+      } else if (stats::ClassifyProbe(r) == stats::ProbeVerdict::kUndecided) {
+        why = absl::StrFormat("probe at %s: ratio %s neither excludes 1 nor lies within 1 ± 1 %%",
+                              Depth(*current_probe), Ratio(r));
+      }
+    }
+    if (!why.empty()) {
+      step.depth = *current_probe;
+      if (units < config.max_sessions) {
+        step.action = LocateAction::kAddSession;
+        step.reason = absl::StrFormat("%s: session %d of at most %d", why, units + 1,
+                                      config.max_sessions);
+      } else {
+        step.action = LocateAction::kStop;
+        step.outcome = "budget_spent";
+        step.reason = absl::StrFormat("budget spent: %s after %d of max_sessions %d; the "
+                                      "crossover is near %s",
+                                      why, units, config.max_sessions, Depth(*current_probe));
+      }
+      return step;
+    }
+  }
+
+  // 2. Bracket the first sign change over every rung with a ratio.
+  std::vector<stats::LadderPoint> points;
+  for (const LocateRung& r : rungs) {
+    if (r.ratio && r.ratio->estimate > 0 && std::isfinite(r.ratio->estimate)) {
+      points.push_back({r.depth, *r.ratio});
+    }
+  }
+  step.action = LocateAction::kStop;
+  if (points.size() < 2) {
+    step.outcome = "no_data";
+    step.reason = absl::StrFormat("%d rung(s) with a ratio; a crossing is bracketed between two",
+                                  points.size());
+    return step;
+  }
+  stats::LocateOptions options;
+  options.resolution_octaves = config.resolution_octaves;
+  options.min_step = static_cast<double>(config.min_step);
+  const auto plan = stats::PlanCrossoverProbe(points, options);
+  if (!plan.ok()) {
+    step.outcome = "no_data";
+    step.reason = std::string(plan.status().message());
+    return step;
+  }
+  if (plan->status != stats::LocateStatus::kNoCrossing) {
+    step.bracket_lower = plan->bracket_lower;
+    step.bracket_upper = plan->bracket_upper;
+  }
+  const std::string bracket =
+      absl::StrFormat("[%s, %s] (%.3f octave)", Depth(plan->bracket_lower),
+                      Depth(plan->bracket_upper), plan->width_octaves);
+  const std::string warning =
+      plan->sign_changes > 1
+          ? absl::StrFormat("; %d sign changes: the ladder is not monotone", plan->sign_changes)
+          : "";
+  switch (plan->status) {
+    case stats::LocateStatus::kNoCrossing:
+      step.outcome = "no_crossing";
+      step.reason = absl::StrFormat("no crossing: the ratio stays on one side of 1 over %d rungs",
+                                    points.size());
+      return step;
+    case stats::LocateStatus::kResolved:
+      step.outcome = "resolved";
+      step.reason = absl::StrFormat("resolved: bracket %s is narrower than %.3g octave%s",
+                                    bracket, config.resolution_octaves, warning);
+      return step;
+    case stats::LocateStatus::kStepLimited:
+      step.outcome = "step_limited";
+      step.reason = absl::StrFormat("step-limited: no multiple of min_step %d lies inside "
+                                    "bracket %s%s",
+                                    config.min_step, bracket, warning);
+      return step;
+    case stats::LocateStatus::kProbe:
+      break;
+  }
+  const auto existing = std::find_if(rungs.begin(), rungs.end(), [&](const LocateRung& r) {
+    return r.depth == plan->next_probe;
+  });
+  if (existing != rungs.end()) {
+    // Only a rung without a ratio can sit strictly inside the bracket: it was measured and
+    // failed. Probing it again would repeat a failure.
+    step.outcome = "no_data";
+    step.reason = absl::StrFormat("the midpoint %s of bracket %s was measured without a ratio "
+                                  "(%s)",
+                                  Depth(plan->next_probe), bracket, existing->error);
+    return step;
+  }
+  step.action = LocateAction::kProbe;
+  step.depth = plan->next_probe;
+  step.reason = absl::StrFormat("sign change in bracket %s, not narrower than %.3g octave: "
+                                "probe its log2-midpoint %s%s",
+                                bracket, config.resolution_octaves, Depth(plan->next_probe),
+                                warning);
+  return step;
+}
+
+}  // namespace ladder::coordinator

@@ -1,0 +1,377 @@
+// Crossover location: the pure step (DecideLocateStep) on hand-made rungs, and the scheduler
+// locating a known crossover from agents whose ratio follows a known curve, through restarts.
+#include "ladder/coordinator/locate.h"
+
+#include <cmath>
+#include <map>
+#include <random>
+#include <set>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "ladder/db/sqlite.h"
+#include "scheduler_harness.h"
+
+namespace ladder::coordinator {
+namespace {
+
+using testing::Harness;
+
+LocateConfig Config() {
+  LocateConfig c;
+  c.axis = "depth";
+  c.pair_axis = "path";
+  c.arm_a = "2d";
+  c.arm_b = "3d";
+  c.declared = {1024, 2048, 4096, 8192};
+  c.resolution_octaves = 0.25;
+  c.min_step = 256;
+  c.max_sessions = 4;
+  return c;
+}
+
+// A rung whose ratio interval is estimate·(1 ± half_width) from `sessions` sessions.
+LocateRung Rung(double depth, double estimate, double half_width, int sessions = 3) {
+  LocateRung r;
+  r.depth = depth;
+  stats::Interval i;
+  i.estimate = estimate;
+  i.lower = estimate * (1 - half_width);
+  i.upper = estimate * (1 + half_width);
+  i.n_units = static_cast<size_t>(sessions);
+  i.scope = sessions > 1 ? stats::IntervalScope::kBetweenSessions
+                         : stats::IntervalScope::kWithinSessionOnly;
+  r.ratio = i;
+  r.units = sessions;
+  return r;
+}
+
+TEST(LocateStep, ProbesTheLog2MidpointOfTheFirstSignChange) {
+  const auto step = DecideLocateStep(
+      Config(), {Rung(1024, 0.8, 0.01), Rung(2048, 0.9, 0.01), Rung(4096, 1.1, 0.01),
+                 Rung(8192, 1.3, 0.01)},
+      std::nullopt);
+  EXPECT_EQ(step.action, LocateAction::kProbe) << step.reason;
+  EXPECT_EQ(step.depth, 2816);  // √(2048·4096) = 2896, nearest multiple of 256 in log2
+  EXPECT_EQ(step.bracket_lower, 2048);
+  EXPECT_EQ(step.bracket_upper, 4096);
+  EXPECT_NE(step.reason.find("probe its log2-midpoint 2816"), std::string::npos) << step.reason;
+}
+
+TEST(LocateStep, AnUndecidedProbeGetsAnotherSessionUntilTheBudget) {
+  const std::vector<LocateRung> rungs = {Rung(2048, 0.9, 0.01), Rung(2816, 0.99, 0.03, 2),
+                                         Rung(4096, 1.1, 0.01)};
+  auto step = DecideLocateStep(Config(), rungs, 2816.0);
+  EXPECT_EQ(step.action, LocateAction::kAddSession) << step.reason;
+  EXPECT_EQ(step.depth, 2816);
+  EXPECT_EQ(step.sessions, 2);
+  EXPECT_NE(step.reason.find("neither excludes 1 nor lies within 1 ± 1 %: session 3 of at most 4"),
+            std::string::npos)
+      << step.reason;
+
+  std::vector<LocateRung> spent = rungs;
+  spent[1].units = 4;
+  step = DecideLocateStep(Config(), spent, 2816.0);
+  EXPECT_EQ(step.action, LocateAction::kStop);
+  EXPECT_EQ(step.outcome, "budget_spent");
+  EXPECT_NE(step.reason.find("after 4 of max_sessions 4"), std::string::npos) << step.reason;
+}
+
+TEST(LocateStep, OneSessionNeverDecidesAProbe) {
+  const auto step = DecideLocateStep(
+      Config(), {Rung(2048, 0.9, 0.01), Rung(2816, 0.9, 0.001, 1), Rung(4096, 1.1, 0.01)},
+      2816.0);
+  EXPECT_EQ(step.action, LocateAction::kAddSession) << step.reason;
+  EXPECT_NE(step.reason.find("within-session noise"), std::string::npos) << step.reason;
+}
+
+TEST(LocateStep, ADecidedProbeNarrowsTheBracket) {
+  // 2816 excludes 1 (below): the bracket moves up to [2816, 4096] and its midpoint is probed.
+  auto step = DecideLocateStep(
+      Config(), {Rung(2048, 0.9, 0.01), Rung(2816, 0.97, 0.005), Rung(4096, 1.1, 0.01)}, 2816.0);
+  EXPECT_EQ(step.action, LocateAction::kProbe) << step.reason;
+  EXPECT_EQ(step.depth, 3328);
+  // Within 1 ± 1 % also decides: the estimate's side is used.
+  step = DecideLocateStep(
+      Config(),
+      {Rung(2048, 0.9, 0.01), Rung(2816, 0.97, 0.005), Rung(3328, 1.002, 0.005),
+       Rung(4096, 1.1, 0.01)},
+      3328.0);
+  EXPECT_EQ(step.action, LocateAction::kStop) << step.reason;
+  EXPECT_EQ(step.outcome, "resolved");
+  EXPECT_EQ(step.bracket_lower, 2816);
+  EXPECT_EQ(step.bracket_upper, 3328);
+}
+
+TEST(LocateStep, StopsWithoutACrossingOrData) {
+  auto step = DecideLocateStep(Config(), {Rung(1024, 0.8, 0.01), Rung(8192, 0.9, 0.01)},
+                               std::nullopt);
+  EXPECT_EQ(step.outcome, "no_crossing");
+  LocateRung failed;
+  failed.depth = 2048;
+  failed.error = "no session measured both arms";
+  step = DecideLocateStep(Config(), {Rung(1024, 0.8, 0.01), failed}, std::nullopt);
+  EXPECT_EQ(step.outcome, "no_data");
+  // A failed rung at the midpoint is not probed again.
+  LocateRung mid = failed;
+  mid.depth = 2816;
+  step = DecideLocateStep(Config(), {Rung(2048, 0.9, 0.01), mid, Rung(4096, 1.1, 0.01)},
+                          std::nullopt);
+  EXPECT_EQ(step.outcome, "no_data");
+  EXPECT_NE(step.reason.find("measured without a ratio"), std::string::npos) << step.reason;
+}
+
+TEST(LocateStep, StepLimitedWhenNoMultipleOfMinStepFits) {
+  LocateConfig c = Config();
+  c.min_step = 4096;
+  const auto step =
+      DecideLocateStep(c, {Rung(4096, 0.9, 0.01), Rung(8192, 1.1, 0.01)}, std::nullopt);
+  EXPECT_EQ(step.outcome, "step_limited") << step.reason;
+}
+
+TEST(LocateStep, ConfigReadsTheStoredJsonAndTypesProbes) {
+  auto c = LocateConfig::FromJson(nlohmann::json::parse(
+      R"({"axis":"depth","pair_axis":"path","arms":["2d","3d"],"values":[1024,4096],)"
+      R"("resolution_octaves":0.25,"min_step":256,"max_sessions":4})"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->ValueOf(2816.0), nlohmann::json(2816));
+  EXPECT_TRUE(c->ValueOf(2816.0).is_number_integer());
+  EXPECT_EQ(LocateConfig::FromJson(nlohmann::json::object()).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(LocateConfig::FromJson(nlohmann::json{{"axis", "depth"}}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+// ---- The scheduler, over a real store ----
+
+constexpr double kCrossover = 3000;  // tokens: where the 3d path starts to lose
+
+constexpr const char* kLocate = R"(
+name: locate
+runner: kernel
+axes:
+  rows: [1]
+  depth: [1024, 2048, 4096, 8192]
+  path: [2d, 3d]
+pair: [path]
+together: [depth]
+replicates: {sessions: 2, processes: 1, rounds: 2}
+locate: {axis: depth, where: ratio = 1, resolution: 0.25 octave, min_step: 256, max_sessions: 4}
+)";
+
+// Times whose ratio 3d / 2d is (depth / 3000)^0.3, times a session's noise.
+class KnownCurve {
+ public:
+  double Value(const std::string& session, int64_t depth, const std::string& path, int round) {
+    std::mt19937_64 rng(std::hash<std::string>{}(session) ^ static_cast<uint64_t>(depth) * 31 ^
+                        static_cast<uint64_t>(round) * 7 ^ (path == "3d" ? 0x5bd1e995 : 0));
+    std::normal_distribution<double> noise(0.0, 0.006);
+    const double base = 100.0 * std::exp(noise(rng));
+    return path == "3d" ? base * std::pow(static_cast<double>(depth) / kCrossover, 0.3) : base;
+  }
+};
+
+void CompleteOnCurve(Harness& h, KnownCurve& curve, const std::string& session,
+                     const Lease& lease) {
+  std::vector<db::MeasurementIn> ms;
+  for (const auto& cell : lease.cells) {
+    const auto params = nlohmann::json::parse(cell.params_json);
+    for (int round = 0; round < 2; ++round) {
+      ms.push_back(db::MeasurementIn{
+          "m-" + std::to_string(lease.attempt_id) + "-" + std::to_string(cell.id) + "-" +
+              std::to_string(round),
+          lease.attempt_id, cell.id, 0, round, "time_us",
+          curve.Value(session, params["depth"].get<int64_t>(),
+                      params["path"].get<std::string>(), round),
+          "us", 0});
+    }
+  }
+  ASSERT_TRUE(h.scheduler->Report(session, ms, {}).ok());
+  auto finish = h.scheduler->Finish(session, lease.attempt_id, true, "",
+                                    static_cast<int64_t>(ms.size()), 0);
+  ASSERT_TRUE(finish.ok()) << finish.status();
+  EXPECT_TRUE(finish->accepted) << finish->detail;
+}
+
+// Leases and completes units round-robin over the sessions until none is left to lease.
+int Drain(Harness& h, KnownCurve& curve, const std::vector<std::string>& sessions,
+          int max_units = 1000) {
+  int done = 0;
+  bool progress = true;
+  while (progress && done < max_units) {
+    progress = false;
+    for (const auto& s : sessions) {
+      if (done >= max_units) break;
+      auto lease = h.LeaseNow(s);
+      if (!lease) continue;
+      CompleteOnCurve(h, curve, s, *lease);
+      ++done;
+      progress = true;
+    }
+  }
+  return done;
+}
+
+struct DecisionRow {
+  std::string line, decision, outcome, reason;
+  double depth, lower, upper;
+};
+
+std::vector<DecisionRow> LocateDecisions(Harness& h) {
+  auto db = db::Database::Open(h.dir.File("results.db"), db::OpenMode::kReadOnly);
+  auto stmt = (*db)->Prepare(
+      "SELECT group_key, decision, COALESCE(outcome, ''), reason, COALESCE(depth, -1), "
+      "COALESCE(bracket_lower, -1), COALESCE(bracket_upper, -1) FROM adaptive_decisions "
+      "WHERE option = 'locate' ORDER BY id");
+  std::vector<DecisionRow> out;
+  while (*stmt->Step()) {
+    out.push_back({stmt->Text(0), stmt->Text(1), stmt->Text(2), stmt->Text(3), stmt->Double(4),
+                   stmt->Double(5), stmt->Double(6)});
+  }
+  return out;
+}
+
+int64_t Count(Harness& h, const std::string& sql) {
+  auto db = db::Database::Open(h.dir.File("results.db"), db::OpenMode::kReadOnly);
+  auto stmt = (*db)->Prepare(sql);
+  EXPECT_TRUE(stmt.ok()) << stmt.status();
+  return *stmt->Step() ? stmt->Int(0) : -1;
+}
+
+std::vector<std::string> Sessions(Harness& h, int n) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < n; ++i) {
+    ids.push_back("session-" + std::to_string(i));
+    h.AddSession(ids.back(), "host-" + std::to_string(i));
+  }
+  return ids;
+}
+
+TEST(SchedulerLocate, LocatesAKnownCrossoverWithinTheResolution) {
+  Harness h;
+  KnownCurve curve;
+  const int64_t run = h.Submit(kLocate);
+  const auto sessions = Sessions(h, 5);
+  const int units = Drain(h, curve, sessions);
+
+  const auto decisions = LocateDecisions(h);
+  ASSERT_FALSE(decisions.empty());
+  const DecisionRow& last = decisions.back();
+  EXPECT_EQ(last.decision, "stop");
+  EXPECT_EQ(last.outcome, "resolved") << last.reason;
+  EXPECT_EQ(last.line, "rows=1");
+  EXPECT_LE(last.lower, kCrossover);
+  EXPECT_GE(last.upper, kCrossover);
+  EXPECT_LT(std::log2(last.upper / last.lower), 0.25) << last.reason;
+  // From a 1-octave bracket, each probe halves it: three probes at most reach 0.25 octave.
+  int probes = 0;
+  for (const auto& d : decisions) probes += d.decision == "probe" ? 1 : 0;
+  EXPECT_GE(probes, 2);
+  EXPECT_LE(probes, 3);
+  // Every probe cell is in the database with a canonical key, both arms, and ran to completion.
+  EXPECT_EQ(Count(h, "SELECT COUNT(*) FROM cells WHERE run_id = " + std::to_string(run)),
+            8 + 2 * probes);
+  for (const auto& d : decisions) {
+    if (d.decision != "probe") continue;
+    const std::string depth = std::to_string(static_cast<int64_t>(d.depth));
+    EXPECT_EQ(Count(h, "SELECT COUNT(*) FROM cells WHERE key IN ('rows=1,depth=" + depth +
+                           ",path=2d', 'rows=1,depth=" + depth + ",path=3d')"),
+              2)
+        << depth;
+    EXPECT_EQ(static_cast<int64_t>(d.depth) % 256, 0);
+  }
+  EXPECT_EQ(h.Summary(run).state, "done");
+  EXPECT_EQ(Count(h, "SELECT COUNT(*) FROM units WHERE state != 'done'"), 0);
+  EXPECT_EQ(Count(h, "SELECT COUNT(*) FROM units"), units);
+  // Planned: 2 units; each probe: 2 units plus any added session.
+  int added = 0;
+  for (const auto& d : decisions) added += d.decision == "add_session" ? 1 : 0;
+  EXPECT_EQ(units, 2 + 2 * probes + added);
+  EXPECT_GE(added, 1) << "with this noise, two sessions do not decide the first probe";
+  // A probe's replicates ran in distinct sessions.
+  EXPECT_EQ(Count(h, "SELECT COUNT(*) FROM (SELECT u.group_key, a.session_id, COUNT(*) AS n "
+                     "FROM units u JOIN attempts a ON a.unit_id = u.id AND a.state = 'done' "
+                     "GROUP BY u.group_key, a.session_id HAVING n > 1)"),
+            0);
+}
+
+TEST(SchedulerLocate, ARestartNeitherLosesNorDuplicatesAProbe) {
+  Harness h;
+  KnownCurve curve;
+  const int64_t run = h.Submit(kLocate);
+  const auto sessions = Sessions(h, 5);
+  // The first planned unit completes normally; the second is finished in the store only, as if
+  // the coordinator had been killed between ending the attempt and stepping the line.
+  auto first = h.LeaseNow(sessions[0]);
+  ASSERT_TRUE(first);
+  CompleteOnCurve(h, curve, sessions[0], *first);
+  auto second = h.LeaseNow(sessions[1]);
+  ASSERT_TRUE(second);
+  std::vector<db::MeasurementIn> ms;
+  for (const auto& cell : second->cells) {
+    const auto params = nlohmann::json::parse(cell.params_json);
+    for (int round = 0; round < 2; ++round) {
+      ms.push_back(db::MeasurementIn{
+          "k-" + std::to_string(cell.id) + "-" + std::to_string(round), second->attempt_id,
+          cell.id, 0, round, "time_us",
+          curve.Value(sessions[1], params["depth"].get<int64_t>(),
+                      params["path"].get<std::string>(), round),
+          "us", 0});
+    }
+  }
+  ASSERT_TRUE(h.scheduler->Report(sessions[1], ms, {}).ok());
+  ASSERT_TRUE(h.store
+                  ->EndAttempt(second->attempt_id, "done", "", second->unit_id, "done", 0,
+                               h.clock.now)
+                  .ok());
+  EXPECT_TRUE(LocateDecisions(h).empty());
+
+  h.Restart();  // steps the line: the probe the killed coordinator owed
+  auto decisions = LocateDecisions(h);
+  ASSERT_EQ(decisions.size(), 1u);
+  EXPECT_EQ(decisions[0].decision, "probe");
+  EXPECT_EQ(decisions[0].depth, 2816);
+  h.Restart();  // nothing new measured: nothing new decided
+  EXPECT_EQ(LocateDecisions(h).size(), 1u);
+  EXPECT_EQ(Count(h, "SELECT COUNT(*) FROM cells"), 10);
+
+  // Restart again in the middle of the probe's replicates, then run to the end.
+  auto probe_unit = h.LeaseNow(sessions[2]);
+  ASSERT_TRUE(probe_unit);
+  CompleteOnCurve(h, curve, sessions[2], *probe_unit);
+  h.Restart();
+  Drain(h, curve, sessions);
+  decisions = LocateDecisions(h);
+  ASSERT_FALSE(decisions.empty());
+  EXPECT_EQ(decisions.back().outcome, "resolved") << decisions.back().reason;
+  std::set<double> probed;
+  for (const auto& d : decisions) {
+    if (d.decision == "probe") EXPECT_TRUE(probed.insert(d.depth).second) << d.depth;
+  }
+  EXPECT_EQ(Count(h, "SELECT COUNT(*) FROM cells"), 8 + 2 * static_cast<int64_t>(probed.size()));
+  EXPECT_EQ(Count(h, "SELECT COUNT(*) FROM (SELECT key FROM cells GROUP BY key HAVING COUNT(*) > 1)"),
+            0);
+  EXPECT_EQ(h.Summary(run).state, "done");
+}
+
+TEST(SchedulerLocate, PrecisionLeavesProbeGroupsToLocate) {
+  Harness h;
+  KnownCurve curve;
+  std::string yaml = kLocate;
+  yaml += "precision: {ratio_half_width: 50%, max_sessions: 2}\n";
+  h.Submit(yaml.c_str());
+  Drain(h, curve, Sessions(h, 5));
+  // Precision decided once, on the ladder's group; every other decision is locate's.
+  EXPECT_EQ(Count(h, "SELECT COUNT(*) FROM adaptive_decisions WHERE option = 'precision'"), 1);
+  EXPECT_EQ(Count(h, "SELECT COUNT(*) FROM adaptive_decisions WHERE option = 'precision' AND "
+                     "group_key = 'rows=1'"),
+            1);
+  EXPECT_EQ(Count(h, "SELECT COUNT(*) FROM adaptive_decisions WHERE option = 'precision' AND "
+                     "group_key != 'rows=1'"),
+            0);
+  EXPECT_GT(Count(h, "SELECT COUNT(*) FROM adaptive_decisions WHERE option = 'locate'"), 1);
+}
+
+}  // namespace
+}  // namespace ladder::coordinator

@@ -1,0 +1,84 @@
+// A scheduler over a real store in a temporary folder, with an injected clock: the fixture of
+// the scheduler's unit tests (no gRPC; calls go straight to the Scheduler).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "ladder/coordinator/scheduler.h"
+#include "ladder/db/query.h"
+#include "process.h"
+
+namespace ladder::coordinator::testing {
+
+using ladder::testing::TempDir;
+
+class FakeClock final : public Clock {
+ public:
+  int64_t NowMs() const override { return now; }
+  int64_t now = 1'000'000;
+};
+
+struct Harness {
+  TempDir dir;
+  FakeClock clock;
+  std::unique_ptr<db::Store> store;
+  std::unique_ptr<Scheduler> scheduler;
+  SchedulerOptions options;
+
+  Harness() {
+    options.lease_ms = 5000;
+    store = std::move(*db::Store::Open(dir.File("results.db")));
+    Restart();
+  }
+  void Restart() {
+    scheduler.reset();
+    auto created = Scheduler::Create(store.get(), &clock, options);
+    EXPECT_TRUE(created.ok()) << created.status();
+    scheduler = std::move(*created);
+  }
+  void AddSession(const std::string& id, const std::string& host,
+                  std::vector<db::GpuRow> gpus = {}) {
+    db::SessionRow row;
+    row.id = id;
+    row.hostname = host;
+    row.machine_id = host;
+    row.features = {"kernel", "cpu"};
+    row.gpus = std::move(gpus);
+    ASSERT_TRUE(scheduler->RegisterSession(row).ok());
+  }
+  int64_t Submit(const char* yaml) {
+    auto result = scheduler->Submit(yaml, "m.yaml", 0);
+    EXPECT_TRUE(result.ok()) << result.status();
+    return result.ok() ? result->run_id : 0;
+  }
+  std::optional<Lease> LeaseNow(const std::string& session) {
+    auto lease = scheduler->LeaseFor(session, 0);
+    EXPECT_TRUE(lease.ok()) << lease.status();
+    return lease.ok() ? *lease : std::nullopt;
+  }
+  // Reports one measurement per cell and finishes the attempt successfully.
+  void Complete(const std::string& session, const Lease& lease) {
+    std::vector<db::MeasurementIn> ms;
+    for (const auto& cell : lease.cells) {
+      ms.push_back(db::MeasurementIn{"m-" + std::to_string(lease.attempt_id) + "-" +
+                                         std::to_string(cell.id),
+                                     lease.attempt_id, cell.id, 0, 0, "time_us", 1.0, "us", 0});
+    }
+    ASSERT_TRUE(scheduler->Report(session, ms, {}).ok());
+    auto finish = scheduler->Finish(session, lease.attempt_id, true, "",
+                                    static_cast<int64_t>(ms.size()), 0);
+    ASSERT_TRUE(finish.ok()) << finish.status();
+    EXPECT_TRUE(finish->accepted) << finish->detail;
+  }
+  db::RunSummary Summary(int64_t run) {
+    auto db = db::Database::Open(dir.File("results.db"), db::OpenMode::kReadOnly);
+    return *db::GetRunSummary(**db, run);
+  }
+};
+
+}  // namespace ladder::coordinator::testing
