@@ -1,5 +1,7 @@
 #include "ladder/kernels/attention.h"
 
+#include "ladder/kernels/device_attention.h"
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -318,18 +320,10 @@ PathDecision ChoosePath(Policy policy, const PolicyConfig& config, int num_seqs,
 
 namespace {
 
+// Copies the problem in, runs it through the device-resident entry point (the same policy and
+// launcher an engine uses) and copies the output back.
 Result<RunInfo> RunOnGpu(Backend backend, const HostProblem& p, const RunOptions& options,
                          HostTensor* out) {
-  LADDER_K_ASSIGN_OR_RETURN(DeviceInfo info, QueryDevice(backend));
-  const int group = p.shape.q_heads / p.shape.kv_heads;
-  const int units = p.num_seqs() * p.shape.kv_heads * internal::GpuQBlocks(group, p.max_query_len());
-  PolicyConfig config = options.config;
-  if (config.ctas_from_occupancy) {
-    const Result<int> ctas = gpu::CtasPerSm(p.shape, p.max_query_len());
-    if (ctas.ok()) config.ctas_per_sm = *ctas;
-  }
-  const PathDecision dec = ChoosePath(options.policy, config, p.num_seqs(), p.max_query_len(),
-                                      p.max_kv_len(), p.shape.kv_heads, units, info.sm_count);
   using gpu::DeviceBuffer;
   LADDER_K_ASSIGN_OR_RETURN(DeviceBuffer qs, DeviceBuffer::Alloc(p.query_start.size() * sizeof(int)));
   LADDER_K_ASSIGN_OR_RETURN(DeviceBuffer sl, DeviceBuffer::Alloc(p.seq_lens.size() * sizeof(int)));
@@ -344,26 +338,26 @@ Result<RunInfo> RunOnGpu(Backend backend, const HostProblem& p, const RunOptions
   LADDER_K_TRY(gpu::CopyToDevice(q.get(), p.q.data(), q.size()));
   LADDER_K_TRY(gpu::CopyToDevice(k.get(), p.k_cache.data(), k.size()));
   LADDER_K_TRY(gpu::CopyToDevice(v.get(), p.v_cache.data(), v.size()));
-  gpu::DeviceProblem dp;
-  dp.shape = p.shape;
-  dp.num_seqs = p.num_seqs();
-  dp.num_tokens = p.num_tokens();
-  dp.max_query_len = p.max_query_len();
-  dp.max_blocks_per_seq = p.max_blocks_per_seq;
-  dp.query_start = static_cast<const int*>(qs.get());
-  dp.seq_lens = static_cast<const int*>(sl.get());
-  dp.block_table = static_cast<const int*>(bt.get());
-  dp.q = q.get();
-  dp.k = k.get();
-  dp.v = v.get();
-  dp.out = o.get();
-  LADDER_K_ASSIGN_OR_RETURN(gpu::LaunchPlan plan, gpu::MakePlan(dp, dec.path, dec.segments));
-  const size_t ws_bytes = gpu::WorkspaceBytes(dp, plan);
-  LADDER_K_ASSIGN_OR_RETURN(DeviceBuffer ws, DeviceBuffer::Alloc(std::max<size_t>(ws_bytes, 16)));
-  LADDER_K_TRY(gpu::Launch(dp, plan, ws.get(), ws_bytes));
+  DeviceAttentionArgs args;
+  args.shape = p.shape;
+  args.num_seqs = p.num_seqs();
+  args.num_tokens = p.num_tokens();
+  args.max_query_len = p.max_query_len();
+  args.max_kv_len = p.max_kv_len();
+  args.max_blocks_per_seq = p.max_blocks_per_seq;
+  args.query_start = static_cast<const int*>(qs.get());
+  args.seq_lens = static_cast<const int*>(sl.get());
+  args.block_table = static_cast<const int*>(bt.get());
+  args.q = q.get();
+  args.k_cache = k.get();
+  args.v_cache = v.get();
+  args.out = o.get();
+  LADDER_K_ASSIGN_OR_RETURN(DeviceAttentionPlan plan, PlanDeviceAttention(backend, args, options));
+  LADDER_K_ASSIGN_OR_RETURN(DeviceBuffer ws, DeviceBuffer::Alloc(std::max<size_t>(plan.workspace_bytes, 16)));
+  LADDER_K_TRY(LaunchDeviceAttention(backend, args, plan, nullptr, ws.get(), ws.size()));
   LADDER_K_TRY(gpu::Synchronize());
   LADDER_K_TRY(gpu::CopyToHost(out->data(), o.get(), out->bytes()));
-  return RunInfo{plan.path, plan.segments, plan.grid, dec.reason};
+  return plan.info;
 }
 
 }  // namespace

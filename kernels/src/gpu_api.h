@@ -72,8 +72,10 @@ Result<LaunchPlan> MakePlan(const DeviceProblem& p, Path path, int segments);
 // Bytes of caller-owned workspace the 3D path needs (0 for 2D): per query token x q head x
 // segment, a head_dim fp32 accumulator plus max and sum.
 size_t WorkspaceBytes(const DeviceProblem& p, const LaunchPlan& plan);
-// Enqueues the kernels on the default stream; never allocates.
-Status Launch(const DeviceProblem& p, const LaunchPlan& plan, void* workspace, size_t workspace_bytes);
+// Enqueues the kernels on `stream` (a cudaStream_t / hipStream_t; nullptr: the default
+// stream); never allocates, copies or synchronizes.
+Status Launch(const DeviceProblem& p, const LaunchPlan& plan, void* workspace, size_t workspace_bytes,
+              void* stream = nullptr);
 Status Synchronize();
 
 // Times `repeats` launches with device events after `warmup` untimed ones; when flush is

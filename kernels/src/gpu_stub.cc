@@ -24,7 +24,7 @@ Status CopyToHost(void*, const void*, size_t) { return NoGpu(); }
 Status FillRandom(void*, size_t, DType, uint64_t, float) { return NoGpu(); }
 Result<LaunchPlan> MakePlan(const DeviceProblem&, Path, int) { return NoGpu(); }
 size_t WorkspaceBytes(const DeviceProblem&, const LaunchPlan&) { return 0; }
-Status Launch(const DeviceProblem&, const LaunchPlan&, void*, size_t) { return NoGpu(); }
+Status Launch(const DeviceProblem&, const LaunchPlan&, void*, size_t, void*) { return NoGpu(); }
 Status Synchronize() { return NoGpu(); }
 Result<std::vector<double>> TimeLaunches(const DeviceProblem&, const LaunchPlan&, void*, size_t, int, int,
                                          void*, size_t) {

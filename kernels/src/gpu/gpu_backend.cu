@@ -294,7 +294,8 @@ size_t WorkspaceBytes(const DeviceProblem& p, const LaunchPlan& plan) {
   return slots * p.shape.head_dim * 4 + 2 * slots * 4;
 }
 
-Status Launch(const DeviceProblem& p, const LaunchPlan& plan, void* workspace, size_t workspace_bytes) {
+Status Launch(const DeviceProblem& p, const LaunchPlan& plan, void* workspace, size_t workspace_bytes,
+              void* stream) {
   if (workspace_bytes < WorkspaceBytes(p, plan))
     return Error(ErrorCode::kInvalidArgument, "workspace too small for the 3D segment buffer");
   const Geometry g = GeometryOf(p);
@@ -328,16 +329,17 @@ Status Launch(const DeviceProblem& p, const LaunchPlan& plan, void* workspace, s
   }
   LADDER_K_ASSIGN_OR_RETURN(const KernelEntry* e, FindKernel(p.shape, g.block_m));
   const dim3 grid(p.num_seqs * g.qblocks, p.shape.kv_heads, plan.segments);
-  e->fn<<<grid, e->threads, e->smem>>>(kp);
+  const rt::Stream st = static_cast<rt::Stream>(stream);
+  e->fn<<<grid, e->threads, e->smem, st>>>(kp);
   LADDER_GPU_CALL(rt::GetLastError());
   if (kp.write_partial) {
     const dim3 mgrid(p.num_tokens, kp.q_heads, (p.shape.head_dim + kMergeThreads - 1) / kMergeThreads);
     const size_t msmem = 2 * sizeof(float) * static_cast<size_t>(kp.segments);
     if (p.shape.dtype == DType::kBF16)
-      MergeSegmentsKernel<dev::Bf16><<<mgrid, kMergeThreads, msmem>>>(kp.seg_acc, kp.seg_max, kp.seg_sum, kp.out,
+      MergeSegmentsKernel<dev::Bf16><<<mgrid, kMergeThreads, msmem, st>>>(kp.seg_acc, kp.seg_max, kp.seg_sum, kp.out,
                                                                       kp.q_heads, kp.segments, p.shape.head_dim);
     else
-      MergeSegmentsKernel<dev::F16><<<mgrid, kMergeThreads, msmem>>>(kp.seg_acc, kp.seg_max, kp.seg_sum, kp.out,
+      MergeSegmentsKernel<dev::F16><<<mgrid, kMergeThreads, msmem, st>>>(kp.seg_acc, kp.seg_max, kp.seg_sum, kp.out,
                                                                      kp.q_heads, kp.segments, p.shape.head_dim);
     LADDER_GPU_CALL(rt::GetLastError());
   }

@@ -20,6 +20,7 @@ namespace ladder::kernels::gpu::rt {
 #if defined(LADDER_KERNELS_HIP)
 using Error = hipError_t;
 using Event = hipEvent_t;
+using Stream = hipStream_t;
 using DeviceProp = hipDeviceProp_t;
 constexpr Error kSuccess = hipSuccess;
 inline const char* ErrorString(Error e) { return hipGetErrorString(e); }
@@ -49,6 +50,7 @@ inline Error Occupancy(int* blocks, F* kernel, int threads, size_t smem) {
 #else
 using Error = cudaError_t;
 using Event = cudaEvent_t;
+using Stream = cudaStream_t;
 using DeviceProp = cudaDeviceProp;
 constexpr Error kSuccess = cudaSuccess;
 inline const char* ErrorString(Error e) { return cudaGetErrorString(e); }

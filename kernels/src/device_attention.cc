@@ -1,0 +1,142 @@
+// Device-resident attention: the policy on host-side facts, then the GPU backend's launcher on
+// the caller's stream and workspace. RunAttention's GPU branch goes through here too, so the
+// case table tests this path on every GPU run.
+#include "ladder/kernels/device_attention.h"
+
+#include <map>
+#include <mutex>
+#include <optional>
+#include <tuple>
+
+#include "geometry.h"
+#include "gpu_api.h"
+
+namespace ladder::kernels {
+namespace {
+
+// cudaGetDeviceProperties and the occupancy calculator cost microseconds to milliseconds; an
+// engine plans hundreds of calls per decode step, so both are asked once per process.
+class DeviceFacts {
+ public:
+  static DeviceFacts& Get() {
+    static DeviceFacts facts;
+    return facts;
+  }
+
+  Result<DeviceInfo> Device() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!device_) {
+      Result<DeviceInfo> info = gpu::QueryDevice();
+      if (!info.ok()) return info.error();  // not cached: a later call may find the device
+      device_ = *info;
+    }
+    return *device_;
+  }
+
+  // Occupancy of the kernel that (shape, rows) selects; nullopt when it cannot be asked.
+  std::optional<int> CtasPerSm(const AttentionShape& shape, int max_query_len) {
+    const int group = shape.q_heads / shape.kv_heads;
+    const auto key = std::make_tuple(static_cast<int>(shape.dtype), shape.head_dim,
+                                     internal::GpuBlockM(group, max_query_len));
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = ctas_.find(key);
+    if (it == ctas_.end()) {
+      const Result<int> ctas = gpu::CtasPerSm(shape, max_query_len);
+      it = ctas_.emplace(key, ctas.ok() ? std::optional<int>(*ctas) : std::nullopt).first;
+    }
+    return it->second;
+  }
+
+ private:
+  std::mutex mu_;
+  std::optional<DeviceInfo> device_;                               // guarded by mu_
+  std::map<std::tuple<int, int, int>, std::optional<int>> ctas_;  // guarded by mu_
+};
+
+Status ValidateArgs(const DeviceAttentionArgs& a) {
+  LADDER_K_TRY(a.shape.Validate());
+  auto bad = [](const std::string& why) { return Error(ErrorCode::kInvalidArgument, "device attention: " + why); };
+  if (a.num_seqs < 1) return bad("num_seqs must be >= 1");
+  if (a.num_tokens < a.num_seqs) return bad("num_tokens must be >= num_seqs (every sequence has a query row)");
+  if (a.max_query_len < 1 || a.max_query_len > a.num_tokens) return bad("max_query_len must be in 1..num_tokens");
+  if (a.max_kv_len < a.max_query_len) return bad("max_kv_len must be >= max_query_len");
+  if (static_cast<long long>(a.max_blocks_per_seq) * a.shape.block_size < a.max_kv_len)
+    return bad("max_blocks_per_seq * block_size is below max_kv_len");
+  if (!a.query_start || !a.seq_lens || !a.block_table || !a.q || !a.k_cache || !a.v_cache || !a.out)
+    return bad("a device pointer is null");
+  return OkStatus();
+}
+
+gpu::DeviceProblem ToDeviceProblem(const DeviceAttentionArgs& a) {
+  gpu::DeviceProblem dp;
+  dp.shape = a.shape;
+  dp.num_seqs = a.num_seqs;
+  dp.num_tokens = a.num_tokens;
+  dp.max_query_len = a.max_query_len;
+  dp.max_blocks_per_seq = a.max_blocks_per_seq;
+  dp.query_start = a.query_start;
+  dp.seq_lens = a.seq_lens;
+  dp.block_table = a.block_table;
+  dp.q = a.q;
+  dp.k = a.k_cache;
+  dp.v = a.v_cache;
+  dp.out = a.out;
+  return dp;
+}
+
+Status CheckBackend(Backend backend) {
+  if (backend == Backend::kCpu)
+    return Error(ErrorCode::kUnavailable, "device attention needs a GPU backend (use RunAttention on the CPU)");
+  if (gpu::CompiledBackend() != backend)
+    return Error(ErrorCode::kUnavailable,
+                 "backend " + std::string(ToString(backend)) + " is not compiled into this binary");
+  return OkStatus();
+}
+
+}  // namespace
+
+Result<DeviceAttentionPlan> PlanDeviceAttention(Backend backend, const DeviceAttentionArgs& args,
+                                                const RunOptions& options) {
+  LADDER_K_TRY(CheckBackend(backend));
+  LADDER_K_TRY(ValidateArgs(args));
+  DeviceFacts& facts = DeviceFacts::Get();
+  LADDER_K_ASSIGN_OR_RETURN(DeviceInfo device, facts.Device());
+  const int group = args.shape.q_heads / args.shape.kv_heads;
+  const int units = args.num_seqs * args.shape.kv_heads * internal::GpuQBlocks(group, args.max_query_len);
+  PolicyConfig config = options.config;
+  if (config.ctas_from_occupancy) {
+    if (const std::optional<int> ctas = facts.CtasPerSm(args.shape, args.max_query_len)) config.ctas_per_sm = *ctas;
+  }
+  const PathDecision dec = ChoosePath(options.policy, config, args.num_seqs, args.max_query_len, args.max_kv_len,
+                                      args.shape.kv_heads, units, device.sm_count);
+  const gpu::DeviceProblem dp = ToDeviceProblem(args);
+  LADDER_K_ASSIGN_OR_RETURN(gpu::LaunchPlan launch, gpu::MakePlan(dp, dec.path, dec.segments));
+  DeviceAttentionPlan plan;
+  plan.info = RunInfo{launch.path, launch.segments, launch.grid, dec.reason};
+  plan.workspace_bytes = gpu::WorkspaceBytes(dp, launch);
+  return plan;
+}
+
+Status LaunchDeviceAttention(Backend backend, const DeviceAttentionArgs& args, const DeviceAttentionPlan& plan,
+                             void* stream, void* workspace, size_t workspace_bytes) {
+  LADDER_K_TRY(CheckBackend(backend));
+  LADDER_K_TRY(ValidateArgs(args));
+  if (workspace_bytes < plan.workspace_bytes || (plan.workspace_bytes > 0 && workspace == nullptr))
+    return Error(ErrorCode::kInvalidArgument,
+                 "device attention: workspace of " + std::to_string(workspace_bytes) + " bytes, plan needs " +
+                     std::to_string(plan.workspace_bytes));
+  gpu::LaunchPlan launch;
+  launch.path = plan.info.path;
+  launch.segments = plan.info.segments;
+  launch.grid = plan.info.grid;
+  return gpu::Launch(ToDeviceProblem(args), launch, workspace, workspace_bytes, stream);
+}
+
+size_t MaxDeviceWorkspaceBytes(const AttentionShape& shape, int max_tokens, const PolicyConfig& config) {
+  const int segments = config.force_segments > 0 ? config.force_segments : std::max(1, config.max_segments);
+  const size_t slots = static_cast<size_t>(std::max(0, max_tokens)) * std::max(0, shape.q_heads) * segments;
+  // Matches gpu::WorkspaceBytes: a head_dim fp32 accumulator plus max and sum per slot.
+  return slots * static_cast<size_t>(std::max(0, shape.head_dim)) * 4 + 2 * slots * 4;
+}
+
+}  // namespace ladder::kernels
