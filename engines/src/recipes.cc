@@ -377,6 +377,8 @@ class SyntheticRecipe final : public Recipe {
          "--force-backend: log 'Forcing NAME' and use it whatever was asked"},
         {"log_paths", ParamType::kString, false, "--log-paths once|every|none"},
         {"threads", ParamType::kPositiveInteger, false, "--threads (CPU)"},
+        {"device", ParamType::kString, false,
+         "--device cpu|cuda|auto (the engine's default: auto = cuda when it has a GPU)"},
         {"fault_crash_after_requests", ParamType::kNonNegativeInteger, false,
          "--crash-after-requests N: exit during request N+1"},
         {"fault_oom_after_requests", ParamType::kNonNegativeInteger, false,
@@ -427,6 +429,12 @@ class SyntheticRecipe final : public Recipe {
       argv.insert(argv.end(), {"--log-paths", *log_paths});
     }
     AddInt(argv, params, "threads", "--threads");
+    if (auto device = GetString(params, "device")) {
+      if (*device != "cpu" && *device != "cuda" && *device != "auto") {
+        return ParamError(name(), "device", Cat("expected cpu, cuda or auto, got \"", *device, "\""));
+      }
+      argv.insert(argv.end(), {"--device", *device});
+    }
     AddInt(argv, params, "fault_crash_after_requests", "--crash-after-requests");
     AddInt(argv, params, "fault_oom_after_requests", "--oom-after-requests");
     if (GetBool(params, "fault_malformed_json").value_or(false)) argv.emplace_back("--malformed");

@@ -197,6 +197,20 @@ TEST(SyntheticRecipe, RunsTheLadderBinary) {
               HasSubstr("expected legacy or spec-aware"));
 }
 
+TEST(SyntheticRecipe, PassesTheModelDevice) {
+  RenderedEngine r = Render("synthetic", {{"engine", "synthetic"},
+                                          {"depth", 1024},
+                                          {"preset", "gemma4-31b"},
+                                          {"device", "cuda"}});
+  EXPECT_THAT(r.launch->argv,
+              ElementsAre("/opt/ladder/bin/ladder", "engine", "synthetic", "--preset",
+                          "gemma4-31b", "--host", "127.0.0.1", "--port", "8123", "--device",
+                          "cuda"));
+  EXPECT_THAT(RenderError("synthetic", {{"engine", "synthetic"}, {"depth", 1},
+                                        {"device", "tpu"}}).message(),
+              HasSubstr("expected cpu, cuda or auto"));
+}
+
 TEST(Recipes, UnknownEngineListsKnownOnes) {
   auto r = FindBuiltinRecipe("tgi");
   EXPECT_EQ(r.status().code(), absl::StatusCode::kNotFound);

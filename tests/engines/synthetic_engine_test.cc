@@ -7,31 +7,12 @@
 
 #include "ladder/engines/client.h"
 #include "ladder/engines/synthetic_engine.h"
+#include "captured_log.h"
 
 namespace ladder::engines {
 namespace {
 
 using ::testing::HasSubstr;
-
-class CapturedLog {
- public:
-  SyntheticEngine::LogFn Fn() {
-    return [this](std::string_view line) {
-      std::lock_guard<std::mutex> lock(mu_);
-      lines_.emplace_back(line);
-    };
-  }
-  int Count(std::string_view needle) const {
-    std::lock_guard<std::mutex> lock(mu_);
-    int n = 0;
-    for (const auto& l : lines_) n += l.find(needle) != std::string::npos ? 1 : 0;
-    return n;
-  }
-
- private:
-  mutable std::mutex mu_;
-  std::vector<std::string> lines_;
-};
 
 struct Served {
   std::unique_ptr<SyntheticEngine> engine;
@@ -184,6 +165,32 @@ TEST(SyntheticEngine, FailsCleanlyOnATakenPortOrBadOptions) {
   bad = {};
   bad.policy = "fast";
   EXPECT_THAT(bad.Validate().message(), HasSubstr("legacy or spec-aware"));
+}
+
+TEST(SyntheticEngine, DeviceOptionIsValidatedAndCpuAlwaysWorks) {
+  SyntheticEngineOptions bad;
+  bad.device = "tpu";
+  EXPECT_THAT(bad.Validate().message(), HasSubstr("expected cpu, cuda or auto"));
+
+  CapturedLog log;
+  SyntheticEngineOptions cpu;
+  cpu.device = "cpu";
+  Served s = Serve(cpu, log);
+  ASSERT_NE(s.engine, nullptr);
+  EXPECT_EQ(log.Count("model on device cpu"), 1);
+  auto result = s.client->Generate(MakePrompt(64, 2, 0, 1024), 4);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->completion_tokens, 4);
+}
+
+TEST(SyntheticEngine, CudaDeviceFailsClearlyWhereThereIsNone) {
+  SyntheticEngineOptions options;
+  options.device = "cuda";
+  CapturedLog log;
+  auto engine = SyntheticEngine::Start(options, log.Fn());
+  if (engine.ok()) GTEST_SKIP() << "this binary has CUDA and a GPU (engines_gpu_tests cover it)";
+  EXPECT_EQ(engine.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(engine.status().message(), HasSubstr("--device cuda"));
 }
 
 TEST(SyntheticEngine, MalformedFaultBreaksTheClientClearly) {

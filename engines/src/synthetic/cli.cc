@@ -31,6 +31,12 @@ void AddSyntheticEngineFlags(CLI::App& app, SyntheticEngineOptions& o) {
       ->check(CLI::IsMember({"once", "every", "none"}))
       ->capture_default_str();
   app.add_option("--threads", o.threads, "CPU attention threads")->capture_default_str();
+  app.add_option("--device", o.device,
+                 "Where the model runs: cpu (fp32 weights shared per layer kind), cuda (bf16 "
+                 "weights per layer on the GPU, cuBLAS projections, device-resident attention) "
+                 "or auto (cuda when this binary has it and a GPU is present)")
+      ->check(CLI::IsMember({"cpu", "cuda", "auto"}))
+      ->capture_default_str();
   app.add_option("--crash-after-requests", o.crash_after_requests,
                  "Fault: exit midway through the completion request after N requests");
   app.add_option("--oom-after-requests", o.oom_after_requests,

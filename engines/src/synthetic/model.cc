@@ -69,7 +69,7 @@ struct LayerWeights {
 };
 
 // Weights of one model: one set per layer kind, shared by the layers of that kind.
-struct Model::Weights {
+struct CpuWeights {
   std::vector<float> embed;  // [vocab, hidden], tied with the LM head
   LayerWeights sliding, global;
   const LayerWeights& For(LayerKind kind) const {
@@ -79,8 +79,8 @@ struct Model::Weights {
 
 namespace {
 
-absl::StatusOr<std::unique_ptr<Model::Weights>> MakeWeights(const ModelSpec& spec, Rng& rng) {
-  auto w = std::make_unique<Model::Weights>();
+absl::StatusOr<std::unique_ptr<CpuWeights>> MakeWeights(const ModelSpec& spec, Rng& rng) {
+  auto w = std::make_unique<CpuWeights>();
   const int h = spec.hidden;
   w->embed.resize(static_cast<size_t>(spec.vocab) * h);
   FillUniform(w->embed.data(), w->embed.size(), 1.0f, rng);
@@ -147,30 +147,65 @@ void WriteKv(kernels::HostProblem& p, int position, const float* k, const float*
 
 }  // namespace
 
+// The host model: fp32 weights shared per layer kind, caches as kernels::HostProblems.
+class CpuModel final : public Model {
+ public:
+  CpuModel(Preset preset, kernels::RunOptions attention) : Model(std::move(preset), attention) {}
+
+  absl::Status Init(uint64_t seed) {
+    Rng rng(seed ^ 0x5eed);
+    ASSIGN_OR_RETURN(target_, MakeWeights(preset_.target, rng));
+    ASSIGN_OR_RETURN(drafter_, MakeWeights(preset_.drafter, rng));
+    return absl::OkStatus();
+  }
+
+  ModelDevice device() const override { return ModelDevice::kCpu; }
+  std::string Describe() const override {
+    return "device cpu: fp32 weights on the host, one set per layer kind";
+  }
+
+ protected:
+  struct CpuCaches final : Sequence::Caches {
+    std::vector<kernels::HostProblem> target, drafter;
+  };
+
+  absl::StatusOr<std::unique_ptr<Sequence::Caches>> NewCaches(int depth, int capacity,
+                                                              uint64_t seed) const override {
+    auto caches = std::make_unique<CpuCaches>();
+    Rng rng(seed);
+    for (const LayerSpec& l : preset_.target.layers) {
+      caches->target.push_back(MakeLayerCache(l, capacity, MaxRows(), rng, depth));
+    }
+    for (const LayerSpec& l : preset_.drafter.layers) {
+      caches->drafter.push_back(MakeLayerCache(l, capacity, MaxRows(), rng, depth));
+    }
+    return caches;
+  }
+
+  absl::StatusOr<std::vector<int32_t>> Forward(bool drafter, Sequence::Caches& caches,
+                                               int position, const std::vector<int32_t>& tokens,
+                                               const AttentionObserver& observer) const override;
+
+ private:
+  std::unique_ptr<CpuWeights> target_;
+  std::unique_ptr<CpuWeights> drafter_;
+};
+
 Model::~Model() = default;
 
 absl::StatusOr<std::unique_ptr<Model>> Model::Build(const Preset& preset, uint64_t seed,
-                                                    kernels::RunOptions attention) {
-  std::unique_ptr<Model> model(new Model());
-  model->preset_ = preset;
-  model->attention_ = attention;
-  Rng rng(seed ^ 0x5eed);
-  ASSIGN_OR_RETURN(model->target_, MakeWeights(preset.target, rng));
-  ASSIGN_OR_RETURN(model->drafter_, MakeWeights(preset.drafter, rng));
-  return model;
+                                                    kernels::RunOptions attention,
+                                                    ModelDevice device) {
+  if (device == ModelDevice::kCuda) return BuildCudaModel(preset, seed, attention);
+  auto model = std::make_unique<CpuModel>(preset, attention);
+  RETURN_IF_ERROR(model->Init(seed));
+  return std::unique_ptr<Model>(std::move(model));
 }
 
 absl::StatusOr<Sequence> Model::Prefill(int depth, int capacity, uint64_t seed) const {
   if (depth < 1) return absl::InvalidArgumentError("prompt must have at least one token");
   Sequence seq;
-  Rng rng(seed);
-  const int max_rows = std::max(1, attention_.config.decode_query_len) + 1;
-  for (const LayerSpec& l : preset_.target.layers) {
-    seq.target_layers_.push_back(MakeLayerCache(l, capacity, max_rows, rng, depth));
-  }
-  for (const LayerSpec& l : preset_.drafter.layers) {
-    seq.drafter_layers_.push_back(MakeLayerCache(l, capacity, max_rows, rng, depth));
-  }
+  ASSIGN_OR_RETURN(seq.caches_, NewCaches(depth, capacity, seed));
   seq.length_ = depth - 1;  // the last prompt token is run by the first step
   return seq;
 }
@@ -178,26 +213,49 @@ absl::StatusOr<Sequence> Model::Prefill(int depth, int capacity, uint64_t seed) 
 absl::StatusOr<std::vector<int32_t>> Model::TargetStep(Sequence& seq,
                                                        const std::vector<int32_t>& tokens,
                                                        const AttentionObserver& observer) const {
-  ASSIGN_OR_RETURN(std::vector<int32_t> out, Forward(preset_.target, *target_, seq.target_layers_,
-                                                     seq.length_, tokens, false, observer));
+  if (tokens.empty() || static_cast<int>(tokens.size()) > MaxRows()) {
+    return absl::InvalidArgumentError(Cat("synthetic engine: a step carries 1..", MaxRows(),
+                                          " rows, got ", tokens.size()));
+  }
+  ASSIGN_OR_RETURN(std::vector<int32_t> out,
+                   Forward(false, *seq.caches_, seq.length_, tokens, observer));
   seq.length_ += static_cast<int>(tokens.size());
   return out;
 }
 
 absl::StatusOr<int32_t> Model::DrafterStep(Sequence& seq, int32_t token, int position,
                                            const AttentionObserver& observer) const {
-  ASSIGN_OR_RETURN(std::vector<int32_t> out, Forward(preset_.drafter, *drafter_,
-                                                     seq.drafter_layers_, position, {token}, true,
-                                                     observer));
+  ASSIGN_OR_RETURN(std::vector<int32_t> out, Forward(true, *seq.caches_, position, {token}, observer));
   return out[0];
 }
 
-absl::StatusOr<std::vector<int32_t>> Model::Forward(const ModelSpec& spec, const Weights& w,
-                                                    std::vector<kernels::HostProblem>& layers,
-                                                    int position,
-                                                    const std::vector<int32_t>& tokens,
-                                                    bool drafter,
-                                                    const AttentionObserver& observer) const {
+absl::StatusOr<ModelDevice> ResolveModelDevice(std::string_view name) {
+  if (name == "cpu") return ModelDevice::kCpu;
+  if (name == "cuda" || name == "auto") {
+    const bool available = CudaModelCompiled() && kernels::BackendAvailable(kernels::Backend::kCuda);
+    if (available) return ModelDevice::kCuda;
+    if (name == "auto") return ModelDevice::kCpu;
+    return absl::UnavailableError(
+        CudaModelCompiled() ? "synthetic engine: --device cuda: no CUDA device is present"
+                            : "synthetic engine: --device cuda: this binary was built without "
+                              "LADDER_CUDA");
+  }
+  return absl::InvalidArgumentError(
+      Cat("synthetic engine: --device: expected cpu, cuda or auto, got \"", name, "\""));
+}
+
+std::string_view ToString(ModelDevice device) {
+  return device == ModelDevice::kCuda ? "cuda" : "cpu";
+}
+
+absl::StatusOr<std::vector<int32_t>> CpuModel::Forward(bool drafter, Sequence::Caches& caches,
+                                                       int position,
+                                                       const std::vector<int32_t>& tokens,
+                                                       const AttentionObserver& observer) const {
+  const ModelSpec& spec = drafter ? preset_.drafter : preset_.target;
+  const CpuWeights& w = drafter ? *drafter_ : *target_;
+  CpuCaches& all = static_cast<CpuCaches&>(caches);
+  std::vector<kernels::HostProblem>& layers = drafter ? all.drafter : all.target;
   const int rows = static_cast<int>(tokens.size());
   const int h = spec.hidden;
   std::vector<float> x(static_cast<size_t>(rows) * h), normed(x.size());

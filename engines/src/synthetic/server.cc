@@ -64,6 +64,9 @@ absl::Status SyntheticEngineOptions::Validate() const {
   if (port < 0 || port > 65535) return bad("--port", "must be in 0..65535");
   if (threads < 1) return bad("--threads", "must be >= 1");
   if (attention_backend.empty()) return bad("--attention-backend", "must not be empty");
+  if (device != "cpu" && device != "cuda" && device != "auto") {
+    return bad("--device", Cat("expected cpu, cuda or auto, got \"", device, "\""));
+  }
   return absl::OkStatus();
 }
 
@@ -93,7 +96,9 @@ class SyntheticEngine::Impl {
             "; drafter ", preset.drafter.layers.size(), " layers, hidden ",
             preset.drafter.hidden, "; policy ", options_.policy, "; spec_k ", options_.spec_k,
             "; acceptance ", options_.acceptance));
-    ASSIGN_OR_RETURN(model_, Model::Build(preset, options_.seed, attention));
+    ASSIGN_OR_RETURN(synthetic::ModelDevice device, synthetic::ResolveModelDevice(options_.device));
+    ASSIGN_OR_RETURN(model_, Model::Build(preset, options_.seed, attention, device));
+    Log(Cat("INFO ladder-synthetic: model on ", model_->Describe()));
     if (!options_.force_backend.empty()) {
       Log(Cat("WARNING ladder-synthetic: Forcing ", options_.force_backend,
               " backend (requested ", options_.attention_backend, "; --force-backend)"));

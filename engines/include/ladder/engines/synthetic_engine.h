@@ -64,6 +64,9 @@ struct SyntheticEngineOptions {
   std::string force_backend;         // when set: logs "Forcing NAME" and uses NAME instead
   std::string log_paths = "once";    // "once" | "every" | "none"
   int threads = 1;                   // CPU attention worker threads
+  // "cpu" | "cuda" | "auto": auto runs on the GPU when the binary was built with LADDER_CUDA
+  // and a device is present, else on the CPU; "cuda" without one fails Start (Unavailable).
+  std::string device = "auto";
   // Faults, for tests of the runner's failure paths (-1: off).
   int crash_after_requests = -1;     // exit(3) midway through completion request N+1
   int oom_after_requests = -1;       // log a CUDA out-of-memory error, exit(1), request N+1
