@@ -15,7 +15,7 @@ int64_t NowMs() {
 
 }  // namespace
 
-std::string BearerToken(const grpc::ServerContext& context) {
+std::string BearerToken(const grpc::ServerContextBase& context) {
   const auto& metadata = context.client_metadata();
   auto it = metadata.find("authorization");
   if (it == metadata.end()) return "";
@@ -32,7 +32,7 @@ Authenticator::Authenticator(std::unique_ptr<db::Database> db, bool require_toke
       calls_per_second_(calls_per_second),
       burst_(burst) {}
 
-absl::Status Authenticator::CheckAdmin(const grpc::ServerContext& context) {
+absl::Status Authenticator::CheckAdmin(const grpc::ServerContextBase& context) {
   if (!require_tokens_) return absl::OkStatus();
   const std::string token = BearerToken(context);
   if (token.empty()) {
@@ -66,7 +66,7 @@ absl::StatusOr<std::string> Authenticator::Join(const std::string& join_token,
   return credential;
 }
 
-absl::Status Authenticator::CheckSession(const grpc::ServerContext& context,
+absl::Status Authenticator::CheckSession(const grpc::ServerContextBase& context,
                                          const std::string& session_id) {
   if (require_tokens_) {
     const std::string credential = BearerToken(context);

@@ -32,12 +32,12 @@ class Authenticator {
   bool required() const { return require_tokens_; }
 
   // For admin RPCs.
-  absl::Status CheckAdmin(const grpc::ServerContext& context);
+  absl::Status CheckAdmin(const grpc::ServerContextBase& context);
   // For Register: verifies the join token and issues a credential for the session.
   // Returns the credential to hand the agent ("" when tokens are not required).
   absl::StatusOr<std::string> Join(const std::string& join_token, const std::string& session_id);
   // For the other agent RPCs: the caller must hold `session_id`'s credential, within its rate.
-  absl::Status CheckSession(const grpc::ServerContext& context, const std::string& session_id);
+  absl::Status CheckSession(const grpc::ServerContextBase& context, const std::string& session_id);
 
   // Token management over the same connection (the admin service's token RPCs).
   template <typename F>
@@ -63,6 +63,6 @@ class Authenticator {
 };
 
 // The bearer token of a call's `authorization` metadata, or "".
-std::string BearerToken(const grpc::ServerContext& context);
+std::string BearerToken(const grpc::ServerContextBase& context);
 
 }  // namespace ladder::coordinator

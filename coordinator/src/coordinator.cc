@@ -13,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
+#include "agent_calls.h"
 #include "auth.h"
 #include "ladder/db/tokens.h"
 #include <fstream>
@@ -98,13 +99,144 @@ grpc::Status StoreFailure(const absl::Status& status, const char* what,
   return ToGrpc(status);
 }
 
-class AgentServiceImpl final : public v1::AgentService::Service {
+void FillLease(const coordinator::Lease& l, v1::LeaseResponse* response) {
+  response->set_has_work(true);
+  response->set_attempt_id(l.attempt_id);
+  response->set_unit_id(l.unit_id);
+  response->set_run_id(l.run_id);
+  response->set_runner(l.runner);
+  response->set_processes(l.processes);
+  response->set_rounds(l.rounds);
+  response->set_seed(l.seed);
+  response->set_lease_ms(l.lease_ms);
+  for (const auto& cell : l.cells) {
+    auto* c = response->add_cells();
+    c->set_cell_id(cell.id);
+    c->set_key(cell.key);
+    c->set_params_json(cell.params_json);
+  }
+}
+
+// The lease outcome as the call's answer.
+grpc::Status AnswerLease(const absl::StatusOr<std::optional<coordinator::Lease>>& lease,
+                         v1::LeaseResponse* response, const std::string& session_id) {
+  if (!lease.ok()) return StoreFailure(lease.status(), "leasing", session_id);
+  if (!lease->has_value()) {
+    response->set_has_work(false);
+    return grpc::Status::OK;
+  }
+  const coordinator::Lease& l = **lease;
+  FillLease(l, response);
+  spdlog::debug("attempt {} (run {} unit {}, {} cells) leased to session {}", l.attempt_id,
+                l.run_id, l.unit_id, l.cells.size(), session_id.substr(0, 8));
+  return grpc::Status::OK;
+}
+
+// The agent service on gRPC's callback API: no call holds a thread while it waits (long polls
+// wait in the LeaseDispatcher, reports in the ReportIngestor's queue); the short calls run
+// inline on gRPC's threads.
+class AgentServiceImpl final : public v1::AgentService::CallbackService {
  public:
   AgentServiceImpl(Scheduler* scheduler, Authenticator* auth, const CoordinatorOptions& options)
-      : scheduler_(scheduler), auth_(auth), options_(options) {}
+      : scheduler_(scheduler),
+        auth_(auth),
+        options_(options),
+        dispatcher_(scheduler, AnswerLease),
+        ingestor_(scheduler, options.max_queued_report_records,
+                  [](const absl::Status& status, const std::string& session_id) {
+                    return StoreFailure(status, "storing results (none acknowledged)",
+                                        session_id);
+                  }) {}
 
-  grpc::Status Register(grpc::ServerContext*, const v1::RegisterRequest* request,
-                        v1::RegisterResponse* response) override {
+  // Ends the waits: long polls are answered "unavailable"; queued reports are written first.
+  void Stop() {
+    dispatcher_.Stop();
+    ingestor_.Stop();
+  }
+
+  grpc::ServerUnaryReactor* Register(grpc::CallbackServerContext* context,
+                                     const v1::RegisterRequest* request,
+                                     v1::RegisterResponse* response) override {
+    auto* reactor = context->DefaultReactor();
+    reactor->Finish(RegisterNow(request, response));
+    return reactor;
+  }
+
+  grpc::ServerUnaryReactor* Lease(grpc::CallbackServerContext* context,
+                                  const v1::LeaseRequest* request,
+                                  v1::LeaseResponse* response) override {
+    if (auto s = auth_->CheckSession(*context, request->session_id()); !s.ok()) {
+      auto* reactor = context->DefaultReactor();
+      reactor->Finish(ToGrpc(s));
+      return reactor;
+    }
+    int wait = std::clamp(request->wait_ms(), 0, options_.max_lease_wait_ms);
+    // Never hold a call past the client's own deadline.
+    const auto client_left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        context->deadline() - std::chrono::system_clock::now());
+    if (client_left.count() > 0 && client_left.count() < wait + 1000) {
+      wait = std::max<int>(0, static_cast<int>(client_left.count()) - 1000);
+    }
+    auto call = LeaseCall::Create(request->session_id(), response,
+                                  std::chrono::steady_clock::now() +
+                                      std::chrono::milliseconds(wait));
+    const uint64_t seen = scheduler_->work_generation();
+    auto lease = scheduler_->TryLease(request->session_id());
+    if (!lease.ok() || lease->has_value() || wait == 0) {
+      call->Complete(AnswerLease(lease, response, request->session_id()));
+    } else {
+      dispatcher_.Wait(call, seen);
+    }
+    return call.get();
+  }
+
+  grpc::ServerUnaryReactor* Heartbeat(grpc::CallbackServerContext* context,
+                                      const v1::HeartbeatRequest* request,
+                                      v1::HeartbeatResponse* response) override {
+    auto* reactor = context->DefaultReactor();
+    reactor->Finish(HeartbeatNow(*context, request, response));
+    return reactor;
+  }
+
+  grpc::ServerUnaryReactor* Report(grpc::CallbackServerContext* context,
+                                   const v1::ReportRequest* request,
+                                   v1::ReportResponse* response) override {
+    auto* reactor = context->DefaultReactor();
+    ReportIngestor::Call call;
+    if (auto s = ParseReport(*context, request, &call.report); !s.ok()) {
+      reactor->Finish(s);
+      return reactor;
+    }
+    call.records = call.report.measurements.size() + call.report.evidence.size();
+    call.response = response;
+    call.reactor = reactor;
+    ingestor_.Add(std::move(call));
+    return reactor;
+  }
+
+  grpc::ServerUnaryReactor* Finish(grpc::CallbackServerContext* context,
+                                   const v1::FinishRequest* request,
+                                   v1::FinishResponse* response) override {
+    auto* reactor = context->DefaultReactor();
+    reactor->Finish(FinishNow(*context, request, response));
+    return reactor;
+  }
+
+  grpc::ServerUnaryReactor* Release(grpc::CallbackServerContext* context,
+                                    const v1::ReleaseRequest* request,
+                                    v1::ReleaseResponse*) override {
+    auto* reactor = context->DefaultReactor();
+    if (auto s = auth_->CheckSession(*context, request->session_id()); !s.ok()) {
+      reactor->Finish(ToGrpc(s));
+      return reactor;
+    }
+    spdlog::info("session {} leaving: {}", request->session_id().substr(0, 8), request->reason());
+    reactor->Finish(ToGrpc(scheduler_->Release(request->session_id(), request->reason())));
+    return reactor;
+  }
+
+ private:
+  grpc::Status RegisterNow(const v1::RegisterRequest* request, v1::RegisterResponse* response) {
     const auto& inv = request->inventory();
     db::SessionRow row;
     row.id = request->session_id();
@@ -156,46 +288,10 @@ class AgentServiceImpl final : public v1::AgentService::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status Lease(grpc::ServerContext* context, const v1::LeaseRequest* request,
-                     v1::LeaseResponse* response) override {
-    if (auto s = auth_->CheckSession(*context, request->session_id()); !s.ok()) return ToGrpc(s);
-    int wait = std::clamp(request->wait_ms(), 0, options_.max_lease_wait_ms);
-    // Never hold a call past the client's own deadline.
-    const auto client_left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        context->deadline() - std::chrono::system_clock::now());
-    if (client_left.count() > 0 && client_left.count() < wait + 1000) {
-      wait = std::max<int>(0, static_cast<int>(client_left.count()) - 1000);
-    }
-    auto lease = scheduler_->LeaseFor(request->session_id(), wait);
-    if (!lease.ok()) return StoreFailure(lease.status(), "leasing", request->session_id());
-    if (!lease->has_value()) {
-      response->set_has_work(false);
-      return grpc::Status::OK;
-    }
-    const coordinator::Lease& l = **lease;
-    response->set_has_work(true);
-    response->set_attempt_id(l.attempt_id);
-    response->set_unit_id(l.unit_id);
-    response->set_run_id(l.run_id);
-    response->set_runner(l.runner);
-    response->set_processes(l.processes);
-    response->set_rounds(l.rounds);
-    response->set_seed(l.seed);
-    response->set_lease_ms(l.lease_ms);
-    for (const auto& cell : l.cells) {
-      auto* c = response->add_cells();
-      c->set_cell_id(cell.id);
-      c->set_key(cell.key);
-      c->set_params_json(cell.params_json);
-    }
-    spdlog::info("attempt {} (run {} unit {}, {} cells) leased to session {}", l.attempt_id,
-                 l.run_id, l.unit_id, l.cells.size(), request->session_id().substr(0, 8));
-    return grpc::Status::OK;
-  }
-
-  grpc::Status Heartbeat(grpc::ServerContext* context, const v1::HeartbeatRequest* request,
-                         v1::HeartbeatResponse* response) override {
-    if (auto s = auth_->CheckSession(*context, request->session_id()); !s.ok()) return ToGrpc(s);
+  grpc::Status HeartbeatNow(const grpc::CallbackServerContext& context,
+                            const v1::HeartbeatRequest* request,
+                            v1::HeartbeatResponse* response) {
+    if (auto s = auth_->CheckSession(context, request->session_id()); !s.ok()) return ToGrpc(s);
     std::vector<int64_t> ids(request->attempt_ids().begin(), request->attempt_ids().end());
     auto stop = scheduler_->Heartbeat(request->session_id(), ids);
     if (!stop.ok()) return ToGrpc(stop.status());
@@ -203,52 +299,41 @@ class AgentServiceImpl final : public v1::AgentService::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status Report(grpc::ServerContext* context, const v1::ReportRequest* request,
-                      v1::ReportResponse* response) override {
-    if (auto s = auth_->CheckSession(*context, request->session_id()); !s.ok()) return ToGrpc(s);
+  grpc::Status ParseReport(const grpc::CallbackServerContext& context,
+                           const v1::ReportRequest* request, db::ReportIn* report) {
+    if (auto s = auth_->CheckSession(context, request->session_id()); !s.ok()) return ToGrpc(s);
     if (request->measurements_size() + request->evidence_size() > options_.max_report_records) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                           absl::StrCat("a report may carry at most ", options_.max_report_records,
                                        " records; send smaller batches"));
     }
-    std::vector<db::MeasurementIn> measurements;
-    measurements.reserve(static_cast<size_t>(request->measurements_size()));
+    report->session_id = request->session_id();
+    report->measurements.reserve(static_cast<size_t>(request->measurements_size()));
     for (const auto& m : request->measurements()) {
       if (m.uuid().empty() || m.uuid().size() > 64 || m.metric().empty() ||
           m.metric().size() > 128) {
         return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                             "measurement needs a uuid (<= 64 chars) and a metric (<= 128 chars)");
       }
-      measurements.push_back(db::MeasurementIn{m.uuid(), m.attempt_id(), m.cell_id(), m.process(),
-                                               m.round(), m.metric(), m.value(), m.unit(),
-                                               m.measured_at_ms()});
+      report->measurements.push_back(db::MeasurementIn{m.uuid(), m.attempt_id(), m.cell_id(),
+                                                       m.process(), m.round(), m.metric(),
+                                                       m.value(), m.unit(), m.measured_at_ms()});
     }
-    std::vector<db::EvidenceIn> evidence;
     for (const auto& e : request->evidence()) {
       if (e.uuid().empty() || e.uuid().size() > 64 || e.kind().empty()) {
         return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                             "evidence needs a uuid (<= 64 chars) and a kind");
       }
-      evidence.push_back(db::EvidenceIn{e.uuid(), e.attempt_id(), e.cell_id(), e.process(),
-                                        e.kind(), e.value_json(), e.recorded_at_ms()});
-    }
-    auto outcome = scheduler_->Report(request->session_id(), measurements, evidence);
-    if (!outcome.ok()) {
-      return StoreFailure(outcome.status(), "storing results (none acknowledged)",
-                          request->session_id());
-    }
-    for (const auto& uuid : outcome->stored) response->add_acknowledged_uuids(uuid);
-    for (const auto& uuid : outcome->stale) response->add_stale_uuids(uuid);
-    if (!outcome->refused.empty()) {
-      spdlog::warn("session {}: refused {} results naming attempts it does not own",
-                   request->session_id().substr(0, 8), outcome->refused.size());
+      report->evidence.push_back(db::EvidenceIn{e.uuid(), e.attempt_id(), e.cell_id(),
+                                                e.process(), e.kind(), e.value_json(),
+                                                e.recorded_at_ms()});
     }
     return grpc::Status::OK;
   }
 
-  grpc::Status Finish(grpc::ServerContext* context, const v1::FinishRequest* request,
-                      v1::FinishResponse* response) override {
-    if (auto s = auth_->CheckSession(*context, request->session_id()); !s.ok()) return ToGrpc(s);
+  grpc::Status FinishNow(const grpc::CallbackServerContext& context,
+                         const v1::FinishRequest* request, v1::FinishResponse* response) {
+    if (auto s = auth_->CheckSession(context, request->session_id()); !s.ok()) return ToGrpc(s);
     auto result = scheduler_->Finish(request->session_id(), request->attempt_id(), request->ok(),
                                      request->failure_reason(), request->measurement_count(),
                                      request->evidence_count());
@@ -256,8 +341,8 @@ class AgentServiceImpl final : public v1::AgentService::Service {
     response->set_accepted(result->accepted);
     response->set_detail(result->detail);
     if (request->ok()) {
-      spdlog::info("attempt {} finished by session {}: {}", request->attempt_id(),
-                   request->session_id().substr(0, 8), result->detail);
+      spdlog::debug("attempt {} finished by session {}: {}", request->attempt_id(),
+                    request->session_id().substr(0, 8), result->detail);
     } else {
       spdlog::warn("attempt {} failed on session {}: {}", request->attempt_id(),
                    request->session_id().substr(0, 8), request->failure_reason());
@@ -265,17 +350,11 @@ class AgentServiceImpl final : public v1::AgentService::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status Release(grpc::ServerContext* context, const v1::ReleaseRequest* request,
-                       v1::ReleaseResponse*) override {
-    if (auto s = auth_->CheckSession(*context, request->session_id()); !s.ok()) return ToGrpc(s);
-    spdlog::info("session {} leaving: {}", request->session_id().substr(0, 8), request->reason());
-    return ToGrpc(scheduler_->Release(request->session_id(), request->reason()));
-  }
-
- private:
   Scheduler* scheduler_;
   Authenticator* auth_;
   const CoordinatorOptions& options_;
+  LeaseDispatcher dispatcher_;
+  ReportIngestor ingestor_;
 };
 
 class AdminServiceImpl final : public v1::AdminService::Service {
@@ -605,6 +684,9 @@ void Coordinator::Shutdown() noexcept {
   if (!impl_) return;
   if (impl_->stopping.exchange(true)) return;
   impl_->scheduler->Shutdown();
+  // Long polls are answered first, so the server's drain does not wait for them; reports
+  // already queued are written (and acknowledged) before the server stops.
+  impl_->agent_service->Stop();
   impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   {
     std::lock_guard lock(impl_->mu);

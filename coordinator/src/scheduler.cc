@@ -299,17 +299,30 @@ absl::StatusOr<std::optional<Lease>> Scheduler::TryLeaseLocked(const std::string
 absl::StatusOr<std::optional<Lease>> Scheduler::LeaseFor(const std::string& session_id,
                                                          int wait_ms) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
-  std::unique_lock lock(mu_);
-  TouchLocked(session_id);
   while (true) {
-    if (shutdown_) return absl::UnavailableError("coordinator is shutting down");
-    ASSIGN_OR_RETURN(std::optional<Lease> lease, TryLeaseLocked(session_id));
-    if (lease.has_value()) return lease;
-    if (work_available_.wait_until(lock, deadline) == std::cv_status::timeout) {
+    uint64_t seen = 0;
+    {
+      std::lock_guard lock(mu_);
       if (shutdown_) return absl::UnavailableError("coordinator is shutting down");
-      return TryLeaseLocked(session_id);
+      TouchLocked(session_id);
+      ASSIGN_OR_RETURN(std::optional<Lease> lease, TryLeaseLocked(session_id));
+      if (lease.has_value() || std::chrono::steady_clock::now() >= deadline) return lease;
+      seen = work_available_.generation();
     }
+    work_available_.WaitUntil(seen, deadline);
   }
+}
+
+absl::StatusOr<std::optional<Lease>> Scheduler::TryLease(const std::string& session_id) {
+  std::lock_guard lock(mu_);
+  if (shutdown_) return absl::UnavailableError("coordinator is shutting down");
+  TouchLocked(session_id);
+  return TryLeaseLocked(session_id);
+}
+
+bool Scheduler::shutting_down() const {
+  std::lock_guard lock(mu_);
+  return shutdown_;
 }
 
 absl::StatusOr<std::vector<int64_t>> Scheduler::Heartbeat(const std::string& session_id,
@@ -349,6 +362,33 @@ absl::StatusOr<db::ReportOutcome> Scheduler::Report(
   // The store call happens outside the lock: it is the slow part, and liveness only matters
   // at the instant of the snapshot (a lease that expires meanwhile was live when measured).
   return store_->Report(session_id, measurements, evidence, live, clock_->NowMs());
+}
+
+std::vector<absl::StatusOr<db::ReportOutcome>> Scheduler::ReportBatch(
+    std::vector<db::ReportIn> reports) {
+  std::vector<absl::StatusOr<db::ReportOutcome>> results(reports.size());
+  std::vector<db::ReportIn> known;
+  std::vector<size_t> known_index;
+  {
+    std::lock_guard lock(mu_);
+    for (size_t i = 0; i < reports.size(); ++i) {
+      db::ReportIn& report = reports[i];
+      if (!sessions_.count(report.session_id)) {
+        results[i] = absl::NotFoundError(absl::StrCat("unknown session ", report.session_id));
+        continue;
+      }
+      TouchLocked(report.session_id);
+      report.live_attempts.clear();
+      if (auto it = live_by_session_.find(report.session_id); it != live_by_session_.end()) {
+        report.live_attempts.assign(it->second.begin(), it->second.end());
+      }
+      known.push_back(std::move(report));
+      known_index.push_back(i);
+    }
+  }
+  auto stored = store_->ReportBatch(known, clock_->NowMs());
+  for (size_t k = 0; k < known.size(); ++k) results[known_index[k]] = std::move(stored[k]);
+  return results;
 }
 
 absl::StatusOr<FinishResult> Scheduler::Finish(const std::string& session_id, int64_t attempt_id,

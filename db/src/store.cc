@@ -414,8 +414,47 @@ absl::StatusOr<ReportOutcome> Store::Report(const std::string& session_id,
                                             const std::vector<int64_t>& live_attempts,
                                             int64_t now_ms) {
   std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(*db_));
+  ASSIGN_OR_RETURN(ReportOutcome outcome,
+                   ReportLocked(session_id, measurements, evidence, live_attempts, now_ms));
+  RETURN_IF_ERROR(tx.Commit());
+  return outcome;
+}
+
+std::vector<absl::StatusOr<ReportOutcome>> Store::ReportBatch(
+    const std::vector<ReportIn>& reports, int64_t now_ms) {
+  std::vector<absl::StatusOr<ReportOutcome>> results;
+  results.reserve(reports.size());
+  auto fail_all = [&](const absl::Status& status) {
+    results.assign(reports.size(), absl::StatusOr<ReportOutcome>(status));
+    return results;
+  };
+  std::lock_guard lock(mu_);
   Database& db = *db_;
-  ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(db));
+  auto tx = Transaction::Begin(db);
+  if (!tx.ok()) return fail_all(tx.status());
+  for (const ReportIn& report : reports) {
+    if (auto s = db.Exec("SAVEPOINT report"); !s.ok()) return fail_all(s);
+    auto outcome = ReportLocked(report.session_id, report.measurements, report.evidence,
+                                report.live_attempts, now_ms);
+    if (!outcome.ok()) {
+      // After some errors (a full disk, I/O) SQLite has already rolled back the whole
+      // transaction: then every report of the batch shares this one's fate.
+      if (!db.Exec("ROLLBACK TO report").ok()) return fail_all(outcome.status());
+    }
+    if (auto s = db.Exec("RELEASE report"); !s.ok()) return fail_all(s);
+    results.push_back(std::move(outcome));
+  }
+  if (auto s = tx->Commit(); !s.ok()) return fail_all(s);
+  return results;
+}
+
+absl::StatusOr<ReportOutcome> Store::ReportLocked(const std::string& session_id,
+                                                  const std::vector<MeasurementIn>& measurements,
+                                                  const std::vector<EvidenceIn>& evidence,
+                                                  const std::vector<int64_t>& live_attempts,
+                                                  int64_t now_ms) {
+  Database& db = *db_;
   ReportOutcome outcome;
 
   // Resolve each named attempt once: its owner and run, and whether it is live for the session.
@@ -497,7 +536,6 @@ absl::StatusOr<ReportOutcome> Store::Report(const std::string& session_id,
     outcome.stored.push_back(e.uuid);
     if (!info.live) outcome.stale.push_back(e.uuid);
   }
-  RETURN_IF_ERROR(tx.Commit());
   return outcome;
 }
 

@@ -215,6 +215,71 @@ TEST(Store, LateResultsAreKeptAsStaleAndNeverCount) {
   EXPECT_EQ(Count(**db, "valid_measurements"), 0);
 }
 
+TEST(Store, ReportBatchRollsBackOnlyTheReportThatFails) {
+  Fixture f;
+  f.Session("session-a");
+  f.Session("session-b");
+  auto units = f.store->LoadSchedulingState()->units;
+  auto a = *f.store->LeaseUnit(units[0].id, "session-a", 2000);
+  auto b = *f.store->LeaseUnit(units[1].id, "session-b", 2000);
+  std::vector<ReportIn> batch(3);
+  batch[0] = {"session-a",
+              {MeasurementIn{"a1", a, units[0].cell_ids[0], 0, 0, "time_us", 1.0, "us", 1},
+               MeasurementIn{"a2", a, units[0].cell_ids[0], 0, 1, "time_us", 2.0, "us", 1}},
+              {},
+              {a}};
+  // Names a cell that does not exist: the foreign key fails this report, after its first row.
+  batch[1] = {"session-b",
+              {MeasurementIn{"b1", b, units[1].cell_ids[0], 0, 0, "time_us", 1.0, "us", 1},
+               MeasurementIn{"b2", b, 999999, 0, 1, "time_us", 2.0, "us", 1}},
+              {},
+              {b}};
+  batch[2] = {"session-b",
+              {MeasurementIn{"b3", b, units[1].cell_ids[0], 0, 2, "time_us", 3.0, "us", 1},
+               MeasurementIn{"intruder", a, units[0].cell_ids[0], 0, 0, "time_us", 9, "us", 1}},
+              {},
+              {b}};
+  auto results = f.store->ReportBatch(batch, 3000);
+  ASSERT_EQ(results.size(), 3u);
+  ASSERT_TRUE(results[0].ok()) << results[0].status();
+  EXPECT_EQ(results[0]->stored, (std::vector<std::string>{"a1", "a2"}));
+  EXPECT_FALSE(results[1].ok());
+  ASSERT_TRUE(results[2].ok()) << results[2].status();
+  EXPECT_EQ(results[2]->stored, std::vector<std::string>{"b3"});
+  EXPECT_EQ(results[2]->refused, std::vector<std::string>{"intruder"});
+  auto db = Database::Open(f.dir.File("results.db"), OpenMode::kReadOnly);
+  auto uuids = (*db)->Prepare("SELECT group_concat(uuid, ',') FROM "
+                              "(SELECT uuid FROM measurements ORDER BY uuid)");
+  ASSERT_TRUE(uuids.ok() && *uuids->Step());
+  EXPECT_EQ(uuids->Text(0), "a1,a2,b3");  // b1 went with its report's rollback
+}
+
+TEST(Store, ReportBatchOnAFullDiskStoresNothingAndSaysSoToEveryone) {
+  Fixture f;
+  f.Session("session-a");
+  auto unit = f.store->LoadSchedulingState()->units[0];
+  auto attempt = *f.store->LeaseUnit(unit.id, "session-a", 2000);
+  ASSERT_TRUE(f.store->LimitGrowthForTesting(0).ok());
+  std::vector<ReportIn> batch;
+  for (int r = 0; r < 4; ++r) {
+    ReportIn report{"session-a", {}, {}, {attempt}};
+    for (int i = 0; i < 200; ++i) {
+      report.measurements.push_back(MeasurementIn{
+          "m-" + std::to_string(r) + "-" + std::to_string(i) + std::string(40, 'x'), attempt,
+          unit.cell_ids[0], 0, i, "time_us", 1.0 * i, "us", 1});
+    }
+    batch.push_back(std::move(report));
+  }
+  auto results = f.store->ReportBatch(batch, 3000);
+  ASSERT_EQ(results.size(), 4u);
+  for (const auto& result : results) {
+    ASSERT_FALSE(result.ok());
+    EXPECT_EQ(result.status().code(), absl::StatusCode::kResourceExhausted) << result.status();
+  }
+  auto db = Database::Open(f.dir.File("results.db"), OpenMode::kReadOnly);
+  EXPECT_EQ(Count(**db, "measurements"), 0);
+}
+
 TEST(Store, CancelEndsLiveAttemptsAndQueuedUnits) {
   Fixture f;
   f.Session("session-a");

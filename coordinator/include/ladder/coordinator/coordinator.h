@@ -33,6 +33,7 @@ struct CoordinatorOptions {
   bool require_tokens = false;
   double session_calls_per_second = 200;  // per-session rate limit (0: none)
   int max_report_records = 20000;         // per Report call
+  int64_t max_queued_report_records = 1000000;  // reports waiting for the writer; more: busy
 
   int64_t fault_db_growth_pages = 0;     // tests only: simulate a full disk after this growth
 

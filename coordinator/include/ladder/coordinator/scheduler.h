@@ -16,6 +16,7 @@
 // polls wait on a condition variable without holding it).
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <map>
@@ -90,6 +91,17 @@ class Scheduler {
 
   // Hands the session a unit, waiting up to `wait_ms` for one. nullopt when none came.
   absl::StatusOr<std::optional<Lease>> LeaseFor(const std::string& session_id, int wait_ms);
+  // Long polls without a thread each (the coordinator's lease dispatcher): TryLease never
+  // waits; work_generation() changes whenever work may have become available, and
+  // WaitForWork(seen, deadline) blocks until it differs from `seen` (or shutdown, or the
+  // deadline) and returns it. Reading the generation before a pass over the waiting sessions
+  // means no change made during the pass is missed.
+  absl::StatusOr<std::optional<Lease>> TryLease(const std::string& session_id);
+  uint64_t work_generation() const { return work_available_.generation(); }
+  uint64_t WaitForWork(uint64_t seen, std::chrono::steady_clock::time_point deadline) {
+    return work_available_.WaitUntil(seen, deadline);
+  }
+  bool shutting_down() const;
 
   // Extends the session's leases named in `attempt_ids`; returns those it must stop.
   absl::StatusOr<std::vector<int64_t>> Heartbeat(const std::string& session_id,
@@ -98,6 +110,9 @@ class Scheduler {
   absl::StatusOr<db::ReportOutcome> Report(const std::string& session_id,
                                            const std::vector<db::MeasurementIn>& measurements,
                                            const std::vector<db::EvidenceIn>& evidence);
+  // Several sessions' reports in one store transaction (group commit); one result per report,
+  // in order. Liveness is snapshotted per report as in Report.
+  std::vector<absl::StatusOr<db::ReportOutcome>> ReportBatch(std::vector<db::ReportIn> reports);
 
   // Ends an attempt. FailedPrecondition while fewer results than announced are stored.
   absl::StatusOr<FinishResult> Finish(const std::string& session_id, int64_t attempt_id, bool ok,
@@ -186,8 +201,36 @@ class Scheduler {
   const Clock* const clock_;
   const SchedulerOptions options_;
 
+  // Signalled by every change that may let a session lease (new units, re-queued units, new
+  // sessions, shutdown). Its own mutex, taken after mu_ when both are held, so long polls can
+  // wait on it without mu_; the generation makes a signal between two waits impossible to miss.
+  class WorkSignal {
+   public:
+    void notify_all() {
+      {
+        std::lock_guard lock(mu_);
+        ++generation_;
+      }
+      cv_.notify_all();
+    }
+    uint64_t generation() const {
+      std::lock_guard lock(mu_);
+      return generation_;
+    }
+    uint64_t WaitUntil(uint64_t seen, std::chrono::steady_clock::time_point deadline) {
+      std::unique_lock lock(mu_);
+      cv_.wait_until(lock, deadline, [&] { return generation_ != seen; });
+      return generation_;
+    }
+
+   private:
+    mutable std::mutex mu_;
+    std::condition_variable cv_;
+    uint64_t generation_ = 0;
+  };
+
   mutable std::mutex mu_;
-  std::condition_variable work_available_;
+  WorkSignal work_available_;
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
   // Open runs in id order; each keeps its queued units, so a lease scans only the runs whose
   // requirements the session meets (unit ids grow with run ids: run order is creation order).

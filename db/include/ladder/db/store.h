@@ -126,6 +126,14 @@ struct ReportOutcome {
   std::vector<std::string> refused;  // not stored (unknown attempt or another session's)
 };
 
+// One session's report, for Store::ReportBatch.
+struct ReportIn {
+  std::string session_id;
+  std::vector<MeasurementIn> measurements;
+  std::vector<EvidenceIn> evidence;
+  std::vector<int64_t> live_attempts;  // the session's live attempts when it reported
+};
+
 // ---- Crossover location (`locate`): rows the scheduler reads and writes ----
 
 // A cell with its axis values, as the scheduler needs it to build probe cells.
@@ -202,6 +210,12 @@ class Store {
                                        const std::vector<int64_t>& live_attempts,
                                        int64_t now_ms);
 
+  // Group commit: the reports in one transaction, each inside its own savepoint, so one that
+  // fails is rolled back alone. Results are in order; when the transaction cannot commit (a full
+  // disk), every report gets that error and nothing of any of them is stored.
+  std::vector<absl::StatusOr<ReportOutcome>> ReportBatch(const std::vector<ReportIn>& reports,
+                                                         int64_t now_ms);
+
   absl::StatusOr<std::pair<int64_t, int64_t>> CountResults(int64_t attempt_id);
 
   absl::Status SetRunState(int64_t run_id, const std::string& state, int64_t now_ms);
@@ -246,6 +260,12 @@ class Store {
 
  private:
   Store(std::unique_ptr<Database> db, std::string path);
+  // Report's statements, inside the caller's transaction.
+  absl::StatusOr<ReportOutcome> ReportLocked(const std::string& session_id,
+                                             const std::vector<MeasurementIn>& measurements,
+                                             const std::vector<EvidenceIn>& evidence,
+                                             const std::vector<int64_t>& live_attempts,
+                                             int64_t now_ms) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::mutex mu_;
   std::unique_ptr<Database> db_ ABSL_GUARDED_BY(mu_);
   std::string path_;

@@ -1,0 +1,224 @@
+#include "agent_calls.h"
+
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace ladder::coordinator {
+namespace {
+
+// A dispatcher pass also runs this often with no signal, to answer calls whose wait is over.
+constexpr auto kMaxDispatchSleep = std::chrono::milliseconds(100);
+
+// Records per transaction: large enough to amortise the commit, small enough that one batch
+// does not hold the store for long.
+constexpr size_t kMaxBatchRecords = 20000;
+
+}  // namespace
+
+std::shared_ptr<LeaseCall> LeaseCall::Create(std::string session_id,
+                                             v1::LeaseResponse* response,
+                                             std::chrono::steady_clock::time_point deadline) {
+  auto call = std::make_shared<LeaseCall>(std::move(session_id), response, deadline);
+  call->self_ = call;
+  return call;
+}
+
+bool LeaseCall::TryAcquire() {
+  int expected = kWaiting;
+  return state_.compare_exchange_strong(expected, kBusy);
+}
+
+void LeaseCall::PutBack() {
+  state_.store(kWaiting);
+  // A cancellation that came while this was busy could not finish it: do it now.
+  if (cancelled_.load() && TryAcquire()) Complete(grpc::Status::CANCELLED);
+}
+
+void LeaseCall::Complete(const grpc::Status& status) {
+  state_.store(kDone);
+  Finish(status);
+}
+
+void LeaseCall::OnCancel() {
+  cancelled_.store(true);
+  int expected = kWaiting;
+  if (state_.compare_exchange_strong(expected, kDone)) Finish(grpc::Status::CANCELLED);
+}
+
+void LeaseCall::OnDone() { self_.reset(); }
+
+LeaseDispatcher::LeaseDispatcher(
+    Scheduler* scheduler,
+    std::function<grpc::Status(const absl::StatusOr<std::optional<Lease>>&, v1::LeaseResponse*,
+                               const std::string&)>
+        answer)
+    : scheduler_(scheduler), answer_(std::move(answer)) {
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void LeaseDispatcher::Wait(std::shared_ptr<LeaseCall> call, uint64_t seen) {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) {
+      call->Complete(grpc::Status(grpc::StatusCode::UNAVAILABLE, "coordinator is shutting down"));
+      return;
+    }
+    // Put back before it is visible to the dispatcher, which skips calls it cannot acquire.
+    call->PutBack();
+    waiting_.push_back(std::move(call));
+  }
+  // Work that arrived between the caller's attempt and now was signalled before this call was
+  // in the list: make the dispatcher look again.
+  if (scheduler_->work_generation() != seen) scheduler_->WakeAll();
+}
+
+bool LeaseDispatcher::Serve(LeaseCall& call, std::chrono::steady_clock::time_point now) {
+  auto lease = scheduler_->TryLease(call.session_id());
+  if (!lease.ok() || lease->has_value() || now >= call.deadline()) {
+    call.Complete(answer_(lease, call.response(), call.session_id()));
+    return true;
+  }
+  return false;
+}
+
+void LeaseDispatcher::Loop() {
+  while (true) {
+    std::vector<std::shared_ptr<LeaseCall>> calls;
+    {
+      std::lock_guard lock(mu_);
+      if (stopping_) return;
+      calls.swap(waiting_);
+    }
+    // Read before the pass: a signal during it makes the wait below return at once.
+    const uint64_t seen = scheduler_->work_generation();
+    const auto now = std::chrono::steady_clock::now();
+    auto next = now + kMaxDispatchSleep;
+    std::vector<std::shared_ptr<LeaseCall>> still;
+    for (auto& call : calls) {
+      if (!call->TryAcquire()) continue;  // cancelled meanwhile
+      if (Serve(*call, now)) continue;
+      next = std::min(next, call->deadline());
+      still.push_back(std::move(call));
+    }
+    {
+      std::lock_guard lock(mu_);
+      for (auto& call : still) call->PutBack();
+      // Calls added during the pass go after the older ones.
+      waiting_.insert(waiting_.begin(), std::make_move_iterator(still.begin()),
+                      std::make_move_iterator(still.end()));
+    }
+    scheduler_->WaitForWork(seen, next);
+  }
+}
+
+void LeaseDispatcher::Stop() {
+  std::vector<std::shared_ptr<LeaseCall>> calls;
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  scheduler_->WakeAll();
+  if (thread_.joinable()) thread_.join();
+  {
+    std::lock_guard lock(mu_);
+    calls.swap(waiting_);
+  }
+  for (auto& call : calls) {
+    if (call->TryAcquire()) {
+      call->Complete(grpc::Status(grpc::StatusCode::UNAVAILABLE, "coordinator is shutting down"));
+    }
+  }
+}
+
+size_t LeaseDispatcher::waiting() const {
+  std::lock_guard lock(mu_);
+  return waiting_.size();
+}
+
+ReportIngestor::ReportIngestor(Scheduler* scheduler, size_t max_queued_records,
+                               std::function<grpc::Status(const absl::Status&,
+                                                          const std::string&)> failure)
+    : scheduler_(scheduler), max_queued_records_(max_queued_records),
+      failure_(std::move(failure)) {
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void ReportIngestor::Add(Call call) {
+  bool stopping = false;
+  {
+    std::lock_guard lock(mu_);
+    stopping = stopping_;
+    if (!stopping && queued_records_ + call.records <= max_queued_records_) {
+      queued_records_ += call.records;
+      queue_.push_back(std::move(call));
+      cv_.notify_one();
+      return;
+    }
+  }
+  // Outside the lock: finishing may run gRPC code.
+  call.reactor->Finish(stopping
+                           ? grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                          "coordinator is shutting down")
+                           : grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                                          "coordinator busy writing results; retry shortly"));
+}
+
+void ReportIngestor::Loop() {
+  while (true) {
+    std::vector<Call> batch;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, and everything queued is written
+      size_t records = 0;
+      while (!queue_.empty() && (batch.empty() || records + queue_.front().records <=
+                                                      kMaxBatchRecords)) {
+        records += queue_.front().records;
+        batch.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      }
+      queued_records_ -= records;
+    }
+    Write(std::move(batch));
+  }
+}
+
+void ReportIngestor::Write(std::vector<Call> batch) {
+  std::vector<db::ReportIn> reports;
+  std::vector<std::string> sessions;
+  reports.reserve(batch.size());
+  for (auto& call : batch) {
+    sessions.push_back(call.report.session_id);
+    reports.push_back(std::move(call.report));
+  }
+  auto outcomes = scheduler_->ReportBatch(std::move(reports));
+  for (size_t i = 0; i < batch.size(); ++i) {
+    Call& call = batch[i];
+    const auto& outcome = outcomes[i];
+    if (!outcome.ok()) {
+      call.reactor->Finish(failure_(outcome.status(), sessions[i]));
+      continue;
+    }
+    for (const auto& uuid : outcome->stored) call.response->add_acknowledged_uuids(uuid);
+    for (const auto& uuid : outcome->stale) call.response->add_stale_uuids(uuid);
+    if (!outcome->refused.empty()) {
+      spdlog::warn("session {}: refused {} results naming attempts it does not own",
+                   sessions[i].substr(0, 8), outcome->refused.size());
+    }
+    call.reactor->Finish(grpc::Status::OK);
+  }
+}
+
+void ReportIngestor::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace ladder::coordinator
