@@ -125,6 +125,69 @@ std::vector<std::pair<std::string, std::string>> SplitKey(const std::string& key
   return out;
 }
 
+namespace {
+
+// What `locate` did on each line: its decisions (adaptive_decisions, option 'locate', keyed by
+// the line) and what its probes cost. A database older than schema v4 has no locate decisions.
+absl::Status AddLocated(db::Database& db, RunAnalysis& out) {
+  const int64_t run_id = out.info.run_id;
+  auto stmt = db.Prepare(
+      "SELECT group_key, decision, COALESCE(outcome, ''), reason, depth, bracket_lower, "
+      "bracket_upper FROM adaptive_decisions WHERE run_id = ?1 AND option = 'locate' "
+      "ORDER BY id");
+  if (!stmt.ok()) return absl::OkStatus();
+  stmt->Bind(1, run_id);
+  std::map<std::string, LadderLine::Located> by_line;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, stmt->Step());
+    if (!row) break;
+    LadderLine::Located& l = by_line[stmt->Text(0)];
+    const std::string decision = stmt->Text(1);
+    l.decisions++;
+    l.reason = stmt->Text(3);
+    if (decision == "probe" && !stmt->IsNull(4)) l.probes.push_back(stmt->Double(4));
+    if (decision == "add_session") l.added_sessions++;
+    if (decision == "stop") l.outcome = stmt->Text(2);
+    if (!stmt->IsNull(5) && !stmt->IsNull(6)) {
+      l.bracket_lower = stmt->Double(5);
+      l.bracket_upper = stmt->Double(6);
+    }
+  }
+  for (LadderLine& line : out.lines) {
+    auto found = by_line.find(line.key);
+    if (found == by_line.end()) continue;
+    LadderLine::Located located = std::move(found->second);
+    if (located.outcome.empty()) located.outcome = "in progress";
+    // The probes' cells: both arms of this line at each probed depth.
+    std::vector<int64_t> cells;
+    for (size_t k = 0; k < line.points.size(); ++k) {
+      if (std::find(located.probes.begin(), located.probes.end(), line.depths[k]) ==
+          located.probes.end()) {
+        continue;
+      }
+      const Comparison& cmp = out.comparisons[line.points[k]];
+      for (const std::string& key : {cmp.baseline_key, cmp.treatment_key}) {
+        if (const CellStats* cell = out.FindCell(key)) {
+          cells.push_back(cell->cell_id);
+          located.measurements += cell->n;
+        }
+      }
+    }
+    located.cells = static_cast<int64_t>(cells.size());
+    if (!cells.empty()) {
+      ASSIGN_OR_RETURN(db::Statement units, db.Prepare(absl::StrCat(
+          "SELECT COUNT(DISTINCT unit_id) FROM unit_cells WHERE cell_id IN (",
+          absl::StrJoin(cells, ","), ")")));
+      ASSIGN_OR_RETURN(bool row, units.Step());
+      if (row) located.units = units.Int(0);
+    }
+    line.located = std::move(located);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<RunAnalysis> AnalyzeRun(db::Database& db, int64_t run_id,
                                        const AnalysisOptions& options) {
   RETURN_IF_ERROR(options.Validate());
@@ -163,6 +226,10 @@ absl::StatusOr<RunAnalysis> AnalyzeRun(db::Database& db, int64_t run_id,
       info.aa_control = AAControlInfo{matrix->aa_control->axis,
                                       matrices::ValueToString(matrix->aa_control->of),
                                       matrix->aa_control->as};
+    }
+    if (matrix.ok() && matrix->locate) {
+      info.locate = LocateInfo{matrix->locate->axis, matrix->locate->resolution_octaves,
+                               matrix->locate->min_step, matrix->locate->max_sessions};
     }
   }
   info.axis_values.resize(info.axes.size());
@@ -610,7 +677,12 @@ absl::StatusOr<RunAnalysis> AnalyzeRun(db::Database& db, int64_t run_id,
       double x = 0;
       if (!ParsePositiveNumber(v, &x)) numeric = false;
     }
-    if (info.axes[a] == "depth" && numeric) {
+    // The axis a crossover was located along is the chart's axis.
+    if (info.locate && info.axes[a] == info.locate->axis && numeric) {
+      out.depth_axis = info.axes[a];
+      break;
+    }
+    if (info.axes[a] == "depth" && numeric && !info.locate) {
       out.depth_axis = info.axes[a];
       break;
     }
@@ -629,6 +701,7 @@ absl::StatusOr<RunAnalysis> AnalyzeRun(db::Database& db, int64_t run_id,
           parts.push_back(k + "=" + v);
         }
       }
+      const std::string line_key = absl::StrJoin(parts, ",");
       std::string label = absl::StrJoin(parts, " ");
       label += std::string(label.empty() ? "" : " · ") + cmp.pair_axis + " " +
                cmp.treatment_value + " vs " + cmp.baseline_value;
@@ -640,6 +713,7 @@ absl::StatusOr<RunAnalysis> AnalyzeRun(db::Database& db, int64_t run_id,
         line.treatment_value = cmp.treatment_value;
         line.baseline_value = cmp.baseline_value;
         line.aa = cmp.aa;
+        line.key = line_key;
         out.lines.push_back(std::move(line));
       }
       out.lines[it->second].points.push_back(i);
@@ -674,7 +748,12 @@ absl::StatusOr<RunAnalysis> AnalyzeRun(db::Database& db, int64_t run_id,
         }
       }
       if (ladder.size() < 2) continue;
-      auto plan = stats::PlanCrossoverProbe(ladder, options.locate);
+      stats::LocateOptions locate = options.locate;
+      if (info.locate) {  // the bracket the coordinator worked to, not the reader's default
+        locate.resolution_octaves = info.locate->resolution_octaves;
+        locate.min_step = static_cast<double>(info.locate->min_step);
+      }
+      auto plan = stats::PlanCrossoverProbe(ladder, locate);
       if (!plan.ok()) {
         line.crossover_error = std::string(plan.status().message());
         continue;
@@ -693,6 +772,7 @@ absl::StatusOr<RunAnalysis> AnalyzeRun(db::Database& db, int64_t run_id,
       }
     }
   }
+  if (info.locate) RETURN_IF_ERROR(AddLocated(db, out));
   return out;
 }
 

@@ -158,6 +158,19 @@ json ToJson(const RunAnalysis& analysis) {
     }
     if (line.crossover_fit) l["crossover_fit"] = IntervalJson(*line.crossover_fit);
     if (!line.crossover_error.empty()) l["crossover_error"] = line.crossover_error;
+    l["key"] = line.key;
+    if (line.located) {
+      const auto& located = *line.located;
+      l["located"] = {{"outcome", located.outcome},
+                      {"reason", located.reason},
+                      {"probes", located.probes},
+                      {"decisions", located.decisions},
+                      {"added_sessions", located.added_sessions},
+                      {"cells", located.cells},
+                      {"units", located.units},
+                      {"measurements", located.measurements},
+                      {"bracket", {Num(located.bracket_lower), Num(located.bracket_upper)}}};
+    }
     lines.push_back(std::move(l));
   }
   json sessions = json::array();

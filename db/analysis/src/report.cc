@@ -163,6 +163,53 @@ void RunSections(const RunAnalysis& a, std::vector<Section>& out) {
     }
     out.push_back(std::move(s));
   }
+  if (info.locate) {
+    // What the coordinator's search did: the figure to quote, its two intervals, and its cost.
+    Section s;
+    s.title = "Located crossover";
+    s.anchor = absl::StrCat("locate-", info.run_id);
+    s.paragraphs.push_back(absl::StrCat(
+        "The coordinator searched along ", info.locate->axis, " for ratio = 1 to ",
+        FormatNumber(info.locate->resolution_octaves), " octave (probes at multiples of ",
+        info.locate->min_step, ", at most ", info.locate->max_sessions,
+        " paired sessions per probe). The crossover is the root of a linear fit of the "
+        "per-token latency difference (B − A) against ", info.locate->axis,
+        ", with Fieller's 95 % interval; the bracket is the pair of measured depths whose ratios "
+        "straddle 1."));
+    s.table.header = {"line", "outcome", "crossover (fit, 95 %)", "bracket", "probes", "cost",
+                      "why"};
+    for (const auto& line : a.lines) {
+      if (!line.located) continue;
+      const auto& l = *line.located;
+      std::string fit = line.crossover_fit
+                            ? (line.crossover_fit->bounds == stats::Boundedness::kUnbounded
+                                   ? absl::StrCat("unbounded (point ",
+                                                  Short(line.crossover_fit->estimate), ")")
+                                   : absl::StrCat(Short(line.crossover_fit->estimate), " ",
+                                                  FormatInterval(*line.crossover_fit)))
+                            : (line.crossover_error.empty() ? "-" : line.crossover_error);
+      const std::string bracket =
+          std::isfinite(l.bracket_lower)
+              ? absl::StrCat("[", Short(l.bracket_lower), ", ", Short(l.bracket_upper), "] (",
+                             FormatNumber(std::log2(l.bracket_upper / l.bracket_lower)),
+                             " octave)")
+              : "none";
+      std::vector<std::string> probes;
+      for (double p : l.probes) probes.push_back(Short(p));
+      s.table.rows.push_back(
+          {line.label, l.outcome, fit, bracket,
+           probes.empty() ? "none" : absl::StrJoin(probes, ", "),
+           absl::StrCat(l.cells, " cells, ", l.units, " units (", l.added_sessions,
+                        " added sessions), ", l.measurements, " measurements"),
+           l.reason});
+      s.table.row_cells.push_back("");
+      s.table.row_flagged.push_back(l.outcome != "resolved" && l.outcome != "step_limited");
+    }
+    if (s.table.rows.empty()) {
+      s.paragraphs.push_back("No line has a locate decision yet: the planned ladder is not done.");
+    }
+    out.push_back(std::move(s));
+  }
   {
     Section s;
     s.title = "Cells";

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <memory>
 
@@ -152,6 +153,12 @@ class Checker {
     static const std::vector<std::string> kCell = {"mean", "median", "sd", "cv", "n",
                                                    "sessions", "mean_lower", "mean_upper",
                                                    "repro"};
+    static const std::vector<std::string> kLine = {
+        "crossover", "crossover_lower", "crossover_upper", "bracket_lower",
+        "bracket_upper", "probes", "probe_cells"};
+    if (std::find(kLine.begin(), kLine.end(), stat) != kLine.end()) {
+      return RecomputeLine(*a, run, stat, selector, get("arm"));
+    }
     if (std::find(kRatio.begin(), kRatio.end(), stat) != kRatio.end()) {
       const std::string arm = get("arm");
       std::vector<const Comparison*> found;
@@ -187,7 +194,7 @@ class Checker {
     if (std::find(kCell.begin(), kCell.end(), stat) == kCell.end()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "unknown stat \"", stat, "\"; stats: ", absl::StrJoin(kRatio, ", "), ", ",
-          absl::StrJoin(kCell, ", ")));
+          absl::StrJoin(kCell, ", "), ", ", absl::StrJoin(kLine, ", ")));
     }
     std::vector<const CellStats*> found;
     for (const auto& c : a->cells) {
@@ -230,6 +237,62 @@ class Checker {
   }
 
  private:
+  // A ladder line's crossover figures. The selector matches the line's key (the cell key
+  // without the depth and pair axes); `arm` narrows to one treatment arm.
+  absl::StatusOr<double> RecomputeLine(
+      const RunAnalysis& a, int64_t run, const std::string& stat,
+      const std::vector<std::pair<std::string, std::string>>& selector, const std::string& arm) {
+    std::vector<const LadderLine*> found;
+    for (const auto& line : a.lines) {
+      if (!arm.empty() && line.treatment_value != arm) continue;
+      if (SelectorMatches(selector, line.key)) found.push_back(&line);
+    }
+    if (found.size() != 1) {
+      std::vector<std::string> labels;
+      for (const auto* l : found) labels.push_back(l->label);
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the selector matches ", found.size(), " ladder lines of run ", run,
+          found.empty() ? "" : ": " + absl::StrJoin(labels, " | "),
+          found.empty() ? " (name the line's other axes in cell=)" : " (narrow cell= or arm=)"));
+    }
+    const LadderLine& line = *found.front();
+    if (stat == "probes" || stat == "probe_cells") {
+      if (!line.located) {
+        return absl::FailedPreconditionError(
+            absl::StrCat(line.label, ": the run has no locate decisions for this line"));
+      }
+      return static_cast<double>(stat == "probes" ? line.located->probes.size()
+                                                  : static_cast<size_t>(line.located->cells));
+    }
+    if (stat == "bracket_lower" || stat == "bracket_upper") {
+      // The coordinator's bracket when it located this line, else the measured ladder's.
+      double lower = std::numeric_limits<double>::quiet_NaN(), upper = lower;
+      if (line.located && std::isfinite(line.located->bracket_lower)) {
+        lower = line.located->bracket_lower;
+        upper = line.located->bracket_upper;
+      } else if (line.crossing) {
+        lower = line.crossing->bracket_lower;
+        upper = line.crossing->bracket_upper;
+      } else {
+        return absl::FailedPreconditionError(
+            absl::StrCat(line.label, ": the ratio does not cross 1"));
+      }
+      return stat == "bracket_lower" ? lower : upper;
+    }
+    if (!line.crossover_fit) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          line.label, ": no crossover fit",
+          line.crossover_error.empty() ? "" : ": " + line.crossover_error));
+    }
+    if (line.crossover_fit->bounds == stats::Boundedness::kUnbounded) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(line.label, ": the crossover's interval is unbounded (",
+                       line.crossover_fit->note, ")"));
+    }
+    if (stat == "crossover") return line.crossover_fit->estimate;
+    return stat == "crossover_lower" ? line.crossover_fit->lower : line.crossover_fit->upper;
+  }
+
   db::Database& db_;
   AnalysisOptions options_;
   std::map<std::pair<int64_t, std::string>, std::unique_ptr<RunAnalysis>> cache_;

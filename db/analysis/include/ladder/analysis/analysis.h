@@ -21,6 +21,7 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -72,12 +73,21 @@ struct AAControlInfo {
   std::string axis, of, as;
 };
 
+// The matrix's `locate` option (the coordinator searched for the crossover along `axis`).
+struct LocateInfo {
+  std::string axis;
+  double resolution_octaves = 0.25;
+  int64_t min_step = 1;
+  int max_sessions = 0;
+};
+
 struct RunInfo {
   int64_t run_id = 0;
   std::string matrix_name, matrix_sha256, state, runner, metric, unit;
   std::vector<std::string> axes;       // in declaration order
   std::vector<std::string> pair_axes;  // from runs.pair_axes
   std::optional<AAControlInfo> aa_control;  // from the stored matrix YAML
+  std::optional<LocateInfo> locate;         // from the stored matrix YAML
   // Axis values in cell order (rendered as in cell keys), per axis.
   std::vector<std::vector<std::string>> axis_values;
   int64_t sessions = 0, processes = 0, rounds = 0;  // the planned replicates
@@ -164,6 +174,24 @@ struct LadderLine {
   std::optional<stats::LocatePlan> crossing;      // sign change bracket (when one exists)
   std::optional<stats::Interval> crossover_fit;   // Fieller on the linear fit (≥ 3 points)
   std::string crossover_error;
+  // The line's context without the depth axis, as a cell key ("" when nothing else varies);
+  // for a `locate` run it is the line's key in adaptive_decisions.
+  std::string key;
+  // What the coordinator's `locate` did on this line, when the run has `locate`.
+  struct Located {
+    std::string outcome;  // the stop's outcome (resolved, step_limited, budget_spent,
+                          // no_crossing, no_data), or "in progress"
+    std::string reason;   // the latest decision's reason
+    std::vector<double> probes;  // depths probed, in the order decided
+    int64_t decisions = 0;
+    int64_t added_sessions = 0;  // sessions added at probes beyond the planned ones
+    // What the probes cost: cells added, units (paired sessions) run, valid measurements.
+    int64_t cells = 0, units = 0, measurements = 0;
+    // The coordinator's final (or latest) bracket; NaN when none.
+    double bracket_lower = std::numeric_limits<double>::quiet_NaN();
+    double bracket_upper = std::numeric_limits<double>::quiet_NaN();
+  };
+  std::optional<Located> located;
 };
 
 struct SessionInfo {
