@@ -347,7 +347,9 @@ TEST(SchedulerLocate, ARestartNeitherLosesNorDuplicatesAProbe) {
   EXPECT_EQ(decisions.back().outcome, "resolved") << decisions.back().reason;
   std::set<double> probed;
   for (const auto& d : decisions) {
-    if (d.decision == "probe") EXPECT_TRUE(probed.insert(d.depth).second) << d.depth;
+    if (d.decision == "probe") {
+      EXPECT_TRUE(probed.insert(d.depth).second) << d.depth;
+    }
   }
   EXPECT_EQ(Count(h, "SELECT COUNT(*) FROM cells"), 8 + 2 * static_cast<int64_t>(probed.size()));
   EXPECT_EQ(Count(h, "SELECT COUNT(*) FROM (SELECT key FROM cells GROUP BY key HAVING COUNT(*) > 1)"),
