@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "ladder/db/schema.h"
+#include "store_internal.h"
 #include "ladder/status_macros.h"
 
 namespace ladder::db {
@@ -562,25 +563,9 @@ absl::StatusOr<int64_t> Store::AddUnit(int64_t run_id, const std::string& group_
                                        int replicate, uint64_t seed,
                                        const std::vector<int64_t>& cell_ids) {
   std::lock_guard lock(mu_);
-  Database& db = *db_;
-  ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(db));
-  ASSIGN_OR_RETURN(Statement unit, db.Prepare(
-      "INSERT INTO units(run_id, idx, replicate, group_key, seed, state) "
-      "VALUES (?1, (SELECT COALESCE(MAX(idx), -1) + 1 FROM units WHERE run_id = ?1), ?2, ?3, ?4, "
-      "'queued')"));
-  RETURN_IF_ERROR(unit.Bind(1, run_id)
-                      .Bind(2, replicate)
-                      .Bind(3, group_key)
-                      .Bind(4, static_cast<int64_t>(seed))
-                      .Run());
-  const int64_t unit_id = db.LastInsertRowId();
-  ASSIGN_OR_RETURN(Statement member, db.Prepare(
-      "INSERT INTO unit_cells(unit_id, cell_id, position) VALUES (?1, ?2, ?3)"));
-  for (size_t i = 0; i < cell_ids.size(); ++i) {
-    member.Reset();
-    RETURN_IF_ERROR(
-        member.Bind(1, unit_id).Bind(2, cell_ids[i]).Bind(3, static_cast<int64_t>(i)).Run());
-  }
+  ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(*db_));
+  ASSIGN_OR_RETURN(int64_t unit_id, internal::InsertQueuedUnit(*db_, run_id, group_key, replicate,
+                                                               seed, cell_ids));
   RETURN_IF_ERROR(tx.Commit());
   return unit_id;
 }

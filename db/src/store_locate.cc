@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "ladder/db/store.h"
 #include "ladder/status_macros.h"
+#include "store_internal.h"
 
 namespace ladder::db {
 namespace {
@@ -42,9 +43,13 @@ absl::Status InsertDecision(Database& db, int64_t run_id, const LocateDecisionRo
   return stmt.Run();
 }
 
-absl::StatusOr<int64_t> InsertUnit(Database& db, int64_t run_id, const std::string& group_key,
-                                   int replicate, uint64_t seed,
-                                   const std::vector<int64_t>& cell_ids) {
+}  // namespace
+
+namespace internal {
+
+absl::StatusOr<int64_t> InsertQueuedUnit(Database& db, int64_t run_id,
+                                         const std::string& group_key, int replicate,
+                                         uint64_t seed, const std::vector<int64_t>& cell_ids) {
   ASSIGN_OR_RETURN(Statement unit, db.Prepare(
       "INSERT INTO units(run_id, idx, replicate, group_key, seed, state) "
       "VALUES (?1, (SELECT COALESCE(MAX(idx), -1) + 1 FROM units WHERE run_id = ?1), ?2, ?3, ?4, "
@@ -65,7 +70,7 @@ absl::StatusOr<int64_t> InsertUnit(Database& db, int64_t run_id, const std::stri
   return unit_id;
 }
 
-}  // namespace
+}  // namespace internal
 
 nlohmann::json LocateJson(const matrices::Matrix& matrix) {
   if (!matrix.locate) return nlohmann::json::object();
@@ -159,8 +164,9 @@ absl::StatusOr<Store::ProbeIds> Store::AddLocateProbe(int64_t run_id,
     ids.cell_ids.push_back(db.LastInsertRowId());
   }
   for (size_t r = 0; r < seeds.size(); ++r) {
-    ASSIGN_OR_RETURN(int64_t unit_id, InsertUnit(db, run_id, group_key, static_cast<int>(r),
-                                                 seeds[r], ids.cell_ids));
+    ASSIGN_OR_RETURN(int64_t unit_id,
+                     internal::InsertQueuedUnit(db, run_id, group_key, static_cast<int>(r),
+                                                seeds[r], ids.cell_ids));
     ids.unit_ids.push_back(unit_id);
   }
   RETURN_IF_ERROR(InsertDecision(db, run_id, decision));
@@ -175,7 +181,8 @@ absl::StatusOr<int64_t> Store::AddLocateReplicate(int64_t run_id, const std::str
   std::lock_guard lock(mu_);
   Database& db = *db_;
   ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(db));
-  ASSIGN_OR_RETURN(int64_t unit_id, InsertUnit(db, run_id, group_key, replicate, seed, cell_ids));
+  ASSIGN_OR_RETURN(int64_t unit_id,
+                   internal::InsertQueuedUnit(db, run_id, group_key, replicate, seed, cell_ids));
   RETURN_IF_ERROR(InsertDecision(db, run_id, decision));
   RETURN_IF_ERROR(tx.Commit());
   return unit_id;
