@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <vector>
 
 #include "absl/strings/str_format.h"
 #include "ladder/stats/adaptive.h"
@@ -10,6 +12,18 @@ namespace ladder::coordinator {
 namespace {
 
 std::string Depth(double depth) { return absl::StrFormat("%.6g", depth); }
+
+// The rungs with a usable ratio estimate, but for the depth `except` (NaN: none).
+std::vector<stats::LadderPoint> Points(const std::vector<LocateRung>& rungs, double except) {
+  std::vector<stats::LadderPoint> points;
+  for (const LocateRung& r : rungs) {
+    if (r.depth == except) continue;
+    if (r.ratio && r.ratio->estimate > 0 && std::isfinite(r.ratio->estimate)) {
+      points.push_back({r.depth, *r.ratio});
+    }
+  }
+  return points;
+}
 
 std::string Ratio(const stats::Interval& r) {
   if (r.bounds == stats::Boundedness::kUnbounded) {
@@ -53,6 +67,9 @@ nlohmann::json LocateConfig::ValueOf(double depth) const {
 LocateStep DecideLocateStep(const LocateConfig& config, const std::vector<LocateRung>& rungs,
                             std::optional<double> current_probe) {
   LocateStep step;
+  stats::LocateOptions options;
+  options.resolution_octaves = config.resolution_octaves;
+  options.min_step = static_cast<double>(config.min_step);
   // 1. The latest probe must be decided before it counts as a rung of the bracket.
   if (current_probe) {
     const auto probe = std::find_if(rungs.begin(), rungs.end(), [&](const LocateRung& r) {
@@ -78,6 +95,15 @@ LocateStep DecideLocateStep(const LocateConfig& config, const std::vector<Locate
     }
     if (!why.empty()) {
       step.depth = *current_probe;
+      // The bracket the probe was placed in: the crossing of the other rungs.
+      const auto others = Points(rungs, *current_probe);
+      if (others.size() >= 2) {
+        const auto plan = stats::PlanCrossoverProbe(others, options);
+        if (plan.ok() && plan->status != stats::LocateStatus::kNoCrossing) {
+          step.bracket_lower = plan->bracket_lower;
+          step.bracket_upper = plan->bracket_upper;
+        }
+      }
       if (units < config.max_sessions) {
         step.action = LocateAction::kAddSession;
         step.reason = absl::StrFormat("%s: session %d of at most %d", why, units + 1,
@@ -94,12 +120,8 @@ LocateStep DecideLocateStep(const LocateConfig& config, const std::vector<Locate
   }
 
   // 2. Bracket the first sign change over every rung with a ratio.
-  std::vector<stats::LadderPoint> points;
-  for (const LocateRung& r : rungs) {
-    if (r.ratio && r.ratio->estimate > 0 && std::isfinite(r.ratio->estimate)) {
-      points.push_back({r.depth, *r.ratio});
-    }
-  }
+  const std::vector<stats::LadderPoint> points =
+      Points(rungs, std::numeric_limits<double>::quiet_NaN());
   step.action = LocateAction::kStop;
   if (points.size() < 2) {
     step.outcome = "no_data";
@@ -107,9 +129,6 @@ LocateStep DecideLocateStep(const LocateConfig& config, const std::vector<Locate
                                   points.size());
     return step;
   }
-  stats::LocateOptions options;
-  options.resolution_octaves = config.resolution_octaves;
-  options.min_step = static_cast<double>(config.min_step);
   const auto plan = stats::PlanCrossoverProbe(points, options);
   if (!plan.ok()) {
     step.outcome = "no_data";

@@ -76,6 +76,8 @@ TEST(LocateStep, AnUndecidedProbeGetsAnotherSessionUntilTheBudget) {
   EXPECT_EQ(step.action, LocateAction::kStop);
   EXPECT_EQ(step.outcome, "budget_spent");
   EXPECT_NE(step.reason.find("after 4 of max_sessions 4"), std::string::npos) << step.reason;
+  EXPECT_EQ(step.bracket_lower, 2048) << "the bracket the probe was placed in";
+  EXPECT_EQ(step.bracket_upper, 4096);
 }
 
 TEST(LocateStep, OneSessionNeverDecidesAProbe) {
@@ -145,7 +147,13 @@ TEST(LocateStep, ConfigReadsTheStoredJsonAndTypesProbes) {
 
 // ---- The scheduler, over a real store ----
 
-constexpr double kCrossover = 3000;  // tokens: where the 3d path starts to lose
+constexpr double kCrossover = 3000;  // tokens: where the 3d path starts to lose (rows=1)
+
+// rows=2 crosses deeper, so two lines of one run have different answers.
+constexpr double kDeepCrossover = 6500;
+double CrossoverOf(const nlohmann::json& params) {
+  return params.value("rows", 1) == 2 ? kDeepCrossover : kCrossover;
+}
 
 constexpr const char* kLocate = R"(
 name: locate
@@ -163,12 +171,13 @@ locate: {axis: depth, where: ratio = 1, resolution: 0.25 octave, min_step: 256, 
 // Times whose ratio 3d / 2d is (depth / 3000)^0.3, times a session's noise.
 class KnownCurve {
  public:
-  double Value(const std::string& session, int64_t depth, const std::string& path, int round) {
+  double Value(const std::string& session, int64_t depth, const std::string& path, int round,
+               double crossover = kCrossover) {
     std::mt19937_64 rng(std::hash<std::string>{}(session) ^ static_cast<uint64_t>(depth) * 31 ^
                         static_cast<uint64_t>(round) * 7 ^ (path == "3d" ? 0x5bd1e995 : 0));
     std::normal_distribution<double> noise(0.0, 0.006);
     const double base = 100.0 * std::exp(noise(rng));
-    return path == "3d" ? base * std::pow(static_cast<double>(depth) / kCrossover, 0.3) : base;
+    return path == "3d" ? base * std::pow(static_cast<double>(depth) / crossover, 0.3) : base;
   }
 };
 
@@ -183,7 +192,7 @@ void CompleteOnCurve(Harness& h, KnownCurve& curve, const std::string& session,
               std::to_string(round),
           lease.attempt_id, cell.id, 0, round, "time_us",
           curve.Value(session, params["depth"].get<int64_t>(),
-                      params["path"].get<std::string>(), round),
+                      params["path"].get<std::string>(), round, CrossoverOf(params)),
           "us", 0});
     }
   }
@@ -353,6 +362,55 @@ TEST(SchedulerLocate, ARestartNeitherLosesNorDuplicatesAProbe) {
   }
   EXPECT_EQ(Count(h, "SELECT COUNT(*) FROM cells"), 8 + 2 * static_cast<int64_t>(probed.size()));
   EXPECT_EQ(Count(h, "SELECT COUNT(*) FROM (SELECT key FROM cells GROUP BY key HAVING COUNT(*) > 1)"),
+            0);
+  EXPECT_EQ(h.Summary(run).state, "done");
+}
+
+TEST(SchedulerLocate, LinesOfAPlainAxisAreLocatedIndependently) {
+  // depth is a grouping axis here (not `together`): each rung is its own group of units, and
+  // a line is complete only when all of them have ended.
+  Harness h;
+  KnownCurve curve;
+  const int64_t run = h.Submit(R"(
+name: locate-plain
+runner: kernel
+axes:
+  rows: [1, 2]
+  depth: [1024, 2048, 4096, 8192, 16384]
+  path: [2d, 3d]
+pair: [path]
+replicates: {sessions: 2, processes: 1, rounds: 2}
+locate: {axis: depth, resolution: 0.25 octave, min_step: 256, max_sessions: 4}
+)");
+  Drain(h, curve, Sessions(h, 5));
+  std::map<std::string, DecisionRow> stops;
+  std::map<std::string, int> probes;
+  for (const auto& d : LocateDecisions(h)) {
+    if (d.decision == "stop") {
+      EXPECT_TRUE(stops.emplace(d.line, d).second) << d.line;
+    }
+    if (d.decision == "probe") ++probes[d.line];
+  }
+  ASSERT_EQ(stops.size(), 2u);
+  for (const auto& [line, crossover] :
+       std::vector<std::pair<std::string, double>>{{"rows=1", kCrossover},
+                                                   {"rows=2", kDeepCrossover}}) {
+    const DecisionRow& stop = stops.at(line);
+    EXPECT_EQ(stop.outcome, "resolved") << stop.reason;
+    EXPECT_LE(stop.lower, crossover) << line;
+    EXPECT_GE(stop.upper, crossover) << line;
+    EXPECT_LT(std::log2(stop.upper / stop.lower), 0.25);
+    EXPECT_LE(probes[line], 3) << line;
+  }
+  // A probe's unit group is the canonical group of a plain depth axis: its cell key without the
+  // pair axis.
+  EXPECT_GT(Count(h, "SELECT COUNT(*) FROM units u JOIN unit_cells uc ON uc.unit_id = u.id "
+                     "JOIN cells c ON c.id = uc.cell_id WHERE c.idx >= 20 AND "
+                     "c.key = u.group_key || ',path=' || json_extract(c.axes, '$.path')"),
+            0);
+  EXPECT_EQ(Count(h, "SELECT COUNT(*) FROM units u JOIN unit_cells uc ON uc.unit_id = u.id "
+                     "JOIN cells c ON c.id = uc.cell_id WHERE "
+                     "c.key != u.group_key || ',path=' || json_extract(c.axes, '$.path')"),
             0);
   EXPECT_EQ(h.Summary(run).state, "done");
 }
