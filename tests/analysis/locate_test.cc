@@ -112,6 +112,17 @@ TEST_F(LocatedRun, ReportShowsTheLocatedCrossover) {
       << md;
   const auto json = analysis::ToJson(report->runs[0]);
   EXPECT_EQ(json["ladder"][0]["located"]["outcome"], "resolved");
+  // The page: the section, and exactly the two probed depths drawn as probes.
+  const std::string html = analysis::RenderHtml(*report);
+  EXPECT_NE(html.find("Located crossover"), std::string::npos);
+  size_t probes = 0;
+  for (size_t at = html.find("class=\"point probe\""); at != std::string::npos;
+       at = html.find("class=\"point probe\"", at + 1)) {
+    ++probes;
+  }
+  EXPECT_EQ(probes, 2u);
+  EXPECT_NE(html.find("class=\"point probe\" tabindex=\"0\" data-cell=\"depth=2816,path=3d\""),
+            std::string::npos);
 }
 
 TEST_F(LocatedRun, VerifyPinsTheCrossover) {

@@ -226,11 +226,17 @@ std::string Chart(const RunAnalysis& a) {
                               Px(yhi), " L", Px(x + 4), " ", Px(yhi), "\"/>\n");
       }
       const bool flagged = !cmp.flags.empty();
+      // A depth the coordinator's `locate` probed is drawn hollow (class "probe").
+      const bool probe = line.located &&
+                         std::find(line.located->probes.begin(), line.located->probes.end(),
+                                   line.depths[k]) != line.located->probes.end();
       marks += absl::StrCat("<circle class=\"point", flagged ? " flagged" : "",
+                            probe ? " probe" : "",
                             "\" tabindex=\"0\" data-cell=\"", Esc(cmp.treatment_key),
                             "\" data-line=\"", l, "\" data-ratio=\"", FormatNumber(e),
                             "\" data-tip=\"", Esc(Tooltip(a, cmp)), "\" cx=\"", Px(x),
-                            "\" cy=\"", Px(y), "\" r=\"5\" fill=\"", color, "\"/>\n");
+                            "\" cy=\"", Px(y), "\" r=\"5\" fill=\"", color, "\" stroke=\"", color,
+                            "\"/>\n");
       if (flagged) {
         marks += absl::StrCat("<text class=\"flagmark\" x=\"", Px(x + 7), "\" y=\"", Px(y - 6),
                               "\">⚠</text>\n");
@@ -269,6 +275,7 @@ svg .series.aa { stroke-dasharray: 3 3; }
 svg .whisker { fill: none; stroke-width: 1.2; }
 svg .point { stroke: #fff; stroke-width: 1.5; cursor: pointer; }
 svg .point.flagged { stroke: #b00020; stroke-width: 2.5; }
+svg .point.probe { fill: #fff; stroke-width: 2.5; }
 svg .point.active, svg .point:focus { r: 7; outline: none; }
 svg .bracket { opacity: .08; }
 svg .crossover { stroke-dasharray: 2 3; stroke-width: 1.5; }
