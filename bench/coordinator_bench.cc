@@ -5,7 +5,8 @@
 // kernel) over the AdminService, and runs N simulated agents in this process. Each agent has its
 // own session id and its own gRPC channel (its own TCP connection) and speaks the AgentService
 // like a real agent: Register, then Lease (long poll) -> Heartbeat (when due) -> Report (K fake
-// measurements per cell, one RPC) -> Finish, again and again. Agents do no work between lease and
+// measurements per cell and the unit's finish, one RPC; --separate-finish: a Finish RPC
+// after it), again and again. Agents do no work between lease and
 // report, so the coordinator is the only thing being measured.
 //
 // Agents are driven by gRPC's callback API: no thread per agent; completions run on gRPC's own
@@ -59,8 +60,9 @@ struct Config {
   int lease_wait_ms = 1000;    // agents' long poll
   int heartbeat_ms = 2000;     // told to agents at registration
   int lease_ms = 30000;
-  int work_ms = 0;
-  double session_rate = 0;     // coordinator's per-session call limit; 0: off (see --help)             // simulated unit duration (mean; uniform 0.5x..1.5x); 0: none
+  int work_ms = 0;              // simulated unit duration (mean; uniform 0.5x..1.5x); 0: none
+  double session_rate = 0;     // coordinator's per-session call limit; 0: off (see --help)
+  bool separate_finish = false;  // Finish as its own RPC (agents before the finish rode along)
   bool json = false;
   std::string keep_dir;        // keep the databases here instead of a temp folder
   bool deadlock_detection = true;  // abseil's mutex deadlock detection (on in Debian's build)
@@ -266,6 +268,12 @@ class SimAgent {
       }
     }
     sent_ = report_req_.measurements_size();
+    if (!shared_->config->separate_finish) {
+      auto* finish = report_req_.add_finishes();
+      finish->set_attempt_id(attempt_id_);
+      finish->set_ok(true);
+      finish->set_measurement_count(sent_);
+    }
     NewContext(30000);
     stub_->async()->Report(ctx_.get(), &report_req_, &report_resp_,
                            [this](grpc::Status s) { OnReport(s); });
@@ -284,6 +292,18 @@ class SimAgent {
     }
     for (const auto& u : report_resp_.acknowledged_uuids()) uuids_.push_back(u);
     shared_->acked += report_resp_.acknowledged_uuids_size();
+    if (!shared_->config->separate_finish) {
+      if (report_resp_.finished_size() != 1 || !report_resp_.finished(0).accepted()) {
+        shared_->Error("finish in report: " + (report_resp_.finished_size() == 1
+                                                   ? report_resp_.finished(0).detail()
+                                                   : std::string("no outcome")));
+        Stop();
+        return;
+      }
+      if (++shared_->units_done >= shared_->units_total) shared_->stop = true;
+      Lease();
+      return;
+    }
     finish_req_.Clear();
     finish_req_.set_session_id(session_);
     finish_req_.set_attempt_id(attempt_id_);
@@ -582,6 +602,9 @@ int Main(int argc, char** argv) {
                  "an agent with no work time makes hundreds of calls per second, which a real "
                  "agent never does, and the limit would be measured instead of the coordinator")
       ->check(CLI::Range(0.0, 1e6));
+  app.add_flag("--separate-finish", config.separate_finish,
+               "end each unit with its own Finish RPC instead of attaching it to the report "
+               "(how agents worked before; compares the two protocols)");
   app.add_option("--heartbeat-ms", config.heartbeat_ms, "heartbeat interval told to agents")
       ->check(CLI::Range(100, 60000));
   app.add_option("--keep-dir", config.keep_dir, "write the databases here and keep them");

@@ -195,20 +195,49 @@ void ReportIngestor::Write(std::vector<Call> batch) {
     reports.push_back(std::move(call.report));
   }
   auto outcomes = scheduler_->ReportBatch(std::move(reports));
+  // The finishes riding on the stored reports, ended together once their results are in.
+  std::vector<FinishIn> finishes;
+  std::vector<v1::FinishOutcome*> finish_outcomes;
   for (size_t i = 0; i < batch.size(); ++i) {
     Call& call = batch[i];
     const auto& outcome = outcomes[i];
-    if (!outcome.ok()) {
-      call.reactor->Finish(failure_(outcome.status(), sessions[i]));
-      continue;
-    }
+    if (!outcome.ok()) continue;
     for (const auto& uuid : outcome->stored) call.response->add_acknowledged_uuids(uuid);
     for (const auto& uuid : outcome->stale) call.response->add_stale_uuids(uuid);
     if (!outcome->refused.empty()) {
       spdlog::warn("session {}: refused {} results naming attempts it does not own",
                    sessions[i].substr(0, 8), outcome->refused.size());
     }
-    call.reactor->Finish(grpc::Status::OK);
+    for (const auto& f : call.finishes) {
+      finishes.push_back(FinishIn{sessions[i], f.attempt_id(), f.ok(), f.failure_reason(),
+                                  f.measurement_count(), f.evidence_count()});
+      v1::FinishOutcome* out = call.response->add_finished();
+      out->set_attempt_id(f.attempt_id());
+      finish_outcomes.push_back(out);
+    }
+  }
+  if (!finishes.empty()) {
+    auto ended = scheduler_->FinishBatch(finishes);
+    for (size_t k = 0; k < ended.size(); ++k) {
+      v1::FinishOutcome* out = finish_outcomes[k];
+      if (!ended[k].ok()) {
+        // Logged when it is the coordinator's own failure; the agent keeps the finish.
+        (void)failure_(ended[k].status(), finishes[k].session_id);
+        out->set_retry(true);
+        out->set_detail(std::string(ended[k].status().message()));
+        continue;
+      }
+      out->set_accepted(ended[k]->accepted);
+      out->set_detail(ended[k]->detail);
+      if (ended[k]->accepted && !finishes[k].ok) {
+        spdlog::warn("attempt {} failed on session {}: {}", finishes[k].attempt_id,
+                     finishes[k].session_id.substr(0, 8), finishes[k].failure_reason);
+      }
+    }
+  }
+  for (size_t i = 0; i < batch.size(); ++i) {
+    batch[i].reactor->Finish(outcomes[i].ok() ? grpc::Status::OK
+                                              : failure_(outcomes[i].status(), sessions[i]));
   }
 }
 

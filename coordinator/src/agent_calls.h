@@ -100,6 +100,8 @@ class ReportIngestor {
  public:
   struct Call {
     db::ReportIn report;
+    // Attempts the report completes, finished once its records are committed.
+    std::vector<v1::FinishRequest> finishes;
     v1::ReportResponse* response = nullptr;
     grpc::ServerUnaryReactor* reactor = nullptr;
     size_t records = 0;

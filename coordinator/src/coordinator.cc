@@ -207,7 +207,16 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
       reactor->Finish(s);
       return reactor;
     }
-    call.records = call.report.measurements.size() + call.report.evidence.size();
+    for (const auto& finish : request->finishes()) {
+      if (!finish.session_id().empty() && finish.session_id() != request->session_id()) {
+        reactor->Finish(grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                                     "a report may finish only its own session's attempts"));
+        return reactor;
+      }
+      call.finishes.push_back(finish);
+    }
+    call.records = call.report.measurements.size() + call.report.evidence.size() +
+                   call.finishes.size();
     call.response = response;
     call.reactor = reactor;
     ingestor_.Add(std::move(call));
@@ -302,7 +311,8 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
   grpc::Status ParseReport(const grpc::CallbackServerContext& context,
                            const v1::ReportRequest* request, db::ReportIn* report) {
     if (auto s = auth_->CheckSession(context, request->session_id()); !s.ok()) return ToGrpc(s);
-    if (request->measurements_size() + request->evidence_size() > options_.max_report_records) {
+    if (request->measurements_size() + request->evidence_size() + request->finishes_size() >
+        options_.max_report_records) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                           absl::StrCat("a report may carry at most ", options_.max_report_records,
                                        " records; send smaller batches"));

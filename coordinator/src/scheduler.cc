@@ -395,43 +395,87 @@ absl::StatusOr<FinishResult> Scheduler::Finish(const std::string& session_id, in
                                                bool ok, const std::string& failure_reason,
                                                int64_t measurement_count,
                                                int64_t evidence_count) {
-  std::unique_lock lock(mu_);
-  if (!sessions_.count(session_id)) {
-    return absl::NotFoundError(absl::StrCat("unknown session ", session_id));
+  return std::move(FinishBatch({FinishIn{session_id, attempt_id, ok, failure_reason,
+                                         measurement_count, evidence_count}})[0]);
+}
+
+std::vector<absl::StatusOr<FinishResult>> Scheduler::FinishBatch(
+    const std::vector<FinishIn>& finishes) {
+  std::vector<absl::StatusOr<FinishResult>> results(finishes.size());
+  bool requeued = false;
+  {
+    std::unique_lock lock(mu_);
+    // Successful ends are written together; their effects on memory follow the commit.
+    std::vector<db::Store::AttemptDone> done;
+    std::vector<size_t> done_index;
+    std::set<int64_t> seen;
+    for (size_t i = 0; i < finishes.size(); ++i) {
+      const FinishIn& f = finishes[i];
+      if (!sessions_.count(f.session_id)) {
+        results[i] = absl::NotFoundError(absl::StrCat("unknown session ", f.session_id));
+        continue;
+      }
+      TouchLocked(f.session_id);
+      auto it = live_.find(f.attempt_id);
+      if (it == live_.end() || it->second.session_id != f.session_id ||
+          !seen.insert(f.attempt_id).second) {
+        results[i] = FinishResult{
+            false, absl::StrCat("attempt ", f.attempt_id,
+                                " is not a live lease of this session (expired, cancelled or "
+                                "re-leased); its results are stale")};
+        continue;
+      }
+      if (!f.ok) {
+        absl::Status s = EndUnsuccessfulLocked(
+            f.attempt_id, "failed", f.failure_reason.empty() ? "runner failed" : f.failure_reason,
+            /*counts_as_failure=*/true);
+        if (s.ok()) {
+          results[i] = FinishResult{true, "failure recorded"};
+          requeued = true;
+        } else {
+          results[i] = s;
+        }
+        continue;
+      }
+      auto counts = store_->CountResults(f.attempt_id);
+      if (!counts.ok()) {
+        results[i] = counts.status();
+        continue;
+      }
+      if (counts->first < f.measurement_count || counts->second < f.evidence_count) {
+        results[i] = absl::FailedPreconditionError(absl::StrCat(
+            "attempt ", f.attempt_id, ": ", counts->first, " of ", f.measurement_count,
+            " measurements and ", counts->second, " of ", f.evidence_count,
+            " evidence records stored; report the rest first"));
+        continue;
+      }
+      const int64_t unit_id = it->second.unit_id;
+      done.push_back(db::Store::AttemptDone{f.attempt_id, unit_id, units_.at(unit_id).row.attempts});
+      done_index.push_back(i);
+    }
+    if (!done.empty()) {
+      if (absl::Status s = store_->EndAttemptsDone(done, clock_->NowMs()); !s.ok()) {
+        for (size_t i : done_index) results[i] = s;
+        done.clear();
+      }
+    }
+    for (size_t k = 0; k < done.size(); ++k) {
+      auto it = live_.find(done[k].attempt_id);
+      UnitState& unit = units_.at(done[k].unit_id);
+      EraseLiveLocked(it);
+      unit.row.state = "done";
+      absl::Status s = MaybeExtendGroupLocked(unit.row.run_id, unit.row.group_key);
+      if (s.ok()) s = LocateAfterUnitLocked(unit.row.run_id, unit.row.cell_ids);
+      if (s.ok()) s = UnitTerminalLocked(unit.row.run_id);
+      if (s.ok()) {
+        results[done_index[k]] = FinishResult{true, "done"};
+      } else {
+        results[done_index[k]] = s;
+      }
+    }
   }
-  TouchLocked(session_id);
-  auto it = live_.find(attempt_id);
-  if (it == live_.end() || it->second.session_id != session_id) {
-    return FinishResult{false, absl::StrCat("attempt ", attempt_id,
-                                            " is not a live lease of this session (expired, "
-                                            "cancelled or re-leased); its results are stale")};
-  }
-  if (!ok) {
-    RETURN_IF_ERROR(EndUnsuccessfulLocked(attempt_id, "failed",
-                                          failure_reason.empty() ? "runner failed"
-                                                                 : failure_reason,
-                                          /*counts_as_failure=*/true));
-    lock.unlock();
-    work_available_.notify_all();
-    return FinishResult{true, "failure recorded"};
-  }
-  ASSIGN_OR_RETURN(auto counts, store_->CountResults(attempt_id));
-  if (counts.first < measurement_count || counts.second < evidence_count) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "attempt ", attempt_id, ": ", counts.first, " of ", measurement_count,
-        " measurements and ", counts.second, " of ", evidence_count,
-        " evidence records stored; report the rest first"));
-  }
-  const int64_t unit_id = it->second.unit_id;
-  UnitState& unit = units_.at(unit_id);
-  RETURN_IF_ERROR(store_->EndAttempt(attempt_id, "done", "", unit_id, "done", unit.row.attempts,
-                                     clock_->NowMs()));
-  EraseLiveLocked(it);
-  unit.row.state = "done";
-  RETURN_IF_ERROR(MaybeExtendGroupLocked(unit.row.run_id, unit.row.group_key));
-  RETURN_IF_ERROR(LocateAfterUnitLocked(unit.row.run_id, unit.row.cell_ids));
-  RETURN_IF_ERROR(UnitTerminalLocked(unit.row.run_id));
-  return FinishResult{true, "done"};
+  if (requeued) work_available_.notify_all();
+  return results;
 }
 
 absl::Status Scheduler::MaybeExtendGroupLocked(int64_t run_id, const std::string& group_key) {

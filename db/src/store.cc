@@ -383,8 +383,27 @@ absl::Status Store::EndAttempt(int64_t attempt_id, const std::string& attempt_st
                                const std::string& reason, int64_t unit_id,
                                const std::string& unit_state, int unit_attempts, int64_t now_ms) {
   std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(*db_));
+  RETURN_IF_ERROR(EndAttemptLocked(attempt_id, attempt_state, reason, unit_id, unit_state,
+                                   unit_attempts, now_ms));
+  return tx.Commit();
+}
+
+absl::Status Store::EndAttemptsDone(const std::vector<AttemptDone>& done, int64_t now_ms) {
+  std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(*db_));
+  for (const AttemptDone& d : done) {
+    RETURN_IF_ERROR(
+        EndAttemptLocked(d.attempt_id, "done", "", d.unit_id, "done", d.unit_attempts, now_ms));
+  }
+  return tx.Commit();
+}
+
+absl::Status Store::EndAttemptLocked(int64_t attempt_id, const std::string& attempt_state,
+                                     const std::string& reason, int64_t unit_id,
+                                     const std::string& unit_state, int unit_attempts,
+                                     int64_t now_ms) {
   Database& db = *db_;
-  ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(db));
   ASSIGN_OR_RETURN(Statement* attempt, db.Cached(
       "UPDATE attempts SET state = ?2, reason = ?3, ended_at = ?4 "
       "WHERE id = ?1 AND state = 'leased'"));
@@ -401,12 +420,11 @@ absl::Status Store::EndAttempt(int64_t attempt_id, const std::string& attempt_st
   ASSIGN_OR_RETURN(Statement* unit, db.Cached(
       "UPDATE units SET state = ?2, attempts = ?3, "
       "fail_reason = CASE WHEN ?4 = '' THEN fail_reason ELSE ?4 END WHERE id = ?1"));
-  RETURN_IF_ERROR(unit->Bind(1, unit_id)
-                      .Bind(2, unit_state)
-                      .Bind(3, unit_attempts)
-                      .Bind(4, reason)
-                      .Run());
-  return tx.Commit();
+  return unit->Bind(1, unit_id)
+      .Bind(2, unit_state)
+      .Bind(3, unit_attempts)
+      .Bind(4, reason)
+      .Run();
 }
 
 absl::StatusOr<ReportOutcome> Store::Report(const std::string& session_id,

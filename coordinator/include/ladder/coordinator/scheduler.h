@@ -72,6 +72,15 @@ struct FinishResult {
   std::string detail;
 };
 
+struct FinishIn {
+  std::string session_id;
+  int64_t attempt_id = 0;
+  bool ok = true;
+  std::string failure_reason;
+  int64_t measurement_count = 0;
+  int64_t evidence_count = 0;
+};
+
 class Scheduler {
  public:
   // Loads the scheduling state from the store. Leases that were live when the previous
@@ -118,6 +127,9 @@ class Scheduler {
   absl::StatusOr<FinishResult> Finish(const std::string& session_id, int64_t attempt_id, bool ok,
                                       const std::string& failure_reason,
                                       int64_t measurement_count, int64_t evidence_count);
+  // Several ends at once: the successful ones in one store transaction (group commit). One
+  // result per entry, in order, each as Finish would return it.
+  std::vector<absl::StatusOr<FinishResult>> FinishBatch(const std::vector<FinishIn>& finishes);
 
   // The session is leaving: its live attempts are re-queued without counting as failures.
   absl::Status Release(const std::string& session_id, const std::string& reason);

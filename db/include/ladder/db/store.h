@@ -200,6 +200,14 @@ class Store {
   absl::Status EndAttempt(int64_t attempt_id, const std::string& attempt_state,
                           const std::string& reason, int64_t unit_id,
                           const std::string& unit_state, int unit_attempts, int64_t now_ms);
+  // Group commit of successful ends: each attempt and its unit become `done`, all in one
+  // transaction, all or nothing.
+  struct AttemptDone {
+    int64_t attempt_id = 0;
+    int64_t unit_id = 0;
+    int unit_attempts = 0;
+  };
+  absl::Status EndAttemptsDone(const std::vector<AttemptDone>& done, int64_t now_ms);
 
   // Stores measurements and evidence in one transaction. `live_attempts` are the attempt ids
   // that are the session's current leases; results for the session's other attempts are stored
@@ -260,6 +268,10 @@ class Store {
 
  private:
   Store(std::unique_ptr<Database> db, std::string path);
+  absl::Status EndAttemptLocked(int64_t attempt_id, const std::string& attempt_state,
+                                const std::string& reason, int64_t unit_id,
+                                const std::string& unit_state, int unit_attempts, int64_t now_ms)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Report's statements, inside the caller's transaction.
   absl::StatusOr<ReportOutcome> ReportLocked(const std::string& session_id,
                                              const std::vector<MeasurementIn>& measurements,
