@@ -5,6 +5,8 @@
 # gemma4-31b-global 32K at 1/2/4 rows, variants interleaved over two rounds; the same for
 # head 256 (variant 0 against 2 = 0 + 4 tiles prefetched). Runs the carried standalone
 # ladder-kernels (.carry/ladder-kernels, built with -DCMAKE_CUDA_ARCHITECTURES=90-real).
+# The prefetch variants lost (results/h200-prefetch/, docs/kernels.md) and were removed after
+# this run: rerunning it needs the kernels of commit ec29c14.
 set -uo pipefail
 OUT=${OUT:-h200-out}
 mkdir -p "$OUT"

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <ostream>
 #include <vector>
 
 #include "ladder/kernels/attention.h"
@@ -34,6 +35,9 @@ struct Case {
   lk::Policy policy;
   lk::Path expected;
 };
+
+// Names the case in test listings (CTest shows the parameter) instead of dumping its bytes.
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
 class DeviceEntry : public ::testing::TestWithParam<Case> {};
 

@@ -81,9 +81,7 @@ struct KernelShape {
                 "softmax lane groups must fit in any warp/wave (32 or 64 lanes)");
 };
 
-// PF > 0: tile t + ST - 1 + PF is prefetched into L2 while tile t + ST - 1 is loaded into
-// shared memory, so PF more tiles are in flight than the stages hold.
-template <class E, int D, int BM, int TN, int NT, int ST, int MINB, int PF = 0>
+template <class E, int D, int BM, int TN, int NT, int ST, int MINB>
 __global__ void __launch_bounds__(NT, MINB) UnifiedAttentionKernel(KernelParams p) {
   using S = KernelShape<D, BM, TN, NT, ST>;
   extern __shared__ __align__(16) unsigned char smem[];
@@ -151,21 +149,6 @@ __global__ void __launch_bounds__(NT, MINB) UnifiedAttentionKernel(KernelParams 
     }
   };
 
-  // L2 prefetch of tile t: one 2*D-byte K or V row per thread (threads < 2 * TN).
-  auto prefetch_tile = [&](int t) {
-    if (t >= te || tid >= 2 * TN) return;
-    const int j = lo_al + t * TN + tid % TN;
-    if (j >= hi) return;
-    const size_t off =
-        (((static_cast<size_t>(btab[j >> p.block_size_shift]) << p.block_size_shift) + (j & bs_mask)) * p.kv_heads +
-         kvh) * D;
-    dev::PrefetchL2((tid < TN ? p.k : p.v) + off, D * 2);
-  };
-  if constexpr (PF > 0) {
-#pragma unroll
-    for (int i = 0; i < PF; ++i) prefetch_tile(tb + ST - 1 + i);
-  }
-
   // Prologue: tiles tb .. tb + ST - 2 in flight (one commit group each, empty ones too, so
   // that "tile t landed" is always wait_group<ST - 2>).
 #pragma unroll
@@ -220,7 +203,6 @@ __global__ void __launch_bounds__(NT, MINB) UnifiedAttentionKernel(KernelParams 
     __syncthreads();
     if (t + ST - 1 < te) load_tile(t + ST - 1, lstage);
     dev::CopyAsyncCommit();
-    if constexpr (PF > 0) prefetch_tile(t + ST - 1 + PF);
     fetch_pages(t + ST);
     const uint16_t* ks = kvs + static_cast<size_t>(cstage) * 2 * TN * S::kQLd;
     const uint16_t* vs = ks + TN * S::kQLd;

@@ -45,64 +45,40 @@ __global__ void FillKernel(uint16_t* dst, size_t n, uint64_t seed, float scale) 
 template <int D, int V>
 struct Cfg {  // head 64 / 128
   static constexpr int kTile = 64, kThreads = 128, kStages16 = 2, kStages32 = 2, kMinBlocks = 1;
-  static constexpr int kPrefetch = 0;  // tiles prefetched into L2 beyond the stages
 };
 template <>
 struct Cfg<512, 0> {  // 16 warps, 4 tiles in flight, one work group per SM
   static constexpr int kTile = 16, kThreads = 512, kStages16 = 5, kStages32 = 5, kMinBlocks = 1;
-  static constexpr int kPrefetch = 0;
 };
 template <>
 struct Cfg<512, 1> {  // v3's shape: 8 warps, 2 stages, two work groups per SM
   static constexpr int kTile = 16, kThreads = 256, kStages16 = 2, kStages32 = 2, kMinBlocks = 2;
-  static constexpr int kPrefetch = 0;
 };
 template <>
 struct Cfg<512, 2> {  // 8 warps, 4 tiles in flight, one work group per SM
   static constexpr int kTile = 16, kThreads = 256, kStages16 = 5, kStages32 = 5, kMinBlocks = 1;
-  static constexpr int kPrefetch = 0;
 };
 template <>
 struct Cfg<512, 3> {  // 32-key tiles (half the barriers per byte), 8 warps
   static constexpr int kTile = 32, kThreads = 256, kStages16 = 3, kStages32 = 2, kMinBlocks = 1;
-  static constexpr int kPrefetch = 0;
 };
 template <>
 struct Cfg<512, 4> {  // 32-key tiles, 16 warps
   static constexpr int kTile = 32, kThreads = 512, kStages16 = 3, kStages32 = 2, kMinBlocks = 1;
-  static constexpr int kPrefetch = 0;
 };
 template <>
 struct Cfg<512, 5> {  // 4 warps, 2 stages, two work groups per SM
   static constexpr int kTile = 16, kThreads = 128, kStages16 = 2, kStages32 = 2, kMinBlocks = 2;
-  static constexpr int kPrefetch = 0;
-};
-template <>
-struct Cfg<512, 6> {  // variant 3 + 2 tiles prefetched into L2
-  static constexpr int kTile = 32, kThreads = 256, kStages16 = 3, kStages32 = 2, kMinBlocks = 1;
-  static constexpr int kPrefetch = 2;
-};
-template <>
-struct Cfg<512, 7> {  // variant 3 + 4 tiles prefetched into L2
-  static constexpr int kTile = 32, kThreads = 256, kStages16 = 3, kStages32 = 2, kMinBlocks = 1;
-  static constexpr int kPrefetch = 4;
 };
 template <>
 struct Cfg<256, 0> {  // v3's shape: 4 warps, 2 stages
   static constexpr int kTile = 32, kThreads = 128, kStages16 = 2, kStages32 = 2, kMinBlocks = 1;
-  static constexpr int kPrefetch = 0;
 };
 template <>
 struct Cfg<256, 1> {  // 8 warps, 3 tiles in flight
   static constexpr int kTile = 32, kThreads = 256, kStages16 = 4, kStages32 = 4, kMinBlocks = 1;
-  static constexpr int kPrefetch = 0;
 };
-template <>
-struct Cfg<256, 2> {  // variant 0 + 4 tiles prefetched into L2
-  static constexpr int kTile = 32, kThreads = 128, kStages16 = 2, kStages32 = 2, kMinBlocks = 1;
-  static constexpr int kPrefetch = 4;
-};
-constexpr int VariantsFor(int d) { return d == 512 ? 8 : d == 256 ? 3 : 1; }
+constexpr int VariantsFor(int d) { return d == 512 ? 6 : d == 256 ? 2 : 1; }
 // Defaults: {BM 16, BM 32}.
 constexpr int kDefault512[2] = {3, 3};
 constexpr int kDefault256[2] = {0, 0};
@@ -118,13 +94,13 @@ int VariantFor(int d, int bm) {
   };
   const int which = bm == 32 ? 1 : 0;
   if (d == 512) {
-    static const int v[2] = {from_env("LADDER_KERNELS_D512", VariantsFor(512), kDefault512, 0),
-                             from_env("LADDER_KERNELS_D512", VariantsFor(512), kDefault512, 1)};
+    static const int v[2] = {from_env("LADDER_KERNELS_D512", 6, kDefault512, 0),
+                             from_env("LADDER_KERNELS_D512", 6, kDefault512, 1)};
     return v[which];
   }
   if (d == 256) {
-    static const int v[2] = {from_env("LADDER_KERNELS_D256", VariantsFor(256), kDefault256, 0),
-                             from_env("LADDER_KERNELS_D256", VariantsFor(256), kDefault256, 1)};
+    static const int v[2] = {from_env("LADDER_KERNELS_D256", 2, kDefault256, 0),
+                             from_env("LADDER_KERNELS_D256", 2, kDefault256, 1)};
     return v[which];
   }
   return 0;
@@ -147,7 +123,7 @@ const KernelEntry& EntryOf() {
   using Sh = KernelShape<D, BM, TN, C::kThreads, ST>;
   static const KernelEntry e = [] {
     KernelEntry k;
-    k.fn = &UnifiedAttentionKernel<E, D, BM, TN, C::kThreads, ST, C::kMinBlocks, C::kPrefetch>;
+    k.fn = &UnifiedAttentionKernel<E, D, BM, TN, C::kThreads, ST, C::kMinBlocks>;
     k.threads = C::kThreads;
     k.stages = ST;
     k.tile = TN;
@@ -166,11 +142,8 @@ const KernelEntry& EntryOfVariant(int v) {
     if (v == 3) return EntryOf<E, D, BM, 3>();
     if (v == 4) return EntryOf<E, D, BM, 4>();
     if (v == 5) return EntryOf<E, D, BM, 5>();
-    if (v == 6) return EntryOf<E, D, BM, 6>();
-    if (v == 7) return EntryOf<E, D, BM, 7>();
   } else if constexpr (D == 256) {
     if (v == 1) return EntryOf<E, D, BM, 1>();
-    if (v == 2) return EntryOf<E, D, BM, 2>();
   }
   return EntryOf<E, D, BM, 0>();
 }

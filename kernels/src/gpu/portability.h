@@ -126,21 +126,6 @@ __device__ inline void CopyAsyncWait() {
 #endif
 }
 
-// Asks the memory system to bring `bytes` (a multiple of 16, 16-byte aligned) at `gmem` into
-// L2 without waiting for them: on sm_90 one bulk-prefetch instruction per call, on sm_80 one
-// prefetch per 128-byte line; nothing elsewhere (HIP). Used to keep more K/V bytes in flight
-// than the shared-memory stages hold.
-__device__ inline void PrefetchL2(const void* gmem, int bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && !defined(LADDER_KERNELS_HIP)
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(gmem), "r"(bytes) : "memory");
-#elif LADDER_DEVICE_HAS_MMA
-  for (int o = 0; o < bytes; o += 128) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(static_cast<const char*>(gmem) + o));
-#else
-  (void)gmem;
-  (void)bytes;
-#endif
-}
-
 // Butterfly reductions over groups of kWidth consecutive lanes (kWidth a power of two that
 // divides the warp/wave size: true for kWidth <= 32 on 32- and 64-lane targets). Every lane
 // of a group ends with the same bits (x+y == y+x exactly), so the result is deterministic.
