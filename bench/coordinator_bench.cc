@@ -17,7 +17,12 @@
 // database exactly once. Exit status 0 when every check passed, 1 otherwise.
 #include <grpcpp/alarm.h>
 #include <grpcpp/grpcpp.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -25,12 +30,14 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
 #include <mutex>
 #include <random>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <unordered_set>
@@ -81,6 +88,134 @@ int64_t RssKiB() {
   while (std::getline(in, line)) {
     if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6));
   }
+  return 0;
+}
+
+// The coordinator under test runs in a process of its own (this binary with --serve), so its
+// CPU time and memory are the coordinator's alone, not the simulated agents' as well.
+class CoordinatorProcess {
+ public:
+  static absl::StatusOr<std::unique_ptr<CoordinatorProcess>> Start(const Config& config,
+                                                                   const std::string& db_path) {
+    int to_child[2], from_child[2];
+    if (pipe2(to_child, O_CLOEXEC) != 0 || pipe2(from_child, O_CLOEXEC) != 0) {
+      return absl::InternalError("pipe failed");
+    }
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, to_child[0], STDIN_FILENO);
+    posix_spawn_file_actions_adddup2(&actions, from_child[1], STDOUT_FILENO);
+    const std::vector<std::string> args = {
+        "ladder-bench-coordinator", "--serve", db_path, std::to_string(config.heartbeat_ms),
+        std::to_string(config.lease_ms), std::to_string(std::max(config.lease_wait_ms, 1000)),
+        fmt::format("{}", config.session_rate), config.deadlock_detection ? "1" : "0"};
+    std::vector<char*> argv;
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    auto process = std::unique_ptr<CoordinatorProcess>(new CoordinatorProcess);
+    const int rc = posix_spawn(&process->pid_, "/proc/self/exe", &actions, nullptr, argv.data(),
+                               environ);
+    posix_spawn_file_actions_destroy(&actions);
+    close(to_child[0]);
+    close(from_child[1]);
+    process->stdin_ = to_child[1];
+    if (rc != 0) {
+      close(from_child[0]);
+      return absl::InternalError(fmt::format("cannot start the coordinator: {}", strerror(rc)));
+    }
+    // The child prints its port once it listens.
+    std::string line;
+    pollfd pfd{from_child[0], POLLIN, 0};
+    char c;
+    while (line.find('\n') == std::string::npos && poll(&pfd, 1, 60000) > 0 &&
+           read(from_child[0], &c, 1) == 1) {
+      line += c;
+    }
+    close(from_child[0]);
+    if (line.empty() || line.find('\n') == std::string::npos) {
+      return absl::InternalError("the coordinator process did not report its port");
+    }
+    process->address_ = "127.0.0.1:" + line.substr(0, line.find('\n'));
+    return process;
+  }
+
+  ~CoordinatorProcess() { (void)Stop(); }
+
+  const std::string& address() const { return address_; }
+
+  double CpuSeconds() const {
+    std::ifstream in(fmt::format("/proc/{}/stat", pid_));
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::istringstream fields(stat.substr(stat.rfind(')') + 2));
+    std::string field;
+    double ticks = 0;
+    // After the command: state is field 3; utime and stime are fields 14 and 15.
+    for (int i = 3; i <= 15 && fields >> field; ++i) {
+      if (i >= 14) ticks += std::stod(field);
+    }
+    return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+  }
+
+  int64_t RssKiB() const {
+    std::ifstream in(fmt::format("/proc/{}/status", pid_));
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6));
+    }
+    return 0;
+  }
+
+  // Closing its stdin asks it to shut down; it is killed if it has not within 30 s.
+  absl::Status Stop() {
+    if (pid_ <= 0) return absl::OkStatus();
+    close(stdin_);
+    int status = 0;
+    for (int i = 0; i < 300; ++i) {
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = 0;
+        return WIFEXITED(status) && WEXITSTATUS(status) == 0
+                   ? absl::OkStatus()
+                   : absl::InternalError("the coordinator process failed");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    kill(pid_, SIGKILL);
+    waitpid(pid_, &status, 0);
+    pid_ = 0;
+    return absl::DeadlineExceededError("the coordinator process did not stop; killed");
+  }
+
+ private:
+  CoordinatorProcess() = default;
+  pid_t pid_ = 0;
+  int stdin_ = -1;
+  std::string address_;
+};
+
+// --serve DB HEARTBEAT_MS LEASE_MS MAX_WAIT_MS SESSION_RATE DEADLOCK_DETECTION: the child side.
+int Serve(char** argv) {
+  spdlog::set_level(spdlog::level::warn);
+  if (std::string(argv[7]) == "0") {
+    absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  }
+  coordinator::CoordinatorOptions options;
+  options.listen = "127.0.0.1:0";
+  options.db_path = argv[2];
+  options.heartbeat_interval_ms = std::stoi(argv[3]);
+  options.scheduler.lease_ms = std::stoi(argv[4]);
+  options.max_lease_wait_ms = std::stoi(argv[5]);
+  options.session_calls_per_second = std::stod(argv[6]);
+  auto started = coordinator::Coordinator::Start(options);
+  if (!started.ok()) {
+    std::cerr << "coordinator: " << started.status() << "\n";
+    return 1;
+  }
+  std::printf("%d\n", (*started)->port());
+  std::fflush(stdout);
+  char buffer[64];
+  while (read(STDIN_FILENO, buffer, sizeof buffer) > 0) {
+  }
+  (*started)->Shutdown();
   return 0;
 }
 
@@ -362,7 +497,9 @@ struct PointResult {
   int64_t units_done = 0;
   int64_t measurements_acked = 0;
   double window_s = 0;
-  double cpu_s = 0;  // process CPU (user + system) in the window: coordinator and agents
+  double cpu_s = 0;  // this process's CPU (user + system) in the window: the agents
+  double coord_cpu_s = 0;  // the coordinator process's CPU in the window
+  int64_t coord_rss_before_kib = 0, coord_rss_registered_kib = 0, coord_rss_after_kib = 0;
   double ingest_per_s = 0;
   double lease_p50_ms = 0, lease_p99_ms = 0, lease_max_ms = 0;
   int64_t leases = 0;
@@ -382,17 +519,11 @@ absl::StatusOr<PointResult> RunPoint(const Config& config, int n_agents,
   result.agents = n_agents;
   result.rss_before_kib = RssKiB();
 
-  coordinator::CoordinatorOptions options;
-  options.listen = "127.0.0.1:0";
-  options.db_path = fmt::format("{}/bench-{}.db", dir, n_agents);
-  std::filesystem::remove(options.db_path);
-  options.heartbeat_interval_ms = config.heartbeat_ms;
-  options.scheduler.lease_ms = config.lease_ms;
-  options.max_lease_wait_ms = std::max(config.lease_wait_ms, 1000);
-  options.session_calls_per_second = config.session_rate;
-  auto started = coordinator::Coordinator::Start(options);
+  const std::string db_path = fmt::format("{}/bench-{}.db", dir, n_agents);
+  std::filesystem::remove(db_path);
+  auto started = CoordinatorProcess::Start(config, db_path);
   if (!started.ok()) return started.status();
-  std::unique_ptr<coordinator::Coordinator> coord = std::move(*started);
+  std::unique_ptr<CoordinatorProcess> coord = std::move(*started);
   const std::string address = coord->address();
 
   Shared shared;
@@ -414,6 +545,7 @@ absl::StatusOr<PointResult> RunPoint(const Config& config, int n_agents,
     if (!s.ok()) return absl::InternalError("submit: " + s.error_message());
     shared.units_total = response.unit_count();
   }
+  result.coord_rss_before_kib = coord->RssKiB();
 
   std::vector<std::unique_ptr<SimAgent>> agents;
   agents.reserve(static_cast<size_t>(n_agents));
@@ -440,12 +572,14 @@ absl::StatusOr<PointResult> RunPoint(const Config& config, int n_agents,
     });
     acked_at_open = shared.acked.load();
     result.cpu_s = -CpuSeconds();
+    result.coord_cpu_s = -coord->CpuSeconds();
     units_at_open = shared.units_done.load();
     shared.lease_ms.clear();
   }
   const auto window_start = Clock::now();
   result.register_s = std::chrono::duration<double>(window_start - reg_start).count();
   result.rss_registered_kib = RssKiB();
+  result.coord_rss_registered_kib = coord->RssKiB();
 
   // Measuring window: until the time is up or the matrix is done.
   {
@@ -456,6 +590,8 @@ absl::StatusOr<PointResult> RunPoint(const Config& config, int n_agents,
   }
   const auto window_end = Clock::now();
   result.cpu_s += CpuSeconds();
+  result.coord_cpu_s += coord->CpuSeconds();
+  result.coord_rss_after_kib = coord->RssKiB();
   const int64_t acked_at_close = shared.acked.load();
   const int64_t units_at_close = shared.units_done.load();
   std::vector<double> latencies;
@@ -477,7 +613,10 @@ absl::StatusOr<PointResult> RunPoint(const Config& config, int n_agents,
       for (auto& a : agents) (void)a.release();
     }
   }
-  coord->Shutdown();
+  if (auto stopped = coord->Stop(); !stopped.ok()) {
+    shared.first_errors.push_back(std::string(stopped.message()));
+    shared.errors++;
+  }
   coord.reset();
 
   result.window_s = std::chrono::duration<double>(window_end - window_start).count();
@@ -497,7 +636,7 @@ absl::StatusOr<PointResult> RunPoint(const Config& config, int n_agents,
   result.first_errors = shared.first_errors;
 
   // Exactly once: the database holds exactly the acknowledged uuids.
-  auto db = db::Database::Open(options.db_path, db::OpenMode::kReadOnly);
+  auto db = db::Database::Open(db_path, db::OpenMode::kReadOnly);
   if (!db.ok()) return db.status();
   auto stmt = (*db)->Prepare("SELECT uuid FROM measurements");
   if (!stmt.ok()) return stmt.status();
@@ -519,9 +658,9 @@ absl::StatusOr<PointResult> RunPoint(const Config& config, int n_agents,
   result.exact = exact;
   agents.clear();
   if (config.keep_dir.empty()) {
-    std::filesystem::remove(options.db_path);
-    std::filesystem::remove(options.db_path + "-wal");
-    std::filesystem::remove(options.db_path + "-shm");
+    std::filesystem::remove(db_path);
+    std::filesystem::remove(db_path + "-wal");
+    std::filesystem::remove(db_path + "-shm");
   }
   return result;
 }
@@ -530,8 +669,16 @@ nlohmann::json ToJson(const PointResult& r) {
   return {{"agents", r.agents},
           {"window_s", r.window_s},
           {"cpu_s", r.cpu_s},
-          {"cpu_us_per_measurement",
+          {"agents_cpu_us_per_measurement",
            r.cpu_s * 1e6 / std::max<double>(1.0, r.ingest_per_s * r.window_s)},
+          {"coordinator_cpu_s", r.coord_cpu_s},
+          {"coordinator_cpu_us_per_measurement",
+           r.coord_cpu_s * 1e6 / std::max<double>(1.0, r.ingest_per_s * r.window_s)},
+          {"coordinator_rss_before_kib", r.coord_rss_before_kib},
+          {"coordinator_rss_registered_kib", r.coord_rss_registered_kib},
+          {"coordinator_rss_after_kib", r.coord_rss_after_kib},
+          {"coordinator_rss_per_agent_kib",
+           static_cast<double>(r.coord_rss_registered_kib - r.coord_rss_before_kib) / r.agents},
           {"units_done", r.units_done},
           {"measurements_acked", r.measurements_acked},
           {"ingest_per_s", r.ingest_per_s},
@@ -559,19 +706,20 @@ void PrintTable(const std::vector<PointResult>& results, const Config& config) {
               "unit work %d ms, long poll %d ms, %u cores\n",
               config.per_cell, config.seconds, config.work_ms, config.lease_wait_ms,
               std::thread::hardware_concurrency());
-  std::printf("%7s %9s %11s %10s %9s %9s %9s %8s %9s %9s %10s %6s %6s\n", "agents", "units",
-              "measured", "ingest/s", "lease p50", "lease p99", "lease max", "CPU us/m",
-              "RSS0 MiB", "RSS MiB", "KiB/agent", "exact", "errors");
+  std::printf("(coordinator: a process of its own; agents: this process)\n");
+  std::printf("%7s %9s %11s %10s %9s %9s %9s %9s %9s %9s %10s %6s %6s\n", "agents", "units",
+              "measured", "ingest/s", "lease p50", "lease p99", "lease max", "coord us/m",
+              "agent us/m", "coord MiB", "KiB/agent", "exact", "errors");
   for (const auto& r : results) {
-    std::printf("%7d %9lld %11lld %10.0f %8.2fms %8.2fms %8.1fms %8.1f %9.1f %9.1f %10.1f %6s "
+    const double measured = std::max<double>(1.0, r.ingest_per_s * r.window_s);
+    std::printf("%7d %9lld %11lld %10.0f %8.2fms %8.2fms %8.1fms %9.1f %9.1f %9.1f %10.1f %6s "
                 "%6lld\n",
                 r.agents, static_cast<long long>(r.units_done),
                 static_cast<long long>(r.measurements_acked), r.ingest_per_s, r.lease_p50_ms,
-                r.lease_p99_ms, r.lease_max_ms,
-                r.cpu_s * 1e6 / std::max<double>(1.0, r.ingest_per_s * r.window_s),
-                static_cast<double>(r.rss_before_kib) / 1024.0,
-                static_cast<double>(r.rss_after_kib) / 1024.0,
-                static_cast<double>(r.rss_registered_kib - r.rss_before_kib) / r.agents,
+                r.lease_p99_ms, r.lease_max_ms, r.coord_cpu_s * 1e6 / measured,
+                r.cpu_s * 1e6 / measured, static_cast<double>(r.coord_rss_after_kib) / 1024.0,
+                static_cast<double>(r.coord_rss_registered_kib - r.coord_rss_before_kib) /
+                    r.agents,
                 r.exact ? "yes" : "NO", static_cast<long long>(r.errors));
     for (const auto& e : r.first_errors) std::printf("        error: %s\n", e.c_str());
   }
@@ -668,4 +816,7 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace ladder::bench
 
-int main(int argc, char** argv) { return ladder::bench::Main(argc, argv); }
+int main(int argc, char** argv) {
+  if (argc == 8 && std::string(argv[1]) == "--serve") return ladder::bench::Serve(argv);
+  return ladder::bench::Main(argc, argv);
+}

@@ -44,6 +44,9 @@ TEST(CoordinatorBench, TwentyAgentsEveryMeasurementStoredExactlyOnce) {
   EXPECT_EQ(point["measurements_acked"].get<int64_t>(), 4 * point["units_done"].get<int64_t>());
   EXPECT_GT(point["leases"].get<int64_t>(), 0);
   EXPECT_GT(point["rss_after_kib"].get<int64_t>(), 0);
+  // The coordinator runs in a process of its own, measured apart from the agents.
+  EXPECT_GT(point["coordinator_rss_after_kib"].get<int64_t>(), 0);
+  EXPECT_GT(point["coordinator_cpu_s"].get<double>(), 0);
 }
 
 TEST(CoordinatorBench, MatrixSmallerThanTheWindowCompletes) {
