@@ -81,7 +81,8 @@ struct KernelShape {
                 "softmax lane groups must fit in any warp/wave (32 or 64 lanes)");
 };
 
-template <class E, int D, int BM, int TN, int NT, int ST, int MINB>
+// L2B: cp.async's L2 prefetch-size hint for the K/V loads (0, 128 or 256 bytes).
+template <class E, int D, int BM, int TN, int NT, int ST, int MINB, int L2B = 0>
 __global__ void __launch_bounds__(NT, MINB) UnifiedAttentionKernel(KernelParams p) {
   using S = KernelShape<D, BM, TN, NT, ST>;
   extern __shared__ __align__(16) unsigned char smem[];
@@ -144,8 +145,8 @@ __global__ void __launch_bounds__(NT, MINB) UnifiedAttentionKernel(KernelParams 
         off = ((static_cast<size_t>(pages[i]) << p.block_size_shift) + (j & bs_mask)) * p.kv_heads + kvh;
         off = off * D + ld_col;
       }
-      dev::CopyAsync16(ks + n * S::kQLd + ld_col, p.k + off, pred);
-      dev::CopyAsync16(vs + n * S::kQLd + ld_col, p.v + off, pred);
+      dev::CopyAsync16<L2B>(ks + n * S::kQLd + ld_col, p.k + off, pred);
+      dev::CopyAsync16<L2B>(vs + n * S::kQLd + ld_col, p.v + off, pred);
     }
   };
 
@@ -158,6 +159,9 @@ __global__ void __launch_bounds__(NT, MINB) UnifiedAttentionKernel(KernelParams 
     dev::CopyAsyncCommit();
   }
   fetch_pages(tb + ST - 1);
+  // The merge (launched with programmatic serialization) may be scheduled as SMs free up; it
+  // waits for this whole grid before it reads the partials.
+  dev::AllowDependentLaunch();
 
   // Q tile: row m = r * group + g; rows past m_rows are zero.
   for (int c = tid; c < BM * (D / 8); c += NT) {
@@ -458,6 +462,7 @@ __global__ void __launch_bounds__(kMergeThreads) MergeSegmentsKernel(const float
   const int tid = threadIdx.x;
   const size_t head = static_cast<size_t>(blockIdx.x) * q_heads + blockIdx.y;
   const size_t slot0 = head * segments;
+  dev::WaitForPriorGrid();  // the attention kernel's partials are complete and visible
   float m = -INFINITY;
   for (int s = tid; s < segments; s += kMergeThreads) m = fmaxf(m, seg_max[slot0 + s]);
   m = dev::GroupMax<32>(m);  // max is exact in any order

@@ -45,40 +45,64 @@ __global__ void FillKernel(uint16_t* dst, size_t n, uint64_t seed, float scale) 
 template <int D, int V>
 struct Cfg {  // head 64 / 128
   static constexpr int kTile = 64, kThreads = 128, kStages16 = 2, kStages32 = 2, kMinBlocks = 1;
+  static constexpr int kL2Hint = 0;  // cp.async L2 prefetch-size hint of the K/V loads (bytes)
 };
 template <>
 struct Cfg<512, 0> {  // 16 warps, 4 tiles in flight, one work group per SM
   static constexpr int kTile = 16, kThreads = 512, kStages16 = 5, kStages32 = 5, kMinBlocks = 1;
+  static constexpr int kL2Hint = 0;
 };
 template <>
 struct Cfg<512, 1> {  // v3's shape: 8 warps, 2 stages, two work groups per SM
   static constexpr int kTile = 16, kThreads = 256, kStages16 = 2, kStages32 = 2, kMinBlocks = 2;
+  static constexpr int kL2Hint = 0;
 };
 template <>
 struct Cfg<512, 2> {  // 8 warps, 4 tiles in flight, one work group per SM
   static constexpr int kTile = 16, kThreads = 256, kStages16 = 5, kStages32 = 5, kMinBlocks = 1;
+  static constexpr int kL2Hint = 0;
 };
 template <>
 struct Cfg<512, 3> {  // 32-key tiles (half the barriers per byte), 8 warps
   static constexpr int kTile = 32, kThreads = 256, kStages16 = 3, kStages32 = 2, kMinBlocks = 1;
+  static constexpr int kL2Hint = 0;
 };
 template <>
 struct Cfg<512, 4> {  // 32-key tiles, 16 warps
   static constexpr int kTile = 32, kThreads = 512, kStages16 = 3, kStages32 = 2, kMinBlocks = 1;
+  static constexpr int kL2Hint = 0;
 };
 template <>
 struct Cfg<512, 5> {  // 4 warps, 2 stages, two work groups per SM
   static constexpr int kTile = 16, kThreads = 128, kStages16 = 2, kStages32 = 2, kMinBlocks = 2;
+  static constexpr int kL2Hint = 0;
+};
+template <>
+struct Cfg<512, 6> {  // variant 3, K/V loads with a 256-byte L2 fetch hint
+  static constexpr int kTile = 32, kThreads = 256, kStages16 = 3, kStages32 = 2, kMinBlocks = 1;
+  static constexpr int kL2Hint = 256;
+};
+template <>
+struct Cfg<512, 7> {  // variant 3, K/V loads with a 128-byte L2 fetch hint
+  static constexpr int kTile = 32, kThreads = 256, kStages16 = 3, kStages32 = 2, kMinBlocks = 1;
+  static constexpr int kL2Hint = 128;
 };
 template <>
 struct Cfg<256, 0> {  // v3's shape: 4 warps, 2 stages
   static constexpr int kTile = 32, kThreads = 128, kStages16 = 2, kStages32 = 2, kMinBlocks = 1;
+  static constexpr int kL2Hint = 0;
 };
 template <>
 struct Cfg<256, 1> {  // 8 warps, 3 tiles in flight
   static constexpr int kTile = 32, kThreads = 256, kStages16 = 4, kStages32 = 4, kMinBlocks = 1;
+  static constexpr int kL2Hint = 0;
 };
-constexpr int VariantsFor(int d) { return d == 512 ? 6 : d == 256 ? 2 : 1; }
+template <>
+struct Cfg<256, 2> {  // variant 0, K/V loads with a 256-byte L2 fetch hint
+  static constexpr int kTile = 32, kThreads = 128, kStages16 = 2, kStages32 = 2, kMinBlocks = 1;
+  static constexpr int kL2Hint = 256;
+};
+constexpr int VariantsFor(int d) { return d == 512 ? 8 : d == 256 ? 3 : 1; }
 // Defaults: {BM 16, BM 32}.
 constexpr int kDefault512[2] = {3, 3};
 constexpr int kDefault256[2] = {0, 0};
@@ -94,13 +118,13 @@ int VariantFor(int d, int bm) {
   };
   const int which = bm == 32 ? 1 : 0;
   if (d == 512) {
-    static const int v[2] = {from_env("LADDER_KERNELS_D512", 6, kDefault512, 0),
-                             from_env("LADDER_KERNELS_D512", 6, kDefault512, 1)};
+    static const int v[2] = {from_env("LADDER_KERNELS_D512", VariantsFor(512), kDefault512, 0),
+                             from_env("LADDER_KERNELS_D512", VariantsFor(512), kDefault512, 1)};
     return v[which];
   }
   if (d == 256) {
-    static const int v[2] = {from_env("LADDER_KERNELS_D256", 2, kDefault256, 0),
-                             from_env("LADDER_KERNELS_D256", 2, kDefault256, 1)};
+    static const int v[2] = {from_env("LADDER_KERNELS_D256", VariantsFor(256), kDefault256, 0),
+                             from_env("LADDER_KERNELS_D256", VariantsFor(256), kDefault256, 1)};
     return v[which];
   }
   return 0;
@@ -123,7 +147,7 @@ const KernelEntry& EntryOf() {
   using Sh = KernelShape<D, BM, TN, C::kThreads, ST>;
   static const KernelEntry e = [] {
     KernelEntry k;
-    k.fn = &UnifiedAttentionKernel<E, D, BM, TN, C::kThreads, ST, C::kMinBlocks>;
+    k.fn = &UnifiedAttentionKernel<E, D, BM, TN, C::kThreads, ST, C::kMinBlocks, C::kL2Hint>;
     k.threads = C::kThreads;
     k.stages = ST;
     k.tile = TN;
@@ -142,8 +166,11 @@ const KernelEntry& EntryOfVariant(int v) {
     if (v == 3) return EntryOf<E, D, BM, 3>();
     if (v == 4) return EntryOf<E, D, BM, 4>();
     if (v == 5) return EntryOf<E, D, BM, 5>();
+    if (v == 6) return EntryOf<E, D, BM, 6>();
+    if (v == 7) return EntryOf<E, D, BM, 7>();
   } else if constexpr (D == 256) {
     if (v == 1) return EntryOf<E, D, BM, 1>();
+    if (v == 2) return EntryOf<E, D, BM, 2>();
   }
   return EntryOf<E, D, BM, 0>();
 }
@@ -187,6 +214,18 @@ Geometry GeometryOf(const DeviceProblem& p) {
   const int group = p.shape.q_heads / p.shape.kv_heads;
   return {internal::GpuBlockM(group, p.max_query_len), internal::GpuRowsPerQBlock(group, p.max_query_len),
           internal::GpuQBlocks(group, p.max_query_len)};
+}
+
+// LADDER_KERNELS_PDL=1 launches the merge with programmatic dependent launch (sm_90 only; a
+// tuning switch while it is measured against the plain launch).
+bool MergeLaunchOverlaps() {
+  static const bool on = [] {
+    const char* v = std::getenv("LADDER_KERNELS_PDL");
+    if (v == nullptr || std::strcmp(v, "1") != 0) return false;
+    int dev = 0, major = 0;
+    return rt::GetDevice(&dev) == rt::kSuccess && rt::ComputeMajor(&major, dev) == rt::kSuccess && major >= 9;
+  }();
+  return on;
 }
 
 }  // namespace
@@ -335,12 +374,29 @@ Status Launch(const DeviceProblem& p, const LaunchPlan& plan, void* workspace, s
   if (kp.write_partial) {
     const dim3 mgrid(p.num_tokens, kp.q_heads, (p.shape.head_dim + kMergeThreads - 1) / kMergeThreads);
     const size_t msmem = 2 * sizeof(float) * static_cast<size_t>(kp.segments);
-    if (p.shape.dtype == DType::kBF16)
-      MergeSegmentsKernel<dev::Bf16><<<mgrid, kMergeThreads, msmem, st>>>(kp.seg_acc, kp.seg_max, kp.seg_sum, kp.out,
-                                                                      kp.q_heads, kp.segments, p.shape.head_dim);
-    else
-      MergeSegmentsKernel<dev::F16><<<mgrid, kMergeThreads, msmem, st>>>(kp.seg_acc, kp.seg_max, kp.seg_sum, kp.out,
-                                                                     kp.q_heads, kp.segments, p.shape.head_dim);
+    auto* merge = p.shape.dtype == DType::kBF16 ? &MergeSegmentsKernel<dev::Bf16> : &MergeSegmentsKernel<dev::F16>;
+#if !defined(LADDER_KERNELS_HIP)
+    if (MergeLaunchOverlaps()) {
+      // Programmatic dependent launch: the merge's launch overlaps the attention kernel's tail;
+      // the merge waits (griddepcontrol.wait) for it before reading the partials.
+      cudaLaunchConfig_t cfg{};
+      cfg.gridDim = mgrid;
+      cfg.blockDim = dim3(kMergeThreads);
+      cfg.dynamicSmemBytes = msmem;
+      cfg.stream = st;
+      cudaLaunchAttribute attr[1];
+      attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+      attr[0].val.programmaticStreamSerializationAllowed = 1;
+      cfg.attrs = attr;
+      cfg.numAttrs = 1;
+      LADDER_GPU_CALL(cudaLaunchKernelEx(&cfg, merge, static_cast<const float*>(kp.seg_acc),
+                                         static_cast<const float*>(kp.seg_max), static_cast<const float*>(kp.seg_sum),
+                                         kp.out, kp.q_heads, kp.segments, p.shape.head_dim));
+      return OkStatus();
+    }
+#endif
+    merge<<<mgrid, kMergeThreads, msmem, st>>>(kp.seg_acc, kp.seg_max, kp.seg_sum, kp.out, kp.q_heads, kp.segments,
+                                               p.shape.head_dim);
     LADDER_GPU_CALL(rt::GetLastError());
   }
   return OkStatus();

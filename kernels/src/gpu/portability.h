@@ -33,6 +33,8 @@ inline Error CopyD2DAsync(void* d, const void* s, size_t n) { return hipMemcpyAs
 inline Error MemsetAsync(void* d, int v, size_t n) { return hipMemsetAsync(d, v, n, 0); }
 inline Error Sync() { return hipDeviceSynchronize(); }
 inline Error DeviceCount(int* n) { return hipGetDeviceCount(n); }
+inline Error GetDevice(int* d) { return hipGetDevice(d); }
+inline Error ComputeMajor(int* major, int dev) { return hipDeviceGetAttribute(major, hipDeviceAttributeComputeCapabilityMajor, dev); }
 inline Error Props(DeviceProp* p, int dev) { return hipGetDeviceProperties(p, dev); }
 inline Error EventCreate(Event* e) { return hipEventCreate(e); }
 inline Error EventDestroy(Event e) { return hipEventDestroy(e); }
@@ -63,6 +65,8 @@ inline Error CopyD2DAsync(void* d, const void* s, size_t n) { return cudaMemcpyA
 inline Error MemsetAsync(void* d, int v, size_t n) { return cudaMemsetAsync(d, v, n, 0); }
 inline Error Sync() { return cudaDeviceSynchronize(); }
 inline Error DeviceCount(int* n) { return cudaGetDeviceCount(n); }
+inline Error GetDevice(int* d) { return cudaGetDevice(d); }
+inline Error ComputeMajor(int* major, int dev) { return cudaDeviceGetAttribute(major, cudaDevAttrComputeCapabilityMajor, dev); }
 inline Error Props(DeviceProp* p, int dev) { return cudaGetDeviceProperties(p, dev); }
 inline Error EventCreate(Event* e) { return cudaEventCreate(e); }
 inline Error EventDestroy(Event e) { return cudaEventDestroy(e); }
@@ -102,15 +106,40 @@ struct alignas(16) Vec16 {
 };
 
 // Copies 16 bytes global -> shared, or writes 16 zero bytes when !pred (then src is not read).
+// kL2Bytes (0, 128 or 256) asks L2 to fetch that many bytes around the source at once
+// (cp.async's L2 prefetch-size hint); 0 leaves it to the hardware.
+template <int kL2Bytes = 0>
 __device__ inline void CopyAsync16(void* smem, const void* gmem, bool pred) {
+  static_assert(kL2Bytes == 0 || kL2Bytes == 128 || kL2Bytes == 256, "L2 hint is 0, 128 or 256 bytes");
 #if LADDER_DEVICE_HAS_MMA
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
   const int n = pred ? 16 : 0;
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(n));
+  if constexpr (kL2Bytes == 256) {
+    asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(n));
+  } else if constexpr (kL2Bytes == 128) {
+    asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(n));
+  } else {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(n));
+  }
 #else
   Vec16 v{0, 0, 0, 0};
   if (pred) v = *static_cast<const Vec16*>(gmem);
   *static_cast<Vec16*>(smem) = v;
+#endif
+}
+// Programmatic dependent launch (sm_90): a kernel launched with programmatic stream
+// serialization may start before the kernel ahead of it in the stream has finished; it must call
+// WaitForPriorGrid before reading that kernel's output. A no-op everywhere else (and for a
+// normally launched kernel).
+__device__ inline void WaitForPriorGrid() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && !defined(LADDER_KERNELS_HIP)
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+// Lets the dependent grid be scheduled as soon as SMs free up (before this grid ends).
+__device__ inline void AllowDependentLaunch() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && !defined(LADDER_KERNELS_HIP)
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 #endif
 }
 __device__ inline void CopyAsyncCommit() {
