@@ -124,6 +124,22 @@ absl::Status Scheduler::Load() {
     if (!run.row.locate.empty()) locating.push_back(id);
   }
   for (int64_t id : locating) RETURN_IF_ERROR(LocateAllLinesLocked(id));
+  // Likewise for `precision`: a group whose last unit ended just before the stop, with no
+  // decision recorded at its session count, is decided now.
+  std::map<GroupKey, std::pair<int, bool>> groups;  // -> (done units, any open)
+  for (const auto& [id, unit] : units_) {
+    auto run = runs_.find(unit.row.run_id);
+    if (run == runs_.end() || !run->second.row.precision.contains("ratio_half_width")) continue;
+    auto& [done, open] = groups[GroupKey{unit.row.run_id, unit.row.group_key}];
+    done += unit.row.state == "done" ? 1 : 0;
+    open = open || unit.row.state == "queued" || unit.row.state == "leased";
+  }
+  for (const auto& [group, state] : groups) {
+    if (state.second) continue;
+    ASSIGN_OR_RETURN(bool decided, store_->PrecisionDecided(group.first, group.second,
+                                                            state.first));
+    if (!decided) RETURN_IF_ERROR(MaybeExtendGroupLocked(group.first, group.second));
+  }
   // A run whose units are all terminal but which was not marked done (killed in between).
   std::vector<int64_t> finished;
   for (const auto& [id, run] : runs_) {

@@ -608,6 +608,16 @@ absl::StatusOr<std::vector<Observation>> Store::ValidObservations(
   return out;
 }
 
+absl::StatusOr<bool> Store::PrecisionDecided(int64_t run_id, const std::string& group_key,
+                                             int sessions) {
+  std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(Statement stmt, db_->Prepare(
+      "SELECT 1 FROM adaptive_decisions WHERE run_id = ?1 AND option = 'precision' AND "
+      "group_key = ?2 AND sessions = ?3 LIMIT 1"));
+  stmt.Bind(1, run_id).Bind(2, group_key).Bind(3, sessions);
+  return stmt.Step();
+}
+
 absl::Status Store::RecordDecision(int64_t run_id, const std::string& group_key, int sessions,
                                    double half_width, double target, const std::string& decision,
                                    const std::string& reason, int64_t now_ms) {

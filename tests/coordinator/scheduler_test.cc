@@ -293,6 +293,36 @@ TEST(Scheduler, PrecisionStopsAsSoonAsTheIntervalIsNarrow) {
   EXPECT_EQ(h.Summary(run).state, "done");
 }
 
+TEST(Scheduler, PrecisionDecidesAfterARestartWhatTheStoppedCoordinatorDidNot) {
+  Harness h;
+  int64_t run = h.Submit(kPrecise);
+  h.AddSession("session-a", "host-a");
+  h.AddSession("session-b", "host-b");
+  auto a = h.LeaseNow("session-a");
+  auto b = h.LeaseNow("session-b");
+  ASSERT_TRUE(a && b);
+  CompleteWith(h, "session-a", *a, 100, 60);
+  // session-b's unit ends in the store, but the coordinator "dies" before deciding.
+  std::vector<db::MeasurementIn> ms;
+  for (size_t i = 0; i < b->cells.size(); ++i) {
+    ms.push_back(db::MeasurementIn{"b-" + std::to_string(i), b->attempt_id, b->cells[i].id, 0, 0,
+                                   "time_us", i == 0 ? 100 : 140, "us", 0});
+  }
+  ASSERT_TRUE(h.scheduler->Report("session-b", ms, {}).ok());
+  ASSERT_TRUE(h.store->EndAttempt(b->attempt_id, "done", "", b->unit_id, "done", 0, 1).ok());
+  EXPECT_TRUE(Decisions(h).empty());
+  h.Restart();
+  auto decisions = Decisions(h);
+  ASSERT_EQ(decisions.size(), 1u);
+  EXPECT_NE(decisions[0].find("add_session"), std::string::npos) << decisions[0];
+  EXPECT_EQ(h.Summary(run).units_queued, 1);
+  // A second restart decides nothing twice.
+  h.Restart();
+  EXPECT_EQ(Decisions(h).size(), 1u);
+  EXPECT_EQ(h.Summary(run).units_queued, 1);
+  EXPECT_EQ(h.Summary(run).state, "running");
+}
+
 TEST(Scheduler, ARejectedMatrixStoresNothing) {
   Harness h;
   auto result = h.scheduler->Submit("name: bad\nrunner: kernel\naxes:\n  depth: [1, -1]\n",

@@ -234,6 +234,10 @@ class Store {
   // Valid measurements of `metric` for the given cells.
   absl::StatusOr<std::vector<Observation>> ValidObservations(const std::vector<int64_t>& cell_ids,
                                                              const std::string& metric);
+  // Whether a `precision` decision was recorded for the group at this many sessions (a
+  // restarted coordinator decides again only where its predecessor did not get to).
+  absl::StatusOr<bool> PrecisionDecided(int64_t run_id, const std::string& group_key,
+                                        int sessions);
   absl::Status RecordDecision(int64_t run_id, const std::string& group_key, int sessions,
                               double half_width, double target, const std::string& decision,
                               const std::string& reason, int64_t now_ms);
