@@ -6,6 +6,8 @@
 # under PDL and the head-512/256 cases under each variant, then gemma4-31b-global and
 # gemma4-dense-256 at 32K, 1/2/4 rows, configurations interleaved over two rounds. Runs the
 # carried standalone ladder-kernels (.carry/ladder-kernels, -DCMAKE_CUDA_ARCHITECTURES=90-real).
+# After this run the hint variants were removed and PDL became the default (LADDER_KERNELS_PDL=0
+# turns it off); rerunning the hint variants needs the kernels of commit a3d91e2.
 set -uo pipefail
 OUT=${OUT:-h200-out}
 mkdir -p "$OUT"

@@ -81,8 +81,7 @@ struct KernelShape {
                 "softmax lane groups must fit in any warp/wave (32 or 64 lanes)");
 };
 
-// L2B: cp.async's L2 prefetch-size hint for the K/V loads (0, 128 or 256 bytes).
-template <class E, int D, int BM, int TN, int NT, int ST, int MINB, int L2B = 0>
+template <class E, int D, int BM, int TN, int NT, int ST, int MINB>
 __global__ void __launch_bounds__(NT, MINB) UnifiedAttentionKernel(KernelParams p) {
   using S = KernelShape<D, BM, TN, NT, ST>;
   extern __shared__ __align__(16) unsigned char smem[];
@@ -145,8 +144,8 @@ __global__ void __launch_bounds__(NT, MINB) UnifiedAttentionKernel(KernelParams 
         off = ((static_cast<size_t>(pages[i]) << p.block_size_shift) + (j & bs_mask)) * p.kv_heads + kvh;
         off = off * D + ld_col;
       }
-      dev::CopyAsync16<L2B>(ks + n * S::kQLd + ld_col, p.k + off, pred);
-      dev::CopyAsync16<L2B>(vs + n * S::kQLd + ld_col, p.v + off, pred);
+      dev::CopyAsync16(ks + n * S::kQLd + ld_col, p.k + off, pred);
+      dev::CopyAsync16(vs + n * S::kQLd + ld_col, p.v + off, pred);
     }
   };
 

@@ -45,64 +45,40 @@ __global__ void FillKernel(uint16_t* dst, size_t n, uint64_t seed, float scale) 
 template <int D, int V>
 struct Cfg {  // head 64 / 128
   static constexpr int kTile = 64, kThreads = 128, kStages16 = 2, kStages32 = 2, kMinBlocks = 1;
-  static constexpr int kL2Hint = 0;  // cp.async L2 prefetch-size hint of the K/V loads (bytes)
 };
 template <>
 struct Cfg<512, 0> {  // 16 warps, 4 tiles in flight, one work group per SM
   static constexpr int kTile = 16, kThreads = 512, kStages16 = 5, kStages32 = 5, kMinBlocks = 1;
-  static constexpr int kL2Hint = 0;
 };
 template <>
 struct Cfg<512, 1> {  // v3's shape: 8 warps, 2 stages, two work groups per SM
   static constexpr int kTile = 16, kThreads = 256, kStages16 = 2, kStages32 = 2, kMinBlocks = 2;
-  static constexpr int kL2Hint = 0;
 };
 template <>
 struct Cfg<512, 2> {  // 8 warps, 4 tiles in flight, one work group per SM
   static constexpr int kTile = 16, kThreads = 256, kStages16 = 5, kStages32 = 5, kMinBlocks = 1;
-  static constexpr int kL2Hint = 0;
 };
 template <>
 struct Cfg<512, 3> {  // 32-key tiles (half the barriers per byte), 8 warps
   static constexpr int kTile = 32, kThreads = 256, kStages16 = 3, kStages32 = 2, kMinBlocks = 1;
-  static constexpr int kL2Hint = 0;
 };
 template <>
 struct Cfg<512, 4> {  // 32-key tiles, 16 warps
   static constexpr int kTile = 32, kThreads = 512, kStages16 = 3, kStages32 = 2, kMinBlocks = 1;
-  static constexpr int kL2Hint = 0;
 };
 template <>
 struct Cfg<512, 5> {  // 4 warps, 2 stages, two work groups per SM
   static constexpr int kTile = 16, kThreads = 128, kStages16 = 2, kStages32 = 2, kMinBlocks = 2;
-  static constexpr int kL2Hint = 0;
-};
-template <>
-struct Cfg<512, 6> {  // variant 3, K/V loads with a 256-byte L2 fetch hint
-  static constexpr int kTile = 32, kThreads = 256, kStages16 = 3, kStages32 = 2, kMinBlocks = 1;
-  static constexpr int kL2Hint = 256;
-};
-template <>
-struct Cfg<512, 7> {  // variant 3, K/V loads with a 128-byte L2 fetch hint
-  static constexpr int kTile = 32, kThreads = 256, kStages16 = 3, kStages32 = 2, kMinBlocks = 1;
-  static constexpr int kL2Hint = 128;
 };
 template <>
 struct Cfg<256, 0> {  // v3's shape: 4 warps, 2 stages
   static constexpr int kTile = 32, kThreads = 128, kStages16 = 2, kStages32 = 2, kMinBlocks = 1;
-  static constexpr int kL2Hint = 0;
 };
 template <>
 struct Cfg<256, 1> {  // 8 warps, 3 tiles in flight
   static constexpr int kTile = 32, kThreads = 256, kStages16 = 4, kStages32 = 4, kMinBlocks = 1;
-  static constexpr int kL2Hint = 0;
 };
-template <>
-struct Cfg<256, 2> {  // variant 0, K/V loads with a 256-byte L2 fetch hint
-  static constexpr int kTile = 32, kThreads = 128, kStages16 = 2, kStages32 = 2, kMinBlocks = 1;
-  static constexpr int kL2Hint = 256;
-};
-constexpr int VariantsFor(int d) { return d == 512 ? 8 : d == 256 ? 3 : 1; }
+constexpr int VariantsFor(int d) { return d == 512 ? 6 : d == 256 ? 2 : 1; }
 // Defaults: {BM 16, BM 32}.
 constexpr int kDefault512[2] = {3, 3};
 constexpr int kDefault256[2] = {0, 0};
@@ -147,7 +123,7 @@ const KernelEntry& EntryOf() {
   using Sh = KernelShape<D, BM, TN, C::kThreads, ST>;
   static const KernelEntry e = [] {
     KernelEntry k;
-    k.fn = &UnifiedAttentionKernel<E, D, BM, TN, C::kThreads, ST, C::kMinBlocks, C::kL2Hint>;
+    k.fn = &UnifiedAttentionKernel<E, D, BM, TN, C::kThreads, ST, C::kMinBlocks>;
     k.threads = C::kThreads;
     k.stages = ST;
     k.tile = TN;
@@ -166,11 +142,8 @@ const KernelEntry& EntryOfVariant(int v) {
     if (v == 3) return EntryOf<E, D, BM, 3>();
     if (v == 4) return EntryOf<E, D, BM, 4>();
     if (v == 5) return EntryOf<E, D, BM, 5>();
-    if (v == 6) return EntryOf<E, D, BM, 6>();
-    if (v == 7) return EntryOf<E, D, BM, 7>();
   } else if constexpr (D == 256) {
     if (v == 1) return EntryOf<E, D, BM, 1>();
-    if (v == 2) return EntryOf<E, D, BM, 2>();
   }
   return EntryOf<E, D, BM, 0>();
 }
@@ -216,17 +189,20 @@ Geometry GeometryOf(const DeviceProblem& p) {
           internal::GpuQBlocks(group, p.max_query_len)};
 }
 
-// LADDER_KERNELS_PDL=1 launches the merge with programmatic dependent launch (sm_90 only; a
-// tuning switch while it is measured against the plain launch).
+#if !defined(LADDER_KERNELS_HIP)
+// The merge is launched with programmatic dependent launch on sm_90 and newer: its launch
+// overlaps the attention kernel's tail (H200, 32K: 1-3 us, 1-1.7 %, of a 3D call; see
+// docs/kernels.md). LADDER_KERNELS_PDL=0 launches it plainly (for A/B runs).
 bool MergeLaunchOverlaps() {
   static const bool on = [] {
     const char* v = std::getenv("LADDER_KERNELS_PDL");
-    if (v == nullptr || std::strcmp(v, "1") != 0) return false;
+    if (v != nullptr && std::strcmp(v, "0") == 0) return false;
     int dev = 0, major = 0;
     return rt::GetDevice(&dev) == rt::kSuccess && rt::ComputeMajor(&major, dev) == rt::kSuccess && major >= 9;
   }();
   return on;
 }
+#endif
 
 }  // namespace
 

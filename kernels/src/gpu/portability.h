@@ -106,21 +106,11 @@ struct alignas(16) Vec16 {
 };
 
 // Copies 16 bytes global -> shared, or writes 16 zero bytes when !pred (then src is not read).
-// kL2Bytes (0, 128 or 256) asks L2 to fetch that many bytes around the source at once
-// (cp.async's L2 prefetch-size hint); 0 leaves it to the hardware.
-template <int kL2Bytes = 0>
 __device__ inline void CopyAsync16(void* smem, const void* gmem, bool pred) {
-  static_assert(kL2Bytes == 0 || kL2Bytes == 128 || kL2Bytes == 256, "L2 hint is 0, 128 or 256 bytes");
 #if LADDER_DEVICE_HAS_MMA
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
   const int n = pred ? 16 : 0;
-  if constexpr (kL2Bytes == 256) {
-    asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(n));
-  } else if constexpr (kL2Bytes == 128) {
-    asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(n));
-  } else {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(n));
-  }
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(n));
 #else
   Vec16 v{0, 0, 0, 0};
   if (pred) v = *static_cast<const Vec16*>(gmem);
