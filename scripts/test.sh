@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Quick start, part 2: install what is missing, build everything, run the whole test suite.
-# .ci/run calls this. GPU tests (label `gpu`) skip themselves where no GPU is present.
+# Quick start, part 2: install what is missing, build everything, run the whole test suite,
+# then the sanitizer subset (AddressSanitizer+UBSan and ThreadSanitizer builds of the in-process
+# test programs; scripts/sanitize.sh). .ci/run calls this. GPU tests (label `gpu`) skip
+# themselves where no GPU is present. LADDER_SANITIZE=0 skips the sanitizer builds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup-debian.sh
@@ -8,3 +10,6 @@ preset=${LADDER_PRESET:-default}
 cmake --preset "$preset" >/dev/null
 cmake --build --preset "$preset"
 ctest --preset "$preset" "$@"
+if [[ "${LADDER_SANITIZE:-1}" != 0 ]]; then
+  SUBSET=ci bash scripts/sanitize.sh asan tsan
+fi
