@@ -95,11 +95,11 @@ void AddKernelsCommand(CLI::App& app) {
       }
       const size_t total = options.Points().size();
       size_t done = 0;
-      if (!flags->json) std::cout << kernels::FormatTableHeader() << std::flush;
+      if (!flags->json) std::cout << kernels::FormatTableHeader() << "\n" << std::flush;
       auto results = kernels::RunSweep(options, [&](const kernels::BenchResult& r) {
         ++done;
         if (!flags->json) {
-          std::cout << kernels::FormatTableRow(r) << std::flush;
+          std::cout << kernels::FormatTableRow(r) << "\n" << std::flush;
         } else {
           std::cerr << "\r" << done << "/" << total << " points" << std::flush;
         }

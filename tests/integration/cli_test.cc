@@ -1,6 +1,10 @@
 // The CLI as a user meets it: exit codes, messages, the built-in demo.
 #include <gtest/gtest.h>
 
+#include <sstream>
+#include <string>
+#include <vector>
+
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -85,6 +89,20 @@ TEST(Cli, HelpTeaches) {
                               "watch", "cancel", "sessions", "query", "export", "kernels"}) {
     EXPECT_NE(result.out.find(command), std::string::npos) << command;
   }
+}
+
+TEST(Cli, KernelsBenchPrintsOneLinePerPoint) {
+  auto result = RunCommand({LadderBinary(), "kernels", "bench", "--backend", "cpu", "--depths",
+                            "256", "--rows", "1,2", "--policy", "2d,3d", "--warmup", "1",
+                            "--repeats", "2"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  std::vector<std::string> lines;
+  std::istringstream in(result.out);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("cpu ", 0) == 0) lines.push_back(line);
+  }
+  EXPECT_EQ(lines.size(), 4u) << result.out;  // 2 row counts x 2 policies, a line each
+  for (const auto& line : lines) EXPECT_NE(line.find("tiny"), std::string::npos) << line;
 }
 
 }  // namespace
