@@ -12,6 +12,9 @@ namespace {
 // A dispatcher pass also runs this often with no signal, to answer calls whose wait is over.
 constexpr auto kMaxDispatchSleep = std::chrono::milliseconds(100);
 
+// Leases per store transaction.
+constexpr size_t kMaxLeaseBatch = 256;
+
 // Records per transaction: large enough to amortise the commit, small enough that one batch
 // does not hold the store for long.
 constexpr size_t kMaxBatchRecords = 20000;
@@ -50,92 +53,104 @@ void LeaseCall::OnCancel() {
 
 void LeaseCall::OnDone() { self_.reset(); }
 
-LeaseDispatcher::LeaseDispatcher(
-    Scheduler* scheduler,
-    std::function<grpc::Status(const absl::StatusOr<std::optional<Lease>>&, v1::LeaseResponse*,
-                               const std::string&)>
-        answer)
-    : scheduler_(scheduler), answer_(std::move(answer)) {
+LeaseDispatcher::LeaseDispatcher(Scheduler* scheduler, Answer answer)
+    : scheduler_(scheduler),
+      answer_(std::move(answer)),
+      next_deadline_(std::chrono::steady_clock::now() + kMaxDispatchSleep) {
+  scheduler_->SetWorkListener([this] { Poke(); });
   thread_ = std::thread([this] { Loop(); });
 }
 
-void LeaseDispatcher::Wait(std::shared_ptr<LeaseCall> call, uint64_t seen) {
+void LeaseDispatcher::Add(std::shared_ptr<LeaseCall> call) {
   {
     std::lock_guard lock(mu_);
-    if (stopping_) {
-      call->Complete(grpc::Status(grpc::StatusCode::UNAVAILABLE, "coordinator is shutting down"));
+    if (!stopping_) {
+      incoming_.push_back(std::move(call));
+      cv_.notify_one();
       return;
     }
-    // Put back before it is visible to the dispatcher, which skips calls it cannot acquire.
-    call->PutBack();
-    waiting_.push_back(std::move(call));
   }
-  // Work that arrived between the caller's attempt and now was signalled before this call was
-  // in the list: make the dispatcher look again.
-  if (scheduler_->work_generation() != seen) scheduler_->WakeAll();
+  call->Complete(grpc::Status(grpc::StatusCode::UNAVAILABLE, "coordinator is shutting down"));
 }
 
-bool LeaseDispatcher::Serve(LeaseCall& call, std::chrono::steady_clock::time_point now) {
-  auto lease = scheduler_->TryLease(call.session_id());
-  if (!lease.ok() || lease->has_value() || now >= call.deadline()) {
-    call.Complete(answer_(lease, call.response(), call.session_id()));
-    return true;
+void LeaseDispatcher::Poke() {
+  std::lock_guard lock(mu_);
+  work_signalled_ = true;
+  cv_.notify_one();
+}
+
+std::vector<std::shared_ptr<LeaseCall>> LeaseDispatcher::Serve(
+    std::vector<std::shared_ptr<LeaseCall>> calls) {
+  std::vector<std::shared_ptr<LeaseCall>> still;
+  for (size_t begin = 0; begin < calls.size(); begin += kMaxLeaseBatch) {
+    const size_t end = std::min(calls.size(), begin + kMaxLeaseBatch);
+    std::vector<std::string> sessions;
+    for (size_t i = begin; i < end; ++i) sessions.push_back(calls[i]->session_id());
+    auto leases = scheduler_->TryLeaseBatch(sessions);
+    const auto now = std::chrono::steady_clock::now();
+    for (size_t i = begin; i < end; ++i) {
+      LeaseCall& call = *calls[i];
+      const auto& lease = leases[i - begin];
+      if (!lease.ok() || lease->has_value() || now >= call.deadline()) {
+        call.Complete(answer_(lease, call.response(), call.session_id()));
+      } else {
+        still.push_back(std::move(calls[i]));
+      }
+    }
   }
-  return false;
+  return still;
 }
 
 void LeaseDispatcher::Loop() {
   while (true) {
-    std::vector<std::shared_ptr<LeaseCall>> calls;
+    std::vector<std::shared_ptr<LeaseCall>> calls, waited;
     {
-      std::lock_guard lock(mu_);
+      std::unique_lock lock(mu_);
+      cv_.wait_until(lock, next_deadline_,
+                     [&] { return stopping_ || !incoming_.empty() || work_signalled_; });
       if (stopping_) return;
-      calls.swap(waiting_);
+      calls.swap(incoming_);
+      // The calls already waiting are tried again only when work may have come or a deadline
+      // is due: a new call does not cost a pass over a thousand idle ones.
+      const auto now = std::chrono::steady_clock::now();
+      if (work_signalled_ || now >= next_deadline_) {
+        work_signalled_ = false;
+        waited.swap(waiting_);
+        next_deadline_ = now + kMaxDispatchSleep;
+      }
     }
-    // Read before the pass: a signal during it makes the wait below return at once.
-    const uint64_t seen = scheduler_->work_generation();
-    const auto now = std::chrono::steady_clock::now();
-    auto next = now + kMaxDispatchSleep;
-    std::vector<std::shared_ptr<LeaseCall>> still;
-    for (auto& call : calls) {
-      if (!call->TryAcquire()) continue;  // cancelled meanwhile
-      if (Serve(*call, now)) continue;
-      next = std::min(next, call->deadline());
-      still.push_back(std::move(call));
+    for (auto& call : waited) {
+      if (call->TryAcquire()) calls.push_back(std::move(call));  // else: cancelled meanwhile
     }
-    {
-      std::lock_guard lock(mu_);
-      for (auto& call : still) call->PutBack();
-      // Calls added during the pass go after the older ones.
-      waiting_.insert(waiting_.begin(), std::make_move_iterator(still.begin()),
-                      std::make_move_iterator(still.end()));
+    std::vector<std::shared_ptr<LeaseCall>> still = Serve(std::move(calls));
+    std::lock_guard lock(mu_);
+    for (auto& call : still) {
+      next_deadline_ = std::min(next_deadline_, call->deadline());
+      // Back before it is visible to the next pass, which skips calls it cannot acquire.
+      call->PutBack();
+      waiting_.push_back(std::move(call));
     }
-    scheduler_->WaitForWork(seen, next);
   }
 }
 
 void LeaseDispatcher::Stop() {
-  std::vector<std::shared_ptr<LeaseCall>> calls;
   {
     std::lock_guard lock(mu_);
     stopping_ = true;
+    cv_.notify_one();
   }
-  scheduler_->WakeAll();
   if (thread_.joinable()) thread_.join();
+  std::vector<std::shared_ptr<LeaseCall>> incoming, waiting;
   {
     std::lock_guard lock(mu_);
-    calls.swap(waiting_);
+    incoming.swap(incoming_);
+    waiting.swap(waiting_);
   }
-  for (auto& call : calls) {
-    if (call->TryAcquire()) {
-      call->Complete(grpc::Status(grpc::StatusCode::UNAVAILABLE, "coordinator is shutting down"));
-    }
+  const grpc::Status unavailable(grpc::StatusCode::UNAVAILABLE, "coordinator is shutting down");
+  for (auto& call : incoming) call->Complete(unavailable);
+  for (auto& call : waiting) {
+    if (call->TryAcquire()) call->Complete(unavailable);
   }
-}
-
-size_t LeaseDispatcher::waiting() const {
-  std::lock_guard lock(mu_);
-  return waiting_.size();
 }
 
 ReportIngestor::ReportIngestor(Scheduler* scheduler, size_t max_queued_records,

@@ -67,31 +67,34 @@ class LeaseCall final : public grpc::ServerUnaryReactor {
 
 class LeaseDispatcher {
  public:
-  // `fill` writes a granted lease into the response.
-  LeaseDispatcher(Scheduler* scheduler,
-                  std::function<grpc::Status(const absl::StatusOr<std::optional<Lease>>&,
-                                             v1::LeaseResponse*, const std::string&)>
-                      answer);
+  using Answer = std::function<grpc::Status(const absl::StatusOr<std::optional<Lease>>&,
+                                            v1::LeaseResponse*, const std::string&)>;
+  // `answer` turns a lease outcome into the call's status and response. Registers itself as the
+  // scheduler's work listener.
+  LeaseDispatcher(Scheduler* scheduler, Answer answer);
   ~LeaseDispatcher() { Stop(); }
 
-  // Serves the call now if work is there; otherwise it waits (the call must be kBusy, owned by
-  // the caller). `seen` is the work generation read before the caller's own attempt.
-  void Wait(std::shared_ptr<LeaseCall> call, uint64_t seen);
-  // Answers every waiting call "unavailable" and joins the thread. Idempotent.
+  // Takes a new call (kBusy, owned by the caller until now): it is tried at once, with the other
+  // calls that arrived meanwhile, in one batch; then it waits for work or for its deadline.
+  void Add(std::shared_ptr<LeaseCall> call);
+  // Answers every call "unavailable" and joins the thread. Idempotent.
   void Stop();
-  size_t waiting() const;
 
  private:
   void Loop();
-  // Tries the call once (it must be kBusy); true when it was finished.
-  bool Serve(LeaseCall& call, std::chrono::steady_clock::time_point now);
+  // Work may be available (the scheduler's listener).
+  void Poke();
+  // Tries every call (each kBusy) in batches; returns those still waiting (kBusy).
+  std::vector<std::shared_ptr<LeaseCall>> Serve(std::vector<std::shared_ptr<LeaseCall>> calls);
 
   Scheduler* const scheduler_;
-  const std::function<grpc::Status(const absl::StatusOr<std::optional<Lease>>&,
-                                   v1::LeaseResponse*, const std::string&)>
-      answer_;
-  mutable std::mutex mu_;
-  std::vector<std::shared_ptr<LeaseCall>> waiting_;  // oldest first
+  const Answer answer_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::shared_ptr<LeaseCall>> incoming_;  // new calls, kBusy
+  std::vector<std::shared_ptr<LeaseCall>> waiting_;   // tried, kWaiting
+  std::chrono::steady_clock::time_point next_deadline_;  // earliest deadline in waiting_
+  bool work_signalled_ = false;
   bool stopping_ = false;
   std::thread thread_;
 };

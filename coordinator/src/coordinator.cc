@@ -177,17 +177,14 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
     if (client_left.count() > 0 && client_left.count() < wait + 1000) {
       wait = std::max<int>(0, static_cast<int>(client_left.count()) - 1000);
     }
+    // The dispatcher thread tries it (with the others that came meanwhile, one transaction for
+    // all) and keeps it waiting if there is no work: no gRPC thread blocks on the scheduler.
     auto call = LeaseCall::Create(request->session_id(), response,
                                   std::chrono::steady_clock::now() +
                                       std::chrono::milliseconds(wait));
-    const uint64_t seen = scheduler_->work_generation();
-    auto lease = scheduler_->TryLease(request->session_id());
-    if (!lease.ok() || lease->has_value() || wait == 0) {
-      call->Complete(AnswerLease(lease, response, request->session_id()));
-    } else {
-      dispatcher_.Wait(call, seen);
-    }
-    return call.get();
+    LeaseCall* raw = call.get();
+    dispatcher_.Add(std::move(call));
+    return raw;
   }
 
   grpc::ServerUnaryReactor* Heartbeat(grpc::CallbackServerContext* context,

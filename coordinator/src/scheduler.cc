@@ -249,23 +249,23 @@ bool Scheduler::Matches(const RunState& run, const SessionState& session) const 
 }
 
 absl::StatusOr<std::optional<Lease>> Scheduler::TryLeaseLocked(const std::string& session_id) {
-  auto session_it = sessions_.find(session_id);
-  if (session_it == sessions_.end()) {
-    return absl::NotFoundError(absl::StrCat("unknown session ", session_id, "; register first"));
-  }
-  const SessionState& session = session_it->second;
+  return std::move(LeaseBatchLocked({session_id})[0]);
+}
+
+int64_t Scheduler::ChooseUnitLocked(const std::string& session_id,
+                                    const std::set<int64_t>& taken) const {
+  const SessionState& session = sessions_.at(session_id);
   // Runs the session can take, in creation order: Matches is a property of (run, session), so
   // it is evaluated once per run here, not once per queued unit.
-  std::vector<RunState*> eligible;
-  for (auto& [run_id, run] : runs_) {
+  std::vector<const RunState*> eligible;
+  for (const auto& [run_id, run] : runs_) {
     if (!run.queued.empty() && Matches(run, session)) eligible.push_back(&run);
   }
   // Two passes: first a unit whose group has not run on this host, then any eligible unit.
-  int64_t chosen = 0;
-  RunState* chosen_run = nullptr;
-  for (int pass = 0; pass < 2 && chosen == 0; ++pass) {
-    for (RunState* run : eligible) {
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const RunState* run : eligible) {
       for (int64_t unit_id : run->queued) {
+        if (taken.count(unit_id)) continue;
         const UnitState& unit = units_.at(unit_id);
         const GroupKey group{unit.row.run_id, unit.row.group_key};
         if (auto g = group_sessions_.find(group);
@@ -278,38 +278,87 @@ absl::StatusOr<std::optional<Lease>> Scheduler::TryLeaseLocked(const std::string
             continue;
           }
         }
-        chosen = unit_id;
-        chosen_run = run;
-        break;
+        return unit_id;
       }
-      if (chosen != 0) break;
     }
   }
-  if (chosen == 0) return std::optional<Lease>();
+  return 0;
+}
 
-  UnitState& unit = units_.at(chosen);
-  const RunState& run = *chosen_run;
+std::vector<absl::StatusOr<std::optional<Lease>>> Scheduler::LeaseBatchLocked(
+    const std::vector<std::string>& session_ids) {
+  std::vector<absl::StatusOr<std::optional<Lease>>> results(session_ids.size());
+  // Choose a unit for each session, then write every lease in one transaction, then update
+  // memory: nothing changes in memory unless the store took it.
+  std::set<int64_t> taken;
+  std::set<std::string> served;
+  std::vector<std::pair<int64_t, std::string>> chosen;
+  std::vector<size_t> chosen_index;
+  for (size_t i = 0; i < session_ids.size(); ++i) {
+    const std::string& session_id = session_ids[i];
+    if (!sessions_.count(session_id)) {
+      results[i] =
+          absl::NotFoundError(absl::StrCat("unknown session ", session_id, "; register first"));
+      continue;
+    }
+    results[i] = std::optional<Lease>();
+    // One lease per session per batch: a second one would skip the group rule for it.
+    if (!served.insert(session_id).second) continue;
+    if (const int64_t unit_id = ChooseUnitLocked(session_id, taken); unit_id != 0) {
+      taken.insert(unit_id);
+      chosen.emplace_back(unit_id, session_id);
+      chosen_index.push_back(i);
+    }
+  }
+  if (chosen.empty()) return results;
   const int64_t now = clock_->NowMs();
-  ASSIGN_OR_RETURN(int64_t attempt_id, store_->LeaseUnit(chosen, session_id, now));
-  ASSIGN_OR_RETURN(std::vector<db::CellRow> cells, store_->LoadCells(unit.row.cell_ids));
-  chosen_run->queued.erase(chosen);
-  unit.row.state = "leased";
-  const GroupKey group{unit.row.run_id, unit.row.group_key};
-  group_sessions_[group].insert(session_id);
-  group_hosts_[group].insert(session.row.machine_id);
-  AddLiveLocked(attempt_id, LiveAttempt{chosen, session_id, now + options_.lease_ms});
+  auto attempt_ids = store_->LeaseUnits(chosen, now);
+  if (!attempt_ids.ok()) {
+    for (size_t i : chosen_index) results[i] = attempt_ids.status();
+    return results;
+  }
+  for (size_t k = 0; k < chosen.size(); ++k) {
+    const auto& [unit_id, session_id] = chosen[k];
+    UnitState& unit = units_.at(unit_id);
+    RunState& run = runs_.at(unit.row.run_id);
+    auto cells = store_->LoadCells(unit.row.cell_ids);
+    const int64_t attempt_id = (*attempt_ids)[k];
+    run.queued.erase(unit_id);
+    unit.row.state = "leased";
+    const GroupKey group{unit.row.run_id, unit.row.group_key};
+    group_sessions_[group].insert(session_id);
+    group_hosts_[group].insert(sessions_.at(session_id).row.machine_id);
+    AddLiveLocked(attempt_id, LiveAttempt{unit_id, session_id, now + options_.lease_ms});
+    if (!cells.ok()) {
+      // The lease is stored and live; without its cells the agent cannot run it, so it expires
+      // and is re-queued like any lost lease.
+      results[chosen_index[k]] = cells.status();
+      continue;
+    }
+    Lease lease;
+    lease.attempt_id = attempt_id;
+    lease.unit_id = unit_id;
+    lease.run_id = unit.row.run_id;
+    lease.runner = run.row.runner;
+    lease.cells = std::move(*cells);
+    lease.processes = run.row.processes;
+    lease.rounds = run.row.rounds;
+    lease.seed = unit.row.seed;
+    lease.lease_ms = options_.lease_ms;
+    results[chosen_index[k]] = std::optional<Lease>(std::move(lease));
+  }
+  return results;
+}
 
-  Lease lease;
-  lease.attempt_id = attempt_id;
-  lease.unit_id = chosen;
-  lease.run_id = unit.row.run_id;
-  lease.runner = run.row.runner;
-  lease.cells = std::move(cells);
-  lease.processes = run.row.processes;
-  lease.rounds = run.row.rounds;
-  lease.seed = unit.row.seed;
-  lease.lease_ms = options_.lease_ms;
-  return std::optional<Lease>(std::move(lease));
+std::vector<absl::StatusOr<std::optional<Lease>>> Scheduler::TryLeaseBatch(
+    const std::vector<std::string>& session_ids) {
+  std::lock_guard lock(mu_);
+  if (shutdown_) {
+    return std::vector<absl::StatusOr<std::optional<Lease>>>(
+        session_ids.size(), absl::UnavailableError("coordinator is shutting down"));
+  }
+  for (const auto& id : session_ids) TouchLocked(id);
+  return LeaseBatchLocked(session_ids);
 }
 
 absl::StatusOr<std::optional<Lease>> Scheduler::LeaseFor(const std::string& session_id,

@@ -359,8 +359,29 @@ absl::Status Store::SetSessionState(const std::string& session_id, const std::st
 absl::StatusOr<int64_t> Store::LeaseUnit(int64_t unit_id, const std::string& session_id,
                                          int64_t now_ms) {
   std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(*db_));
+  ASSIGN_OR_RETURN(int64_t attempt_id, LeaseUnitLocked(unit_id, session_id, now_ms));
+  RETURN_IF_ERROR(tx.Commit());
+  return attempt_id;
+}
+
+absl::StatusOr<std::vector<int64_t>> Store::LeaseUnits(
+    const std::vector<std::pair<int64_t, std::string>>& leases, int64_t now_ms) {
+  std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(*db_));
+  std::vector<int64_t> attempt_ids;
+  attempt_ids.reserve(leases.size());
+  for (const auto& [unit_id, session_id] : leases) {
+    ASSIGN_OR_RETURN(int64_t attempt_id, LeaseUnitLocked(unit_id, session_id, now_ms));
+    attempt_ids.push_back(attempt_id);
+  }
+  RETURN_IF_ERROR(tx.Commit());
+  return attempt_ids;
+}
+
+absl::StatusOr<int64_t> Store::LeaseUnitLocked(int64_t unit_id, const std::string& session_id,
+                                               int64_t now_ms) {
   Database& db = *db_;
-  ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(db));
   ASSIGN_OR_RETURN(Statement* unit, db.Cached(
       "UPDATE units SET state = 'leased' WHERE id = ?1 AND state = 'queued'"));
   RETURN_IF_ERROR(unit->Bind(1, unit_id).Run());
@@ -375,7 +396,6 @@ absl::StatusOr<int64_t> Store::LeaseUnit(int64_t unit_id, const std::string& ses
       "UPDATE runs SET state = 'running', started_at = ?2 "
       "WHERE id = (SELECT run_id FROM units WHERE id = ?1) AND state = 'queued'"));
   RETURN_IF_ERROR(run->Bind(1, unit_id).Bind(2, now_ms).Run());
-  RETURN_IF_ERROR(tx.Commit());
   return attempt_id;
 }
 

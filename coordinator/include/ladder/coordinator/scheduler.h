@@ -19,6 +19,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -106,6 +107,15 @@ class Scheduler {
   // deadline) and returns it. Reading the generation before a pass over the waiting sessions
   // means no change made during the pass is missed.
   absl::StatusOr<std::optional<Lease>> TryLease(const std::string& session_id);
+  // TryLease for several sessions at once, all leases written in one transaction (the
+  // dispatcher's group commit). One result per session, in order.
+  std::vector<absl::StatusOr<std::optional<Lease>>> TryLeaseBatch(
+      const std::vector<std::string>& session_ids);
+  // Called (without locks held by the caller's thread beyond the scheduler's own) whenever
+  // work_generation() changes; the lease dispatcher wakes on it. Set once, before serving.
+  void SetWorkListener(std::function<void()> listener) {
+    work_available_.SetListener(std::move(listener));
+  }
   uint64_t work_generation() const { return work_available_.generation(); }
   uint64_t WaitForWork(uint64_t seen, std::chrono::steady_clock::time_point deadline) {
     return work_available_.WaitUntil(seen, deadline);
@@ -173,6 +183,11 @@ class Scheduler {
   bool Matches(const RunState& run, const SessionState& session) const;
   absl::StatusOr<std::optional<Lease>> TryLeaseLocked(const std::string& session_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A queued unit the session may take (not in `taken`), or 0.
+  int64_t ChooseUnitLocked(const std::string& session_id, const std::set<int64_t>& taken) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::vector<absl::StatusOr<std::optional<Lease>>> LeaseBatchLocked(
+      const std::vector<std::string>& session_ids) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Ends a live attempt that did not succeed; re-queues or fails its unit.
   absl::Status EndUnsuccessfulLocked(int64_t attempt_id, const std::string& attempt_state,
                                      const std::string& reason, bool counts_as_failure)
@@ -219,11 +234,18 @@ class Scheduler {
   class WorkSignal {
    public:
     void notify_all() {
+      std::function<void()> listener;
       {
         std::lock_guard lock(mu_);
         ++generation_;
+        listener = listener_;
       }
       cv_.notify_all();
+      if (listener) listener();
+    }
+    void SetListener(std::function<void()> listener) {
+      std::lock_guard lock(mu_);
+      listener_ = std::move(listener);
     }
     uint64_t generation() const {
       std::lock_guard lock(mu_);
@@ -239,6 +261,7 @@ class Scheduler {
     mutable std::mutex mu_;
     std::condition_variable cv_;
     uint64_t generation_ = 0;
+    std::function<void()> listener_;
   };
 
   mutable std::mutex mu_;

@@ -194,6 +194,10 @@ class Store {
   // Creates an attempt, marks the unit leased and the run running. Returns the attempt id.
   absl::StatusOr<int64_t> LeaseUnit(int64_t unit_id, const std::string& session_id,
                                     int64_t now_ms);
+  // Group commit of leases: each (unit, session) as LeaseUnit, all in one transaction, all or
+  // nothing. The attempt ids, in order.
+  absl::StatusOr<std::vector<int64_t>> LeaseUnits(
+      const std::vector<std::pair<int64_t, std::string>>& leases, int64_t now_ms);
 
   // Ends a live attempt: `attempt_state` in {done, failed, expired, cancelled}. The unit moves
   // to `unit_state` with `unit_attempts` failed attempts; `unit_reason` is kept when it failed.
@@ -272,6 +276,8 @@ class Store {
 
  private:
   Store(std::unique_ptr<Database> db, std::string path);
+  absl::StatusOr<int64_t> LeaseUnitLocked(int64_t unit_id, const std::string& session_id,
+                                          int64_t now_ms) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status EndAttemptLocked(int64_t attempt_id, const std::string& attempt_state,
                                 const std::string& reason, int64_t unit_id,
                                 const std::string& unit_state, int unit_attempts, int64_t now_ms)
