@@ -17,6 +17,8 @@
 namespace ladder::testing {
 namespace {
 
+using analysis::AnalysisOptions;
+using analysis::MeasureLevelCosts;
 using analysis::AnalyzeRun;
 using analysis::Comparison;
 using analysis::RunAnalysis;
@@ -205,6 +207,38 @@ TEST_F(AnalysisTest, VarianceByLevelSharesSumToOneAndCellIntervalsUseSessions) {
   EXPECT_GT(a->levels.median_share[stats::kSession], 0.5);
   ASSERT_TRUE(a->levels.sessions_for_2pct.has_value());
   EXPECT_GE(a->levels.sessions_for_2pct->sessions, a->levels.sessions_for_5pct->sessions);
+}
+
+TEST_F(AnalysisTest, LevelCostsAreMeasuredFromTimeStampsAndPlanTheRepeats) {
+  SyntheticOptions options;
+  options.value = [](const CellAxes& a, int s, int p, int r) { return LadderValue(a, s, p, r, 0); };
+  options.timing = SyntheticOptions::Timing{45000, 3000, 800};
+  const int64_t run = BuildSyntheticRun(*store_, kLadderYaml, options);
+  auto db = Reader();
+  auto costs = MeasureLevelCosts(*db, run);
+  ASSERT_TRUE(costs.ok()) << costs.status();
+  EXPECT_NEAR(costs->round, 0.8, 1e-9);
+  EXPECT_NEAR(costs->process, 3.0, 1e-9);
+  EXPECT_NEAR(costs->session, 45.0, 0.05);  // registrations a few ms apart in the fixture
+
+  auto measured = AnalyzeRun(*db, run);
+  ASSERT_TRUE(measured.ok()) << measured.status();
+  ASSERT_TRUE(measured->levels.costs.has_value());
+  EXPECT_EQ(measured->levels.costs_source, "measured");
+  EXPECT_TRUE(measured->levels.optimal.has_value());
+
+  AnalysisOptions given;
+  given.costs = stats::LevelCosts{1.0, 0.0, 600.0};
+  auto with_given = AnalyzeRun(*db, run, given);
+  ASSERT_TRUE(with_given.ok()) << with_given.status();
+  EXPECT_EQ(with_given->levels.costs_source, "given");
+  EXPECT_DOUBLE_EQ(with_given->levels.costs->session, 600.0);
+}
+
+TEST_F(AnalysisTest, LevelCostsNeedTwoRoundsOfOneProcess) {
+  auto db = Reader();
+  const int64_t run = BuildLadder();  // every measurement stamped at one instant
+  EXPECT_FALSE(MeasureLevelCosts(*db, run).ok());
 }
 
 TEST_F(AnalysisTest, FlagsThrottledClocksAndEvidenceNextToTheAffectedCells) {

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <optional>
 #include <map>
 #include <string>
 #include <vector>
@@ -36,6 +37,12 @@ struct SyntheticOptions {
   std::function<std::vector<std::pair<std::string, std::string>>(const CellAxes&)> evidence;
   // Units whose group key equals this fail instead of completing (replicate 0 only).
   std::string fail_group;
+  // When set, measurement times follow a known schedule from the session's registration: the
+  // set-up, then per process a start and its rounds (all milliseconds).
+  struct Timing {
+    int64_t setup_ms = 0, process_ms = 0, round_ms = 0;
+  };
+  std::optional<Timing> timing;
 };
 
 inline CellAxes ParseKey(const std::string& key) {
@@ -110,6 +117,12 @@ inline int64_t BuildSyntheticRun(db::Store& store, const std::string& yaml,
           m.value = options.value(axes, unit.replicate, p, r);
           m.unit = options.unit;
           m.measured_at = now;
+          if (options.timing) {
+            const auto& t = *options.timing;
+            m.measured_at = session.started_at + t.setup_ms +
+                            p * (t.process_ms + matrix->replicates.rounds * t.round_ms) +
+                            t.process_ms + (r + 1) * t.round_ms;
+          }
           measurements.push_back(m);
           if (options.extra) {
             for (const auto& x : options.extra(axes, unit.replicate, p, r)) {

@@ -188,6 +188,82 @@ absl::Status AddLocated(db::Database& db, RunAnalysis& out) {
 
 }  // namespace
 
+absl::StatusOr<stats::LevelCosts> MeasureLevelCosts(db::Database& db, int64_t run_id) {
+  // The end of each (attempt, process, round): its last measurement.
+  ASSIGN_OR_RETURN(db::Statement ends, db.Prepare(
+      "SELECT attempt_id, process, round, MAX(measured_at) FROM valid_measurements "
+      "WHERE run_id = ?1 GROUP BY attempt_id, process, round ORDER BY attempt_id, process, round"));
+  ends.Bind(1, run_id);
+  struct End {
+    int64_t attempt, process, round, at_ms;
+  };
+  std::vector<End> rows;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, ends.Step());
+    if (!row) break;
+    rows.push_back(End{ends.Int(0), ends.Int(1), ends.Int(2), ends.Int(3)});
+  }
+  std::vector<double> rounds, process_gaps;
+  for (size_t i = 1; i < rows.size(); ++i) {
+    const End& a = rows[i - 1];
+    const End& b = rows[i];
+    if (a.attempt != b.attempt) continue;
+    if (a.process == b.process && b.round == a.round + 1) {
+      rounds.push_back(static_cast<double>(b.at_ms - a.at_ms) / 1000.0);
+    } else if (b.process == a.process + 1) {
+      process_gaps.push_back(static_cast<double>(b.at_ms - a.at_ms) / 1000.0);
+    }
+  }
+  auto median_of = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  };
+  if (rounds.empty()) {
+    return absl::FailedPreconditionError(
+        "no process has two rounds: a round's cost cannot be measured");
+  }
+  stats::LevelCosts costs;
+  costs.round = median_of(rounds);
+  if (!(costs.round > 0)) {
+    return absl::FailedPreconditionError("rounds take no measurable time (millisecond stamps)");
+  }
+  // Process start: what the engine reported, else the gap between processes less a round.
+  ASSIGN_OR_RETURN(db::Statement starts, db.Prepare(
+      "SELECT value FROM evidence WHERE run_id = ?1 AND stale = 0 AND kind = 'engine_process'"));
+  starts.Bind(1, run_id);
+  std::vector<double> engine_starts;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, starts.Step());
+    if (!row) break;
+    auto value = nlohmann::json::parse(starts.Text(0), nullptr, false);
+    if (value.is_object() && value.contains("start_ms") && value["start_ms"].is_number()) {
+      engine_starts.push_back(value["start_ms"].get<double>() / 1000.0);
+    }
+  }
+  if (!engine_starts.empty()) {
+    costs.process = median_of(engine_starts);
+  } else if (!process_gaps.empty()) {
+    costs.process = std::max(0.0, median_of(process_gaps) - costs.round);
+  }
+  // Session set-up: registration to first result, less a process start and a round.
+  ASSIGN_OR_RETURN(db::Statement first, db.Prepare(
+      "SELECT s.started_at, MIN(m.measured_at) FROM sessions s "
+      "JOIN valid_measurements m ON m.session_id = s.id WHERE m.run_id = ?1 GROUP BY s.id"));
+  first.Bind(1, run_id);
+  std::vector<double> setups;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, first.Step());
+    if (!row) break;
+    setups.push_back(static_cast<double>(first.Int(1) - first.Int(0)) / 1000.0);
+  }
+  if (!setups.empty()) {
+    costs.session = std::max(0.0, median_of(setups) - costs.process - costs.round);
+  }
+  RETURN_IF_ERROR(costs.Validate());
+  return costs;
+}
+
 absl::StatusOr<RunAnalysis> AnalyzeRun(db::Database& db, int64_t run_id,
                                        const AnalysisOptions& options) {
   RETURN_IF_ERROR(options.Validate());
@@ -486,7 +562,14 @@ absl::StatusOr<RunAnalysis> AnalyzeRun(db::Database& db, int64_t run_id,
         out.levels.sessions_for_5pct = *n;
       }
       if (options.costs) {
-        if (auto plan = stats::OptimalRepeats(median, *options.costs); plan.ok()) {
+        out.levels.costs = *options.costs;
+        out.levels.costs_source = "given";
+      } else if (auto measured = MeasureLevelCosts(db, run_id); measured.ok()) {
+        out.levels.costs = *measured;
+        out.levels.costs_source = "measured";
+      }
+      if (out.levels.costs) {
+        if (auto plan = stats::OptimalRepeats(median, *out.levels.costs); plan.ok()) {
           out.levels.optimal = *plan;
         }
       }

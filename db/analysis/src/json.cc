@@ -142,6 +142,12 @@ json ToJson(const RunAnalysis& analysis) {
                          {"processes_per_session",
                           analysis.levels.optimal->processes_per_session}};
   }
+  if (analysis.levels.costs) {
+    levels["costs"] = {{"session_s", analysis.levels.costs->session},
+                       {"process_s", analysis.levels.costs->process},
+                       {"round_s", analysis.levels.costs->round},
+                       {"source", analysis.levels.costs_source}};
+  }
   json lines = json::array();
   for (const auto& line : analysis.lines) {
     json points = json::array();

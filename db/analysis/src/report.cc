@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "internal.h"
 #include "ladder/analysis/report.h"
@@ -277,10 +278,13 @@ void RunSections(const RunAnalysis& a, std::vector<Section>& out) {
                               : "",
                           "; for ±5 %: ", l.sessions_for_5pct->sessions, ".");
       }
-      if (l.optimal) {
-        p += absl::StrCat(" Optimal repeats for the given costs: ", l.optimal->rounds_per_process,
-                          " rounds per process, ", l.optimal->processes_per_session,
-                          " processes per session.");
+      if (l.optimal && l.costs) {
+        p += absl::StrCat(" Optimal repeats for the ", l.costs_source, " costs (session set-up ",
+                          absl::StrFormat("%.3g", l.costs->session), " s, process start ",
+                          absl::StrFormat("%.3g", l.costs->process), " s, round ",
+                          absl::StrFormat("%.3g", l.costs->round), " s): ",
+                          l.optimal->rounds_per_process, " rounds per process, ",
+                          l.optimal->processes_per_session, " processes per session.");
       }
       if (!l.note.empty()) p += " " + l.note;
       s.paragraphs.push_back(p);

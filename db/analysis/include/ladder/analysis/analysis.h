@@ -63,8 +63,8 @@ struct AnalysisOptions {
   WarmupPolicy warmup = WarmupPolicy::kKeepAll;
   stats::SteadyStateRule steady_rule;  // used with kDiscardWarmup
   stats::LocateOptions locate;         // crossover bracket resolution / step
-  // Per-level costs (seconds) for the optimal-repeats plan; unset: no plan is made (ladder
-  // cannot measure session set-up or process start from the database alone).
+  // Per-level costs (seconds) for the optimal-repeats plan; unset: measured from the run's time
+  // stamps (MeasureLevelCosts), and no plan when they cannot be.
   std::optional<stats::LevelCosts> costs;
   absl::Status Validate() const;
 };
@@ -159,7 +159,9 @@ struct LevelSummary {
   std::array<double, stats::kNumLevels> median_t{};      // sqrt(T²), NaN when unidentified
   std::array<double, stats::kNumLevels> median_share{};
   std::optional<stats::SessionsNeeded> sessions_for_2pct, sessions_for_5pct;
-  std::optional<stats::RepeatPlan> optimal;  // with AnalysisOptions::costs
+  std::optional<stats::RepeatPlan> optimal;  // for `costs`
+  std::optional<stats::LevelCosts> costs;    // given (AnalysisOptions::costs) or measured
+  std::string costs_source;                  // given | measured
   std::string note;
 };
 
@@ -218,6 +220,18 @@ struct RunAnalysis {
 
 absl::StatusOr<RunAnalysis> AnalyzeRun(db::Database& db, int64_t run_id,
                                        const AnalysisOptions& options = {});
+
+// The per-level costs of a run, in seconds, from its time stamps (medians over the run):
+//   round:   time between the ends of consecutive rounds of one process;
+//   process: the `engine_process` evidence's start time when the engine runner recorded one,
+//            else the gap between one process's last round and the next one's first, less a
+//            round;
+//   session: from the session's registration to its first result, less a process start and a
+//            round (what an agent spends before measuring: its start, downloads, warm-up; the
+//            VM's own provisioning is not seen, so pass costs to include it).
+// FailedPrecondition when no process has two rounds. Agents' and coordinator's clocks are
+// assumed to agree to well under a round.
+absl::StatusOr<stats::LevelCosts> MeasureLevelCosts(db::Database& db, int64_t run_id);
 
 // Reproducibility of two runs: cells matched by key (runs of the same matrix sha256 match
 // exactly; otherwise cells with equal keys), compared on their mean.
