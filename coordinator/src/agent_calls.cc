@@ -134,6 +134,7 @@ void LeaseDispatcher::Loop() {
 }
 
 void LeaseDispatcher::Stop() {
+  scheduler_->SetWorkListener(nullptr);  // the scheduler may outlive this dispatcher
   {
     std::lock_guard lock(mu_);
     stopping_ = true;
