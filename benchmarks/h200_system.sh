@@ -3,7 +3,8 @@
 # one GPU host), the CLI submitting a CUDA kernel matrix, then query and report. Runs the
 # carried binary (scripts/carry.sh). Output goes to $OUT.
 set -uo pipefail
-export LD_LIBRARY_PATH=$PWD/.carry/lib
+# cuBLAS comes from the image's CUDA toolkit (too large to carry).
+export LD_LIBRARY_PATH=$PWD/.carry/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 L=$PWD/.carry/ladder
 W=$(mktemp -d); OUT=${OUT:-$W}
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
@@ -26,6 +27,7 @@ $L sessions --coordinator $A
 $L query $RUN --coordinator $A --by depth,query_rows,policy
 $L report $RUN --db $W/r.db --format md | head -60
 $L report $RUN --db $W/r.db -o $OUT/h200-report.html
+pkill -f "ladder agent"; kill %1 2>/dev/null; sleep 2
+# After the coordinator closed the database: a copy taken while it runs misses the WAL.
 cp $W/r.db $OUT/h200-results.db
-kill %1 2>/dev/null; pkill -f "ladder agent"; sleep 1
 tail -5 $W/coordinator.log
