@@ -1,6 +1,7 @@
 // The AgentService over real loopback gRPC against a real coordinator and SQLite file: long
 // polls that hold no thread (answered when work arrives, when their wait is over, when cancelled
-// and at shutdown), and finishes that ride on a report.
+// and at shutdown), and finishes that ride on a report. Time bounds here only tell "answered by
+// the event" from "answered at the call's own deadline", with wide margins.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
@@ -124,7 +125,7 @@ TEST_F(AgentServiceTest, ALongPollWithNoWorkEndsEmptyAfterItsWait) {
   ASSERT_TRUE(status.ok()) << status.error_message();
   EXPECT_FALSE(response.has_work());
   EXPECT_GE(took, milliseconds(350));
-  EXPECT_LT(took, milliseconds(3000));
+  EXPECT_LT(took, std::chrono::seconds(10));  // not the client's deadline (wait + 10 s)
 }
 
 TEST_F(AgentServiceTest, CancelledAndShutDownLongPollsAreAnsweredAtOnce) {
@@ -144,12 +145,12 @@ TEST_F(AgentServiceTest, CancelledAndShutDownLongPollsAreAnsweredAtOnce) {
   auto waiting = std::async(std::launch::async,
                             [&] { return Lease("session-bbbb", 15000, &response, &context); });
   std::this_thread::sleep_for(milliseconds(300));
-  const auto start = steady_clock::now();
   coordinator_->Shutdown();
-  EXPECT_LT(steady_clock::now() - start, milliseconds(1500)) << "shutdown waited for long polls";
+  // Answered by the dispatcher, not cancelled by the server's drain deadline.
   auto status = waiting.get();
-  EXPECT_FALSE(status.ok());
   EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE) << status.error_message();
+  EXPECT_NE(status.error_message().find("shutting down"), std::string::npos)
+      << status.error_message();
 }
 
 TEST_F(AgentServiceTest, AFinishRidesOnItsReportAndWaitsForAllItsResults) {

