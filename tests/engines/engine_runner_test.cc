@@ -106,7 +106,7 @@ TEST(EngineRunner, MeasuresPairedArmsOnTheSyntheticEngine) {
     for (int depth : {256, 512}) {
       cells.push_back(Cell(id++, {{"spec", spec}, {"depth", depth}, {"policy", "spec-aware"},
                                   {"acceptance", 0.5}, {"attention_backend", "LADDER_UNIFIED_ATTN"},
-                                  {"short_tokens", 4}, {"long_tokens", 24}}));
+                                  {"short_tokens", 4}, {"long_tokens", 96}}));
     }
   }
   FakeSink sink;

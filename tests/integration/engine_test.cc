@@ -17,7 +17,7 @@ axes:
   policy: [legacy, spec-aware]
   depth: [256, 1024]
   spec: ["off", "mtp:1"]
-fixed: {engine: synthetic, preset: tiny, acceptance: 0.6, short_tokens: 4, long_tokens: 64}
+fixed: {engine: synthetic, preset: tiny, acceptance: 0.6, short_tokens: 4, long_tokens: 96}
 pair: [spec]
 together: [depth]
 replicates: {sessions: 2, processes: 1, rounds: 2}
