@@ -57,6 +57,12 @@ std::vector<CaseSpec> MakeCases() {
   add("f16_spec2_d128", Shape(16, 2, 128, 16, 0, 0, DType::kF16), {{2, 1500}});
   add("f32_spec2_d64_cpu", Shape(8, 2, 64, 16, 0, 0, DType::kF32), {{2, 900}}, 0, true);
   add("deep_64k_d64_spec2", Shape(4, 1, 64), {{2, 65536}});
+  // Head 512 beyond GQA 8 (the sm_90 team kernel picks 8, 16 or 32 score columns): mixed rows
+  // with window and softcap, f16 with 8 query rows of GQA 4 (32 columns) and a partial page, GQA
+  // 16 at 2 rows (32 columns) with forced, mostly empty segments.
+  add("mixed_d512_window700_softcap30_bs32", Shape(32, 4, 512, 32, 700, 30.0f), {{2, 1500}, {1, 9}, {4, 2100}});
+  add("f16_d512_gqa4_rows8_partial_page", Shape(8, 2, 512, 16, 0, 0, DType::kF16), {{8, 70}, {3, 33}});
+  add("d512_gqa16_spec2_empty_segments", Shape(16, 1, 512), {{2, 40}}, 16);
   return c;
 }
 

@@ -3,6 +3,7 @@
 // case table tests this path on every GPU run.
 #include "ladder/kernels/device_attention.h"
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -36,8 +37,10 @@ class DeviceFacts {
   // Occupancy of the kernel that (shape, rows) selects; nullopt when it cannot be asked.
   std::optional<int> CtasPerSm(const AttentionShape& shape, int max_query_len) {
     const int group = shape.q_heads / shape.kv_heads;
+    // The kernel is chosen by block rows and score columns (query rows x q heads per KV head).
+    const int score_cols = std::min(internal::GpuRowsPerQBlock(group, max_query_len), max_query_len) * group;
     const auto key = std::make_tuple(static_cast<int>(shape.dtype), shape.head_dim,
-                                     internal::GpuBlockM(group, max_query_len));
+                                     internal::GpuBlockM(group, max_query_len) * 100 + score_cols);
     std::lock_guard<std::mutex> lock(mu_);
     auto it = ctas_.find(key);
     if (it == ctas_.end()) {

@@ -39,7 +39,37 @@ struct KernelParams {
   int rows_per_qblock, num_qblocks;
   int segments;
   int write_partial;  // 1: 3D partials; 0: final output (2D)
+  // Timing diagnostics of the head-512 team kernel (LADDER_KERNELS_DIAG; results are garbage):
+  // 1 = stream K/V but skip the arithmetic, 2 = compute on stale stages without loading them.
+  int diag;
 };
+
+// What one work group covers: (sequence, query block, KV head, segment) from the grid, and the
+// key range [lo, hi) its query rows may see. Shared by every attention kernel.
+struct WorkItem {
+  int seq, kvh, seg;
+  int q_start, row0;  // first query token of the sequence; first query row of this block
+  int rows, m_rows;   // query rows of this block; score rows (rows x q heads of the KV head)
+  int first_pos;      // position of query row row0 in the sequence
+  int lo, hi;         // keys the block may see: [lo, hi)
+  bool empty;         // the query block lies past the sequence's query rows
+};
+__device__ inline WorkItem WorkItemOf(const KernelParams& p) {
+  WorkItem w{};
+  w.seq = blockIdx.x / p.num_qblocks;
+  w.kvh = blockIdx.y;
+  w.seg = blockIdx.z;
+  w.q_start = p.query_start[w.seq];
+  const int q_len = p.query_start[w.seq + 1] - w.q_start;
+  w.row0 = (blockIdx.x % p.num_qblocks) * p.rows_per_qblock;
+  w.empty = w.row0 >= q_len;
+  w.rows = min(p.rows_per_qblock, q_len - w.row0);
+  w.m_rows = w.rows * p.group;
+  w.first_pos = p.seq_lens[w.seq] - q_len + w.row0;
+  w.hi = w.first_pos + w.rows;
+  w.lo = p.window > 0 ? max(0, w.first_pos - p.window + 1) : 0;
+  return w;
+}
 
 template <int D, int BM, int TN, int NT, int ST>
 struct KernelShape {
@@ -94,21 +124,10 @@ __global__ void __launch_bounds__(NT, MINB) UnifiedAttentionKernel(KernelParams 
   float* row_sum = row_max + BM;
 
   const int tid = threadIdx.x;
-  const int seq = blockIdx.x / p.num_qblocks;
-  const int qb = blockIdx.x % p.num_qblocks;
-  const int kvh = blockIdx.y;
-  const int seg = blockIdx.z;
-  const int q_start = p.query_start[seq];
-  const int q_len = p.query_start[seq + 1] - q_start;
-  const int row0 = qb * p.rows_per_qblock;
-  if (row0 >= q_len) return;
-  const int rows = min(p.rows_per_qblock, q_len - row0);
-  const int m_rows = rows * p.group;
-  const int seq_len = p.seq_lens[seq];
-  const int ctx = seq_len - q_len;
-  const int first_pos = ctx + row0;
-  const int hi = first_pos + rows;  // one past the last visible key
-  const int lo = p.window > 0 ? max(0, first_pos - p.window + 1) : 0;
+  const WorkItem w = WorkItemOf(p);
+  if (w.empty) return;
+  const int seq = w.seq, kvh = w.kvh, seg = w.seg, q_start = w.q_start, row0 = w.row0;
+  const int m_rows = w.m_rows, first_pos = w.first_pos, hi = w.hi, lo = w.lo;
   const int lo_al = lo / TN * TN;
   const int tiles = (hi - lo_al + TN - 1) / TN;
   const int per_seg = (tiles + p.segments - 1) / p.segments;
@@ -496,6 +515,58 @@ __global__ void __launch_bounds__(kMergeThreads) MergeSegmentsKernel(const float
     num = fmaf(w[s], a[static_cast<size_t>(s) * head_dim], num);
   }
   out[head * head_dim + d] = E::FromFloat(den > 0.0f ? num / den : 0.0f);
+}
+
+// The merge as one pass: work group (query token, q head), one thread per 4 output dims. Each
+// thread walks the segments in order, kOnlineMergeBatch at a time, loading a batch's maxima,
+// sums and float4 partials before it combines them, and rescales its running sums when the
+// running maximum grows. Two L2 round trips for 33 segments, where MergeSegmentsKernel needs a
+// max pass, a weight pass and one trip per kMergeBatch segments. Deterministic (fixed order).
+constexpr int kOnlineMergeBatch = 16;
+template <class E>
+__global__ void MergeSegmentsOnlineKernel(const float* seg_acc, const float* seg_max, const float* seg_sum,
+                                          uint16_t* out, int q_heads, int segments, int head_dim) {
+  const size_t head = static_cast<size_t>(blockIdx.x) * q_heads + blockIdx.y;
+  const size_t slot0 = head * segments;
+  const int d = threadIdx.x * 4;
+  dev::WaitForPriorGrid();  // the attention kernel's partials are complete and visible
+  if (d >= head_dim) return;
+  float m = -INFINITY, den = 0.0f;
+  float4 num = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  for (int s0 = 0; s0 < segments; s0 += kOnlineMergeBatch) {
+    const int n = min(kOnlineMergeBatch, segments - s0);
+    float ms[kOnlineMergeBatch], ls[kOnlineMergeBatch];
+    float4 a[kOnlineMergeBatch];
+#pragma unroll
+    for (int u = 0; u < kOnlineMergeBatch; ++u) {
+      if (u < n) {
+        ms[u] = seg_max[slot0 + s0 + u];
+        ls[u] = seg_sum[slot0 + s0 + u];
+        a[u] = *reinterpret_cast<const float4*>(seg_acc + (slot0 + s0 + u) * head_dim + d);
+      } else {
+        ms[u] = -INFINITY, ls[u] = 0.0f, a[u] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      }
+    }
+    float bm = -INFINITY;
+#pragma unroll
+    for (int u = 0; u < kOnlineMergeBatch; ++u) bm = fmaxf(bm, ms[u]);
+    const float m_new = fmaxf(m, bm);
+    if (m_new == -INFINITY) continue;  // only empty segments so far
+    const float r = m == -INFINITY ? 0.0f : exp2f(m - m_new);
+    den *= r, num.x *= r, num.y *= r, num.z *= r, num.w *= r;
+#pragma unroll
+    for (int u = 0; u < kOnlineMergeBatch; ++u) {
+      const float w = ms[u] == -INFINITY ? 0.0f : exp2f(ms[u] - m_new);
+      den = fmaf(w, ls[u], den);
+      num.x = fmaf(w, a[u].x, num.x), num.y = fmaf(w, a[u].y, num.y);
+      num.z = fmaf(w, a[u].z, num.z), num.w = fmaf(w, a[u].w, num.w);
+    }
+    m = m_new;
+  }
+  const float inv = den > 0.0f ? 1.0f / den : 0.0f;
+  const uint32_t lo = E::FromFloat(num.x * inv) | (static_cast<uint32_t>(E::FromFloat(num.y * inv)) << 16);
+  const uint32_t hi = E::FromFloat(num.z * inv) | (static_cast<uint32_t>(E::FromFloat(num.w * inv)) << 16);
+  *reinterpret_cast<uint2*>(out + head * head_dim + d) = make_uint2(lo, hi);
 }
 
 }  // namespace ladder::kernels::gpu

@@ -11,6 +11,9 @@
 #include "geometry.h"
 #include "gpu/attention_kernel.h"
 #include "gpu/portability.h"
+#if !defined(LADDER_KERNELS_HIP)
+#include "gpu/team_attention_kernel.h"
+#endif
 #include "gpu_api.h"
 #include "numeric.h"
 
@@ -78,30 +81,55 @@ template <>
 struct Cfg<256, 1> {  // 8 warps, 3 tiles in flight
   static constexpr int kTile = 32, kThreads = 256, kStages16 = 4, kStages32 = 4, kMinBlocks = 1;
 };
-constexpr int VariantsFor(int d) { return d == 512 ? 6 : d == 256 ? 2 : 1; }
-// Defaults: {BM 16, BM 32}.
-constexpr int kDefault512[2] = {3, 3};
+// Head-512 variant 6 is TeamAttention512Kernel (team_attention_kernel.h): CUDA, where a work
+// group may have its ~210 KB of shared memory (Hopper), the default there; elsewhere the default
+// is variant 3.
+constexpr int kTeamVariant512 = 6;
+#if defined(LADDER_KERNELS_HIP)
+constexpr int kVariants512 = 6;
+#else
+constexpr int kVariants512 = 7;
+#endif
+constexpr int VariantsFor(int d) { return d == 512 ? kVariants512 : d == 256 ? 2 : 1; }
 constexpr int kDefault256[2] = {0, 0};
 
-int VariantFor(int d, int bm) {
-  // "<v>" or "<v16>,<v32>"; anything out of range keeps the default.
-  auto from_env = [](const char* name, int n, const int (&def)[2], int which) {
+bool TeamKernelFits() {
+#if defined(LADDER_KERNELS_HIP)
+  return false;
+#else
+  static const bool yes = [] {
+    int dev = 0, major = 0, optin = 0;
+    return rt::GetDevice(&dev) == rt::kSuccess && rt::ComputeMajor(&major, dev) == rt::kSuccess && major >= 8 &&
+           cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) == cudaSuccess &&
+           static_cast<size_t>(optin) >= TeamShape<4>::kSmemBytes;
+  }();
+  return yes;
+#endif
+}
+
+// score_cols: query rows x q heads of one KV head in the largest work item (<= bm).
+int VariantFor(int d, int bm, int score_cols) {
+  // "<v>" or "<v16>,<v32>"; anything out of range keeps the default (-1 here).
+  auto from_env = [](const char* name, int n, int which) {
     const char* v = std::getenv(name);
-    if (v == nullptr || *v == 0) return def[which];
+    if (v == nullptr || *v == 0) return -1;
     const char* comma = std::strchr(v, ',');
     const int i = std::atoi(which == 1 && comma != nullptr ? comma + 1 : v);
-    return i >= 0 && i < n ? i : def[which];
+    return i >= 0 && i < n ? i : -1;
   };
   const int which = bm == 32 ? 1 : 0;
   if (d == 512) {
-    static const int v[2] = {from_env("LADDER_KERNELS_D512", VariantsFor(512), kDefault512, 0),
-                             from_env("LADDER_KERNELS_D512", VariantsFor(512), kDefault512, 1)};
-    return v[which];
+    static const int v[2] = {from_env("LADDER_KERNELS_D512", VariantsFor(512), 0),
+                             from_env("LADDER_KERNELS_D512", VariantsFor(512), 1)};
+    if (v[which] >= 0) return v[which];
+    // The team kernel wins at one query row of GQA 8 (8 score columns); at 16 and 32 columns
+    // variant 3 is still faster on the H200 (docs/kernels.md).
+    return TeamKernelFits() && score_cols <= 8 ? kTeamVariant512 : 3;
   }
   if (d == 256) {
-    static const int v[2] = {from_env("LADDER_KERNELS_D256", VariantsFor(256), kDefault256, 0),
-                             from_env("LADDER_KERNELS_D256", VariantsFor(256), kDefault256, 1)};
-    return v[which];
+    static const int v[2] = {from_env("LADDER_KERNELS_D256", VariantsFor(256), 0),
+                             from_env("LADDER_KERNELS_D256", VariantsFor(256), 1)};
+    return v[which] >= 0 ? v[which] : kDefault256[which];
   }
   return 0;
 }
@@ -110,6 +138,7 @@ int VariantFor(int d, int bm) {
 // function type).
 struct KernelEntry {
   void (*fn)(KernelParams) = nullptr;
+  const char* name = "unified";  // in the plan's grid description
   int threads = 0, stages = 0, tile = 0;
   size_t smem = 0;
   rt::Error attr = rt::kSuccess;  // setting its dynamic shared-memory limit
@@ -134,6 +163,25 @@ const KernelEntry& EntryOf() {
   return e;
 }
 
+#if !defined(LADDER_KERNELS_HIP)
+template <class E, int NT>
+const KernelEntry& EntryOfTeam() {
+  using Sh = TeamShape<NT>;
+  static const KernelEntry e = [] {
+    KernelEntry k;
+    k.fn = &TeamAttention512Kernel<E, NT>;
+    k.name = "team512";
+    k.threads = Sh::kThreads;
+    k.stages = Sh::kStages;
+    k.tile = Sh::kChunk;
+    k.smem = Sh::kSmemBytes;
+    k.attr = rt::SetMaxDynamicSmem(k.fn, static_cast<int>(Sh::kSmemBytes));
+    return k;
+  }();
+  return e;
+}
+#endif
+
 template <class E, int D, int BM>
 const KernelEntry& EntryOfVariant(int v) {
   if constexpr (D == 512) {
@@ -150,8 +198,15 @@ const KernelEntry& EntryOfVariant(int v) {
 
 // The dispatch table: every instantiation, one place.
 template <class E>
-const KernelEntry* EntryForDim(int d, int bm) {
-  const int v = VariantFor(d, bm);
+const KernelEntry* EntryForDim(int d, int bm, int score_cols) {
+  const int v = VariantFor(d, bm, score_cols);
+#if !defined(LADDER_KERNELS_HIP)
+  if (d == 512 && v == kTeamVariant512) {
+    if (score_cols <= 8) return &EntryOfTeam<E, 1>();
+    if (score_cols <= 16) return &EntryOfTeam<E, 2>();
+    return &EntryOfTeam<E, 4>();
+  }
+#endif
   switch (d * 100 + bm) {
     case 6416: return &EntryOfVariant<E, 64, 16>(v);
     case 6432: return &EntryOfVariant<E, 64, 32>(v);
@@ -165,10 +220,13 @@ const KernelEntry* EntryForDim(int d, int bm) {
   }
 }
 
-Result<const KernelEntry*> FindKernel(const AttentionShape& shape, int block_m) {
+// score_cols: query rows x q heads of one KV head in the largest work item (<= block_m).
+Result<const KernelEntry*> FindKernel(const AttentionShape& shape, int block_m, int score_cols) {
+  if (shape.head_dim == 512 && VariantFor(512, block_m, score_cols) == kTeamVariant512 && !TeamKernelFits())
+    return Error(ErrorCode::kUnsupported, "head-512 variant 6 needs ~210 KB of shared memory per work group (Hopper)");
   const KernelEntry* e = nullptr;
-  if (shape.dtype == DType::kBF16) e = EntryForDim<dev::Bf16>(shape.head_dim, block_m);
-  else if (shape.dtype == DType::kF16) e = EntryForDim<dev::F16>(shape.head_dim, block_m);
+  if (shape.dtype == DType::kBF16) e = EntryForDim<dev::Bf16>(shape.head_dim, block_m, score_cols);
+  else if (shape.dtype == DType::kF16) e = EntryForDim<dev::F16>(shape.head_dim, block_m, score_cols);
   else return Error(ErrorCode::kUnsupported, "GPU backends take bf16 or f16 (f32 is CPU-only)");
   if (e == nullptr)
     return Error(ErrorCode::kUnsupported, "no kernel for head_dim " + std::to_string(shape.head_dim) + " block_m " +
@@ -181,13 +239,15 @@ Result<const KernelEntry*> FindKernel(const AttentionShape& shape, int block_m) 
 constexpr int kMaxSegments = 4096;
 
 struct Geometry {
-  int block_m, rows_per_qblock, qblocks;
+  int block_m, rows_per_qblock, qblocks, score_cols;
 };
-Geometry GeometryOf(const DeviceProblem& p) {
-  const int group = p.shape.q_heads / p.shape.kv_heads;
-  return {internal::GpuBlockM(group, p.max_query_len), internal::GpuRowsPerQBlock(group, p.max_query_len),
-          internal::GpuQBlocks(group, p.max_query_len)};
+Geometry GeometryOf(const AttentionShape& shape, int max_query_len) {
+  const int group = shape.q_heads / shape.kv_heads;
+  const int rows = internal::GpuRowsPerQBlock(group, max_query_len);
+  return {internal::GpuBlockM(group, max_query_len), rows, internal::GpuQBlocks(group, max_query_len),
+          std::min(rows, max_query_len) * group};
 }
+Geometry GeometryOf(const DeviceProblem& p) { return GeometryOf(p.shape, p.max_query_len); }
 
 #if !defined(LADDER_KERNELS_HIP)
 // The merge is launched with programmatic dependent launch on sm_90 and newer: its launch
@@ -236,8 +296,8 @@ Result<DeviceInfo> QueryDevice() {
 
 Result<int> CtasPerSm(const AttentionShape& shape, int max_query_len) {
   LADDER_K_TRY(shape.Validate());
-  const int group = shape.q_heads / shape.kv_heads;
-  LADDER_K_ASSIGN_OR_RETURN(const KernelEntry* e, FindKernel(shape, internal::GpuBlockM(group, max_query_len)));
+  const Geometry g = GeometryOf(shape, max_query_len);
+  LADDER_K_ASSIGN_OR_RETURN(const KernelEntry* e, FindKernel(shape, g.block_m, g.score_cols));
   int n = 0;
   LADDER_GPU_CALL(rt::Occupancy(&n, e->fn, e->threads, e->smem));
   if (n < 1) return Error(ErrorCode::kUnsupported, "attention kernel does not fit on this device's multiprocessor");
@@ -288,16 +348,16 @@ Result<LaunchPlan> MakePlan(const DeviceProblem& p, Path path, int segments) {
   const int group = p.shape.q_heads / p.shape.kv_heads;
   if (group > 32) return Error(ErrorCode::kUnsupported, "GQA group > 32 q heads per KV head");
   const Geometry g = GeometryOf(p);
-  LADDER_K_ASSIGN_OR_RETURN(const KernelEntry* e, FindKernel(p.shape, g.block_m));
+  LADDER_K_ASSIGN_OR_RETURN(const KernelEntry* e, FindKernel(p.shape, g.block_m, g.score_cols));
   LaunchPlan plan;
   plan.path = path;
   plan.segments = path == Path::k3D ? std::max(1, segments) : 1;
   if (plan.segments > kMaxSegments)
     return Error(ErrorCode::kInvalidArgument, "more than " + std::to_string(kMaxSegments) + " segments");
   char buf[256];
-  std::snprintf(buf, sizeof(buf), "%s grid %dx%dx%d (%d thr, BM %d, tile %d, %d stages)%s",
+  std::snprintf(buf, sizeof(buf), "%s grid %dx%dx%d %s (%d thr, BM %d, tile %d, %d stages)%s",
                 path == Path::k3D ? "3D" : "2D", p.num_seqs * g.qblocks, p.shape.kv_heads, plan.segments,
-                e->threads, g.block_m, e->tile, e->stages,
+                e->name, e->threads, g.block_m, e->tile, e->stages,
                 path == Path::k3D ? (" + merge " + std::to_string(p.num_tokens) + "x" + std::to_string(p.shape.q_heads)).c_str() : "");
   plan.grid = buf;
   return plan;
@@ -336,28 +396,43 @@ Status Launch(const DeviceProblem& p, const LaunchPlan& plan, void* workspace, s
   kp.num_qblocks = g.qblocks;
   kp.segments = plan.segments;
   kp.write_partial = plan.path == Path::k3D ? 1 : 0;
+  static const int diag = [] {
+    const char* v = std::getenv("LADDER_KERNELS_DIAG");
+    return v != nullptr ? std::atoi(v) : 0;
+  }();
+  kp.diag = diag;
+
   if (kp.write_partial) {
     const size_t slots = static_cast<size_t>(p.num_tokens) * p.shape.q_heads * plan.segments;
     kp.seg_acc = static_cast<float*>(workspace);
     kp.seg_max = kp.seg_acc + slots * p.shape.head_dim;
     kp.seg_sum = kp.seg_max + slots;
   }
-  LADDER_K_ASSIGN_OR_RETURN(const KernelEntry* e, FindKernel(p.shape, g.block_m));
+  LADDER_K_ASSIGN_OR_RETURN(const KernelEntry* e, FindKernel(p.shape, g.block_m, g.score_cols));
   const dim3 grid(p.num_seqs * g.qblocks, p.shape.kv_heads, plan.segments);
   const rt::Stream st = static_cast<rt::Stream>(stream);
   e->fn<<<grid, e->threads, e->smem, st>>>(kp);
   LADDER_GPU_CALL(rt::GetLastError());
   if (kp.write_partial) {
-    const dim3 mgrid(p.num_tokens, kp.q_heads, (p.shape.head_dim + kMergeThreads - 1) / kMergeThreads);
-    const size_t msmem = 2 * sizeof(float) * static_cast<size_t>(kp.segments);
-    auto* merge = p.shape.dtype == DType::kBF16 ? &MergeSegmentsKernel<dev::Bf16> : &MergeSegmentsKernel<dev::F16>;
+    // LADDER_KERNELS_MERGE=0: the two-pass merge (A/B runs); default the one-pass online merge.
+    static const bool online = [] {
+      const char* v = std::getenv("LADDER_KERNELS_MERGE");
+      return v == nullptr || std::strcmp(v, "0") != 0;
+    }();
+    const dim3 mgrid = online ? dim3(p.num_tokens, kp.q_heads)
+                              : dim3(p.num_tokens, kp.q_heads, (p.shape.head_dim + kMergeThreads - 1) / kMergeThreads);
+    const int mthreads = online ? p.shape.head_dim / 4 : kMergeThreads;
+    const size_t msmem = online ? 0 : 2 * sizeof(float) * static_cast<size_t>(kp.segments);
+    auto* merge = online ? (p.shape.dtype == DType::kBF16 ? &MergeSegmentsOnlineKernel<dev::Bf16>
+                                                          : &MergeSegmentsOnlineKernel<dev::F16>)
+                         : (p.shape.dtype == DType::kBF16 ? &MergeSegmentsKernel<dev::Bf16> : &MergeSegmentsKernel<dev::F16>);
 #if !defined(LADDER_KERNELS_HIP)
     if (MergeLaunchOverlaps()) {
       // Programmatic dependent launch: the merge's launch overlaps the attention kernel's tail;
       // the merge waits (griddepcontrol.wait) for it before reading the partials.
       cudaLaunchConfig_t cfg{};
       cfg.gridDim = mgrid;
-      cfg.blockDim = dim3(kMergeThreads);
+      cfg.blockDim = dim3(mthreads);
       cfg.dynamicSmemBytes = msmem;
       cfg.stream = st;
       cudaLaunchAttribute attr[1];
@@ -371,7 +446,7 @@ Status Launch(const DeviceProblem& p, const LaunchPlan& plan, void* workspace, s
       return OkStatus();
     }
 #endif
-    merge<<<mgrid, kMergeThreads, msmem, st>>>(kp.seg_acc, kp.seg_max, kp.seg_sum, kp.out, kp.q_heads, kp.segments,
+    merge<<<mgrid, mthreads, msmem, st>>>(kp.seg_acc, kp.seg_max, kp.seg_sum, kp.out, kp.q_heads, kp.segments,
                                                p.shape.head_dim);
     LADDER_GPU_CALL(rt::GetLastError());
   }

@@ -168,12 +168,67 @@ __device__ inline float GroupSum(float v) {
   return v;
 }
 
+// Butterfly reductions over the lanes that differ in the bits kFirst .. kLast (powers of two):
+// e.g. <4, 16> reduces across the 8 rows of an MMA fragment. Every lane ends with the same bits.
+template <int kFirst, int kLast>
+__device__ inline float XorMax(float v) {
+#pragma unroll
+  for (int o = kFirst; o <= kLast; o *= 2) v = fmaxf(v, ShflXor(v, o));
+  return v;
+}
+template <int kFirst, int kLast>
+__device__ inline float XorSum(float v) {
+#pragma unroll
+  for (int o = kFirst; o <= kLast; o *= 2) v += ShflXor(v, o);
+  return v;
+}
+
 #if LADDER_DEVICE_HAS_MMA
 __device__ inline void LdMatrixX4Trans(uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3, const void* smem) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
                : "r"(s));
+}
+// Non-transposed 8x8 b16 matrices: lane l supplies the row address of matrix l / 8, row l % 8.
+__device__ inline void LdMatrixX4(uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3, const void* smem) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+               : "r"(s));
+}
+// Two floats rounded to nearest-even into one 32-bit pair of 16-bit values (lo in the low half),
+// one instruction (the same bits as E::FromFloat on each), and back.
+template <bool kBf16>
+__device__ inline uint32_t PackRn2(float lo, float hi) {
+  uint32_t d;
+  if constexpr (kBf16) {
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(d) : "f"(hi), "f"(lo));
+  } else {
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(d) : "f"(hi), "f"(lo));
+  }
+  return d;
+}
+template <bool kBf16>
+__device__ inline void Unpack2(uint32_t v, float& lo, float& hi) {
+  if constexpr (kBf16) {
+    lo = __uint_as_float(v << 16);
+    hi = __uint_as_float(v & 0xffff0000u);
+  } else {
+    const unsigned short l = static_cast<unsigned short>(v & 0xffffu), h = static_cast<unsigned short>(v >> 16);
+    asm("cvt.f32.f16 %0, %1;\n" : "=f"(lo) : "h"(l));
+    asm("cvt.f32.f16 %0, %1;\n" : "=f"(hi) : "h"(h));
+  }
+}
+// Transposes one 8x8 b16 matrix held as a fragment (lane l: row l / 4, columns 2 (l % 4) and +1).
+__device__ inline uint32_t MovMatrixTrans(uint32_t a) {
+  uint32_t d;
+  asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(d) : "r"(a));
+  return d;
+}
+// Barrier `id` (1..15) among `threads` threads (a multiple of 32) of the work group.
+__device__ inline void NamedBarrier(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 // c += a * b for one m16n8k16 tile; kBf16 picks bf16 or f16 operands, fp32 accumulators.
 template <bool kBf16>

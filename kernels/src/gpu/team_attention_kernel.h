@@ -1,0 +1,377 @@
+// Head-512 attention for GPUs with >= 210 KB of shared memory per work group (Hopper: H100,
+// H200), with one barrier per 16-key chunk among four warps instead of three per tile among
+// all. Same contract and KernelParams as UnifiedAttentionKernel (attention_kernel.h), which it
+// replaces for head 512 where it fits (docs/kernels.md: the generic kernel spent ~1 us of fixed
+// latency per tile on its barriers and all-thread softmax, one work group per SM).
+//
+// One work group handles (sequence, query block, KV head, segment), like the generic kernel,
+// with eight warps in two teams of four (two warps per SM sub-partition, so each may hold 255
+// registers).
+//   - Team t (t = 0, 1) takes chunks t, t + 2, t + 4, ... (16 keys each) of the segment, with
+//     its own online softmax state and output accumulator; the teams are merged once, at the end.
+//   - Each team copies its chunks of K and V (paged, 1 KB rows) into its own ring of
+//     kTeamStages shared-memory stages with 16-byte cp.async from all its threads: two chunks in
+//     flight per team while one is computed. (The bulk-copy engine, one 1 KB row per copy, was
+//     tried first: it streamed at ~86 % of the copy ceiling with three chunks in flight where
+//     plain loads reach 96 % with two; docs/kernels.md.)
+//   - Scores are computed transposed, S^T = K Q^T (keys are the 16 MMA rows, the kN = 8 * NT
+//     score columns are query rows x q heads of the KV head): one query row of a GQA-8 model
+//     fills an 8-wide MMA tile exactly, instead of half of a 16-row one.
+//   - Warp w of a team owns dims [128 w, 128 w + 128): it computes their share of S^T (its K
+//     columns and Q in registers) and writes it to shared memory; after a second team barrier
+//     every warp sums the four shares in warp order (the same bits in every warp), runs the
+//     online softmax itself, and accumulates O^T = V^T P^T over its dims. K and V are each read
+//     from shared memory once per chunk.
+//   - P is split into hi + lo 16-bit halves (two MMAs), as in the generic kernel, so 2D and 3D
+//     differ by fp32 reassociation only.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "gpu/attention_kernel.h"
+#include "gpu/portability.h"
+
+namespace ladder::kernels::gpu {
+
+template <int NT>
+struct TeamShape {
+  static constexpr int kD = 512;
+  static constexpr int kChunk = 16;         // keys per stage
+  static constexpr int kN = 8 * NT;         // score columns
+  static constexpr int kLd = kD + 8;        // 16-bit row pitch of K, V (conflict-free ldmatrix)
+  static constexpr int kTeams = 2, kTeamWarps = 4, kTeamStages = 3;
+  static constexpr int kStages = kTeams * kTeamStages;
+  static constexpr int kThreads = kTeams * kTeamWarps * 32;
+  static constexpr int kDimsPerWarp = kD / kTeamWarps;
+  static constexpr int kMTiles = kDimsPerWarp / 16;
+  static constexpr int kObLd = kD + 4;  // fp32 pitch of the team-merge buffer (conflict-free)
+  static constexpr size_t kStageBytes = size_t{2} * kChunk * kLd * 2;
+  // Partial S^T fragments, [team][warp][nt][element][lane] fp32: each warp's share of the dims.
+  static constexpr size_t kSPartBytes = size_t{kTeams} * kTeamWarps * NT * 4 * 32 * 4;
+  static constexpr size_t kStateBytes = size_t{4} * 6 * 32;  // max, sum per team; merged max, sum
+  static constexpr size_t kOffSPart = kStages * kStageBytes;
+  static constexpr size_t kOffState = kOffSPart + kSPartBytes;
+  static constexpr size_t kSmemBytes = kOffState + kStateBytes;
+
+  static_assert(NT == 1 || NT == 2 || NT == 4, "8, 16 or 32 score columns");
+  static_assert(kStageBytes % 16 == 0, "alignment of the stages");
+  static_assert(size_t{4} * kN * kObLd <= kStages * kStageBytes, "the team-merge buffer reuses the stages");
+  static_assert(kSmemBytes <= 232448, "fits one work group's shared memory on Hopper");
+  static_assert(kTeamWarps * kDimsPerWarp == kD && kD == 2 * kThreads, "the write-out gives each thread two dims");
+};
+
+template <class E, int NT>
+__global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Kernel(KernelParams p) {
+#if LADDER_DEVICE_HAS_MMA
+  using S = TeamShape<NT>;
+  constexpr int D = S::kD, CK = S::kChunk, LD = S::kLd, TS = S::kTeamStages;
+  extern __shared__ __align__(128) unsigned char smem[];
+  uint16_t* stages = reinterpret_cast<uint16_t*>(smem);  // [stage][K|V][CK][LD]
+  float* spart = reinterpret_cast<float*>(smem + S::kOffSPart);
+  float* team_max = reinterpret_cast<float*>(smem + S::kOffState);  // [team][32]
+  float* team_sum = team_max + 64;                                   // [team][32]
+  float* fin_max = team_sum + 64;                                    // [32]
+  float* fin_sum = fin_max + 32;                                     // [32]
+
+  const int tid = threadIdx.x;
+  const WorkItem w = WorkItemOf(p);
+  if (w.empty) return;
+  const int seq = w.seq, kvh = w.kvh, seg = w.seg, q_start = w.q_start, row0 = w.row0;
+  const int m_rows = w.m_rows, first_pos = w.first_pos, hi = w.hi, lo = w.lo;
+  const int lo_al = lo / CK * CK;
+  const int chunks = (hi - lo_al + CK - 1) / CK;
+  const int per_seg = (chunks + p.segments - 1) / p.segments;
+  const int cb = min(chunks, seg * per_seg);
+  const int n_chunks = min(chunks, cb + per_seg) - cb;
+
+  dev::AllowDependentLaunch();
+
+  const int warp = tid / 32, lane = tid % 32;
+  const int team = warp / S::kTeamWarps, tw = warp % S::kTeamWarps;
+  const int team_chunks = n_chunks > team ? (n_chunks - team + 1) / 2 : 0;  // chunks team + 2 k
+  uint16_t* team_stages = stages + static_cast<size_t>(team) * TS * 2 * CK * LD;
+
+  // ---- loads: the team's 128 threads copy each of its chunks with 16-byte cp.async, thread t
+  // piece t % 64 of rows t / 64 + 2 i (rows 0-15 K, 16-31 V), so every warp-wide copy is 512
+  // contiguous bytes. One cp.async group per chunk (empty ones too), so "chunk k landed" is
+  // always wait_group<TS - 2>.
+  const int tt = tid % (S::kTeamWarps * 32);
+  const int ld_piece = tt % (D / 8), ld_row0 = tt / (D / 8);
+  const int* btab = p.block_table + static_cast<size_t>(seq) * p.max_blocks_per_seq;
+  const int bs_mask = (1 << p.block_size_shift) - 1;
+  // Chunks start at multiples of 16 keys: with pages of >= 16 tokens each chunk is in one page.
+  const bool one_page = p.block_size_shift >= 4;
+  auto chunk_key0 = [&](int k) { return lo_al + (cb + 2 * k + team) * CK; };
+  auto page_of = [&](int k) { return k < team_chunks ? btab[chunk_key0(k) >> p.block_size_shift] : 0; };
+  auto issue = [&](int k, int page) {  // the team's k-th chunk into its stage k % TS
+    if (k < team_chunks && p.diag != 2) {
+      uint16_t* st = team_stages + static_cast<size_t>(k % TS) * 2 * CK * LD;
+      const int j0 = chunk_key0(k);
+      if (one_page && j0 >= lo && j0 + CK <= hi) {  // every row visible: consecutive slots of one page
+        const size_t row0 = ((static_cast<size_t>(page) << p.block_size_shift) + (j0 & bs_mask)) * p.kv_heads + kvh;
+        const size_t stride = static_cast<size_t>(p.kv_heads) * D;
+        const uint16_t* kb = p.k + row0 * D + ld_piece * 8;
+        const uint16_t* vb = p.v + row0 * D + ld_piece * 8;
+#pragma unroll
+        for (int i = 0; i < CK / 2; ++i) {
+          const int r = ld_row0 + 2 * i;
+          dev::CopyAsync16(st + r * LD + ld_piece * 8, kb + r * stride, true);
+          dev::CopyAsync16(st + (CK + r) * LD + ld_piece * 8, vb + r * stride, true);
+        }
+        dev::CopyAsyncCommit();
+        return;
+      }
+#pragma unroll
+      for (int i = 0; i < 2 * CK / 2; ++i) {
+        const int row = ld_row0 + 2 * i;
+        // Keys outside [lo, hi) re-read a visible row (their scores are masked, and P = 0 times
+        // finite data adds nothing), so no stage ever holds uninitialised bits.
+        const int j = max(lo, min(j0 + (row & (CK - 1)), hi - 1));
+        const int pg = one_page ? page : btab[j >> p.block_size_shift];
+        const size_t grow = ((static_cast<size_t>(pg) << p.block_size_shift) + (j & bs_mask)) * p.kv_heads + kvh;
+        dev::CopyAsync16(st + row * LD + ld_piece * 8, (row < CK ? p.k : p.v) + grow * D + ld_piece * 8, true);
+      }
+    }
+    dev::CopyAsyncCommit();
+  };
+#pragma unroll
+  for (int k = 0; k < TS - 1; ++k) issue(k, page_of(k));
+  int page_next = page_of(TS - 1);  // the block-table entry travels one chunk ahead
+
+  // ---- attention ------------------------------------------------------------------------------
+  constexpr float kLog2e = 1.4426950408889634f;
+  constexpr int kAcc = NT == 1 ? 2 : 1;  // independent S^T accumulators per n-tile
+  const int g8 = lane >> 2, t4 = lane & 3;
+  const int lrow = lane & 7, lmat = lane >> 3;
+  const int dim0 = tw * S::kDimsPerWarp;  // this warp's dims, for its share of S^T and of O^T
+  // This lane's two score columns 8 nt + 2 t4 (+1) of every n-tile (of S^T and of O^T): the
+  // last key each may see (its query row's position; -1 for columns past m_rows).
+  int last_key[NT][2];
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const int m = nt * 8 + 2 * t4 + e;
+      last_key[nt][e] = m < m_rows ? first_pos + m / p.group : -1;
+    }
+  float acc[S::kMTiles][NT][4];
+#pragma unroll
+  for (int a = 0; a < S::kMTiles; ++a)
+#pragma unroll
+    for (int b = 0; b < NT; ++b)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) acc[a][b][c] = 0.0f;
+  float m_run[NT][2], l_run[NT][2];  // log2 units
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) m_run[nt][0] = m_run[nt][1] = -INFINITY, l_run[nt][0] = l_run[nt][1] = 0.0f;
+
+  // Q^T as the B operand of S^T over this warp's dims: column g8 of n-tile nt, dims 2 t4 (+1)
+  // and 8 + 2 t4 (+1) of each 16-dim k-step; zero for columns past m_rows.
+  constexpr int kSteps = S::kDimsPerWarp / 16;
+  uint32_t qf[NT][kSteps][2];
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) {
+    const int m = nt * 8 + g8;
+    const uint16_t* qrow = nullptr;
+    if (m < m_rows) {
+      const int r = m / p.group, g = m % p.group;
+      qrow = p.q + (static_cast<size_t>(q_start + row0 + r) * p.q_heads + kvh * p.group + g) * D + dim0 + 2 * t4;
+    }
+#pragma unroll
+    for (int ks = 0; ks < kSteps; ++ks) {
+      qf[nt][ks][0] = qrow ? *reinterpret_cast<const uint32_t*>(qrow + 16 * ks) : 0u;
+      qf[nt][ks][1] = qrow ? *reinterpret_cast<const uint32_t*>(qrow + 16 * ks + 8) : 0u;
+    }
+  }
+  // ldmatrix lane addresses: K as the A operand of S^T (key, dim), V transposed as the A operand
+  // of O^T (key, dim), both within this warp's dims.
+  const int k_off = (lrow + (lmat & 1) * 8) * LD + dim0 + (lmat >> 1) * 8;
+  const int v_off = (lrow + (lmat >> 1) * 8) * LD + dim0 + (lmat & 1) * 8;
+  float* my_part = spart + ((static_cast<size_t>(team) * S::kTeamWarps + tw) * NT) * 4 * 32 + lane;
+  const float* team_part = spart + static_cast<size_t>(team) * S::kTeamWarps * NT * 4 * 32 + lane;
+
+  for (int k = 0; k < team_chunks; ++k) {
+    const int s = k % TS;
+    dev::CopyAsyncWait<TS - 2>();  // this thread's copies of chunk k have landed
+    // Everyone's copies of chunk k are visible, and everyone has left chunk k - 1 (its stage,
+    // which the next copies refill, and the partial scores).
+    dev::NamedBarrier(1 + team, S::kTeamWarps * 32);
+    issue(k + TS - 1, page_next);
+    page_next = page_of(k + TS);
+    if (p.diag == 1) continue;
+    const int i = 2 * k + team;  // chunk of the segment
+    const uint16_t* ks = team_stages + static_cast<size_t>(s) * 2 * CK * LD;
+    const uint16_t* vs = ks + CK * LD;
+    const int j0 = lo_al + (cb + i) * CK;
+
+    // ---- S^T = K Q^T: this warp's 128 dims, then the four warps' parts summed in warp order,
+    // so every warp of the team holds the same full scores --------------------------------
+    {
+      float c[NT][kAcc][4];
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int u = 0; u < kAcc; ++u)
+#pragma unroll
+          for (int x = 0; x < 4; ++x) c[nt][u][x] = 0.0f;
+#pragma unroll
+      for (int ks_i = 0; ks_i < kSteps; ++ks_i) {
+        uint32_t a[4];
+        dev::LdMatrixX4(a[0], a[1], a[2], a[3], ks + k_off + 16 * ks_i);
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) dev::Mma16816<E::kIsBf16>(c[nt][ks_i % kAcc], a, qf[nt][ks_i][0], qf[nt][ks_i][1]);
+      }
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int x = 0; x < 4; ++x) my_part[(nt * 4 + x) * 32] = kAcc == 2 ? c[nt][0][x] + c[nt][kAcc - 1][x] : c[nt][0][x];
+    }
+    dev::NamedBarrier(1 + team, S::kTeamWarps * 32);
+
+    uint32_t bh[NT][2], bl[NT][2];
+    float alpha[NT][2];
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+      // sc[x]: key g8 (x < 2) or g8 + 8, column 8 nt + 2 t4 + (x & 1).
+      float sc[4];
+#pragma unroll
+      for (int x = 0; x < 4; ++x) {
+        float v = 0.0f;
+#pragma unroll
+        for (int w = 0; w < S::kTeamWarps; ++w) v += team_part[((w * NT + nt) * 4 + x) * 32];
+        v *= p.scale;
+        if (p.softcap > 0.0f) v = p.softcap * tanhf(v / p.softcap);
+        v *= kLog2e;
+        const int e = x & 1;
+        const int j = j0 + g8 + (x >= 2 ? 8 : 0);
+        const bool visible = j <= last_key[nt][e] && (p.window <= 0 || last_key[nt][e] - j < p.window);
+        sc[x] = visible ? v : -INFINITY;
+      }
+      // ---- online softmax over the chunk's 16 keys, per score column ----------------------
+      float ps[4], m_new[2];
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const float mx = dev::XorMax<4, 16>(fmaxf(sc[e], sc[e + 2]));
+        m_new[e] = fmaxf(m_run[nt][e], mx);
+        alpha[nt][e] = m_new[e] == -INFINITY ? 1.0f
+                                             : (m_run[nt][e] == -INFINITY ? 0.0f : exp2f(m_run[nt][e] - m_new[e]));
+      }
+#pragma unroll
+      for (int x = 0; x < 4; ++x) ps[x] = sc[x] == -INFINITY ? 0.0f : exp2f(sc[x] - m_new[x & 1]);
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const float sum = dev::XorSum<4, 16>(ps[e] + ps[e + 2]);
+        l_run[nt][e] = l_run[nt][e] * alpha[nt][e] + sum;
+        if (m_new[e] != -INFINITY) m_run[nt][e] = m_new[e];
+      }
+      // ---- P^T as the B operand of O^T: pack (key row, two columns), transpose in registers --
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {  // key rows g8 and g8 + 8
+        const uint32_t h = dev::PackRn2<E::kIsBf16>(ps[2 * r], ps[2 * r + 1]);
+        float h0, h1;
+        dev::Unpack2<E::kIsBf16>(h, h0, h1);
+        const uint32_t l = dev::PackRn2<E::kIsBf16>(ps[2 * r] - h0, ps[2 * r + 1] - h1);
+        bh[nt][r] = dev::MovMatrixTrans(h);
+        bl[nt][r] = dev::MovMatrixTrans(l);
+      }
+    }
+    // ---- O^T = alpha O^T + V^T P^T over this warp's 128 dims -------------------------------
+    // Rescaling by exactly 1 changes no bits: skip it when no running maximum moved (most chunks).
+    bool rescale = false;
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) rescale |= alpha[nt][0] != 1.0f || alpha[nt][1] != 1.0f;
+    if (__any_sync(0xffffffffu, rescale)) {
+#pragma unroll
+      for (int mt = 0; mt < S::kMTiles; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) {
+          acc[mt][nt][0] *= alpha[nt][0];
+          acc[mt][nt][1] *= alpha[nt][1];
+          acc[mt][nt][2] *= alpha[nt][0];
+          acc[mt][nt][3] *= alpha[nt][1];
+        }
+    }
+#pragma unroll
+    for (int mt = 0; mt < S::kMTiles; ++mt) {
+      uint32_t a[4];
+      dev::LdMatrixX4Trans(a[0], a[1], a[2], a[3], vs + v_off + mt * 16);
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        dev::Mma16816<E::kIsBf16>(acc[mt][nt], a, bh[nt][0], bh[nt][1]);
+        dev::Mma16816<E::kIsBf16>(acc[mt][nt], a, bl[nt][0], bl[nt][1]);
+      }
+    }
+  }
+  dev::CopyAsyncWait<0>();  // (only empty groups are left)
+
+  // ---- merge the two teams, then write out (all 256 consumer threads) ------------------------
+  if (tw == 0 && g8 == 0) {
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        team_max[team * 32 + nt * 8 + 2 * t4 + e] = m_run[nt][e];
+        team_sum[team * 32 + nt * 8 + 2 * t4 + e] = l_run[nt][e];
+      }
+  }
+  __syncthreads();  // both teams are done with the stages: they become the merge buffer
+  float* ob = reinterpret_cast<float*>(smem);  // [column][kObLd], unnormalised
+  auto ob_at = [&](int mt, int nt, int x) {
+    return (nt * 8 + 2 * t4 + (x & 1)) * S::kObLd + dim0 + mt * 16 + g8 + (x >= 2 ? 8 : 0);
+  };
+  if (team == 1) {
+#pragma unroll
+    for (int mt = 0; mt < S::kMTiles; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int x = 0; x < 4; ++x) ob[ob_at(mt, nt, x)] = acc[mt][nt][x];
+  } else if (tid < S::kN) {
+    const float ma = team_max[tid], mb = team_max[32 + tid], mm = fmaxf(ma, mb);
+    const float wa = ma == -INFINITY ? 0.0f : exp2f(ma - mm), wb = mb == -INFINITY ? 0.0f : exp2f(mb - mm);
+    fin_max[tid] = mm;
+    fin_sum[tid] = team_sum[tid] * wa + team_sum[32 + tid] * wb;
+  }
+  __syncthreads();
+  if (team == 0) {
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int col = nt * 8 + 2 * t4 + e;
+        const float ma = team_max[col], mb = team_max[32 + col], mm = fmaxf(ma, mb);
+        const float wa = ma == -INFINITY ? 0.0f : exp2f(ma - mm), wb = mb == -INFINITY ? 0.0f : exp2f(mb - mm);
+#pragma unroll
+        for (int mt = 0; mt < S::kMTiles; ++mt)
+#pragma unroll
+          for (int x = e; x < 4; x += 2) {
+            const int at = ob_at(mt, nt, x);
+            ob[at] = acc[mt][nt][x] * wa + ob[at] * wb;
+          }
+      }
+  }
+  __syncthreads();
+  const int d = 2 * tid;
+  for (int m = 0; m < m_rows; ++m) {
+    const int r = m / p.group, g = m % p.group;
+    const size_t head = static_cast<size_t>(q_start + row0 + r) * p.q_heads + kvh * p.group + g;
+    const float2 v = *reinterpret_cast<const float2*>(ob + m * S::kObLd + d);
+    if (p.write_partial) {
+      *reinterpret_cast<float2*>(p.seg_acc + (head * p.segments + seg) * D + d) = v;
+    } else {
+      const float l = fin_sum[m];
+      const uint32_t lo16 = E::FromFloat(l > 0.0f ? v.x / l : 0.0f), hi16 = E::FromFloat(l > 0.0f ? v.y / l : 0.0f);
+      *reinterpret_cast<uint32_t*>(p.out + head * D + d) = lo16 | (hi16 << 16);
+    }
+  }
+  if (p.write_partial && tid < m_rows) {
+    const int r = tid / p.group, g = tid % p.group;
+    const size_t head = static_cast<size_t>(q_start + row0 + r) * p.q_heads + kvh * p.group + g;
+    p.seg_max[head * p.segments + seg] = fin_max[tid];
+    p.seg_sum[head * p.segments + seg] = fin_sum[tid];
+  }
+#endif
+}
+
+}  // namespace ladder::kernels::gpu
