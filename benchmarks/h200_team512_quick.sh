@@ -1,3 +1,6 @@
+#!/usr/bin/env bash
+# Issue 3: the case table (defaults; head 512 with the team kernel forced) and gemma4-31b-global
+# 32K with the team kernel and variant 3, each whole and arithmetic-only, two rounds.
 K=.carry/ladder-kernels; export LD_LIBRARY_PATH=/usr/local/cuda/lib64
 timeout 100 $K check --backend cuda 2>&1 | tail -1
 LADDER_KERNELS_D512=6 timeout 100 $K check --backend cuda --case d512 2>&1 | tail -1
