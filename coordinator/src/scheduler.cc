@@ -717,12 +717,11 @@ bool Scheduler::IsLocateProbeGroupLocked(const RunState& run, const std::string&
   if (run.row.locate.empty()) return false;
   auto config = LocateConfig::FromJson(run.row.locate);
   if (!config.ok()) return false;
-  for (const auto& [axis, value] : KeyParts(group_key)) {
-    if (axis != config->axis) continue;
+  for (const auto& part : KeyParts(group_key)) {
+    if (part.first != config->axis) continue;
+    const std::string& value = part.second;  // (clang 14 cannot capture a structured binding)
     return std::none_of(config->declared.begin(), config->declared.end(),
-                        [&](const nlohmann::json& v) {
-                          return matrices::ValueToString(v) == value;
-                        });
+                        [&](const nlohmann::json& v) { return matrices::ValueToString(v) == value; });
   }
   return false;
 }
