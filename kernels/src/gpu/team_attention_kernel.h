@@ -109,10 +109,10 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
       uint16_t* st = team_stages + static_cast<size_t>(k % TS) * 2 * CK * LD;
       const int j0 = chunk_key0(k);
       if (one_page && j0 >= lo && j0 + CK <= hi) {  // every row visible: consecutive slots of one page
-        const size_t row0 = ((static_cast<size_t>(page) << p.block_size_shift) + (j0 & bs_mask)) * p.kv_heads + kvh;
+        const size_t first = ((static_cast<size_t>(page) << p.block_size_shift) + (j0 & bs_mask)) * p.kv_heads + kvh;
         const size_t stride = static_cast<size_t>(p.kv_heads) * D;
-        const uint16_t* kb = p.k + row0 * D + ld_piece * 8;
-        const uint16_t* vb = p.v + row0 * D + ld_piece * 8;
+        const uint16_t* kb = p.k + first * D + ld_piece * 8;
+        const uint16_t* vb = p.v + first * D + ld_piece * 8;
 #pragma unroll
         for (int i = 0; i < CK / 2; ++i) {
           const int r = ld_row0 + 2 * i;
