@@ -149,7 +149,19 @@ class SyntheticEngine::Impl {
       }
       port_ = options_.port;
     }
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
+    thread_ = std::thread([this] {
+      server_.listen_after_bind();
+      listen_done_ = true;
+    });
+    // httplib's stop() is a no-op until the listen loop has marked itself running, so a Stop()
+    // that came before would leave the loop (and the join) running forever: seen as a hung test.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!server_.is_running()) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        return absl::InternalError("synthetic engine: the HTTP server did not start listening in 10 s");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
     Log(Cat("INFO ladder-synthetic: serving on http://", options_.host, ":", port_));
     return absl::OkStatus();
   }
@@ -160,8 +172,17 @@ class SyntheticEngine::Impl {
     std::lock_guard<std::mutex> lock(stop_mu_);
     if (stopped_) return;
     stopped_ = true;
-    server_.stop();
-    if (thread_.joinable()) thread_.join();
+    if (!thread_.joinable()) return;
+    // Stop only a running loop (httplib's stop() does nothing before it runs), then wait for it.
+    bool asked = false;
+    while (!listen_done_) {
+      if (!asked && server_.is_running()) {
+        server_.stop();
+        asked = true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    thread_.join();
   }
 
  private:
@@ -437,6 +458,7 @@ class SyntheticEngine::Impl {
 
   httplib::Server server_;
   std::thread thread_;  // runs server_.listen_after_bind()
+  std::atomic<bool> listen_done_{false};  // set by thread_ when the listen loop has returned
   int port_ = 0;
   std::mutex stop_mu_;
   bool stopped_ = false;  // guarded by stop_mu_
