@@ -1,5 +1,5 @@
 // Head-512 attention for GPUs with >= 210 KB of shared memory per work group (Hopper: H100,
-// H200), with one barrier per 16-key chunk among four warps instead of three per tile among
+// H200), with two barriers per 16-key chunk among four warps instead of three per tile among
 // all. Same contract and KernelParams as UnifiedAttentionKernel (attention_kernel.h), which it
 // replaces for head 512 where it fits (docs/kernels.md: the generic kernel spent ~1 us of fixed
 // latency per tile on its barriers and all-thread softmax, one work group per SM).
@@ -12,8 +12,8 @@
 //   - Each team copies its chunks of K and V (paged, 1 KB rows) into its own ring of
 //     kTeamStages shared-memory stages with 16-byte cp.async from all its threads: two chunks in
 //     flight per team while one is computed. (The bulk-copy engine, one 1 KB row per copy, was
-//     tried first: it streamed at ~86 % of the copy ceiling with three chunks in flight where
-//     plain loads reach 96 % with two; docs/kernels.md.)
+//     tried first: with loads alone it was no faster than these rings, ~80 us per call at 32K,
+//     while holding three chunks in flight instead of two; docs/kernels.md.)
 //   - Scores are computed transposed, S^T = K Q^T (keys are the 16 MMA rows, the kN = 8 * NT
 //     score columns are query rows x q heads of the KV head): one query row of a GQA-8 model
 //     fills an 8-wide MMA tile exactly, instead of half of a 16-row one.
