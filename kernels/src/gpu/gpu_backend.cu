@@ -360,6 +360,9 @@ Result<LaunchPlan> MakePlan(const DeviceProblem& p, Path path, int segments) {
                 e->name, e->threads, g.block_m, e->tile, e->stages,
                 path == Path::k3D ? (" + merge " + std::to_string(p.num_tokens) + "x" + std::to_string(p.shape.q_heads)).c_str() : "");
   plan.grid = buf;
+  // A timing diagnostic left set would make every result garbage: say so wherever the plan shows.
+  if (const char* d = std::getenv("LADDER_KERNELS_DIAG"); d != nullptr && std::atoi(d) != 0)
+    plan.grid += std::string(" [LADDER_KERNELS_DIAG=") + d + ": timing only, outputs invalid]";
   return plan;
 }
 
