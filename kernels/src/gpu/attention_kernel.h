@@ -517,45 +517,33 @@ __global__ void __launch_bounds__(kMergeThreads) MergeSegmentsKernel(const float
   out[head * head_dim + d] = E::FromFloat(den > 0.0f ? num / den : 0.0f);
 }
 
-// The merge as one pass: work group (query token, q head), one thread per 4 output dims. Each
-// thread walks the segments in order, kOnlineMergeBatch at a time, loading a batch's maxima,
-// sums and float4 partials before it combines them, and rescales its running sums when the
-// running maximum grows. Two L2 round trips for 33 segments, where MergeSegmentsKernel needs a
-// max pass, a weight pass and one trip per kMergeBatch segments. Deterministic (fixed order).
-constexpr int kOnlineMergeBatch = 16;
-template <class E>
-__global__ void MergeSegmentsOnlineKernel(const float* seg_acc, const float* seg_max, const float* seg_sum,
-                                          uint16_t* out, int q_heads, int segments, int head_dim) {
-  const size_t head = static_cast<size_t>(blockIdx.x) * q_heads + blockIdx.y;
-  const size_t slot0 = head * segments;
-  const int d = threadIdx.x * 4;
-  dev::WaitForPriorGrid();  // the attention kernel's partials are complete and visible
-  if (d >= head_dim) return;
+// The merge in one L2 round trip: work group (query token, q head, 128 output dims), thread
+// (segment group g, float4 column x). Thread (g, x) loads the partials of segments g, g + G,
+// g + 2 G, ... (kGroupedMergePer of them at once: all 33 segments of a 132-SM head-512 call in
+// one round of loads), combines them online, and the G group results are combined in group
+// order through shared memory. Deterministic (fixed order). The per-head merge it replaces walked
+// the segments 16 at a time from 128 threads per head: three dependent rounds for 33 segments,
+// 32 work groups for one query row (H200: 3.6-5.7 us after the attention kernel).
+constexpr int kGroupedMergeLanes = 32;  // float4 columns: 128 dims per work group
+constexpr int kGroupedMergeGroups = 8;
+constexpr int kGroupedMergePer = 8;
+constexpr int kGroupedMergeThreads = kGroupedMergeLanes * kGroupedMergeGroups;
+
+struct OnlineSum {  // running max (log2 units), exp-sum and unnormalised float4 accumulator
   float m = -INFINITY, den = 0.0f;
   float4 num = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-  for (int s0 = 0; s0 < segments; s0 += kOnlineMergeBatch) {
-    const int n = min(kOnlineMergeBatch, segments - s0);
-    float ms[kOnlineMergeBatch], ls[kOnlineMergeBatch];
-    float4 a[kOnlineMergeBatch];
-#pragma unroll
-    for (int u = 0; u < kOnlineMergeBatch; ++u) {
-      if (u < n) {
-        ms[u] = seg_max[slot0 + s0 + u];
-        ls[u] = seg_sum[slot0 + s0 + u];
-        a[u] = *reinterpret_cast<const float4*>(seg_acc + (slot0 + s0 + u) * head_dim + d);
-      } else {
-        ms[u] = -INFINITY, ls[u] = 0.0f, a[u] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-      }
-    }
+  // Adds n partials (maxima ms, sums ls, accumulators a); an empty one (max -inf) adds nothing.
+  template <int N>
+  __device__ void Add(const float (&ms)[N], const float (&ls)[N], const float4 (&a)[N]) {
     float bm = -INFINITY;
 #pragma unroll
-    for (int u = 0; u < kOnlineMergeBatch; ++u) bm = fmaxf(bm, ms[u]);
+    for (int u = 0; u < N; ++u) bm = fmaxf(bm, ms[u]);
     const float m_new = fmaxf(m, bm);
-    if (m_new == -INFINITY) continue;  // only empty segments so far
+    if (m_new == -INFINITY) return;
     const float r = m == -INFINITY ? 0.0f : exp2f(m - m_new);
     den *= r, num.x *= r, num.y *= r, num.z *= r, num.w *= r;
 #pragma unroll
-    for (int u = 0; u < kOnlineMergeBatch; ++u) {
+    for (int u = 0; u < N; ++u) {
       const float w = ms[u] == -INFINITY ? 0.0f : exp2f(ms[u] - m_new);
       den = fmaf(w, ls[u], den);
       num.x = fmaf(w, a[u].x, num.x), num.y = fmaf(w, a[u].y, num.y);
@@ -563,9 +551,48 @@ __global__ void MergeSegmentsOnlineKernel(const float* seg_acc, const float* seg
     }
     m = m_new;
   }
-  const float inv = den > 0.0f ? 1.0f / den : 0.0f;
-  const uint32_t lo = E::FromFloat(num.x * inv) | (static_cast<uint32_t>(E::FromFloat(num.y * inv)) << 16);
-  const uint32_t hi = E::FromFloat(num.z * inv) | (static_cast<uint32_t>(E::FromFloat(num.w * inv)) << 16);
+};
+
+template <class E>
+__global__ void __launch_bounds__(kGroupedMergeThreads)
+    MergeSegmentsGroupedKernel(const float* seg_acc, const float* seg_max, const float* seg_sum, uint16_t* out,
+                               int q_heads, int segments, int head_dim) {
+  constexpr int G = kGroupedMergeGroups, L = kGroupedMergeLanes, N = kGroupedMergePer;
+  __shared__ float4 part_num[G][L];
+  __shared__ float part_m[G][L], part_den[G][L];
+  const int x = threadIdx.x % L, g = threadIdx.x / L;
+  const size_t head = static_cast<size_t>(blockIdx.x) * q_heads + blockIdx.y;
+  const size_t slot0 = head * segments;
+  const int d = (blockIdx.z * L + x) * 4;
+  const bool live = d < head_dim;
+  dev::WaitForPriorGrid();  // the attention kernel's partials are complete and visible
+  OnlineSum acc;
+  for (int s0 = g; s0 < segments; s0 += G * N) {
+    float ms[N], ls[N];
+    float4 a[N];
+#pragma unroll
+    for (int u = 0; u < N; ++u) {
+      const int s = s0 + u * G;
+      const bool in = s < segments;
+      ms[u] = in ? seg_max[slot0 + s] : -INFINITY;
+      ls[u] = in ? seg_sum[slot0 + s] : 0.0f;
+      a[u] = in && live ? *reinterpret_cast<const float4*>(seg_acc + (slot0 + s) * head_dim + d)
+                        : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
+    acc.Add(ms, ls, a);
+  }
+  part_m[g][x] = acc.m, part_den[g][x] = acc.den, part_num[g][x] = acc.num;
+  __syncthreads();
+  if (g != 0 || !live) return;
+  float ms[G], ls[G];
+  float4 a[G];
+#pragma unroll
+  for (int u = 0; u < G; ++u) ms[u] = part_m[u][x], ls[u] = part_den[u][x], a[u] = part_num[u][x];
+  OnlineSum all;
+  all.Add(ms, ls, a);
+  const float inv = all.den > 0.0f ? 1.0f / all.den : 0.0f;
+  const uint32_t lo = E::FromFloat(all.num.x * inv) | (static_cast<uint32_t>(E::FromFloat(all.num.y * inv)) << 16);
+  const uint32_t hi = E::FromFloat(all.num.z * inv) | (static_cast<uint32_t>(E::FromFloat(all.num.w * inv)) << 16);
   *reinterpret_cast<uint2*>(out + head * head_dim + d) = make_uint2(lo, hi);
 }
 

@@ -81,14 +81,15 @@ template <>
 struct Cfg<256, 1> {  // 8 warps, 3 tiles in flight
   static constexpr int kTile = 32, kThreads = 256, kStages16 = 4, kStages32 = 4, kMinBlocks = 1;
 };
-// Head-512 variant 6 is TeamAttention512Kernel (team_attention_kernel.h): CUDA, where a work
-// group may have its ~210 KB of shared memory (Hopper), the default there; elsewhere the default
-// is variant 3.
+// Head-512 variants 6 and 7 are TeamAttention512Kernel (team_attention_kernel.h), scoring by
+// dims and by column: CUDA, where a work group may have its ~210 KB of shared memory (Hopper),
+// the default there; elsewhere the default is variant 3.
 constexpr int kTeamVariant512 = 6;
+constexpr int kTeamColumnVariant512 = 7;  // the same kernel scoring by column (kByColumn)
 #if defined(LADDER_KERNELS_HIP)
 constexpr int kVariants512 = 6;
 #else
-constexpr int kVariants512 = 7;
+constexpr int kVariants512 = 8;
 #endif
 constexpr int VariantsFor(int d) { return d == 512 ? kVariants512 : d == 256 ? 2 : 1; }
 constexpr int kDefault256[2] = {0, 0};
@@ -122,9 +123,10 @@ int VariantFor(int d, int bm, int score_cols) {
     static const int v[2] = {from_env("LADDER_KERNELS_D512", VariantsFor(512), 0),
                              from_env("LADDER_KERNELS_D512", VariantsFor(512), 1)};
     if (v[which] >= 0) return v[which];
-    // The team kernel wins at one query row of GQA 8 (8 score columns); at 16 and 32 columns
-    // variant 3 is still faster on the H200 (docs/kernels.md).
-    return TeamKernelFits() && score_cols <= 8 ? kTeamVariant512 : 3;
+    // The team kernel where it fits: by dims for 8 score columns (one query row of GQA 8), by
+    // column for 16 and 32 (H200, 32K: 88 and 107 us against variant 3's 91 and 124).
+    if (!TeamKernelFits()) return 3;
+    return score_cols <= 8 ? kTeamVariant512 : kTeamColumnVariant512;
   }
   if (d == 256) {
     static const int v[2] = {from_env("LADDER_KERNELS_D256", VariantsFor(256), 0),
@@ -164,13 +166,13 @@ const KernelEntry& EntryOf() {
 }
 
 #if !defined(LADDER_KERNELS_HIP)
-template <class E, int NT>
+template <class E, int NT, bool kByColumn>
 const KernelEntry& EntryOfTeam() {
   using Sh = TeamShape<NT>;
   static const KernelEntry e = [] {
     KernelEntry k;
-    k.fn = &TeamAttention512Kernel<E, NT>;
-    k.name = "team512";
+    k.fn = &TeamAttention512Kernel<E, NT, kByColumn>;
+    k.name = kByColumn ? "team512 by column" : "team512";
     k.threads = Sh::kThreads;
     k.stages = Sh::kStages;
     k.tile = Sh::kChunk;
@@ -201,10 +203,11 @@ template <class E>
 const KernelEntry* EntryForDim(int d, int bm, int score_cols) {
   const int v = VariantFor(d, bm, score_cols);
 #if !defined(LADDER_KERNELS_HIP)
-  if (d == 512 && v == kTeamVariant512) {
-    if (score_cols <= 8) return &EntryOfTeam<E, 1>();
-    if (score_cols <= 16) return &EntryOfTeam<E, 2>();
-    return &EntryOfTeam<E, 4>();
+  if (d == 512 && (v == kTeamVariant512 || v == kTeamColumnVariant512)) {
+    if (score_cols <= 8) return &EntryOfTeam<E, 1, false>();
+    if (v == kTeamColumnVariant512)
+      return score_cols <= 16 ? &EntryOfTeam<E, 2, true>() : &EntryOfTeam<E, 4, true>();
+    return score_cols <= 16 ? &EntryOfTeam<E, 2, false>() : &EntryOfTeam<E, 4, false>();
   }
 #endif
   switch (d * 100 + bm) {
@@ -222,8 +225,9 @@ const KernelEntry* EntryForDim(int d, int bm, int score_cols) {
 
 // score_cols: query rows x q heads of one KV head in the largest work item (<= block_m).
 Result<const KernelEntry*> FindKernel(const AttentionShape& shape, int block_m, int score_cols) {
-  if (shape.head_dim == 512 && VariantFor(512, block_m, score_cols) == kTeamVariant512 && !TeamKernelFits())
-    return Error(ErrorCode::kUnsupported, "head-512 variant 6 needs ~210 KB of shared memory per work group (Hopper)");
+  const int v512 = shape.head_dim == 512 ? VariantFor(512, block_m, score_cols) : -1;
+  if ((v512 == kTeamVariant512 || v512 == kTeamColumnVariant512) && !TeamKernelFits())
+    return Error(ErrorCode::kUnsupported, "head-512 variants 6 and 7 need ~210 KB of shared memory per work group (Hopper)");
   const KernelEntry* e = nullptr;
   if (shape.dtype == DType::kBF16) e = EntryForDim<dev::Bf16>(shape.head_dim, block_m, score_cols);
   else if (shape.dtype == DType::kF16) e = EntryForDim<dev::F16>(shape.head_dim, block_m, score_cols);
@@ -417,17 +421,17 @@ Status Launch(const DeviceProblem& p, const LaunchPlan& plan, void* workspace, s
   e->fn<<<grid, e->threads, e->smem, st>>>(kp);
   LADDER_GPU_CALL(rt::GetLastError());
   if (kp.write_partial) {
-    // LADDER_KERNELS_MERGE=0: the two-pass merge (A/B runs); default the one-pass online merge.
-    static const bool online = [] {
+    // LADDER_KERNELS_MERGE=0: the two-pass merge (A/B runs); default the grouped one-round merge.
+    static const bool grouped = [] {
       const char* v = std::getenv("LADDER_KERNELS_MERGE");
       return v == nullptr || std::strcmp(v, "0") != 0;
     }();
-    const dim3 mgrid = online ? dim3(p.num_tokens, kp.q_heads)
-                              : dim3(p.num_tokens, kp.q_heads, (p.shape.head_dim + kMergeThreads - 1) / kMergeThreads);
-    const int mthreads = online ? p.shape.head_dim / 4 : kMergeThreads;
-    const size_t msmem = online ? 0 : 2 * sizeof(float) * static_cast<size_t>(kp.segments);
-    auto* merge = online ? (p.shape.dtype == DType::kBF16 ? &MergeSegmentsOnlineKernel<dev::Bf16>
-                                                          : &MergeSegmentsOnlineKernel<dev::F16>)
+    const int per_block = grouped ? 4 * kGroupedMergeLanes : kMergeThreads;
+    const dim3 mgrid(p.num_tokens, kp.q_heads, (p.shape.head_dim + per_block - 1) / per_block);
+    const int mthreads = grouped ? kGroupedMergeThreads : kMergeThreads;
+    const size_t msmem = grouped ? 0 : 2 * sizeof(float) * static_cast<size_t>(kp.segments);
+    auto* merge = grouped ? (p.shape.dtype == DType::kBF16 ? &MergeSegmentsGroupedKernel<dev::Bf16>
+                                                           : &MergeSegmentsGroupedKernel<dev::F16>)
                          : (p.shape.dtype == DType::kBF16 ? &MergeSegmentsKernel<dev::Bf16> : &MergeSegmentsKernel<dev::F16>);
 #if !defined(LADDER_KERNELS_HIP)
     if (MergeLaunchOverlaps()) {

@@ -117,6 +117,15 @@ __device__ inline void CopyAsync16(void* smem, const void* gmem, bool pred) {
   *static_cast<Vec16*>(smem) = v;
 #endif
 }
+// 4-byte variant (block-table entries): cp.async.ca, the only form that takes 4 bytes.
+__device__ inline void CopyAsync4(void* smem, const void* gmem) {
+#if LADDER_DEVICE_HAS_MMA
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(s), "l"(gmem));
+#else
+  *static_cast<int*>(smem) = *static_cast<const int*>(gmem);
+#endif
+}
 // Programmatic dependent launch (sm_90): a kernel launched with programmatic stream
 // serialization may start before the kernel ahead of it in the stream has finished; it must call
 // WaitForPriorGrid before reading that kernel's output. A no-op everywhere else (and for a

@@ -17,11 +17,18 @@
 //   - Scores are computed transposed, S^T = K Q^T (keys are the 16 MMA rows, the kN = 8 * NT
 //     score columns are query rows x q heads of the KV head): one query row of a GQA-8 model
 //     fills an 8-wide MMA tile exactly, instead of half of a 16-row one.
-//   - Warp w of a team owns dims [128 w, 128 w + 128): it computes their share of S^T (its K
-//     columns and Q in registers) and writes it to shared memory; after a second team barrier
-//     every warp sums the four shares in warp order (the same bits in every warp), runs the
-//     online softmax itself, and accumulates O^T = V^T P^T over its dims. K and V are each read
-//     from shared memory once per chunk.
+//   - By dims (variant 6, and every 8-column call): warp w of a team owns dims
+//     [128 w, 128 w + 128): it computes their share of S^T (its K columns and Q in registers)
+//     and writes it to shared memory; after a second team barrier every warp sums the four
+//     shares in warp order (the same bits in every warp), runs the online softmax itself, and
+//     accumulates O^T = V^T P^T over its dims. K and V are each read from shared memory once
+//     per chunk, but the softmax is done four times.
+//   - By column (kByColumn, variant 7, 16 and 32 columns): warp w computes n-tile w % NT of S^T
+//     over all 512 dims (K read by every warp), runs that n-tile's softmax alone and publishes
+//     its P^T fragments and rescale factors; after the second team barrier each warp
+//     accumulates O^T over its 128 dims for every n-tile. No partial scores, no repeated softmax
+//     at 32 columns (H200, 4 rows at 32K: 107 us against 211 by dims, whose 32-column
+//     softmax spilled).
 //   - P is split into hi + lo 16-bit halves (two MMAs), as in the generic kernel, so 2D and 3D
 //     differ by fp32 reassociation only.
 #pragma once
@@ -50,18 +57,23 @@ struct TeamShape {
   // Partial S^T fragments, [team][warp][nt][element][lane] fp32: each warp's share of the dims.
   static constexpr size_t kSPartBytes = size_t{kTeams} * kTeamWarps * NT * 4 * 32 * 4;
   static constexpr size_t kStateBytes = size_t{4} * 6 * 32;  // max, sum per team; merged max, sum
+  // Block-table entries of each team's next kPageRing chunks, refilled kPageRing / 2 at a time.
+  static constexpr int kPageRing = 64;
+  static constexpr size_t kPageBytes = size_t{4} * kTeams * kPageRing;
   static constexpr size_t kOffSPart = kStages * kStageBytes;
   static constexpr size_t kOffState = kOffSPart + kSPartBytes;
-  static constexpr size_t kSmemBytes = kOffState + kStateBytes;
+  static constexpr size_t kOffPages = kOffState + kStateBytes;
+  static constexpr size_t kSmemBytes = kOffPages + kPageBytes;
 
   static_assert(NT == 1 || NT == 2 || NT == 4, "8, 16 or 32 score columns");
-  static_assert(kStageBytes % 16 == 0, "alignment of the stages");
+  static_assert(kStageBytes % 16 == 0 && kOffSPart % 16 == 0, "alignment of the stages and partial scores");
+  static_assert(kPageRing / 2 >= kTeamStages, "a refilled half of the page ring is visible before it is read");
   static_assert(size_t{4} * kN * kObLd <= kStages * kStageBytes, "the team-merge buffer reuses the stages");
   static_assert(kSmemBytes <= 232448, "fits one work group's shared memory on Hopper");
   static_assert(kTeamWarps * kDimsPerWarp == kD && kD == 2 * kThreads, "the write-out gives each thread two dims");
 };
 
-template <class E, int NT>
+template <class E, int NT, bool kByColumn>
 __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Kernel(KernelParams p) {
 #if LADDER_DEVICE_HAS_MMA
   using S = TeamShape<NT>;
@@ -103,9 +115,21 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
   // Chunks start at multiples of 16 keys: with pages of >= 16 tokens each chunk is in one page.
   const bool one_page = p.block_size_shift >= 4;
   auto chunk_key0 = [&](int k) { return lo_al + (cb + 2 * k + team) * CK; };
-  auto page_of = [&](int k) { return k < team_chunks ? btab[chunk_key0(k) >> p.block_size_shift] : 0; };
-  auto issue = [&](int k, int page) {  // the team's k-th chunk into its stage k % TS
+  // The page of each chunk comes from a shared-memory ring that cp.async fills half a ring
+  // ahead: a block-table load issued behind two chunks of copies returns only after them (the
+  // load queue is in order), and waiting on it stalled the loop (H200, ncu: 9 % of warp samples
+  // at one query row).
+  constexpr int PR = S::kPageRing;
+  int* page_ring = reinterpret_cast<int*>(smem + S::kOffPages) + team * PR;
+  if (one_page && tt < PR) page_ring[tt] = tt < team_chunks ? btab[chunk_key0(tt) >> p.block_size_shift] : 0;
+  auto refill_pages = [&](int k) {  // chunks [k + PR / 2, k + PR) into the half left behind
+    const int c = k + PR / 2 + tt;
+    if (one_page && tt < PR / 2 && c < team_chunks)
+      dev::CopyAsync4(page_ring + c % PR, btab + (chunk_key0(c) >> p.block_size_shift));
+  };
+  auto issue = [&](int k) {  // the team's k-th chunk into its stage k % TS
     if (k < team_chunks && p.diag != 2) {
+      const int page = one_page ? page_ring[k % PR] : 0;
       uint16_t* st = team_stages + static_cast<size_t>(k % TS) * 2 * CK * LD;
       const int j0 = chunk_key0(k);
       if (one_page && j0 >= lo && j0 + CK <= hi) {  // every row visible: consecutive slots of one page
@@ -135,25 +159,34 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
     }
     dev::CopyAsyncCommit();
   };
+  dev::NamedBarrier(1 + team, S::kTeamWarps * 32);  // the ring's first entries are visible
 #pragma unroll
-  for (int k = 0; k < TS - 1; ++k) issue(k, page_of(k));
-  int page_next = page_of(TS - 1);  // the block-table entry travels one chunk ahead
+  for (int k = 0; k < TS - 1; ++k) issue(k);
 
   // ---- attention ------------------------------------------------------------------------------
+  // kByColumn: warp w computes the scores of n-tile w % NT over all 512 dims and runs its
+  // softmax alone; the warps swap P^T fragments instead of partial scores. Otherwise warp w
+  // computes all n-tiles over its 128 dims and every warp sums the four shares and runs the
+  // whole softmax (4 x the softmax work, but no fourfold reads of K).
+  constexpr bool kCols = kByColumn && NT >= 2;
+  constexpr int kQTiles = kCols ? 1 : NT;                       // n-tiles of S^T this warp computes
+  constexpr int kQSteps = (kCols ? D : S::kDimsPerWarp) / 16;  // 16-dim k-steps of S^T
   constexpr float kLog2e = 1.4426950408889634f;
-  constexpr int kAcc = NT == 1 ? 2 : 1;  // independent S^T accumulators per n-tile
+  constexpr int kAcc = kCols ? 4 : NT <= 2 ? 2 : 1;  // independent S^T accumulators per n-tile
   const int g8 = lane >> 2, t4 = lane & 3;
   const int lrow = lane & 7, lmat = lane >> 3;
-  const int dim0 = tw * S::kDimsPerWarp;  // this warp's dims, for its share of S^T and of O^T
-  // This lane's two score columns 8 nt + 2 t4 (+1) of every n-tile (of S^T and of O^T): the
-  // last key each may see (its query row's position; -1 for columns past m_rows).
-  int last_key[NT][2];
+  const int dim0 = tw * S::kDimsPerWarp;  // this warp's dims of O^T (and of S^T, by dims)
+  const int my_nt = kCols ? tw % NT : 0;  // (by column) this warp's n-tile of S^T
+  auto nt_of = [&](int q) { return kCols ? my_nt : q; };
+  // This lane's two score columns 8 nt + 2 t4 (+1) of each n-tile it scores: the last key each
+  // may see (its query row's position; -1 for columns past m_rows).
+  int last_key[kQTiles][2];
 #pragma unroll
-  for (int nt = 0; nt < NT; ++nt)
+  for (int q = 0; q < kQTiles; ++q)
 #pragma unroll
     for (int e = 0; e < 2; ++e) {
-      const int m = nt * 8 + 2 * t4 + e;
-      last_key[nt][e] = m < m_rows ? first_pos + m / p.group : -1;
+      const int m = nt_of(q) * 8 + 2 * t4 + e;
+      last_key[q][e] = m < m_rows ? first_pos + m / p.group : -1;
     }
   float acc[S::kMTiles][NT][4];
 #pragma unroll
@@ -162,90 +195,116 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
     for (int b = 0; b < NT; ++b)
 #pragma unroll
       for (int c = 0; c < 4; ++c) acc[a][b][c] = 0.0f;
-  float m_run[NT][2], l_run[NT][2];  // log2 units
+  float m_run[kQTiles][2], l_run[kQTiles][2];  // log2 units
 #pragma unroll
-  for (int nt = 0; nt < NT; ++nt) m_run[nt][0] = m_run[nt][1] = -INFINITY, l_run[nt][0] = l_run[nt][1] = 0.0f;
+  for (int q = 0; q < kQTiles; ++q) m_run[q][0] = m_run[q][1] = -INFINITY, l_run[q][0] = l_run[q][1] = 0.0f;
 
-  // Q^T as the B operand of S^T over this warp's dims: column g8 of n-tile nt, dims 2 t4 (+1)
-  // and 8 + 2 t4 (+1) of each 16-dim k-step; zero for columns past m_rows.
-  constexpr int kSteps = S::kDimsPerWarp / 16;
-  uint32_t qf[NT][kSteps][2];
+  // Q^T as the B operand of S^T: column g8 of the n-tile, dims 2 t4 (+1) and 8 + 2 t4 (+1) of
+  // each 16-dim k-step; zero for columns past m_rows.
+  uint32_t qf[kQTiles][kQSteps][2];
 #pragma unroll
-  for (int nt = 0; nt < NT; ++nt) {
-    const int m = nt * 8 + g8;
+  for (int q = 0; q < kQTiles; ++q) {
+    const int m = nt_of(q) * 8 + g8;
     const uint16_t* qrow = nullptr;
     if (m < m_rows) {
       const int r = m / p.group, g = m % p.group;
-      qrow = p.q + (static_cast<size_t>(q_start + row0 + r) * p.q_heads + kvh * p.group + g) * D + dim0 + 2 * t4;
+      qrow = p.q + (static_cast<size_t>(q_start + row0 + r) * p.q_heads + kvh * p.group + g) * D +
+             (kCols ? 0 : dim0) + 2 * t4;
     }
 #pragma unroll
-    for (int ks = 0; ks < kSteps; ++ks) {
-      qf[nt][ks][0] = qrow ? *reinterpret_cast<const uint32_t*>(qrow + 16 * ks) : 0u;
-      qf[nt][ks][1] = qrow ? *reinterpret_cast<const uint32_t*>(qrow + 16 * ks + 8) : 0u;
+    for (int ks = 0; ks < kQSteps; ++ks) {
+      qf[q][ks][0] = qrow ? *reinterpret_cast<const uint32_t*>(qrow + 16 * ks) : 0u;
+      qf[q][ks][1] = qrow ? *reinterpret_cast<const uint32_t*>(qrow + 16 * ks + 8) : 0u;
     }
   }
   // ldmatrix lane addresses: K as the A operand of S^T (key, dim), V transposed as the A operand
-  // of O^T (key, dim), both within this warp's dims.
-  const int k_off = (lrow + (lmat & 1) * 8) * LD + dim0 + (lmat >> 1) * 8;
+  // of O^T (key, dim).
+  const int k_off = (lrow + (lmat & 1) * 8) * LD + (kCols ? 0 : dim0) + (lmat >> 1) * 8;
   const int v_off = (lrow + (lmat >> 1) * 8) * LD + dim0 + (lmat & 1) * 8;
-  float* my_part = spart + ((static_cast<size_t>(team) * S::kTeamWarps + tw) * NT) * 4 * 32 + lane;
-  const float* team_part = spart + static_cast<size_t>(team) * S::kTeamWarps * NT * 4 * 32 + lane;
+  // By dims: partial S^T, [team][warp][nt][lane] float4. By column: P^T fragments (hi, lo) as
+  // [team][nt][lane] uint4, then the rescale factors as [team][nt][lane] float2.
+  float4* my_part = reinterpret_cast<float4*>(spart) + ((team * S::kTeamWarps + tw) * NT) * 32 + lane;
+  const float4* team_part = reinterpret_cast<const float4*>(spart) + team * S::kTeamWarps * NT * 32 + lane;
+  unsigned char* xbase = smem + S::kOffSPart + static_cast<size_t>(team) * NT * 32 * 24;
+  uint4* p_xchg = reinterpret_cast<uint4*>(xbase) + lane;
+  float2* a_xchg = reinterpret_cast<float2*>(xbase + NT * 32 * 16) + lane;
+  static_assert(size_t{2} * NT * 32 * 24 <= S::kSPartBytes, "the P^T exchange fits the partial-score space");
 
   for (int k = 0; k < team_chunks; ++k) {
     const int s = k % TS;
     dev::CopyAsyncWait<TS - 2>();  // this thread's copies of chunk k have landed
     // Everyone's copies of chunk k are visible, and everyone has left chunk k - 1 (its stage,
-    // which the next copies refill, and the partial scores).
+    // which the next copies refill, and the exchanged scores or fragments).
     dev::NamedBarrier(1 + team, S::kTeamWarps * 32);
-    issue(k + TS - 1, page_next);
-    page_next = page_of(k + TS);
+    // Refilled entries travel in chunk k + TS - 1's copy group: visible from iteration
+    // k + TS - 1 on, long before chunk k + PR / 2 is issued.
+    if (k % (PR / 2) == 0 && k > 0) refill_pages(k);
+    issue(k + TS - 1);
     if (p.diag == 1) continue;
     const int i = 2 * k + team;  // chunk of the segment
     const uint16_t* ks = team_stages + static_cast<size_t>(s) * 2 * CK * LD;
     const uint16_t* vs = ks + CK * LD;
     const int j0 = lo_al + (cb + i) * CK;
 
-    // ---- S^T = K Q^T: this warp's 128 dims, then the four warps' parts summed in warp order,
-    // so every warp of the team holds the same full scores --------------------------------
+    // ---- S^T = K Q^T -------------------------------------------------------------------------
+    float raw[kQTiles][4];  // S^T of the n-tiles this warp scores (by dims: all, after the sum)
     {
-      float c[NT][kAcc][4];
+      float c[kQTiles][kAcc][4];
 #pragma unroll
-      for (int nt = 0; nt < NT; ++nt)
+      for (int q = 0; q < kQTiles; ++q)
 #pragma unroll
         for (int u = 0; u < kAcc; ++u)
 #pragma unroll
-          for (int x = 0; x < 4; ++x) c[nt][u][x] = 0.0f;
+          for (int x = 0; x < 4; ++x) c[q][u][x] = 0.0f;
 #pragma unroll
-      for (int ks_i = 0; ks_i < kSteps; ++ks_i) {
+      for (int ks_i = 0; ks_i < kQSteps; ++ks_i) {
         uint32_t a[4];
         dev::LdMatrixX4(a[0], a[1], a[2], a[3], ks + k_off + 16 * ks_i);
 #pragma unroll
-        for (int nt = 0; nt < NT; ++nt) dev::Mma16816<E::kIsBf16>(c[nt][ks_i % kAcc], a, qf[nt][ks_i][0], qf[nt][ks_i][1]);
+        for (int q = 0; q < kQTiles; ++q) dev::Mma16816<E::kIsBf16>(c[q][ks_i % kAcc], a, qf[q][ks_i][0], qf[q][ks_i][1]);
       }
 #pragma unroll
-      for (int nt = 0; nt < NT; ++nt)
+      for (int q = 0; q < kQTiles; ++q)
 #pragma unroll
-        for (int x = 0; x < 4; ++x) my_part[(nt * 4 + x) * 32] = kAcc == 2 ? c[nt][0][x] + c[nt][kAcc - 1][x] : c[nt][0][x];
+        for (int x = 0; x < 4; ++x) {
+          float v = c[q][0][x];
+#pragma unroll
+          for (int u = 1; u < kAcc; ++u) v += c[q][u][x];
+          raw[q][x] = v;
+        }
     }
-    dev::NamedBarrier(1 + team, S::kTeamWarps * 32);
+    if constexpr (!kCols) {
+      // The four warps' shares summed in warp order: every warp holds the same full scores.
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) my_part[nt * 32] = make_float4(raw[nt][0], raw[nt][1], raw[nt][2], raw[nt][3]);
+      dev::NamedBarrier(1 + team, S::kTeamWarps * 32);
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+        for (int w = 0; w < S::kTeamWarps; ++w) {
+          const float4 v = team_part[(w * NT + nt) * 32];
+          sum.x += v.x, sum.y += v.y, sum.z += v.z, sum.w += v.w;
+        }
+        raw[nt][0] = sum.x, raw[nt][1] = sum.y, raw[nt][2] = sum.z, raw[nt][3] = sum.w;
+      }
+    }
 
     uint32_t bh[NT][2], bl[NT][2];
     float alpha[NT][2];
 #pragma unroll
-    for (int nt = 0; nt < NT; ++nt) {
-      // sc[x]: key g8 (x < 2) or g8 + 8, column 8 nt + 2 t4 + (x & 1).
+    for (int q = 0; q < kQTiles; ++q) {
+      const int nt = kCols ? 0 : q;  // where this n-tile's fragments go (by column: exchanged below)
+      // sc[x]: key g8 (x < 2) or g8 + 8, column 2 t4 + (x & 1) of the n-tile.
       float sc[4];
 #pragma unroll
       for (int x = 0; x < 4; ++x) {
-        float v = 0.0f;
-#pragma unroll
-        for (int w = 0; w < S::kTeamWarps; ++w) v += team_part[((w * NT + nt) * 4 + x) * 32];
-        v *= p.scale;
+        float v = raw[q][x] * p.scale;
         if (p.softcap > 0.0f) v = p.softcap * tanhf(v / p.softcap);
         v *= kLog2e;
         const int e = x & 1;
         const int j = j0 + g8 + (x >= 2 ? 8 : 0);
-        const bool visible = j <= last_key[nt][e] && (p.window <= 0 || last_key[nt][e] - j < p.window);
+        const bool visible = j <= last_key[q][e] && (p.window <= 0 || last_key[q][e] - j < p.window);
         sc[x] = visible ? v : -INFINITY;
       }
       // ---- online softmax over the chunk's 16 keys, per score column ----------------------
@@ -253,17 +312,17 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
         const float mx = dev::XorMax<4, 16>(fmaxf(sc[e], sc[e + 2]));
-        m_new[e] = fmaxf(m_run[nt][e], mx);
-        alpha[nt][e] = m_new[e] == -INFINITY ? 1.0f
-                                             : (m_run[nt][e] == -INFINITY ? 0.0f : exp2f(m_run[nt][e] - m_new[e]));
+        m_new[e] = fmaxf(m_run[q][e], mx);
+        alpha[nt][e] = m_new[e] == -INFINITY ? 1.0f : (m_run[q][e] == -INFINITY ? 0.0f : exp2f(m_run[q][e] - m_new[e]));
       }
 #pragma unroll
       for (int x = 0; x < 4; ++x) ps[x] = sc[x] == -INFINITY ? 0.0f : exp2f(sc[x] - m_new[x & 1]);
+      // Each lane keeps its own part of the exp-sum (alpha is the same in all eight lanes of a
+      // column); the parts are summed once, after the last chunk.
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        const float sum = dev::XorSum<4, 16>(ps[e] + ps[e + 2]);
-        l_run[nt][e] = l_run[nt][e] * alpha[nt][e] + sum;
-        if (m_new[e] != -INFINITY) m_run[nt][e] = m_new[e];
+        l_run[q][e] = l_run[q][e] * alpha[nt][e] + (ps[e] + ps[e + 2]);
+        if (m_new[e] != -INFINITY) m_run[q][e] = m_new[e];
       }
       // ---- P^T as the B operand of O^T: pack (key row, two columns), transpose in registers --
 #pragma unroll
@@ -274,6 +333,21 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
         const uint32_t l = dev::PackRn2<E::kIsBf16>(ps[2 * r] - h0, ps[2 * r + 1] - h1);
         bh[nt][r] = dev::MovMatrixTrans(h);
         bl[nt][r] = dev::MovMatrixTrans(l);
+      }
+    }
+    if constexpr (kCols) {
+      // Warps tw and tw + NT score the same n-tile (NT = 2); one of them publishes it.
+      if (tw < NT) {
+        p_xchg[my_nt * 32] = make_uint4(bh[0][0], bh[0][1], bl[0][0], bl[0][1]);
+        a_xchg[my_nt * 32] = make_float2(alpha[0][0], alpha[0][1]);
+      }
+      dev::NamedBarrier(1 + team, S::kTeamWarps * 32);
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        const uint4 f = p_xchg[nt * 32];
+        const float2 al = a_xchg[nt * 32];
+        bh[nt][0] = f.x, bh[nt][1] = f.y, bl[nt][0] = f.z, bl[nt][1] = f.w;
+        alpha[nt][0] = al.x, alpha[nt][1] = al.y;
       }
     }
     // ---- O^T = alpha O^T + V^T P^T over this warp's 128 dims -------------------------------
@@ -303,16 +377,20 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
       }
     }
   }
-  dev::CopyAsyncWait<0>();  // (only empty groups are left)
+  dev::CopyAsyncWait<0>();  // (only empty groups and page entries past the end are left)
+#pragma unroll
+  for (int q = 0; q < kQTiles; ++q)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) l_run[q][e] = dev::XorSum<4, 16>(l_run[q][e]);
 
   // ---- merge the two teams, then write out (all 256 consumer threads) ------------------------
-  if (tw == 0 && g8 == 0) {
+  if ((kCols ? tw < NT : tw == 0) && g8 == 0) {
 #pragma unroll
-    for (int nt = 0; nt < NT; ++nt)
+    for (int q = 0; q < kQTiles; ++q)
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        team_max[team * 32 + nt * 8 + 2 * t4 + e] = m_run[nt][e];
-        team_sum[team * 32 + nt * 8 + 2 * t4 + e] = l_run[nt][e];
+        team_max[team * 32 + nt_of(q) * 8 + 2 * t4 + e] = m_run[q][e];
+        team_sum[team * 32 + nt_of(q) * 8 + 2 * t4 + e] = l_run[q][e];
       }
   }
   __syncthreads();  // both teams are done with the stages: they become the merge buffer
