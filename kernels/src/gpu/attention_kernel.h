@@ -40,8 +40,11 @@ struct KernelParams {
   int segments;
   int write_partial;  // 1: 3D partials; 0: final output (2D)
   // Timing diagnostics of the head-512 team kernel (LADDER_KERNELS_DIAG; results are garbage):
-  // 1 = stream K/V but skip the arithmetic, 2 = compute on stale stages without loading them.
+  // 1 = stream K/V but skip the arithmetic, 2 = compute on stale stages without loading them,
+  // 3 = no merge after the 3D kernel.
   int diag;
+  // LADDER_KERNELS_TIMELINE: the team kernel's work groups record (start ns, end ns, SM) here.
+  unsigned long long* timeline;
 };
 
 // What one work group covers: (sequence, query block, KV head, segment) from the grid, and the

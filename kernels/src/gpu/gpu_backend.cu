@@ -239,6 +239,20 @@ Result<const KernelEntry*> FindKernel(const AttentionShape& shape, int block_m, 
   return e;
 }
 
+bool TimelineOn() {
+  static const bool on = std::getenv("LADDER_KERNELS_TIMELINE") != nullptr;
+  return on;
+}
+constexpr size_t kTimelineItems = 1 << 16;
+Result<unsigned long long*> TimelineBuffer() {
+  static DeviceBuffer buf;
+  if (buf.get() == nullptr) {
+    LADDER_K_ASSIGN_OR_RETURN(buf, DeviceBuffer::Alloc(kTimelineItems * 3 * sizeof(unsigned long long)));
+    LADDER_GPU_CALL(rt::MemsetAsync(buf.get(), 0, buf.size()));
+  }
+  return static_cast<unsigned long long*>(buf.get());
+}
+
 // The merge keeps a weight and a sum per segment in (default-sized) shared memory.
 constexpr int kMaxSegments = 4096;
 
@@ -408,6 +422,12 @@ Status Launch(const DeviceProblem& p, const LaunchPlan& plan, void* workspace, s
     return v != nullptr ? std::atoi(v) : 0;
   }();
   kp.diag = diag;
+  kp.timeline = nullptr;
+  if (TimelineOn()) {
+    LADDER_K_ASSIGN_OR_RETURN(kp.timeline, TimelineBuffer());
+    const size_t items = static_cast<size_t>(p.num_seqs) * g.qblocks * p.shape.kv_heads * plan.segments;
+    if (items > kTimelineItems) kp.timeline = nullptr;
+  }
 
   if (kp.write_partial) {
     const size_t slots = static_cast<size_t>(p.num_tokens) * p.shape.q_heads * plan.segments;
@@ -420,7 +440,7 @@ Status Launch(const DeviceProblem& p, const LaunchPlan& plan, void* workspace, s
   const rt::Stream st = static_cast<rt::Stream>(stream);
   e->fn<<<grid, e->threads, e->smem, st>>>(kp);
   LADDER_GPU_CALL(rt::GetLastError());
-  if (kp.write_partial) {
+  if (kp.write_partial && diag != 3) {  // 3: no merge (what the merge costs a call)
     // LADDER_KERNELS_MERGE=0: the two-pass merge (A/B runs); default the grouped one-round merge.
     static const bool grouped = [] {
       const char* v = std::getenv("LADDER_KERNELS_MERGE");
@@ -484,6 +504,52 @@ struct EventPair {
 };
 }  // namespace
 
+// Each timed call starts behind a kernel that holds the stream for kHoldNs, so that the host has
+// queued the start event, the call's kernels and the end event before the GPU reaches them: the
+// events then time the GPU's work, not the host's launch calls between them (the idea of
+// nvbench's blocking kernel). The copy ceiling is timed the same way. LADDER_KERNELS_HOLD=0
+// times without it (CUDA only; HIP times plainly).
+constexpr unsigned long long kHoldNs = 100000;
+__global__ void HoldStreamKernel(unsigned long long ns) {
+  const unsigned long long t0 = dev::GlobalTimerNs();
+  while (dev::GlobalTimerNs() - t0 < ns) {
+  }
+}
+Status HoldStream() {
+#if !defined(LADDER_KERNELS_HIP)
+  static const bool on = [] {
+    const char* v = std::getenv("LADDER_KERNELS_HOLD");
+    return v == nullptr || std::strcmp(v, "0") != 0;
+  }();
+  if (on) {
+    HoldStreamKernel<<<1, 1>>>(kHoldNs);
+    LADDER_GPU_CALL(rt::GetLastError());
+  }
+#endif
+  return OkStatus();
+}
+
+// LADDER_KERNELS_TIMELINE=1: after timing a point, print when the team kernel's work groups of
+// the last call started and ended, relative to the first start (a diagnostic for tail effects:
+// with one work group per SM, an SM whose group ends early idles until the last one ends).
+void PrintTimeline(int items) {
+  std::vector<unsigned long long> t(static_cast<size_t>(items) * 3);
+  const Result<unsigned long long*> buf = TimelineBuffer();
+  if (!buf.ok() || rt::CopyD2H(t.data(), *buf, t.size() * sizeof(t[0])) != rt::kSuccess) return;
+  std::vector<double> start, end;
+  unsigned long long t0 = ~0ull;
+  for (int i = 0; i < items; ++i)
+    if (t[3 * i] != 0) t0 = std::min(t0, t[3 * i]);
+  for (int i = 0; i < items; ++i)
+    if (t[3 * i] != 0) start.push_back((t[3 * i] - t0) * 1e-3), end.push_back((t[3 * i + 1] - t0) * 1e-3);
+  if (start.empty()) return;
+  std::sort(start.begin(), start.end());
+  std::sort(end.begin(), end.end());
+  auto q = [](const std::vector<double>& v, double f) { return v[static_cast<size_t>(f * (v.size() - 1))]; };
+  std::fprintf(stderr, "timeline (%zu groups, us): start p50 %.2f max %.2f | end min %.2f p10 %.2f p50 %.2f p90 %.2f max %.2f\n",
+               start.size(), q(start, 0.5), q(start, 1.0), q(end, 0.0), q(end, 0.1), q(end, 0.5), q(end, 0.9), q(end, 1.0));
+}
+
 Result<std::vector<double>> TimeLaunches(const DeviceProblem& p, const LaunchPlan& plan, void* workspace,
                                          size_t workspace_bytes, int warmup, int repeats, void* flush,
                                          size_t flush_bytes) {
@@ -494,6 +560,7 @@ Result<std::vector<double>> TimeLaunches(const DeviceProblem& p, const LaunchPla
   std::vector<double> us;
   for (int i = 0; i < repeats; ++i) {
     if (flush != nullptr) LADDER_GPU_CALL(rt::MemsetAsync(flush, i & 0xff, flush_bytes));
+    LADDER_K_TRY(HoldStream());
     LADDER_GPU_CALL(rt::EventRecord(ev.a));
     LADDER_K_TRY(Launch(p, plan, workspace, workspace_bytes));
     LADDER_GPU_CALL(rt::EventRecord(ev.b));
@@ -502,6 +569,8 @@ Result<std::vector<double>> TimeLaunches(const DeviceProblem& p, const LaunchPla
     LADDER_GPU_CALL(rt::EventMs(&ms, ev.a, ev.b));
     us.push_back(ms * 1000.0);
   }
+  if (TimelineOn()) PrintTimeline(static_cast<int>(std::min<size_t>(kTimelineItems, static_cast<size_t>(p.num_seqs) *
+                                                                          GeometryOf(p).qblocks * p.shape.kv_heads * plan.segments)));
   return us;
 }
 
@@ -513,6 +582,7 @@ Result<double> MeasureCopyBytesPerS(size_t bytes, int repeats) {
   LADDER_K_TRY(ev.Init());
   std::vector<double> t;
   for (int i = 0; i < repeats + 3; ++i) {
+    LADDER_K_TRY(HoldStream());
     LADDER_GPU_CALL(rt::EventRecord(ev.a));
     LADDER_GPU_CALL(rt::CopyD2DAsync(dst.get(), src.get(), bytes));
     LADDER_GPU_CALL(rt::EventRecord(ev.b));

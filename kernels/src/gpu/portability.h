@@ -126,6 +126,25 @@ __device__ inline void CopyAsync4(void* smem, const void* gmem) {
   *static_cast<int*>(smem) = *static_cast<const int*>(gmem);
 #endif
 }
+// Nanosecond clock shared by all SMs, and the SM a work group runs on (timeline diagnostics).
+__device__ inline unsigned long long GlobalTimerNs() {
+#if defined(LADDER_KERNELS_HIP)
+  return static_cast<unsigned long long>(__clock64());  // cycles, not ns (timelines are CUDA-only)
+#else
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+#endif
+}
+__device__ inline unsigned SmId() {
+#if defined(LADDER_KERNELS_HIP)
+  return 0;
+#else
+  unsigned id;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
+  return id;
+#endif
+}
 // Programmatic dependent launch (sm_90): a kernel launched with programmatic stream
 // serialization may start before the kernel ahead of it in the stream has finished; it must call
 // WaitForPriorGrid before reading that kernel's output. A no-op everywhere else (and for a

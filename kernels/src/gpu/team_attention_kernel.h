@@ -87,6 +87,7 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
   float* fin_sum = fin_max + 32;                                     // [32]
 
   const int tid = threadIdx.x;
+  const unsigned long long t_start = p.timeline != nullptr ? dev::GlobalTimerNs() : 0;
   const WorkItem w = WorkItemOf(p);
   if (w.empty) return;
   const int seq = w.seq, kvh = w.kvh, seg = w.seg, q_start = w.q_start, row0 = w.row0;
@@ -177,6 +178,9 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
   const int lrow = lane & 7, lmat = lane >> 3;
   const int dim0 = tw * S::kDimsPerWarp;  // this warp's dims of O^T (and of S^T, by dims)
   const int my_nt = kCols ? tw % NT : 0;  // (by column) this warp's n-tile of S^T
+  // (By column) the warps that score: all four at NT = 4; at NT = 2 warps 0-1 of team 0 and 2-3
+  // of team 1, so each SM sub-partition scores for one team and the other two warps only wait.
+  const bool scorer = !kCols || NT == 4 || tw / 2 == team;
   auto nt_of = [&](int q) { return kCols ? my_nt : q; };
   // This lane's two score columns 8 nt + 2 t4 (+1) of each n-tile it scores: the last key each
   // may see (its query row's position; -1 for columns past m_rows).
@@ -246,6 +250,9 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
     const uint16_t* vs = ks + CK * LD;
     const int j0 = lo_al + (cb + i) * CK;
 
+    uint32_t bh[NT][2], bl[NT][2];
+    float alpha[NT][2];
+    if (scorer) {
     // ---- S^T = K Q^T -------------------------------------------------------------------------
     float raw[kQTiles][4];  // S^T of the n-tiles this warp scores (by dims: all, after the sum)
     {
@@ -290,8 +297,6 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
       }
     }
 
-    uint32_t bh[NT][2], bl[NT][2];
-    float alpha[NT][2];
 #pragma unroll
     for (int q = 0; q < kQTiles; ++q) {
       const int nt = kCols ? 0 : q;  // where this n-tile's fragments go (by column: exchanged below)
@@ -336,11 +341,11 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
       }
     }
     if constexpr (kCols) {
-      // Warps tw and tw + NT score the same n-tile (NT = 2); one of them publishes it.
-      if (tw < NT) {
-        p_xchg[my_nt * 32] = make_uint4(bh[0][0], bh[0][1], bl[0][0], bl[0][1]);
-        a_xchg[my_nt * 32] = make_float2(alpha[0][0], alpha[0][1]);
-      }
+      p_xchg[my_nt * 32] = make_uint4(bh[0][0], bh[0][1], bl[0][0], bl[0][1]);
+      a_xchg[my_nt * 32] = make_float2(alpha[0][0], alpha[0][1]);
+    }
+    }  // scorer
+    if constexpr (kCols) {
       dev::NamedBarrier(1 + team, S::kTeamWarps * 32);
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) {
@@ -384,7 +389,7 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
     for (int e = 0; e < 2; ++e) l_run[q][e] = dev::XorSum<4, 16>(l_run[q][e]);
 
   // ---- merge the two teams, then write out (all 256 consumer threads) ------------------------
-  if ((kCols ? tw < NT : tw == 0) && g8 == 0) {
+  if ((kCols ? scorer : tw == 0) && g8 == 0) {
 #pragma unroll
     for (int q = 0; q < kQTiles; ++q)
 #pragma unroll
@@ -448,6 +453,10 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
     const size_t head = static_cast<size_t>(q_start + row0 + r) * p.q_heads + kvh * p.group + g;
     p.seg_max[head * p.segments + seg] = fin_max[tid];
     p.seg_sum[head * p.segments + seg] = fin_sum[tid];
+  }
+  if (p.timeline != nullptr && tid == 0) {
+    unsigned long long* t = p.timeline + 3 * ((static_cast<size_t>(blockIdx.z) * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x);
+    t[0] = t_start, t[1] = dev::GlobalTimerNs(), t[2] = dev::SmId();
   }
 #endif
 }
