@@ -31,11 +31,15 @@ fi
 R="--repeats 30 --warmup ${WARMUP:-400}"
 g() { $K bench --backend cuda --preset gemma4-31b-global --depths 32K --rows 1,2,4 --policy 3d $R "$@" | grep -v "^back"; }
 for round in 1 2; do
-  for cfg in "default 1 0" "6 1 0" "7 1 0" "3 1 0" "default 0 0" "default 1 1" "default 1 2" "default 1 3"; do
+  # variant, grouped merge (0: two-pass), diag, merge in the kernel ("": where it pays, 0: never)
+  for cfg in "default 1 0 -" "6 1 0 -" "7 1 0 -" "3 1 0 -" "default 0 0 -" "default 1 0 0" "default 1 1 -" \
+             "default 1 2 -" "default 1 3 -"; do
     set -- $cfg
     v=$1; [ "$v" = default ] && v=""
-    echo "== round $round: d512 variant $1, online merge $2, diag $3"
-    LADDER_KERNELS_D512=$v LADDER_KERNELS_MERGE=$2 LADDER_KERNELS_DIAG=$3 g --json-out $J/g_v$1_m$2_d$3_r$round.json
+    f=$4; [ "$f" = - ] && f=""
+    echo "== round $round: d512 variant $1, grouped merge $2, diag $3, fused ${4/-/auto}"
+    LADDER_KERNELS_D512=$v LADDER_KERNELS_MERGE=$2 LADDER_KERNELS_DIAG=$3 LADDER_KERNELS_FUSED=$f \
+      g --json-out $J/g_v$1_m$2_d$3_f$4_r$round.json
   done
 done
 echo "== timeline of the last call (defaults)"

@@ -65,6 +65,9 @@ struct LaunchPlan {
   Path path = Path::k2D;
   int segments = 1;
   std::string grid;
+  // 3D with the head-512 team kernel where all its work groups fit on the device at once: the
+  // work groups merge the partials themselves (a cooperative launch), no merge kernel.
+  bool merge_in_kernel = false;
 };
 
 // Checks the shape against the dispatch table and fills the grid description.

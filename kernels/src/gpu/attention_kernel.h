@@ -45,6 +45,13 @@ struct KernelParams {
   int diag;
   // LADDER_KERNELS_TIMELINE: the team kernel's work groups record (start ns, end ns, SM) here.
   unsigned long long* timeline;
+  // merge_in_kernel (3D, team kernel, cooperative launch): each work group publishes
+  // merge_flags[group][segment] = epoch once its partials are written, waits for its group's
+  // other segments, then merges a share of the group's outputs. epoch grows with every such
+  // launch in the process, so flags left by earlier launches never match.
+  int merge_in_kernel;
+  unsigned long long* merge_flags;  // [seq x qblock x kv head][segments]
+  unsigned long long epoch;
 };
 
 // What one work group covers: (sequence, query block, KV head, segment) from the grid, and the
@@ -556,19 +563,22 @@ struct OnlineSum {  // running max (log2 units), exp-sum and unnormalised float4
   }
 };
 
+struct GroupedMergeScratch {
+  float4 num[kGroupedMergeGroups][kGroupedMergeLanes];
+  float m[kGroupedMergeGroups][kGroupedMergeLanes], den[kGroupedMergeGroups][kGroupedMergeLanes];
+};
+
+// One (q head row, 128 dims) output of the grouped merge, by kGroupedMergeThreads threads (all
+// of them must call it: it synchronises the work group twice). Partials are read through L2
+// (ld.cg): in the merge inside the attention kernel they were written by other SMs.
 template <class E>
-__global__ void __launch_bounds__(kGroupedMergeThreads)
-    MergeSegmentsGroupedKernel(const float* seg_acc, const float* seg_max, const float* seg_sum, uint16_t* out,
-                               int q_heads, int segments, int head_dim) {
+__device__ void MergeGroupedUnit(const float* seg_acc, const float* seg_max, const float* seg_sum, uint16_t* out,
+                                 size_t head, int segments, int head_dim, int dim_block, GroupedMergeScratch& sc) {
   constexpr int G = kGroupedMergeGroups, L = kGroupedMergeLanes, N = kGroupedMergePer;
-  __shared__ float4 part_num[G][L];
-  __shared__ float part_m[G][L], part_den[G][L];
   const int x = threadIdx.x % L, g = threadIdx.x / L;
-  const size_t head = static_cast<size_t>(blockIdx.x) * q_heads + blockIdx.y;
   const size_t slot0 = head * segments;
-  const int d = (blockIdx.z * L + x) * 4;
+  const int d = (dim_block * L + x) * 4;
   const bool live = d < head_dim;
-  dev::WaitForPriorGrid();  // the attention kernel's partials are complete and visible
   OnlineSum acc;
   for (int s0 = g; s0 < segments; s0 += G * N) {
     float ms[N], ls[N];
@@ -577,26 +587,38 @@ __global__ void __launch_bounds__(kGroupedMergeThreads)
     for (int u = 0; u < N; ++u) {
       const int s = s0 + u * G;
       const bool in = s < segments;
-      ms[u] = in ? seg_max[slot0 + s] : -INFINITY;
-      ls[u] = in ? seg_sum[slot0 + s] : 0.0f;
-      a[u] = in && live ? *reinterpret_cast<const float4*>(seg_acc + (slot0 + s) * head_dim + d)
+      ms[u] = in ? dev::LoadL2(seg_max + slot0 + s) : -INFINITY;
+      ls[u] = in ? dev::LoadL2(seg_sum + slot0 + s) : 0.0f;
+      a[u] = in && live ? dev::LoadL2(reinterpret_cast<const float4*>(seg_acc + (slot0 + s) * head_dim + d))
                         : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     }
     acc.Add(ms, ls, a);
   }
-  part_m[g][x] = acc.m, part_den[g][x] = acc.den, part_num[g][x] = acc.num;
+  sc.m[g][x] = acc.m, sc.den[g][x] = acc.den, sc.num[g][x] = acc.num;
   __syncthreads();
-  if (g != 0 || !live) return;
-  float ms[G], ls[G];
-  float4 a[G];
+  if (g == 0 && live) {
+    float ms[G], ls[G];
+    float4 a[G];
 #pragma unroll
-  for (int u = 0; u < G; ++u) ms[u] = part_m[u][x], ls[u] = part_den[u][x], a[u] = part_num[u][x];
-  OnlineSum all;
-  all.Add(ms, ls, a);
-  const float inv = all.den > 0.0f ? 1.0f / all.den : 0.0f;
-  const uint32_t lo = E::FromFloat(all.num.x * inv) | (static_cast<uint32_t>(E::FromFloat(all.num.y * inv)) << 16);
-  const uint32_t hi = E::FromFloat(all.num.z * inv) | (static_cast<uint32_t>(E::FromFloat(all.num.w * inv)) << 16);
-  *reinterpret_cast<uint2*>(out + head * head_dim + d) = make_uint2(lo, hi);
+    for (int u = 0; u < G; ++u) ms[u] = sc.m[u][x], ls[u] = sc.den[u][x], a[u] = sc.num[u][x];
+    OnlineSum all;
+    all.Add(ms, ls, a);
+    const float inv = all.den > 0.0f ? 1.0f / all.den : 0.0f;
+    const uint32_t lo = E::FromFloat(all.num.x * inv) | (static_cast<uint32_t>(E::FromFloat(all.num.y * inv)) << 16);
+    const uint32_t hi = E::FromFloat(all.num.z * inv) | (static_cast<uint32_t>(E::FromFloat(all.num.w * inv)) << 16);
+    *reinterpret_cast<uint2*>(out + head * head_dim + d) = make_uint2(lo, hi);
+  }
+  __syncthreads();  // the scratch may be reused
+}
+
+template <class E>
+__global__ void __launch_bounds__(kGroupedMergeThreads)
+    MergeSegmentsGroupedKernel(const float* seg_acc, const float* seg_max, const float* seg_sum, uint16_t* out,
+                               int q_heads, int segments, int head_dim) {
+  __shared__ GroupedMergeScratch scratch;
+  dev::WaitForPriorGrid();  // the attention kernel's partials are complete and visible
+  MergeGroupedUnit<E>(seg_acc, seg_max, seg_sum, out, static_cast<size_t>(blockIdx.x) * q_heads + blockIdx.y, segments,
+                      head_dim, blockIdx.z, scratch);
 }
 
 }  // namespace ladder::kernels::gpu

@@ -1,6 +1,7 @@
 // The GPU backend: device memory, the dispatch table of attention kernels, timing and the copy
 // ceiling. Compiled by nvcc (LADDER_CUDA) or hipcc (LADDER_HIP) from this one source.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -144,6 +145,7 @@ struct KernelEntry {
   int threads = 0, stages = 0, tile = 0;
   size_t smem = 0;
   rt::Error attr = rt::kSuccess;  // setting its dynamic shared-memory limit
+  bool merges_in_kernel = false;  // can merge its 3D partials itself (KernelParams::merge_in_kernel)
 };
 
 template <class E, int D, int BM, int V>
@@ -173,6 +175,7 @@ const KernelEntry& EntryOfTeam() {
     KernelEntry k;
     k.fn = &TeamAttention512Kernel<E, NT, kByColumn>;
     k.name = kByColumn ? "team512 by column" : "team512";
+    k.merges_in_kernel = true;
     k.threads = Sh::kThreads;
     k.stages = Sh::kStages;
     k.tile = Sh::kChunk;
@@ -240,7 +243,10 @@ Result<const KernelEntry*> FindKernel(const AttentionShape& shape, int block_m, 
 }
 
 bool TimelineOn() {
-  static const bool on = std::getenv("LADDER_KERNELS_TIMELINE") != nullptr;
+  static const bool on = [] {
+    const char* v = std::getenv("LADDER_KERNELS_TIMELINE");
+    return v != nullptr && *v != 0 && std::strcmp(v, "0") != 0;
+  }();
   return on;
 }
 constexpr size_t kTimelineItems = 1 << 16;
@@ -251,6 +257,35 @@ Result<unsigned long long*> TimelineBuffer() {
     LADDER_GPU_CALL(rt::MemsetAsync(buf.get(), 0, buf.size()));
   }
   return static_cast<unsigned long long*>(buf.get());
+}
+
+// Whether kernel `e` merges its partials itself: only where all `items` work groups fit on the
+// device at once (the merge inside the kernel waits for other work groups, so they must all be
+// resident: it is launched cooperatively), and only where each work group then merges at most
+// one (column, 128 dims) unit: the merge starts when the group's last work group arrives, so
+// every extra unit lengthens the call (H200, gemma4-31b-global 32K: -1 us at 1 row, where
+// 32 units meet 33 segments; +1.4 us at 4 rows, 4 units each). LADDER_KERNELS_FUSED=0 keeps
+// the merge kernel, =1 merges in the kernel wherever it is resident (tests, A/B runs).
+bool MergesInKernel(const KernelEntry& e, long long items, long long units, int segments) {
+#if defined(LADDER_KERNELS_HIP)
+  (void)e, (void)items, (void)units, (void)segments;
+  return false;
+#else
+  static const int mode = [] {
+    const char* v = std::getenv("LADDER_KERNELS_FUSED");
+    return v == nullptr || *v == 0 ? -1 : std::atoi(v) != 0 ? 1 : 0;
+  }();
+  if (!e.merges_in_kernel || mode == 0 || (mode < 0 && units > segments)) return false;
+  static const int sms = [] {
+    int dev = 0, n = 0, coop = 0;
+    if (rt::GetDevice(&dev) != rt::kSuccess) return 0;
+    if (cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev) != cudaSuccess || !coop) return 0;
+    return cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess ? n : 0;
+  }();
+  int per_sm = 0;
+  if (sms == 0 || rt::Occupancy(&per_sm, e.fn, e.threads, e.smem) != rt::kSuccess) return false;
+  return items <= static_cast<long long>(per_sm) * sms;
+#endif
 }
 
 // The merge keeps a weight and a sum per segment in (default-sized) shared memory.
@@ -372,11 +407,16 @@ Result<LaunchPlan> MakePlan(const DeviceProblem& p, Path path, int segments) {
   plan.segments = path == Path::k3D ? std::max(1, segments) : 1;
   if (plan.segments > kMaxSegments)
     return Error(ErrorCode::kInvalidArgument, "more than " + std::to_string(kMaxSegments) + " segments");
+  const long long items = static_cast<long long>(p.num_seqs) * g.qblocks * p.shape.kv_heads * plan.segments;
+  const long long units = static_cast<long long>(g.score_cols) * ((p.shape.head_dim + 127) / 128);
+  plan.merge_in_kernel = path == Path::k3D && MergesInKernel(*e, items, units, plan.segments);
   char buf[256];
   std::snprintf(buf, sizeof(buf), "%s grid %dx%dx%d %s (%d thr, BM %d, tile %d, %d stages)%s",
                 path == Path::k3D ? "3D" : "2D", p.num_seqs * g.qblocks, p.shape.kv_heads, plan.segments,
                 e->name, e->threads, g.block_m, e->tile, e->stages,
-                path == Path::k3D ? (" + merge " + std::to_string(p.num_tokens) + "x" + std::to_string(p.shape.q_heads)).c_str() : "");
+                path != Path::k3D    ? ""
+                : plan.merge_in_kernel ? " + merge in kernel"
+                                       : (" + merge " + std::to_string(p.num_tokens) + "x" + std::to_string(p.shape.q_heads)).c_str());
   plan.grid = buf;
   // A timing diagnostic left set would make every result garbage: say so wherever the plan shows.
   if (const char* d = std::getenv("LADDER_KERNELS_DIAG"); d != nullptr && std::atoi(d) != 0)
@@ -384,10 +424,20 @@ Result<LaunchPlan> MakePlan(const DeviceProblem& p, Path path, int segments) {
   return plan;
 }
 
-size_t WorkspaceBytes(const DeviceProblem& p, const LaunchPlan& plan) {
-  if (plan.path != Path::k3D) return 0;
+// Bytes of the 3D partials; the merge flags (8-byte aligned: head_dim is even) follow them.
+size_t PartialBytes(const DeviceProblem& p, const LaunchPlan& plan) {
   const size_t slots = static_cast<size_t>(p.num_tokens) * p.shape.q_heads * plan.segments;
   return slots * p.shape.head_dim * 4 + 2 * slots * 4;
+}
+size_t MergeFlagBytes(const DeviceProblem& p, const LaunchPlan& plan) {
+  if (!plan.merge_in_kernel) return 0;
+  const Geometry g = GeometryOf(p);
+  return sizeof(unsigned long long) * p.num_seqs * g.qblocks * p.shape.kv_heads * plan.segments;
+}
+
+size_t WorkspaceBytes(const DeviceProblem& p, const LaunchPlan& plan) {
+  if (plan.path != Path::k3D) return 0;
+  return PartialBytes(p, plan) + MergeFlagBytes(p, plan);
 }
 
 Status Launch(const DeviceProblem& p, const LaunchPlan& plan, void* workspace, size_t workspace_bytes,
@@ -438,6 +488,33 @@ Status Launch(const DeviceProblem& p, const LaunchPlan& plan, void* workspace, s
   LADDER_K_ASSIGN_OR_RETURN(const KernelEntry* e, FindKernel(p.shape, g.block_m, g.score_cols));
   const dim3 grid(p.num_seqs * g.qblocks, p.shape.kv_heads, plan.segments);
   const rt::Stream st = static_cast<rt::Stream>(stream);
+  kp.merge_in_kernel = 0;
+  kp.merge_flags = nullptr;
+  kp.epoch = 0;
+#if !defined(LADDER_KERNELS_HIP)
+  if (plan.merge_in_kernel && kp.write_partial) {
+    static std::atomic<unsigned long long> epochs{0};
+    kp.merge_in_kernel = 1;
+    kp.merge_flags = reinterpret_cast<unsigned long long*>(static_cast<char*>(workspace) + PartialBytes(p, plan));
+    kp.epoch = ++epochs;
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = grid;
+    cfg.blockDim = dim3(e->threads);
+    cfg.dynamicSmemBytes = e->smem;
+    cfg.stream = st;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeCooperative;
+    attr[0].val.cooperative = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    const cudaError_t err = cudaLaunchKernelEx(&cfg, e->fn, kp);
+    if (err == cudaSuccess) return OkStatus();
+    // Another client holds part of the device: fall back to the merge kernel.
+    if (err != cudaErrorCooperativeLaunchTooLarge) LADDER_GPU_CALL(err);
+    (void)cudaGetLastError();
+    kp.merge_in_kernel = 0;
+  }
+#endif
   e->fn<<<grid, e->threads, e->smem, st>>>(kp);
   LADDER_GPU_CALL(rt::GetLastError());
   if (kp.write_partial && diag != 3) {  // 3: no merge (what the merge costs a call)
@@ -454,6 +531,14 @@ Status Launch(const DeviceProblem& p, const LaunchPlan& plan, void* workspace, s
                                                            : &MergeSegmentsGroupedKernel<dev::F16>)
                          : (p.shape.dtype == DType::kBF16 ? &MergeSegmentsKernel<dev::Bf16> : &MergeSegmentsKernel<dev::F16>);
 #if !defined(LADDER_KERNELS_HIP)
+    // The attention kernels' shared-memory split for the merges too (see HoldStream).
+    static const bool carveouts = [] {
+      for (auto* k : {&MergeSegmentsGroupedKernel<dev::Bf16>, &MergeSegmentsGroupedKernel<dev::F16>,
+                      &MergeSegmentsKernel<dev::Bf16>, &MergeSegmentsKernel<dev::F16>})
+        (void)cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
+      return true;
+    }();
+    (void)carveouts;
     if (MergeLaunchOverlaps()) {
       // Programmatic dependent launch: the merge's launch overlaps the attention kernel's tail;
       // the merge waits (griddepcontrol.wait) for it before reading the partials.
@@ -522,6 +607,11 @@ Status HoldStream() {
     return v == nullptr || std::strcmp(v, "0") != 0;
   }();
   if (on) {
+    // With the attention kernels' shared-memory split, so that no SM reconfigures its L1 /
+    // shared memory between the hold and the timed kernel.
+    static const cudaError_t carveout = cudaFuncSetAttribute(
+        HoldStreamKernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
+    (void)carveout;
     HoldStreamKernel<<<1, 1>>>(kHoldNs);
     LADDER_GPU_CALL(rt::GetLastError());
   }

@@ -145,6 +145,15 @@ __device__ inline unsigned SmId() {
   return id;
 #endif
 }
+// Loads through L2, past this SM's L1 (data another SM wrote during this kernel).
+template <class T>
+__device__ inline T LoadL2(const T* p) {
+#if defined(LADDER_KERNELS_HIP)
+  return *p;
+#else
+  return __ldcg(p);
+#endif
+}
 // Programmatic dependent launch (sm_90): a kernel launched with programmatic stream
 // serialization may start before the kernel ahead of it in the stream has finished; it must call
 // WaitForPriorGrid before reading that kernel's output. A no-op everywhere else (and for a
@@ -257,6 +266,15 @@ __device__ inline uint32_t MovMatrixTrans(uint32_t a) {
 // Barrier `id` (1..15) among `threads` threads (a multiple of 32) of the work group.
 __device__ inline void NamedBarrier(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+// Device-scope release store and acquire load (flags between the work groups of one grid).
+__device__ inline void StoreRelease(unsigned long long* p, unsigned long long v) {
+  asm volatile("st.release.gpu.global.u64 [%0], %1;\n" ::"l"(p), "l"(v) : "memory");
+}
+__device__ inline unsigned long long LoadAcquire(const unsigned long long* p) {
+  unsigned long long v;
+  asm volatile("ld.acquire.gpu.global.u64 %0, [%1];\n" : "=l"(v) : "l"(p) : "memory");
+  return v;
 }
 // c += a * b for one m16n8k16 tile; kBf16 picks bf16 or f16 operands, fp32 accumulators.
 template <bool kBf16>

@@ -94,9 +94,10 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
   const int m_rows = w.m_rows, first_pos = w.first_pos, hi = w.hi, lo = w.lo;
   const int lo_al = lo / CK * CK;
   const int chunks = (hi - lo_al + CK - 1) / CK;
-  const int per_seg = (chunks + p.segments - 1) / p.segments;
-  const int cb = min(chunks, seg * per_seg);
-  const int n_chunks = min(chunks, cb + per_seg) - cb;
+  // Segments differ by at most one chunk (2048 chunks in 33 segments: 62 or 63 each, not 63 and a
+  // last one of 32): the call lasts as long as its slowest work group.
+  const int cb = static_cast<int>(static_cast<long long>(chunks) * seg / p.segments);
+  const int n_chunks = static_cast<int>(static_cast<long long>(chunks) * (seg + 1) / p.segments) - cb;
 
   dev::AllowDependentLaunch();
 
@@ -453,6 +454,26 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
     const size_t head = static_cast<size_t>(q_start + row0 + r) * p.q_heads + kvh * p.group + g;
     p.seg_max[head * p.segments + seg] = fin_max[tid];
     p.seg_sum[head * p.segments + seg] = fin_sum[tid];
+  }
+  if (p.write_partial && p.merge_in_kernel) {
+    // ---- the merge, inside the kernel: every work group of the grid is resident (cooperative
+    // launch), so waiting for the group's other segments cannot deadlock -------------------
+    __threadfence();  // this work group's partials, before its flag
+    __syncthreads();
+    unsigned long long* flags = p.merge_flags + (static_cast<size_t>(blockIdx.x) * gridDim.y + blockIdx.y) * p.segments;
+    if (tid == 0) dev::StoreRelease(flags + seg, p.epoch);
+    for (int s = tid; s < p.segments; s += S::kThreads)
+      while (dev::LoadAcquire(flags + s) != p.epoch) __nanosleep(64);
+    __syncthreads();
+    // Units (score column m, 128 dims), dealt out over the group's segments.
+    static_assert(S::kThreads == kGroupedMergeThreads, "the merge unit takes the whole work group");
+    auto& scratch = *reinterpret_cast<GroupedMergeScratch*>(smem);
+    constexpr int kDimBlocks = D / (4 * kGroupedMergeLanes);
+    for (int u = seg; u < m_rows * kDimBlocks; u += p.segments) {
+      const int m = u / kDimBlocks, r = m / p.group, g = m % p.group;
+      const size_t head = static_cast<size_t>(q_start + row0 + r) * p.q_heads + kvh * p.group + g;
+      MergeGroupedUnit<E>(p.seg_acc, p.seg_max, p.seg_sum, p.out, head, p.segments, D, u % kDimBlocks, scratch);
+    }
   }
   if (p.timeline != nullptr && tid == 0) {
     unsigned long long* t = p.timeline + 3 * ((static_cast<size_t>(blockIdx.z) * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x);
