@@ -492,7 +492,7 @@ Status Launch(const DeviceProblem& p, const LaunchPlan& plan, void* workspace, s
   kp.merge_flags = nullptr;
   kp.epoch = 0;
 #if !defined(LADDER_KERNELS_HIP)
-  if (plan.merge_in_kernel && kp.write_partial) {
+  if (plan.merge_in_kernel && kp.write_partial && diag != 3) {  // (3: no merge at all)
     static std::atomic<unsigned long long> epochs{0};
     kp.merge_in_kernel = 1;
     kp.merge_flags = reinterpret_cast<unsigned long long*>(static_cast<char*>(workspace) + PartialBytes(p, plan));
