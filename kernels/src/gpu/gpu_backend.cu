@@ -492,7 +492,14 @@ Status Launch(const DeviceProblem& p, const LaunchPlan& plan, void* workspace, s
   kp.merge_flags = nullptr;
   kp.epoch = 0;
 #if !defined(LADDER_KERNELS_HIP)
-  if (plan.merge_in_kernel && kp.write_partial && diag != 3) {  // (3: no merge at all)
+  // Not while the stream is being captured into a graph: a replay would reuse the captured
+  // epoch, and the work groups would find their flags already set by the previous replay.
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (plan.merge_in_kernel && cudaStreamIsCapturing(st, &capture) != cudaSuccess) {
+    (void)cudaGetLastError();
+    capture = cudaStreamCaptureStatusActive;
+  }
+  if (plan.merge_in_kernel && kp.write_partial && diag != 3 && capture == cudaStreamCaptureStatusNone) {
     static std::atomic<unsigned long long> epochs{0};
     kp.merge_in_kernel = 1;
     kp.merge_flags = reinterpret_cast<unsigned long long*>(static_cast<char*>(workspace) + PartialBytes(p, plan));
