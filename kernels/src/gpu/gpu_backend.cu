@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "geometry.h"
@@ -303,6 +304,20 @@ Geometry GeometryOf(const AttentionShape& shape, int max_query_len) {
 Geometry GeometryOf(const DeviceProblem& p) { return GeometryOf(p.shape, p.max_query_len); }
 
 #if !defined(LADDER_KERNELS_HIP)
+// cudaLaunchKernelEx with one launch attribute (cooperative, programmatic serialization).
+template <class... Params, class... Args>
+cudaError_t LaunchWithAttribute(cudaLaunchAttribute attr, dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                                void (*kernel)(Params...), Args&&... args) {
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+}
+
 // The merge is launched with programmatic dependent launch on sm_90 and newer: its launch
 // overlaps the attention kernel's tail (H200, 32K: 1-3 us, 1-1.7 %, of a 3D call; see
 // docs/kernels.md). LADDER_KERNELS_PDL=0 launches it plainly (for A/B runs).
@@ -504,17 +519,10 @@ Status Launch(const DeviceProblem& p, const LaunchPlan& plan, void* workspace, s
     kp.merge_in_kernel = 1;
     kp.merge_flags = reinterpret_cast<unsigned long long*>(static_cast<char*>(workspace) + PartialBytes(p, plan));
     kp.epoch = ++epochs;
-    cudaLaunchConfig_t cfg{};
-    cfg.gridDim = grid;
-    cfg.blockDim = dim3(e->threads);
-    cfg.dynamicSmemBytes = e->smem;
-    cfg.stream = st;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeCooperative;
-    attr[0].val.cooperative = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-    const cudaError_t err = cudaLaunchKernelEx(&cfg, e->fn, kp);
+    cudaLaunchAttribute cooperative{};
+    cooperative.id = cudaLaunchAttributeCooperative;
+    cooperative.val.cooperative = 1;
+    const cudaError_t err = LaunchWithAttribute(cooperative, grid, dim3(e->threads), e->smem, st, e->fn, kp);
     if (err == cudaSuccess) return OkStatus();
     // Another client holds part of the device: fall back to the merge kernel.
     if (err != cudaErrorCooperativeLaunchTooLarge) LADDER_GPU_CALL(err);
@@ -549,19 +557,13 @@ Status Launch(const DeviceProblem& p, const LaunchPlan& plan, void* workspace, s
     if (MergeLaunchOverlaps()) {
       // Programmatic dependent launch: the merge's launch overlaps the attention kernel's tail;
       // the merge waits (griddepcontrol.wait) for it before reading the partials.
-      cudaLaunchConfig_t cfg{};
-      cfg.gridDim = mgrid;
-      cfg.blockDim = dim3(mthreads);
-      cfg.dynamicSmemBytes = msmem;
-      cfg.stream = st;
-      cudaLaunchAttribute attr[1];
-      attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-      attr[0].val.programmaticStreamSerializationAllowed = 1;
-      cfg.attrs = attr;
-      cfg.numAttrs = 1;
-      LADDER_GPU_CALL(cudaLaunchKernelEx(&cfg, merge, static_cast<const float*>(kp.seg_acc),
-                                         static_cast<const float*>(kp.seg_max), static_cast<const float*>(kp.seg_sum),
-                                         kp.out, kp.q_heads, kp.segments, p.shape.head_dim));
+      cudaLaunchAttribute pdl{};
+      pdl.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+      pdl.val.programmaticStreamSerializationAllowed = 1;
+      LADDER_GPU_CALL(LaunchWithAttribute(pdl, mgrid, dim3(mthreads), msmem, st, merge,
+                                          static_cast<const float*>(kp.seg_acc), static_cast<const float*>(kp.seg_max),
+                                          static_cast<const float*>(kp.seg_sum), kp.out, kp.q_heads, kp.segments,
+                                          p.shape.head_dim));
       return OkStatus();
     }
 #endif
