@@ -128,18 +128,22 @@ Status LaunchDeviceAttention(Backend backend, const DeviceAttentionArgs& args, c
     return Error(ErrorCode::kInvalidArgument,
                  "device attention: workspace of " + std::to_string(workspace_bytes) + " bytes, plan needs " +
                      std::to_string(plan.workspace_bytes));
-  gpu::LaunchPlan launch;
-  launch.path = plan.info.path;
-  launch.segments = plan.info.segments;
-  launch.grid = plan.info.grid;
-  return gpu::Launch(ToDeviceProblem(args), launch, workspace, workspace_bytes, stream);
+  // The same launch as planned (merge inside the kernel included), rebuilt from the plan's path
+  // and segments: host-only work.
+  const gpu::DeviceProblem dp = ToDeviceProblem(args);
+  LADDER_K_ASSIGN_OR_RETURN(const gpu::LaunchPlan launch, gpu::MakePlan(dp, plan.info.path, plan.info.segments));
+  return gpu::Launch(dp, launch, workspace, workspace_bytes, stream);
 }
 
 size_t MaxDeviceWorkspaceBytes(const AttentionShape& shape, int max_tokens, const PolicyConfig& config) {
-  const int segments = config.force_segments > 0 ? config.force_segments : std::max(1, config.max_segments);
-  const size_t slots = static_cast<size_t>(std::max(0, max_tokens)) * std::max(0, shape.q_heads) * segments;
-  // Matches gpu::WorkspaceBytes: a head_dim fp32 accumulator plus max and sum per slot.
-  return slots * static_cast<size_t>(std::max(0, shape.head_dim)) * 4 + 2 * slots * 4;
+  const size_t segments = config.force_segments > 0 ? config.force_segments : std::max(1, config.max_segments);
+  const size_t tokens = std::max(0, max_tokens);
+  // Bounds gpu::WorkspaceBytes: a head_dim fp32 accumulator plus max and sum per slot, then the
+  // merge flags of the merge inside the kernel, 8 bytes per work group (at most one
+  // (sequence, query block) per query row).
+  const size_t slots = tokens * std::max(0, shape.q_heads) * segments;
+  const size_t work_groups = tokens * std::max(0, shape.kv_heads) * segments;
+  return slots * static_cast<size_t>(std::max(0, shape.head_dim)) * 4 + 2 * slots * 4 + 8 * work_groups;
 }
 
 }  // namespace ladder::kernels

@@ -51,10 +51,12 @@ TEST(DeviceAttention, WorkspaceBoundGrowsWithRowsHeadsAndSegments) {
   shape.kv_heads = 4;
   shape.head_dim = 512;
   lk::PolicyConfig config;
-  // One slot per (row, q head, segment): a head_dim fp32 accumulator plus max and sum.
-  EXPECT_EQ(lk::MaxDeviceWorkspaceBytes(shape, 2, config), size_t{2} * 32 * 128 * (512 * 4 + 8));
+  // One slot per (row, q head, segment): a head_dim fp32 accumulator plus max and sum; and an
+  // 8-byte merge flag per (row, KV head, segment) work group, at most.
+  EXPECT_EQ(lk::MaxDeviceWorkspaceBytes(shape, 2, config),
+            size_t{2} * 32 * 128 * (512 * 4 + 8) + size_t{8} * 2 * 4 * 128);
   config.force_segments = 3;
-  EXPECT_EQ(lk::MaxDeviceWorkspaceBytes(shape, 2, config), size_t{2} * 32 * 3 * (512 * 4 + 8));
+  EXPECT_EQ(lk::MaxDeviceWorkspaceBytes(shape, 2, config), size_t{2} * 32 * 3 * (512 * 4 + 8) + size_t{8} * 2 * 4 * 3);
   EXPECT_EQ(lk::MaxDeviceWorkspaceBytes(shape, 0, config), 0u);
 }
 

@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <ostream>
+#include <string>
 #include <vector>
 
 #include "ladder/kernels/attention.h"
@@ -26,6 +27,36 @@ struct DeviceCopy {
   DeviceCopy(const DeviceCopy&) = delete;
   DeviceCopy& operator=(const DeviceCopy&) = delete;
   ~DeviceCopy() { cudaFree(p); }
+};
+
+// A host problem's arrays on the device, and the entry point's arguments over them.
+struct DeviceProblemCopy {
+  DeviceCopy qs, sl, bt, q, k, v, out;
+  explicit DeviceProblemCopy(const lk::HostProblem& p)
+      : qs(p.query_start.data(), p.query_start.size() * sizeof(int)),
+        sl(p.seq_lens.data(), p.seq_lens.size() * sizeof(int)),
+        bt(p.block_table.data(), p.block_table.size() * sizeof(int)),
+        q(p.q.data(), p.q.bytes()),
+        k(p.k_cache.data(), p.k_cache.bytes()),
+        v(p.v_cache.data(), p.v_cache.bytes()),
+        out(nullptr, p.q.bytes()) {}
+  lk::DeviceAttentionArgs Args(const lk::HostProblem& p) const {
+    lk::DeviceAttentionArgs args;
+    args.shape = p.shape;
+    args.num_seqs = p.num_seqs();
+    args.num_tokens = p.num_tokens();
+    args.max_query_len = p.max_query_len();
+    args.max_kv_len = p.max_kv_len();
+    args.max_blocks_per_seq = p.max_blocks_per_seq;
+    args.query_start = static_cast<const int*>(qs.p);
+    args.seq_lens = static_cast<const int*>(sl.p);
+    args.block_table = static_cast<const int*>(bt.p);
+    args.q = q.p;
+    args.k_cache = k.p;
+    args.v_cache = v.p;
+    args.out = out.p;
+    return args;
+  }
 };
 
 struct Case {
@@ -59,25 +90,9 @@ TEST_P(DeviceEntry, MatchesRunAttentionBitForBitOnAStream) {
   ASSERT_TRUE(info.ok()) << info.error().ToString();
 
   const lk::HostProblem& p = *problem;
-  DeviceCopy qs(p.query_start.data(), p.query_start.size() * sizeof(int));
-  DeviceCopy sl(p.seq_lens.data(), p.seq_lens.size() * sizeof(int));
-  DeviceCopy bt(p.block_table.data(), p.block_table.size() * sizeof(int));
-  DeviceCopy q(p.q.data(), p.q.bytes()), k(p.k_cache.data(), p.k_cache.bytes()),
-      v(p.v_cache.data(), p.v_cache.bytes()), out(nullptr, expected.bytes());
-  lk::DeviceAttentionArgs args;
-  args.shape = p.shape;
-  args.num_seqs = p.num_seqs();
-  args.num_tokens = p.num_tokens();
-  args.max_query_len = p.max_query_len();
-  args.max_kv_len = p.max_kv_len();
-  args.max_blocks_per_seq = p.max_blocks_per_seq;
-  args.query_start = static_cast<const int*>(qs.p);
-  args.seq_lens = static_cast<const int*>(sl.p);
-  args.block_table = static_cast<const int*>(bt.p);
-  args.q = q.p;
-  args.k_cache = k.p;
-  args.v_cache = v.p;
-  args.out = out.p;
+  ASSERT_EQ(expected.bytes(), p.q.bytes());
+  DeviceProblemCopy d(p);
+  const lk::DeviceAttentionArgs args = d.Args(p);
   auto plan = lk::PlanDeviceAttention(lk::Backend::kCuda, args, options);
   ASSERT_TRUE(plan.ok()) << plan.error().ToString();
   EXPECT_EQ(plan->info.path, c.expected) << plan->info.reason;
@@ -100,8 +115,74 @@ TEST_P(DeviceEntry, MatchesRunAttentionBitForBitOnAStream) {
   ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
   cudaStreamDestroy(stream);
   std::vector<unsigned char> got(expected.bytes());
-  ASSERT_EQ(cudaMemcpy(got.data(), out.p, got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(got.data(), d.out.p, got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
   EXPECT_EQ(std::memcmp(got.data(), expected.data(), got.size()), 0) << "device entry differs from RunAttention";
+}
+
+// Head 512 at 16K, 1, 2 and 4 query rows: on a plain stream the team kernel's work groups
+// merge their partials themselves (a cooperative launch, up to four units each); inside a
+// captured graph the merge kernel does it. Both must give the same bits, every time and every
+// replay.
+TEST(DeviceEntryMerge, InKernelMergeAndGraphReplaysAgreeBitForBit) {
+  if (!lk::BackendAvailable(lk::Backend::kCuda)) GTEST_SKIP() << "no CUDA device";
+  for (int rows : {1, 2, 4}) {
+    SCOPED_TRACE("query rows " + std::to_string(rows));
+    lk::AttentionShape shape;
+    shape.q_heads = 32;
+    shape.kv_heads = 4;
+    shape.head_dim = 512;
+    auto problem = lk::MakeProblem(shape, {{rows, 16384}}, 11);
+    ASSERT_TRUE(problem.ok()) << problem.error().ToString();
+    const lk::HostProblem& p = *problem;
+    DeviceProblemCopy d(p);
+    const lk::DeviceAttentionArgs args = d.Args(p);
+    const size_t out_bytes = p.q.bytes();
+    lk::RunOptions options;
+    options.policy = lk::Policy::kSpecAware;
+    options.config.decode_query_len = 4;
+    auto plan = lk::PlanDeviceAttention(lk::Backend::kCuda, args, options);
+    ASSERT_TRUE(plan.ok()) << plan.error().ToString();
+    ASSERT_EQ(plan->info.path, lk::Path::k3D);
+    EXPECT_NE(plan->info.grid.find("merge in kernel"), std::string::npos) << plan->info.grid;
+    DeviceCopy ws(nullptr, plan->workspace_bytes);
+    cudaStream_t stream = nullptr;
+    ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+    auto fetch = [&] {
+      std::vector<unsigned char> got(out_bytes);
+      EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+      EXPECT_EQ(cudaMemcpy(got.data(), d.out.p, got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+      EXPECT_EQ(cudaMemset(d.out.p, 0xff, out_bytes), cudaSuccess);  // NaNs: a skipped write shows
+      return got;
+    };
+    ASSERT_TRUE(lk::LaunchDeviceAttention(lk::Backend::kCuda, args, *plan, stream, ws.p, ws.n).ok());
+    const std::vector<unsigned char> first = fetch();
+    auto differing_bytes = [&](const std::vector<unsigned char>& got) {
+      size_t n = 0;
+      for (size_t i = 0; i < got.size(); ++i) n += got[i] != first[i];
+      return n;
+    };
+    for (int i = 0; i < 5; ++i) {
+      ASSERT_TRUE(lk::LaunchDeviceAttention(lk::Backend::kCuda, args, *plan, stream, ws.p, ws.n).ok());
+      EXPECT_EQ(differing_bytes(fetch()), 0u) << "direct launch " << i;
+    }
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+    const auto captured = lk::LaunchDeviceAttention(lk::Backend::kCuda, args, *plan, stream, ws.p, ws.n);
+    ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+    ASSERT_TRUE(captured.ok()) << captured.error().ToString();
+    ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+    for (int i = 0; i < 3; ++i) {
+      ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+      EXPECT_EQ(differing_bytes(fetch()), 0u) << "graph replay " << i;
+    }
+    // Direct launches after the replays: their merge flags are not confused by the replays'.
+    ASSERT_TRUE(lk::LaunchDeviceAttention(lk::Backend::kCuda, args, *plan, stream, ws.p, ws.n).ok());
+    EXPECT_EQ(differing_bytes(fetch()), 0u) << "direct launch after the replays";
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    cudaStreamDestroy(stream);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(

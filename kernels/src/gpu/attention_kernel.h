@@ -20,6 +20,8 @@
 
 namespace ladder::kernels::gpu {
 
+constexpr int kTimelineFields = 5;
+
 struct KernelParams {
   const uint16_t* q;
   const uint16_t* k;
@@ -43,7 +45,9 @@ struct KernelParams {
   // 1 = stream K/V but skip the arithmetic, 2 = compute on stale stages without loading them,
   // 3 = no merge after the 3D kernel.
   int diag;
-  // LADDER_KERNELS_TIMELINE: the team kernel's work groups record (start ns, end ns, SM) here.
+  // LADDER_KERNELS_TIMELINE: the team kernel's work groups record kTimelineFields values here:
+  // start, end of the key loop, partials written (merge in the kernel only, else 0), end (ns)
+  // and the SM.
   unsigned long long* timeline;
   // merge_in_kernel (3D, team kernel, cooperative launch): each work group publishes
   // merge_flags[group][segment] = epoch once its partials are written, waits for its group's
@@ -568,39 +572,61 @@ struct GroupedMergeScratch {
   float m[kGroupedMergeGroups][kGroupedMergeLanes], den[kGroupedMergeGroups][kGroupedMergeLanes];
 };
 
-// One (q head row, 128 dims) output of the grouped merge, by kGroupedMergeThreads threads (all
-// of them must call it: it synchronises the work group twice). Partials are read through L2
-// (ld.cg): in the merge inside the attention kernel they were written by other SMs.
-template <class E>
-__device__ void MergeGroupedUnit(const float* seg_acc, const float* seg_max, const float* seg_sum, uint16_t* out,
-                                 size_t head, int segments, int head_dim, int dim_block, GroupedMergeScratch& sc) {
+// U (q head row, 128 dims) outputs of the grouped merge at once, by kGroupedMergeThreads
+// threads (all of them must call it: it synchronises the work group twice). Unit k (k <
+// n_units, unit_of(k, &head, &dim_block)) takes threads [k T / U, (k + 1) T / U); each of them
+// computes U of the unit's G segment groups, so the loads of all units are in flight together
+// (the merge inside the head-512 kernel has up to four units per work group at 2 and 4 query
+// rows; one after another they cost an L2 round trip each). Every group sums the same
+// segments in the same order as with U = 1: the bits do not depend on U. Partials are read
+// through L2 (ld.cg): in the merge inside the attention kernel they were written by other SMs.
+template <class E, int U, class UnitOf>
+__device__ void MergeGroupedUnits(const float* seg_acc, const float* seg_max, const float* seg_sum, uint16_t* out,
+                                  int n_units, UnitOf unit_of, int segments, int head_dim, GroupedMergeScratch* sc) {
   constexpr int G = kGroupedMergeGroups, L = kGroupedMergeLanes, N = kGroupedMergePer;
-  const int x = threadIdx.x % L, g = threadIdx.x / L;
+  static_assert(G % U == 0, "each thread takes U whole segment groups");
+  constexpr int kPerUnit = kGroupedMergeThreads / U;
+  // (U = 1: callers pass one unit, and the work group has kGroupedMergeThreads threads.)
+  const int k = U == 1 ? 0 : threadIdx.x / kPerUnit, x = threadIdx.x % L;
+  const int gg = U == 1 ? threadIdx.x / L : threadIdx.x % kPerUnit / L;
+  const bool unit_live = U == 1 || k < n_units;
+  size_t head = 0;
+  int dim_block = 0;
+  if (unit_live) unit_of(k, &head, &dim_block);
   const size_t slot0 = head * segments;
   const int d = (dim_block * L + x) * 4;
-  const bool live = d < head_dim;
-  OnlineSum acc;
-  for (int s0 = g; s0 < segments; s0 += G * N) {
-    float ms[N], ls[N];
-    float4 a[N];
+  const bool live = unit_live && d < head_dim;
+  OnlineSum acc[U];  // groups gg U + j
+  for (int s0 = gg * U; s0 < segments; s0 += G * N) {
+    float ms[U][N], ls[U][N];
+    float4 a[U][N];
 #pragma unroll
-    for (int u = 0; u < N; ++u) {
-      const int s = s0 + u * G;
-      const bool in = s < segments;
-      ms[u] = in ? dev::LoadL2(seg_max + slot0 + s) : -INFINITY;
-      ls[u] = in ? dev::LoadL2(seg_sum + slot0 + s) : 0.0f;
-      a[u] = in && live ? dev::LoadL2(reinterpret_cast<const float4*>(seg_acc + (slot0 + s) * head_dim + d))
-                        : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    }
-    acc.Add(ms, ls, a);
+    for (int j = 0; j < U; ++j)
+#pragma unroll
+      for (int u = 0; u < N; ++u) {
+        const int s = s0 + j + u * G;
+        const bool in = unit_live && s < segments;
+        ms[j][u] = in ? dev::LoadL2(seg_max + slot0 + s) : -INFINITY;
+        ls[j][u] = in ? dev::LoadL2(seg_sum + slot0 + s) : 0.0f;
+        a[j][u] = in && live ? dev::LoadL2(reinterpret_cast<const float4*>(seg_acc + (slot0 + s) * head_dim + d))
+                             : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      }
+#pragma unroll
+    for (int j = 0; j < U; ++j) acc[j].Add(ms[j], ls[j], a[j]);
   }
-  sc.m[g][x] = acc.m, sc.den[g][x] = acc.den, sc.num[g][x] = acc.num;
+  if (unit_live) {
+#pragma unroll
+    for (int j = 0; j < U; ++j) {
+      const int g = gg * U + j;
+      sc[k].m[g][x] = acc[j].m, sc[k].den[g][x] = acc[j].den, sc[k].num[g][x] = acc[j].num;
+    }
+  }
   __syncthreads();
-  if (g == 0 && live) {
+  if (gg == 0 && live) {
     float ms[G], ls[G];
     float4 a[G];
 #pragma unroll
-    for (int u = 0; u < G; ++u) ms[u] = sc.m[u][x], ls[u] = sc.den[u][x], a[u] = sc.num[u][x];
+    for (int u = 0; u < G; ++u) ms[u] = sc[k].m[u][x], ls[u] = sc[k].den[u][x], a[u] = sc[k].num[u][x];
     OnlineSum all;
     all.Add(ms, ls, a);
     const float inv = all.den > 0.0f ? 1.0f / all.den : 0.0f;
@@ -617,8 +643,11 @@ __global__ void __launch_bounds__(kGroupedMergeThreads)
                                int q_heads, int segments, int head_dim) {
   __shared__ GroupedMergeScratch scratch;
   dev::WaitForPriorGrid();  // the attention kernel's partials are complete and visible
-  MergeGroupedUnit<E>(seg_acc, seg_max, seg_sum, out, static_cast<size_t>(blockIdx.x) * q_heads + blockIdx.y, segments,
-                      head_dim, blockIdx.z, scratch);
+  auto unit = [&](int, size_t* head, int* dim_block) {
+    *head = static_cast<size_t>(blockIdx.x) * q_heads + blockIdx.y;
+    *dim_block = static_cast<int>(blockIdx.z);
+  };
+  MergeGroupedUnits<E, 1>(seg_acc, seg_max, seg_sum, out, 1, unit, segments, head_dim, &scratch);
 }
 
 }  // namespace ladder::kernels::gpu

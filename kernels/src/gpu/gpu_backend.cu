@@ -147,6 +147,7 @@ struct KernelEntry {
   size_t smem = 0;
   rt::Error attr = rt::kSuccess;  // setting its dynamic shared-memory limit
   bool merges_in_kernel = false;  // can merge its 3D partials itself (KernelParams::merge_in_kernel)
+  int merge_units = 0;            // ... taking at most this many (column, 128 dims) units per work group
 };
 
 template <class E, int D, int BM, int V>
@@ -177,6 +178,7 @@ const KernelEntry& EntryOfTeam() {
     k.fn = &TeamAttention512Kernel<E, NT, kByColumn>;
     k.name = kByColumn ? "team512 by column" : "team512";
     k.merges_in_kernel = true;
+    k.merge_units = Sh::kMergeUnits;
     k.threads = Sh::kThreads;
     k.stages = Sh::kStages;
     k.tile = Sh::kChunk;
@@ -254,7 +256,7 @@ constexpr size_t kTimelineItems = 1 << 16;
 Result<unsigned long long*> TimelineBuffer() {
   static DeviceBuffer buf;
   if (buf.get() == nullptr) {
-    LADDER_K_ASSIGN_OR_RETURN(buf, DeviceBuffer::Alloc(kTimelineItems * 3 * sizeof(unsigned long long)));
+    LADDER_K_ASSIGN_OR_RETURN(buf, DeviceBuffer::Alloc(kTimelineItems * kTimelineFields * sizeof(unsigned long long)));
     LADDER_GPU_CALL(rt::MemsetAsync(buf.get(), 0, buf.size()));
   }
   return static_cast<unsigned long long*>(buf.get());
@@ -263,10 +265,12 @@ Result<unsigned long long*> TimelineBuffer() {
 // Whether kernel `e` merges its partials itself: only where all `items` work groups fit on the
 // device at once (the merge inside the kernel waits for other work groups, so they must all be
 // resident: it is launched cooperatively), and only where each work group then merges at most
-// one (column, 128 dims) unit: the merge starts when the group's last work group arrives, so
-// every extra unit lengthens the call (H200, gemma4-31b-global 32K: -1 us at 1 row, where
-// 32 units meet 33 segments; +1.4 us at 4 rows, 4 units each). LADDER_KERNELS_FUSED=0 keeps
-// the merge kernel, =1 merges in the kernel wherever it is resident (tests, A/B runs).
+// its merge_units (column, 128 dims) units, all at once (the merge starts when the group's last
+// work group arrives). H200, gemma4-31b-global 32K, against the merge kernel: -1 us at 1 row
+// (32 units, 33 work groups), -0.7 us at 2 rows (64 units, two each); at 4 rows four units
+// each were +1 us one after another and +1-2 us at once (the 32-column kernel spilled).
+// LADDER_KERNELS_FUSED=0 keeps the merge kernel, =1 merges in the kernel wherever it is
+// resident and the units allow (tests, A/B runs); LADDER_KERNELS_MERGE_UNITS=1 allows one.
 bool MergesInKernel(const KernelEntry& e, long long items, long long units, int segments) {
 #if defined(LADDER_KERNELS_HIP)
   (void)e, (void)items, (void)units, (void)segments;
@@ -276,7 +280,14 @@ bool MergesInKernel(const KernelEntry& e, long long items, long long units, int 
     const char* v = std::getenv("LADDER_KERNELS_FUSED");
     return v == nullptr || *v == 0 ? -1 : std::atoi(v) != 0 ? 1 : 0;
   }();
-  if (!e.merges_in_kernel || mode == 0 || (mode < 0 && units > segments)) return false;
+  // LADDER_KERNELS_MERGE_UNITS=1: at most one unit per work group (A/B runs).
+  static const int merge_units_max = [] {
+    const char* v = std::getenv("LADDER_KERNELS_MERGE_UNITS");
+    return v == nullptr || *v == 0 ? 1 << 30 : std::max(1, std::atoi(v));
+  }();
+  if (!e.merges_in_kernel || mode == 0 || units > static_cast<long long>(e.merge_units) * segments ||
+      (mode < 0 && units > static_cast<long long>(merge_units_max) * segments))
+    return false;
   static const int sms = [] {
     int dev = 0, n = 0, coop = 0;
     if (rt::GetDevice(&dev) != rt::kSuccess) return 0;
@@ -629,24 +640,28 @@ Status HoldStream() {
 }
 
 // LADDER_KERNELS_TIMELINE=1: after timing a point, print when the team kernel's work groups of
-// the last call started and ended, relative to the first start (a diagnostic for tail effects:
-// with one work group per SM, an SM whose group ends early idles until the last one ends).
+// the last call started, left the key loop, had written their partials (merge in the kernel)
+// and ended, relative to the first start (a diagnostic for tail effects: with one work group
+// per SM, an SM whose group ends early idles until the last one ends).
 void PrintTimeline(int items) {
-  std::vector<unsigned long long> t(static_cast<size_t>(items) * 3);
+  constexpr int F = kTimelineFields;
+  std::vector<unsigned long long> t(static_cast<size_t>(items) * F);
   const Result<unsigned long long*> buf = TimelineBuffer();
   if (!buf.ok() || rt::CopyD2H(t.data(), *buf, t.size() * sizeof(t[0])) != rt::kSuccess) return;
-  std::vector<double> start, end;
   unsigned long long t0 = ~0ull;
   for (int i = 0; i < items; ++i)
-    if (t[3 * i] != 0) t0 = std::min(t0, t[3 * i]);
+    if (t[F * i] != 0) t0 = std::min(t0, t[F * i]);
+  std::vector<double> at[4];  // start, loop end, partials written, end
   for (int i = 0; i < items; ++i)
-    if (t[3 * i] != 0) start.push_back((t[3 * i] - t0) * 1e-3), end.push_back((t[3 * i + 1] - t0) * 1e-3);
-  if (start.empty()) return;
-  std::sort(start.begin(), start.end());
-  std::sort(end.begin(), end.end());
-  auto q = [](const std::vector<double>& v, double f) { return v[static_cast<size_t>(f * (v.size() - 1))]; };
-  std::fprintf(stderr, "timeline (%zu groups, us): start p50 %.2f max %.2f | end min %.2f p10 %.2f p50 %.2f p90 %.2f max %.2f\n",
-               start.size(), q(start, 0.5), q(start, 1.0), q(end, 0.0), q(end, 0.1), q(end, 0.5), q(end, 0.9), q(end, 1.0));
+    for (int f = 0; f < 4; ++f)
+      if (t[F * i] != 0 && t[F * i + f] != 0) at[f].push_back((t[F * i + f] - t0) * 1e-3);
+  if (at[0].empty()) return;
+  for (auto& v : at) std::sort(v.begin(), v.end());
+  auto q = [](const std::vector<double>& v, double f) { return v.empty() ? 0.0 : v[static_cast<size_t>(f * (v.size() - 1))]; };
+  std::fprintf(stderr, "timeline (%zu groups, us): start p50 %.2f max %.2f | loop end p10 %.2f p50 %.2f max %.2f | "
+               "written p50 %.2f max %.2f | end min %.2f p10 %.2f p50 %.2f p90 %.2f max %.2f\n",
+               at[0].size(), q(at[0], 0.5), q(at[0], 1.0), q(at[1], 0.1), q(at[1], 0.5), q(at[1], 1.0), q(at[2], 0.5),
+               q(at[2], 1.0), q(at[3], 0.0), q(at[3], 0.1), q(at[3], 0.5), q(at[3], 0.9), q(at[3], 1.0));
 }
 
 Result<std::vector<double>> TimeLaunches(const DeviceProblem& p, const LaunchPlan& plan, void* workspace,

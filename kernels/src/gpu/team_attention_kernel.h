@@ -64,6 +64,9 @@ struct TeamShape {
   static constexpr size_t kOffState = kOffSPart + kSPartBytes;
   static constexpr size_t kOffPages = kOffState + kStateBytes;
   static constexpr size_t kSmemBytes = kOffPages + kPageBytes;
+  // Units of the merge inside the kernel per work group, at most (MergeGroupedUnits): as many
+  // as 33 work groups per KV head (132 SMs, 4 KV heads) need at 16 and 32 columns.
+  static constexpr int kMergeUnits = NT == 4 ? 1 : 2;
 
   static_assert(NT == 1 || NT == 2 || NT == 4, "8, 16 or 32 score columns");
   static_assert(kStageBytes % 16 == 0 && kOffSPart % 16 == 0, "alignment of the stages and partial scores");
@@ -384,6 +387,7 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
     }
   }
   dev::CopyAsyncWait<0>();  // (only empty groups and page entries past the end are left)
+  const unsigned long long t_loop = p.timeline != nullptr ? dev::GlobalTimerNs() : 0;
 #pragma unroll
   for (int q = 0; q < kQTiles; ++q)
 #pragma unroll
@@ -455,7 +459,9 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
     p.seg_max[head * p.segments + seg] = fin_max[tid];
     p.seg_sum[head * p.segments + seg] = fin_sum[tid];
   }
+  unsigned long long t_written = 0;
   if (p.write_partial && p.merge_in_kernel) {
+    if (p.timeline != nullptr) t_written = dev::GlobalTimerNs();
     // ---- the merge, inside the kernel: every work group of the grid is resident (cooperative
     // launch), so waiting for the group's other segments cannot deadlock -------------------
     __threadfence();  // this work group's partials, before its flag
@@ -465,19 +471,34 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
     for (int s = tid; s < p.segments; s += S::kThreads)
       while (dev::LoadAcquire(flags + s) != p.epoch) __nanosleep(64);
     __syncthreads();
-    // Units (score column m, 128 dims), dealt out over the group's segments.
-    static_assert(S::kThreads == kGroupedMergeThreads, "the merge unit takes the whole work group");
-    auto& scratch = *reinterpret_cast<GroupedMergeScratch*>(smem);
+    // Units (score column m, 128 dims) seg, seg + segments, ... (at most S::kMergeUnits: the
+    // host merges in the kernel only then), all merged at once.
+    static_assert(S::kThreads == kGroupedMergeThreads, "the merge units take the whole work group");
+    static_assert(S::kMergeUnits == 1 || S::kMergeUnits == 2 || S::kMergeUnits == 4, "one instantiation per unit count");
+    static_assert(size_t{S::kMergeUnits} * sizeof(GroupedMergeScratch) <= S::kOffSPart, "the scratch reuses the stages");
+    auto* scratch = reinterpret_cast<GroupedMergeScratch*>(smem);
     constexpr int kDimBlocks = D / (4 * kGroupedMergeLanes);
-    for (int u = seg; u < m_rows * kDimBlocks; u += p.segments) {
-      const int m = u / kDimBlocks, r = m / p.group, g = m % p.group;
-      const size_t head = static_cast<size_t>(q_start + row0 + r) * p.q_heads + kvh * p.group + g;
-      MergeGroupedUnit<E>(p.seg_acc, p.seg_max, p.seg_sum, p.out, head, p.segments, D, u % kDimBlocks, scratch);
-    }
+    const int units = m_rows * kDimBlocks;
+    // (Scalars by value: a reference into the kernel's parameters cost the 32-column kernel
+    // a local copy of them, and spills.)
+    auto unit_at = [segs = p.segments, group = p.group, q_heads = p.q_heads, token0 = q_start + row0, kvh](int u) {
+      return [=](int k, size_t* head, int* dim_block) {  // unit u + k segs as MergeGroupedUnits' unit_of
+        const int uk = u + k * segs, m = uk / kDimBlocks;
+        *head = static_cast<size_t>(token0 + m / group) * q_heads + kvh * group + m % group;
+        *dim_block = uk % kDimBlocks;
+      };
+    };
+    const int mine = seg < units ? (units - seg + p.segments - 1) / p.segments : 0;
+    if (mine == 1) MergeGroupedUnits<E, 1>(p.seg_acc, p.seg_max, p.seg_sum, p.out, 1, unit_at(seg), p.segments, D, scratch);
+    if constexpr (S::kMergeUnits >= 2)
+      if (mine == 2) MergeGroupedUnits<E, 2>(p.seg_acc, p.seg_max, p.seg_sum, p.out, 2, unit_at(seg), p.segments, D, scratch);
+    if constexpr (S::kMergeUnits >= 4)
+      if (mine > 2) MergeGroupedUnits<E, 4>(p.seg_acc, p.seg_max, p.seg_sum, p.out, mine, unit_at(seg), p.segments, D, scratch);
   }
   if (p.timeline != nullptr && tid == 0) {
-    unsigned long long* t = p.timeline + 3 * ((static_cast<size_t>(blockIdx.z) * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x);
-    t[0] = t_start, t[1] = dev::GlobalTimerNs(), t[2] = dev::SmId();
+    unsigned long long* t =
+        p.timeline + kTimelineFields * ((static_cast<size_t>(blockIdx.z) * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x);
+    t[0] = t_start, t[1] = t_loop, t[2] = t_written, t[3] = dev::GlobalTimerNs(), t[4] = dev::SmId();
   }
 #endif
 }
