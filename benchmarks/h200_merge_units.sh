@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Issue 3, head 512: the merge inside the team kernel at 2 and 4 query rows too (up to four
-# (column, 128 dims) units per work group, merged at once: MergeGroupedUnits), in one device
-# call: the case table (defaults, and with the merge kernel: LADDER_KERNELS_FUSED=0), the GPU
+# Issue 3, head 512: the merge inside the team kernel at 2 rows too (two (column, 128 dims)
+# units per work group, merged at once: MergeGroupedUnits) and bulk copies for the 16-column
+# kernel, in one device call: the case table (defaults, and with the merge kernel: LADDER_KERNELS_FUSED=0), the GPU
 # tests (in-kernel merge against graph replays, which merge with the merge kernel, bit for bit),
 # then gemma4-31b-global at 32K (1/2/4 rows, 3D) side by side with the previous binary
-# ($OLD, .carry/ladder-kernels-old) over two interleaved rounds, the timeline, the other presets,
+# ($OLD, .carry/ladder-kernels-old) and with bulk copies nowhere / everywhere over three
+# interleaved rounds, the timeline, the other presets,
 # the TP=2 legacy/spec-aware ladder, PyTorch SDPA and (SANITIZE=1) memcheck and racecheck.
 set -uo pipefail
 OUT=${OUT:-h200-out}
@@ -20,17 +21,16 @@ timeout 200 $K check --backend cuda 2>&1 | tee $OUT/check.txt | grep -vE "^PASS"
 echo "== check, head-512 cases with the merge kernel (FUSED=0), and in the kernel wherever resident (FUSED=1)"
 LADDER_KERNELS_FUSED=0 timeout 100 $K check --backend cuda --case d512 2>&1 | tail -1
 LADDER_KERNELS_FUSED=1 timeout 100 $K check --backend cuda --case d512 2>&1 | tail -1
-R="--repeats 30 --warmup ${WARMUP:-400}"
+export R="--repeats 30 --warmup ${WARMUP:-400}"
 g() { local bin=$1; shift; $bin bench --backend cuda --preset gemma4-31b-global --depths 32K --rows 1,2,4 --policy 3d $R "$@" | grep -v "^back"; }
 for round in 1 2 3; do
-  # binary, merge units per work group ("": default), fused ("": default)
-  for cfg in "new - -" "old - -" "new 1 -" "new 2 -" "new - 0"; do
+  # binary, then environment assignments ("-": none)
+  for cfg in "new -" "old -" "new LADDER_KERNELS_BULK=0" "new LADDER_KERNELS_BULK=1" "new LADDER_KERNELS_MERGE_UNITS=1"; do
     set -- $cfg
     bin=$K; [ "$1" = old ] && bin=$OLD
-    u=$2; [ "$u" = - ] && u=""
-    f=$3; [ "$f" = - ] && f=""
-    echo "== round $round: $1 binary, merge units ${2/-/default}, fused ${3/-/default}"
-    LADDER_KERNELS_MERGE_UNITS=$u LADDER_KERNELS_FUSED=$f g $bin --json-out $J/g_$1_u$2_f$3_r$round.json
+    vars=$2; [ "$vars" = - ] && vars=""
+    echo "== round $round: $1 binary ${vars:-defaults}"
+    env $vars bash -c "$(declare -f g); g $bin --json-out $J/g_$1_${vars:-default}_r$round.json"
   done
 done
 echo "== timeline (new)"

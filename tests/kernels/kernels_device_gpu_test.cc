@@ -120,8 +120,8 @@ TEST_P(DeviceEntry, MatchesRunAttentionBitForBitOnAStream) {
 }
 
 // Head 512 at 16K, 1, 2 and 4 query rows: on a plain stream the team kernel's work groups
-// merge their partials themselves (a cooperative launch, up to four units each); inside a
-// captured graph the merge kernel does it. Both must give the same bits, every time and every
+// merge their partials themselves at 1 and 2 rows (a cooperative launch, up to two units
+// each); inside a captured graph the merge kernel does it. Both must give the same bits, every time and every
 // replay.
 TEST(DeviceEntryMerge, InKernelMergeAndGraphReplaysAgreeBitForBit) {
   if (!lk::BackendAvailable(lk::Backend::kCuda)) GTEST_SKIP() << "no CUDA device";
@@ -143,7 +143,8 @@ TEST(DeviceEntryMerge, InKernelMergeAndGraphReplaysAgreeBitForBit) {
     auto plan = lk::PlanDeviceAttention(lk::Backend::kCuda, args, options);
     ASSERT_TRUE(plan.ok()) << plan.error().ToString();
     ASSERT_EQ(plan->info.path, lk::Path::k3D);
-    EXPECT_NE(plan->info.grid.find("merge in kernel"), std::string::npos) << plan->info.grid;
+    // (The 32-column kernel of 4 rows keeps the merge kernel: one unit per work group.)
+    if (rows <= 2) EXPECT_NE(plan->info.grid.find("merge in kernel"), std::string::npos) << plan->info.grid;
     DeviceCopy ws(nullptr, plan->workspace_bytes);
     cudaStream_t stream = nullptr;
     ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);

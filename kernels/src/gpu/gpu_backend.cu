@@ -170,13 +170,14 @@ const KernelEntry& EntryOf() {
 }
 
 #if !defined(LADDER_KERNELS_HIP)
-template <class E, int NT, bool kByColumn>
+template <class E, int NT, bool kByColumn, bool kBulk>
 const KernelEntry& EntryOfTeam() {
   using Sh = TeamShape<NT>;
   static const KernelEntry e = [] {
     KernelEntry k;
-    k.fn = &TeamAttention512Kernel<E, NT, kByColumn>;
-    k.name = kByColumn ? "team512 by column" : "team512";
+    k.fn = &TeamAttention512Kernel<E, NT, kByColumn, kBulk>;
+    k.name = kBulk ? (kByColumn ? "team512 by column, bulk copies" : "team512, bulk copies")
+                   : (kByColumn ? "team512 by column" : "team512");
     k.merges_in_kernel = true;
     k.merge_units = Sh::kMergeUnits;
     k.threads = Sh::kThreads;
@@ -210,10 +211,22 @@ const KernelEntry* EntryForDim(int d, int bm, int score_cols) {
   const int v = VariantFor(d, bm, score_cols);
 #if !defined(LADDER_KERNELS_HIP)
   if (d == 512 && (v == kTeamVariant512 || v == kTeamColumnVariant512)) {
-    if (score_cols <= 8) return &EntryOfTeam<E, 1, false>();
+    // Bulk copies (one warp issues each chunk's 1 KB rows) where a warp has nothing else to
+    // do: 16 columns by column, whose two non-scoring warps per team wait anyway (H200, 2 rows
+    // at 32K: 80.3-81.5 us against 82.9-85.1 with every warp issuing cp.async). Where every
+    // warp scores, the copying warp became the slowest (1 row +0.7 us, 4 rows +2 us).
+    // LADDER_KERNELS_BULK=0 / 1: bulk copies nowhere / in every team kernel (A/B runs).
+    static const int bulk = [] {
+      const char* b = std::getenv("LADDER_KERNELS_BULK");
+      return b == nullptr || *b == 0 ? -1 : std::atoi(b) != 0 ? 1 : 0;
+    }();
+    if (score_cols <= 8)
+      return bulk == 1 ? &EntryOfTeam<E, 1, false, true>() : &EntryOfTeam<E, 1, false, false>();
+    if (v == kTeamColumnVariant512 && score_cols <= 16)
+      return bulk != 0 ? &EntryOfTeam<E, 2, true, true>() : &EntryOfTeam<E, 2, true, false>();
     if (v == kTeamColumnVariant512)
-      return score_cols <= 16 ? &EntryOfTeam<E, 2, true>() : &EntryOfTeam<E, 4, true>();
-    return score_cols <= 16 ? &EntryOfTeam<E, 2, false>() : &EntryOfTeam<E, 4, false>();
+      return bulk == 1 ? &EntryOfTeam<E, 4, true, true>() : &EntryOfTeam<E, 4, true, false>();
+    return score_cols <= 16 ? &EntryOfTeam<E, 2, false, false>() : &EntryOfTeam<E, 4, false, false>();
   }
 #endif
   switch (d * 100 + bm) {

@@ -169,6 +169,73 @@ __device__ inline void AllowDependentLaunch() {
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 #endif
 }
+// Bulk copies global -> shared that complete on a shared-memory mbarrier (sm_90; elsewhere
+// the kernels that use them are never launched, and these trap). A barrier with one expected
+// arrival: the issuing thread arrives with the byte count, the copies count the bytes down,
+// and waiters test the phase's parity.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && !defined(LADDER_KERNELS_HIP)
+#define LADDER_DEVICE_HAS_BULK 1
+#else
+#define LADDER_DEVICE_HAS_BULK 0
+#endif
+#if defined(LADDER_KERNELS_HIP)
+#define LADDER_DEVICE_TRAP() __builtin_trap()
+#else
+#define LADDER_DEVICE_TRAP() __trap()
+#endif
+__device__ inline void MbarrierInit(unsigned long long* bar, unsigned count) {
+#if LADDER_DEVICE_HAS_BULK
+  const unsigned b = static_cast<unsigned>(__cvta_generic_to_shared(bar));
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(b), "r"(count) : "memory");
+#else
+  (void)bar, (void)count;
+  LADDER_DEVICE_TRAP();
+#endif
+}
+// After the initialisations, before any thread or copy uses the barriers (with a barrier).
+__device__ inline void MbarrierInitFence() {
+#if LADDER_DEVICE_HAS_BULK
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+#endif
+}
+__device__ inline void MbarrierArriveExpectTx(unsigned long long* bar, unsigned bytes) {
+#if LADDER_DEVICE_HAS_BULK
+  const unsigned b = static_cast<unsigned>(__cvta_generic_to_shared(bar));
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(b), "r"(bytes) : "memory");
+#else
+  (void)bar, (void)bytes;
+  LADDER_DEVICE_TRAP();
+#endif
+}
+// `bytes` (a multiple of 16; both addresses 16-byte aligned) from global to this work group's
+// shared memory, counted down on `bar`.
+__device__ inline void BulkCopyToShared(void* smem, const void* gmem, unsigned bytes, unsigned long long* bar) {
+#if LADDER_DEVICE_HAS_BULK
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  const unsigned b = static_cast<unsigned>(__cvta_generic_to_shared(bar));
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(s),
+               "l"(gmem), "r"(bytes), "r"(b)
+               : "memory");
+#else
+  (void)smem, (void)gmem, (void)bytes, (void)bar;
+  LADDER_DEVICE_TRAP();
+#endif
+}
+// Waits until the barrier's phase with this parity has completed.
+__device__ inline void MbarrierWait(unsigned long long* bar, unsigned parity) {
+#if LADDER_DEVICE_HAS_BULK
+  const unsigned b = static_cast<unsigned>(__cvta_generic_to_shared(bar));
+  asm volatile(
+      "{\n .reg .pred done;\n LADDER_MBAR_WAIT:\n"
+      " mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      " @!done bra LADDER_MBAR_WAIT;\n}\n" ::"r"(b),
+      "r"(parity)
+      : "memory");
+#else
+  (void)bar, (void)parity;
+  LADDER_DEVICE_TRAP();
+#endif
+}
 __device__ inline void CopyAsyncCommit() {
 #if LADDER_DEVICE_HAS_MMA
   asm volatile("cp.async.commit_group;\n" ::);

@@ -11,9 +11,11 @@
 //     its own online softmax state and output accumulator; the teams are merged once, at the end.
 //   - Each team copies its chunks of K and V (paged, 1 KB rows) into its own ring of
 //     kTeamStages shared-memory stages with 16-byte cp.async from all its threads: two chunks in
-//     flight per team while one is computed. (The bulk-copy engine, one 1 KB row per copy, was
-//     tried first: with loads alone it was no faster than these rings, ~80 us per call at 32K,
-//     while holding three chunks in flight instead of two; docs/kernels.md.)
+//     flight per team while one is computed. With kBulk (the default at 16 columns by column,
+//     where two warps per team do not score) one of the non-scoring warps issues the chunk as
+//     32 bulk copies of 1 KB onto the stage's mbarrier instead, and the scorers issue nothing
+//     (H200, 2 rows at 32K: -2.7 us). Where every warp scores, the copying warp was the slowest
+//     (docs/kernels.md).
 //   - Scores are computed transposed, S^T = K Q^T (keys are the 16 MMA rows, the kN = 8 * NT
 //     score columns are query rows x q heads of the KV head): one query row of a GQA-8 model
 //     fills an 8-wide MMA tile exactly, instead of half of a 16-row one.
@@ -63,7 +65,8 @@ struct TeamShape {
   static constexpr size_t kOffSPart = kStages * kStageBytes;
   static constexpr size_t kOffState = kOffSPart + kSPartBytes;
   static constexpr size_t kOffPages = kOffState + kStateBytes;
-  static constexpr size_t kSmemBytes = kOffPages + kPageBytes;
+  static constexpr size_t kOffBars = kOffPages + kPageBytes;  // (kBulk) one mbarrier per stage
+  static constexpr size_t kSmemBytes = kOffBars + size_t{8} * kStages;
   // Units of the merge inside the kernel per work group, at most (MergeGroupedUnits): as many
   // as 33 work groups per KV head (132 SMs, 4 KV heads) need at 16 and 32 columns.
   static constexpr int kMergeUnits = NT == 4 ? 1 : 2;
@@ -76,7 +79,9 @@ struct TeamShape {
   static_assert(kTeamWarps * kDimsPerWarp == kD && kD == 2 * kThreads, "the write-out gives each thread two dims");
 };
 
-template <class E, int NT, bool kByColumn>
+// kBulk: the chunks come by bulk copy (cp.async.bulk, one 1 KB row per lane of the team's
+// warp 0, completion on the stage's mbarrier), so the other three warps issue no copies.
+template <class E, int NT, bool kByColumn, bool kBulk>
 __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Kernel(KernelParams p) {
 #if LADDER_DEVICE_HAS_MMA
   using S = TeamShape<NT>;
@@ -131,8 +136,29 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
     const int c = k + PR / 2 + tt;
     if (one_page && tt < PR / 2 && c < team_chunks)
       dev::CopyAsync4(page_ring + c % PR, btab + (chunk_key0(c) >> p.block_size_shift));
+    if (kBulk) dev::CopyAsyncCommit();  // (waited for in the next iteration)
   };
+  unsigned long long* bars = reinterpret_cast<unsigned long long*>(smem + S::kOffBars) + team * TS;
+  if (kBulk && tt < TS) dev::MbarrierInit(bars + tt, 1);
+  if (kBulk) dev::MbarrierInitFence();
   auto issue = [&](int k) {  // the team's k-th chunk into its stage k % TS
+    if constexpr (kBulk) {
+      // One warp copies, lane r row r (0-15 K, 16-31 V): at 16 columns by column one that does
+      // not score (team 0: warps 2-3 score nothing), else warp 0.
+      constexpr bool kIdleWarps = kByColumn && NT == 2;
+      if (k < team_chunks && p.diag != 2 && tw == (kIdleWarps && team == 0 ? 2 : 0)) {
+        unsigned long long* bar = bars + k % TS;
+        if (lane == 0) dev::MbarrierArriveExpectTx(bar, 2 * CK * D * 2);
+        __syncwarp();
+        uint16_t* st = team_stages + static_cast<size_t>(k % TS) * 2 * CK * LD;
+        // Keys outside [lo, hi) re-read a visible row of the chunk (as below: same page).
+        const int j = max(lo, min(chunk_key0(k) + (lane & (CK - 1)), hi - 1));
+        const int pg = one_page ? page_ring[k % PR] : btab[j >> p.block_size_shift];
+        const size_t grow = ((static_cast<size_t>(pg) << p.block_size_shift) + (j & bs_mask)) * p.kv_heads + kvh;
+        dev::BulkCopyToShared(st + lane * LD, (lane < CK ? p.k : p.v) + grow * D, D * 2, bar);
+      }
+      return;
+    }
     if (k < team_chunks && p.diag != 2) {
       const int page = one_page ? page_ring[k % PR] : 0;
       uint16_t* st = team_stages + static_cast<size_t>(k % TS) * 2 * CK * LD;
@@ -164,7 +190,7 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
     }
     dev::CopyAsyncCommit();
   };
-  dev::NamedBarrier(1 + team, S::kTeamWarps * 32);  // the ring's first entries are visible
+  dev::NamedBarrier(1 + team, S::kTeamWarps * 32);  // the ring's first entries (and the mbarriers) are visible
 #pragma unroll
   for (int k = 0; k < TS - 1; ++k) issue(k);
 
@@ -240,7 +266,12 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
 
   for (int k = 0; k < team_chunks; ++k) {
     const int s = k % TS;
-    dev::CopyAsyncWait<TS - 2>();  // this thread's copies of chunk k have landed
+    if constexpr (kBulk) {
+      if (p.diag != 2) dev::MbarrierWait(bars + s, (k / TS) & 1);  // chunk k has landed
+      dev::CopyAsyncWait<0>();  // this thread's page-ring refills, if any
+    } else {
+      dev::CopyAsyncWait<TS - 2>();  // this thread's copies of chunk k have landed
+    }
     // Everyone's copies of chunk k are visible, and everyone has left chunk k - 1 (its stage,
     // which the next copies refill, and the exchanged scores or fragments).
     dev::NamedBarrier(1 + team, S::kTeamWarps * 32);
