@@ -25,7 +25,7 @@ export R="--repeats 30 --warmup ${WARMUP:-400}"
 g() { local bin=$1; shift; $bin bench --backend cuda --preset gemma4-31b-global --depths 32K --rows 1,2,4 --policy 3d $R "$@" | grep -v "^back"; }
 for round in 1 2 3; do
   # binary, then environment assignments ("-": none)
-  for cfg in "new -" "old -" "new LADDER_KERNELS_BULK=0" "new LADDER_KERNELS_BULK=1" "new LADDER_KERNELS_MERGE_UNITS=1"; do
+  for cfg in "new -" "old -" "new LADDER_KERNELS_EVICT_FIRST=0" "new LADDER_KERNELS_BULK=0" "new LADDER_KERNELS_MERGE_UNITS=1"; do
     set -- $cfg
     bin=$K; [ "$1" = old ] && bin=$OLD
     vars=$2; [ "$vars" = - ] && vars=""

@@ -45,6 +45,9 @@ struct KernelParams {
   // 1 = stream K/V but skip the arithmetic, 2 = compute on stale stages without loading them,
   // 3 = no merge after the 3D kernel.
   int diag;
+  // K/V copies under an L2 evict-first policy: the stream is read once, and the 3D partials
+  // written near the end stay in L2 for the merge (LADDER_KERNELS_EVICT_FIRST=0: no hint).
+  int evict_first;
   // LADDER_KERNELS_TIMELINE: the team kernel's work groups record kTimelineFields values here:
   // start, end of the key loop, partials written (merge in the kernel only, else 0), end (ns)
   // and the SM.
@@ -163,6 +166,7 @@ __global__ void __launch_bounds__(NT, MINB) UnifiedAttentionKernel(KernelParams 
       pages[i] = (t < te && j < hi) ? btab[j >> p.block_size_shift] : 0;
     }
   };
+  const unsigned long long l2_policy = p.evict_first ? dev::L2EvictFirstPolicy() : 0;
   auto load_tile = [&](int t, int stage) {
     const int j0 = lo_al + t * TN;
     uint16_t* ks = kvs + static_cast<size_t>(stage) * 2 * TN * S::kQLd;
@@ -177,8 +181,13 @@ __global__ void __launch_bounds__(NT, MINB) UnifiedAttentionKernel(KernelParams 
         off = ((static_cast<size_t>(pages[i]) << p.block_size_shift) + (j & bs_mask)) * p.kv_heads + kvh;
         off = off * D + ld_col;
       }
-      dev::CopyAsync16(ks + n * S::kQLd + ld_col, p.k + off, pred);
-      dev::CopyAsync16(vs + n * S::kQLd + ld_col, p.v + off, pred);
+      if (p.evict_first) {
+        dev::CopyAsync16Hinted(ks + n * S::kQLd + ld_col, p.k + off, pred, l2_policy);
+        dev::CopyAsync16Hinted(vs + n * S::kQLd + ld_col, p.v + off, pred, l2_policy);
+      } else {
+        dev::CopyAsync16(ks + n * S::kQLd + ld_col, p.k + off, pred);
+        dev::CopyAsync16(vs + n * S::kQLd + ld_col, p.v + off, pred);
+      }
     }
   };
 

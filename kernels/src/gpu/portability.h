@@ -117,6 +117,28 @@ __device__ inline void CopyAsync16(void* smem, const void* gmem, bool pred) {
   *static_cast<Vec16*>(smem) = v;
 #endif
 }
+// An L2 policy that evicts these lines first (a stream read once), for the *Hinted copies.
+__device__ inline unsigned long long L2EvictFirstPolicy() {
+#if LADDER_DEVICE_HAS_MMA
+  unsigned long long policy;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+  return policy;
+#else
+  return 0;
+#endif
+}
+// CopyAsync16 under an L2 cache policy.
+__device__ inline void CopyAsync16Hinted(void* smem, const void* gmem, bool pred, unsigned long long policy) {
+#if LADDER_DEVICE_HAS_MMA
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  const int n = pred ? 16 : 0;
+  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;\n" ::"r"(s), "l"(gmem), "r"(n),
+               "l"(policy));
+#else
+  (void)policy;
+  CopyAsync16(smem, gmem, pred);
+#endif
+}
 // 4-byte variant (block-table entries): cp.async.ca, the only form that takes 4 bytes.
 __device__ inline void CopyAsync4(void* smem, const void* gmem) {
 #if LADDER_DEVICE_HAS_MMA
@@ -218,6 +240,21 @@ __device__ inline void BulkCopyToShared(void* smem, const void* gmem, unsigned b
                : "memory");
 #else
   (void)smem, (void)gmem, (void)bytes, (void)bar;
+  LADDER_DEVICE_TRAP();
+#endif
+}
+// BulkCopyToShared under an L2 cache policy.
+__device__ inline void BulkCopyToSharedHinted(void* smem, const void* gmem, unsigned bytes, unsigned long long* bar,
+                                              unsigned long long policy) {
+#if LADDER_DEVICE_HAS_BULK
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  const unsigned b = static_cast<unsigned>(__cvta_generic_to_shared(bar));
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;\n" ::"r"(s),
+      "l"(gmem), "r"(bytes), "r"(b), "l"(policy)
+      : "memory");
+#else
+  (void)smem, (void)gmem, (void)bytes, (void)bar, (void)policy;
   LADDER_DEVICE_TRAP();
 #endif
 }

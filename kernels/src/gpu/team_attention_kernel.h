@@ -138,6 +138,7 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
       dev::CopyAsync4(page_ring + c % PR, btab + (chunk_key0(c) >> p.block_size_shift));
     if (kBulk) dev::CopyAsyncCommit();  // (waited for in the next iteration)
   };
+  const unsigned long long l2_policy = p.evict_first ? dev::L2EvictFirstPolicy() : 0;
   unsigned long long* bars = reinterpret_cast<unsigned long long*>(smem + S::kOffBars) + team * TS;
   if (kBulk && tt < TS) dev::MbarrierInit(bars + tt, 1);
   if (kBulk) dev::MbarrierInitFence();
@@ -155,7 +156,10 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
         const int j = max(lo, min(chunk_key0(k) + (lane & (CK - 1)), hi - 1));
         const int pg = one_page ? page_ring[k % PR] : btab[j >> p.block_size_shift];
         const size_t grow = ((static_cast<size_t>(pg) << p.block_size_shift) + (j & bs_mask)) * p.kv_heads + kvh;
-        dev::BulkCopyToShared(st + lane * LD, (lane < CK ? p.k : p.v) + grow * D, D * 2, bar);
+        if (p.evict_first)
+          dev::BulkCopyToSharedHinted(st + lane * LD, (lane < CK ? p.k : p.v) + grow * D, D * 2, bar, l2_policy);
+        else
+          dev::BulkCopyToShared(st + lane * LD, (lane < CK ? p.k : p.v) + grow * D, D * 2, bar);
       }
       return;
     }
@@ -171,8 +175,13 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
 #pragma unroll
         for (int i = 0; i < CK / 2; ++i) {
           const int r = ld_row0 + 2 * i;
-          dev::CopyAsync16(st + r * LD + ld_piece * 8, kb + r * stride, true);
-          dev::CopyAsync16(st + (CK + r) * LD + ld_piece * 8, vb + r * stride, true);
+          if (p.evict_first) {
+            dev::CopyAsync16Hinted(st + r * LD + ld_piece * 8, kb + r * stride, true, l2_policy);
+            dev::CopyAsync16Hinted(st + (CK + r) * LD + ld_piece * 8, vb + r * stride, true, l2_policy);
+          } else {
+            dev::CopyAsync16(st + r * LD + ld_piece * 8, kb + r * stride, true);
+            dev::CopyAsync16(st + (CK + r) * LD + ld_piece * 8, vb + r * stride, true);
+          }
         }
         dev::CopyAsyncCommit();
         return;
@@ -472,6 +481,7 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
   }
   __syncthreads();
   const int d = 2 * tid;
+#pragma unroll 4
   for (int m = 0; m < m_rows; ++m) {
     const int r = m / p.group, g = m % p.group;
     const size_t head = static_cast<size_t>(q_start + row0 + r) * p.q_heads + kvh * p.group + g;
