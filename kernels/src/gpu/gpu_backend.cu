@@ -279,9 +279,9 @@ Result<unsigned long long*> TimelineBuffer() {
 // device at once (the merge inside the kernel waits for other work groups, so they must all be
 // resident: it is launched cooperatively), and only where each work group then merges at most
 // its merge_units (column, 128 dims) units, all at once (the merge starts when the group's last
-// work group arrives). H200, gemma4-31b-global 32K, against the merge kernel: -1 us at 1 row
-// (32 units, 33 work groups), -0.7 us at 2 rows (64 units, two each); at 4 rows four units
-// each were +1 us one after another and +1-2 us at once (the 32-column kernel spilled).
+// work group arrives). H200, gemma4-31b-global 32K, against the merge kernel: -1.1 us at 1 row
+// (32 units, 33 work groups), -0.5 to -0.7 us at 2 rows (64 units, two each); at 4 rows four
+// units each were +1 us one after another and +1.2 us at once, so 32 columns take one.
 // LADDER_KERNELS_FUSED=0 keeps the merge kernel, =1 merges in the kernel wherever it is
 // resident and the units allow (tests, A/B runs); LADDER_KERNELS_MERGE_UNITS=1 allows one.
 bool MergesInKernel(const KernelEntry& e, long long items, long long units, int segments) {
