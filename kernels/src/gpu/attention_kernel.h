@@ -166,7 +166,7 @@ __global__ void __launch_bounds__(NT, MINB) UnifiedAttentionKernel(KernelParams 
       pages[i] = (t < te && j < hi) ? btab[j >> p.block_size_shift] : 0;
     }
   };
-  const unsigned long long l2_policy = p.evict_first ? dev::L2EvictFirstPolicy() : 0;
+  const unsigned long long l2_policy = dev::L2StreamPolicy(p.evict_first != 0);
   auto load_tile = [&](int t, int stage) {
     const int j0 = lo_al + t * TN;
     uint16_t* ks = kvs + static_cast<size_t>(stage) * 2 * TN * S::kQLd;
@@ -181,13 +181,8 @@ __global__ void __launch_bounds__(NT, MINB) UnifiedAttentionKernel(KernelParams 
         off = ((static_cast<size_t>(pages[i]) << p.block_size_shift) + (j & bs_mask)) * p.kv_heads + kvh;
         off = off * D + ld_col;
       }
-      if (p.evict_first) {
-        dev::CopyAsync16Hinted(ks + n * S::kQLd + ld_col, p.k + off, pred, l2_policy);
-        dev::CopyAsync16Hinted(vs + n * S::kQLd + ld_col, p.v + off, pred, l2_policy);
-      } else {
-        dev::CopyAsync16(ks + n * S::kQLd + ld_col, p.k + off, pred);
-        dev::CopyAsync16(vs + n * S::kQLd + ld_col, p.v + off, pred);
-      }
+      dev::CopyAsync16Hinted(ks + n * S::kQLd + ld_col, p.k + off, pred, l2_policy);
+      dev::CopyAsync16Hinted(vs + n * S::kQLd + ld_col, p.v + off, pred, l2_policy);
     }
   };
 

@@ -117,17 +117,22 @@ __device__ inline void CopyAsync16(void* smem, const void* gmem, bool pred) {
   *static_cast<Vec16*>(smem) = v;
 #endif
 }
-// An L2 policy that evicts these lines first (a stream read once), for the *Hinted copies.
-__device__ inline unsigned long long L2EvictFirstPolicy() {
+// The L2 policy of a K/V stream's copies: evict first (a stream read once, larger than L2, so
+// that what else the call writes stays), or leave the lines' priority as it is (no hint).
+__device__ inline unsigned long long L2StreamPolicy(bool evict_first) {
 #if LADDER_DEVICE_HAS_MMA
   unsigned long long policy;
-  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+  if (evict_first)
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+  else
+    asm volatile("createpolicy.fractional.L2::evict_unchanged.b64 %0, 1.0;\n" : "=l"(policy));
   return policy;
 #else
+  (void)evict_first;
   return 0;
 #endif
 }
-// CopyAsync16 under an L2 cache policy.
+// CopyAsync16 under an L2 cache policy (L2StreamPolicy).
 __device__ inline void CopyAsync16Hinted(void* smem, const void* gmem, bool pred, unsigned long long policy) {
 #if LADDER_DEVICE_HAS_MMA
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
@@ -230,22 +235,9 @@ __device__ inline void MbarrierArriveExpectTx(unsigned long long* bar, unsigned 
 #endif
 }
 // `bytes` (a multiple of 16; both addresses 16-byte aligned) from global to this work group's
-// shared memory, counted down on `bar`.
-__device__ inline void BulkCopyToShared(void* smem, const void* gmem, unsigned bytes, unsigned long long* bar) {
-#if LADDER_DEVICE_HAS_BULK
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  const unsigned b = static_cast<unsigned>(__cvta_generic_to_shared(bar));
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(s),
-               "l"(gmem), "r"(bytes), "r"(b)
-               : "memory");
-#else
-  (void)smem, (void)gmem, (void)bytes, (void)bar;
-  LADDER_DEVICE_TRAP();
-#endif
-}
-// BulkCopyToShared under an L2 cache policy.
-__device__ inline void BulkCopyToSharedHinted(void* smem, const void* gmem, unsigned bytes, unsigned long long* bar,
-                                              unsigned long long policy) {
+// shared memory under an L2 cache policy (L2StreamPolicy), counted down on `bar`.
+__device__ inline void BulkCopyToShared(void* smem, const void* gmem, unsigned bytes, unsigned long long* bar,
+                                        unsigned long long policy) {
 #if LADDER_DEVICE_HAS_BULK
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
   const unsigned b = static_cast<unsigned>(__cvta_generic_to_shared(bar));

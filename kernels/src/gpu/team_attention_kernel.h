@@ -139,7 +139,7 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
       dev::CopyAsync4(page_ring + c % PR, btab + (chunk_key0(c) >> p.block_size_shift));
     if (kBulk) dev::CopyAsyncCommit();  // (waited for in the next iteration)
   };
-  const unsigned long long l2_policy = p.evict_first ? dev::L2EvictFirstPolicy() : 0;
+  const unsigned long long l2_policy = dev::L2StreamPolicy(p.evict_first != 0);
   unsigned long long* bars = reinterpret_cast<unsigned long long*>(smem + S::kOffBars) + team * TS;
   if (kBulk && tt < TS) dev::MbarrierInit(bars + tt, 1);
   if (kBulk) dev::MbarrierInitFence();
@@ -157,10 +157,7 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
         const int j = max(lo, min(chunk_key0(k) + (lane & (CK - 1)), hi - 1));
         const int pg = one_page ? page_ring[k % PR] : btab[j >> p.block_size_shift];
         const size_t grow = ((static_cast<size_t>(pg) << p.block_size_shift) + (j & bs_mask)) * p.kv_heads + kvh;
-        if (p.evict_first)
-          dev::BulkCopyToSharedHinted(st + lane * LD, (lane < CK ? p.k : p.v) + grow * D, D * 2, bar, l2_policy);
-        else
-          dev::BulkCopyToShared(st + lane * LD, (lane < CK ? p.k : p.v) + grow * D, D * 2, bar);
+        dev::BulkCopyToShared(st + lane * LD, (lane < CK ? p.k : p.v) + grow * D, D * 2, bar, l2_policy);
       }
       return;
     }
@@ -176,13 +173,8 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
 #pragma unroll
         for (int i = 0; i < CK / 2; ++i) {
           const int r = ld_row0 + 2 * i;
-          if (p.evict_first) {
-            dev::CopyAsync16Hinted(st + r * LD + ld_piece * 8, kb + r * stride, true, l2_policy);
-            dev::CopyAsync16Hinted(st + (CK + r) * LD + ld_piece * 8, vb + r * stride, true, l2_policy);
-          } else {
-            dev::CopyAsync16(st + r * LD + ld_piece * 8, kb + r * stride, true);
-            dev::CopyAsync16(st + (CK + r) * LD + ld_piece * 8, vb + r * stride, true);
-          }
+          dev::CopyAsync16Hinted(st + r * LD + ld_piece * 8, kb + r * stride, true, l2_policy);
+          dev::CopyAsync16Hinted(st + (CK + r) * LD + ld_piece * 8, vb + r * stride, true, l2_policy);
         }
         dev::CopyAsyncCommit();
         return;
@@ -195,7 +187,8 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
         const int j = max(lo, min(j0 + (row & (CK - 1)), hi - 1));
         const int pg = one_page ? page : btab[j >> p.block_size_shift];
         const size_t grow = ((static_cast<size_t>(pg) << p.block_size_shift) + (j & bs_mask)) * p.kv_heads + kvh;
-        dev::CopyAsync16(st + row * LD + ld_piece * 8, (row < CK ? p.k : p.v) + grow * D + ld_piece * 8, true);
+        dev::CopyAsync16Hinted(st + row * LD + ld_piece * 8, (row < CK ? p.k : p.v) + grow * D + ld_piece * 8, true,
+                               l2_policy);
       }
     }
     dev::CopyAsyncCommit();
