@@ -148,6 +148,7 @@ struct KernelEntry {
   rt::Error attr = rt::kSuccess;  // setting its dynamic shared-memory limit
   bool merges_in_kernel = false;  // can merge its 3D partials itself (KernelParams::merge_in_kernel)
   int merge_units = 0;            // ... taking at most this many (column, 128 dims) units per work group
+  int resident_per_sm = 0;        // (merges_in_kernel) work groups per SM at once, asked once
 };
 
 template <class E, int D, int BM, int V>
@@ -185,6 +186,9 @@ const KernelEntry& EntryOfTeam() {
     k.tile = Sh::kChunk;
     k.smem = Sh::kSmemBytes;
     k.attr = rt::SetMaxDynamicSmem(k.fn, static_cast<int>(Sh::kSmemBytes));
+    // Once per process: the device entry plans every launch (engines launch hundreds per step).
+    if (k.attr == rt::kSuccess && rt::Occupancy(&k.resident_per_sm, k.fn, k.threads, k.smem) != rt::kSuccess)
+      k.resident_per_sm = 0;
     return k;
   }();
   return e;
@@ -307,9 +311,7 @@ bool MergesInKernel(const KernelEntry& e, long long items, long long units, int 
     if (cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev) != cudaSuccess || !coop) return 0;
     return cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess ? n : 0;
   }();
-  int per_sm = 0;
-  if (sms == 0 || rt::Occupancy(&per_sm, e.fn, e.threads, e.smem) != rt::kSuccess) return false;
-  return items <= static_cast<long long>(per_sm) * sms;
+  return sms > 0 && items <= static_cast<long long>(e.resident_per_sm) * sms;
 #endif
 }
 
