@@ -87,11 +87,13 @@ struct Cfg<256, 1> {  // 8 warps, 3 tiles in flight
 // dims and by column: CUDA, where a work group may have its ~210 KB of shared memory (Hopper),
 // the default there; elsewhere the default is variant 3.
 constexpr int kTeamVariant512 = 6;
-constexpr int kTeamColumnVariant512 = 7;  // the same kernel scoring by column (kByColumn)
+constexpr int kTeamColumnVariant512 = 7;  // the same kernel scoring by column
+constexpr int kTeamSplitVariant512 = 8;   // ... with the scores by dims and the softmax by column
+constexpr bool IsTeamVariant512(int v) { return v >= kTeamVariant512 && v <= kTeamSplitVariant512; }
 #if defined(LADDER_KERNELS_HIP)
 constexpr int kVariants512 = 6;
 #else
-constexpr int kVariants512 = 8;
+constexpr int kVariants512 = 9;
 #endif
 constexpr int VariantsFor(int d) { return d == 512 ? kVariants512 : d == 256 ? 2 : 1; }
 constexpr int kDefault256[2] = {0, 0};
@@ -126,9 +128,10 @@ int VariantFor(int d, int bm, int score_cols) {
                              from_env("LADDER_KERNELS_D512", VariantsFor(512), 1)};
     if (v[which] >= 0) return v[which];
     // The team kernel where it fits: by dims for 8 score columns (one query row of GQA 8), by
-    // column for 16 and 32 (H200, 32K: 88 and 107 us against variant 3's 91 and 124).
+    // column for 16 (H200, 32K: 88 against variant 3's 91 us), split scores for 32 (96 against
+    // 101 by column and 124 for variant 3; at 16 columns split was 81 against 79.5).
     if (!TeamKernelFits()) return 3;
-    return score_cols <= 8 ? kTeamVariant512 : kTeamColumnVariant512;
+    return score_cols <= 8 ? kTeamVariant512 : score_cols <= 16 ? kTeamColumnVariant512 : kTeamSplitVariant512;
   }
   if (d == 256) {
     static const int v[2] = {from_env("LADDER_KERNELS_D256", VariantsFor(256), 0),
@@ -171,14 +174,16 @@ const KernelEntry& EntryOf() {
 }
 
 #if !defined(LADDER_KERNELS_HIP)
-template <class E, int NT, bool kByColumn, bool kBulk>
+template <class E, int NT, TeamScoring kScoring, bool kBulk>
 const KernelEntry& EntryOfTeam() {
   using Sh = TeamShape<NT>;
   static const KernelEntry e = [] {
     KernelEntry k;
-    k.fn = &TeamAttention512Kernel<E, NT, kByColumn, kBulk>;
-    k.name = kBulk ? (kByColumn ? "team512 by column, bulk copies" : "team512, bulk copies")
-                   : (kByColumn ? "team512 by column" : "team512");
+    k.fn = &TeamAttention512Kernel<E, NT, kScoring, kBulk>;
+    static constexpr const char* kNames[2][3] = {
+        {"team512", "team512 by column", "team512 split scores"},
+        {"team512, bulk copies", "team512 by column, bulk copies", "team512 split scores, bulk copies"}};
+    k.name = kNames[kBulk ? 1 : 0][static_cast<int>(kScoring)];
     k.merges_in_kernel = true;
     k.merge_units = Sh::kMergeUnits;
     k.threads = Sh::kThreads;
@@ -214,7 +219,7 @@ template <class E>
 const KernelEntry* EntryForDim(int d, int bm, int score_cols) {
   const int v = VariantFor(d, bm, score_cols);
 #if !defined(LADDER_KERNELS_HIP)
-  if (d == 512 && (v == kTeamVariant512 || v == kTeamColumnVariant512)) {
+  if (d == 512 && IsTeamVariant512(v)) {
     // Bulk copies (one warp issues each chunk's 1 KB rows) where a warp has nothing else to
     // do: 16 columns by column, whose two non-scoring warps per team wait anyway (H200, 2 rows
     // at 32K: 80.3-81.5 us against 82.9-85.1 with every warp issuing cp.async). Where every
@@ -224,13 +229,18 @@ const KernelEntry* EntryForDim(int d, int bm, int score_cols) {
       const char* b = std::getenv("LADDER_KERNELS_BULK");
       return b == nullptr || *b == 0 ? -1 : std::atoi(b) != 0 ? 1 : 0;
     }();
+    constexpr TeamScoring kDims = TeamScoring::kByDims, kCols = TeamScoring::kByColumn, kSplit = TeamScoring::kSplit;
     if (score_cols <= 8)
-      return bulk == 1 ? &EntryOfTeam<E, 1, false, true>() : &EntryOfTeam<E, 1, false, false>();
+      return bulk == 1 ? &EntryOfTeam<E, 1, kDims, true>() : &EntryOfTeam<E, 1, kDims, false>();
     if (v == kTeamColumnVariant512 && score_cols <= 16)
-      return bulk != 0 ? &EntryOfTeam<E, 2, true, true>() : &EntryOfTeam<E, 2, true, false>();
+      return bulk != 0 ? &EntryOfTeam<E, 2, kCols, true>() : &EntryOfTeam<E, 2, kCols, false>();
     if (v == kTeamColumnVariant512)
-      return bulk == 1 ? &EntryOfTeam<E, 4, true, true>() : &EntryOfTeam<E, 4, true, false>();
-    return score_cols <= 16 ? &EntryOfTeam<E, 2, false, false>() : &EntryOfTeam<E, 4, false, false>();
+      return bulk == 1 ? &EntryOfTeam<E, 4, kCols, true>() : &EntryOfTeam<E, 4, kCols, false>();
+    if (v == kTeamSplitVariant512 && score_cols <= 16)
+      return bulk == 1 ? &EntryOfTeam<E, 2, kSplit, true>() : &EntryOfTeam<E, 2, kSplit, false>();
+    if (v == kTeamSplitVariant512)
+      return bulk == 1 ? &EntryOfTeam<E, 4, kSplit, true>() : &EntryOfTeam<E, 4, kSplit, false>();
+    return score_cols <= 16 ? &EntryOfTeam<E, 2, kDims, false>() : &EntryOfTeam<E, 4, kDims, false>();
   }
 #endif
   switch (d * 100 + bm) {
@@ -249,8 +259,8 @@ const KernelEntry* EntryForDim(int d, int bm, int score_cols) {
 // score_cols: query rows x q heads of one KV head in the largest work item (<= block_m).
 Result<const KernelEntry*> FindKernel(const AttentionShape& shape, int block_m, int score_cols) {
   const int v512 = shape.head_dim == 512 ? VariantFor(512, block_m, score_cols) : -1;
-  if ((v512 == kTeamVariant512 || v512 == kTeamColumnVariant512) && !TeamKernelFits())
-    return Error(ErrorCode::kUnsupported, "head-512 variants 6 and 7 need ~210 KB of shared memory per work group (Hopper)");
+  if (IsTeamVariant512(v512) && !TeamKernelFits())
+    return Error(ErrorCode::kUnsupported, "head-512 variants 6 to 8 need ~210 KB of shared memory per work group (Hopper)");
   const KernelEntry* e = nullptr;
   if (shape.dtype == DType::kBF16) e = EntryForDim<dev::Bf16>(shape.head_dim, block_m, score_cols);
   else if (shape.dtype == DType::kF16) e = EntryForDim<dev::F16>(shape.head_dim, block_m, score_cols);
