@@ -62,11 +62,12 @@ struct TeamShape {
   static constexpr int kThreads = kTeams * kTeamWarps * 32;
   static constexpr int kDimsPerWarp = kD / kTeamWarps;
   static constexpr int kMTiles = kDimsPerWarp / 16;
-  static constexpr int kObLd = kD + 4;  // fp32 pitch of the team-merge buffer (conflict-free)
+  static constexpr int kObLd = kD + 4;  // fp32 pitch of the team-merge buffers (conflict-free)
   static constexpr size_t kStageBytes = size_t{2} * kChunk * kLd * 2;
   // Partial S^T fragments, [team][warp][nt][element][lane] fp32: each warp's share of the dims.
   static constexpr size_t kSPartBytes = size_t{kTeams} * kTeamWarps * NT * 4 * 32 * 4;
-  static constexpr size_t kStateBytes = size_t{4} * 6 * 32;  // max, sum per team; merged max, sum
+  // max, sum per team; merged max, sum; the teams' weights; the output rows.
+  static constexpr size_t kStateBytes = size_t{4} * 9 * 32;
   // Block-table entries of each team's next kPageRing chunks, refilled kPageRing / 2 at a time.
   static constexpr int kPageRing = 64;
   static constexpr size_t kPageBytes = size_t{4} * kTeams * kPageRing;
@@ -86,7 +87,7 @@ struct TeamShape {
   static_assert(NT == 1 || NT == 2 || NT == 4, "8, 16 or 32 score columns");
   static_assert(kStageBytes % 16 == 0 && kOffSPart % 16 == 0, "alignment of the stages and partial scores");
   static_assert(kPageRing / 2 >= kTeamStages, "a refilled half of the page ring is visible before it is read");
-  static_assert(size_t{4} * kN * kObLd <= kStages * kStageBytes, "the team-merge buffer reuses the stages");
+  static_assert(size_t{2} * 4 * kN * kObLd <= kStages * kStageBytes, "the team-merge buffers reuse the stages");
   static_assert(kSmemBytes <= 232448, "fits one work group's shared memory on Hopper");
   static_assert(kTeamWarps * kDimsPerWarp == kD && kD == 2 * kThreads, "the write-out gives each thread two dims");
 };
@@ -105,6 +106,8 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
   float* team_sum = team_max + 64;                                   // [team][32]
   float* fin_max = team_sum + 64;                                    // [32]
   float* fin_sum = fin_max + 32;                                     // [32]
+  float* fin_w = fin_sum + 32;                                       // [team][32] weights
+  int* fin_head = reinterpret_cast<int*>(fin_w + 64);                // [32] output rows
 
   const int tid = threadIdx.x;
   const unsigned long long t_start = p.timeline != nullptr ? dev::GlobalTimerNs() : 0;
@@ -159,10 +162,15 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
   if (kBulk) dev::MbarrierInitFence();
   auto issue = [&](int k) {  // the team's k-th chunk into its stage k % TS
     if constexpr (kBulk) {
-      // One warp copies, lane r row r (0-15 K, 16-31 V): at 16 columns by column one that does
-      // not score (team 0: warps 2-3 score nothing), else warp 0.
-      constexpr bool kIdleWarps = kScoring == TeamScoring::kByColumn && NT == 2;
-      if (k < team_chunks && p.diag != 2 && tw == (kIdleWarps && team == 0 ? 2 : 0)) {
+      // One warp copies, lane r row r (0-15 K, 16-31 V), the two teams' copying warps on
+      // different SM sub-partitions (warp w issues on sub-partition w % 4): at 16 columns by
+      // column one that does not score (warp 2 of team 0, 0 of team 1), split at 16 columns
+      // one that runs no softmax (2 and 3), else warps 0 and 2.
+      constexpr int kCopyWarp0 = NT == 2 && kScoring != TeamScoring::kByDims ? 2 : 0;
+      constexpr int kCopyWarp1 = NT == 2 && kScoring == TeamScoring::kByColumn ? 0
+                                 : NT == 2 && kScoring == TeamScoring::kSplit  ? 3
+                                                                               : 2;
+      if (k < team_chunks && p.diag != 2 && tw == (team == 0 ? kCopyWarp0 : kCopyWarp1)) {
         unsigned long long* bar = bars + k % TS;
         if (lane == 0) dev::MbarrierArriveExpectTx(bar, 2 * CK * D * 2);
         __syncwarp();
@@ -287,7 +295,12 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
     // Refilled entries travel in chunk k + TS - 1's copy group: visible from iteration
     // k + TS - 1 on, long before chunk k + PR / 2 is issued.
     if (k % (PR / 2) == 0 && k > 0) refill_pages(k);
-    issue(k + TS - 1);
+    // Split at 32 columns issues the next copies after the scores instead, so the copies'
+    // address registers are free again by the time they are reused (H200 ncu: the first
+    // instruction after the copies waited for them; 4 rows 88.8 against 90.0 us; 1 row by dims
+    // was 0.4 us slower so).
+    constexpr bool kIssueLate = !kBulk && kSplit && NT == 4;
+    if (!kIssueLate || p.diag == 1) issue(k + TS - 1);
     if (p.diag == 1) continue;
     const int i = 2 * k + team;  // chunk of the segment
     const uint16_t* ks = team_stages + static_cast<size_t>(s) * 2 * CK * LD;
@@ -329,6 +342,7 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
       for (int nt = 0; nt < NT; ++nt) my_part[nt * 32] = make_float4(raw[nt][0], raw[nt][1], raw[nt][2], raw[nt][3]);
     }
     }  // scorer
+    if (kIssueLate) issue(k + TS - 1);
     if constexpr (!kCols) dev::NamedBarrier(1 + team, S::kTeamWarps * 32);  // every share is written
     if (softmaxer) {
     // The scores of the softmax's n-tiles: by dims and split the four warps' shares summed in
@@ -447,7 +461,12 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
 #pragma unroll
     for (int e = 0; e < 2; ++e) l_run[q][e] = dev::XorSum<4, 16>(l_run[q][e]);
 
-  // ---- merge the two teams, then write out (all 256 consumer threads) ------------------------
+  // ---- merge the two teams while writing out (all 256 threads) --------------------------------
+  // Both teams park their accumulators in the (free) stages at once; 32 threads weigh the two
+  // teams per column and look up each column's output row; then every thread writes two dims
+  // of each column, weighing the teams on the way. (The teams used to merge in place, one after
+  // the other, and every thread divided by the GQA group per column: at 32 columns ~7 us from
+  // the end of a work group's key loop to its end, H200.)
   if ((kXchg ? softmaxer : tw == 0) && g8 == 0) {
 #pragma unroll
     for (int q = 0; q < kSTiles; ++q)
@@ -457,49 +476,35 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
         team_sum[team * 32 + snt_of(q) * 8 + 2 * t4 + e] = l_run[q][e];
       }
   }
-  __syncthreads();  // both teams are done with the stages: they become the merge buffer
-  float* ob = reinterpret_cast<float*>(smem);  // [column][kObLd], unnormalised
-  auto ob_at = [&](int mt, int nt, int x) {
-    return (nt * 8 + 2 * t4 + (x & 1)) * S::kObLd + dim0 + mt * 16 + g8 + (x >= 2 ? 8 : 0);
-  };
-  if (team == 1) {
+  __syncthreads();  // both teams are done with the stages: they become the merge buffers
+  float* ob = reinterpret_cast<float*>(smem) + static_cast<size_t>(team) * S::kN * S::kObLd;  // [column][kObLd]
 #pragma unroll
-    for (int mt = 0; mt < S::kMTiles; ++mt)
+  for (int mt = 0; mt < S::kMTiles; ++mt)
 #pragma unroll
-      for (int nt = 0; nt < NT; ++nt)
+    for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
-        for (int x = 0; x < 4; ++x) ob[ob_at(mt, nt, x)] = acc[mt][nt][x];
-  } else if (tid < S::kN) {
+      for (int x = 0; x < 4; ++x)
+        ob[(nt * 8 + 2 * t4 + (x & 1)) * S::kObLd + dim0 + mt * 16 + g8 + (x >= 2 ? 8 : 0)] = acc[mt][nt][x];
+  if (tid < S::kN) {
     const float ma = team_max[tid], mb = team_max[32 + tid], mm = fmaxf(ma, mb);
     const float wa = ma == -INFINITY ? 0.0f : exp2f(ma - mm), wb = mb == -INFINITY ? 0.0f : exp2f(mb - mm);
     fin_max[tid] = mm;
     fin_sum[tid] = team_sum[tid] * wa + team_sum[32 + tid] * wb;
+    fin_w[tid] = wa, fin_w[32 + tid] = wb;
+    const int r = tid / p.group, g = tid % p.group;
+    fin_head[tid] = (q_start + row0 + r) * p.q_heads + kvh * p.group + g;  // (< 2^31: tokens x q heads)
   }
   __syncthreads();
-  if (team == 0) {
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int col = nt * 8 + 2 * t4 + e;
-        const float ma = team_max[col], mb = team_max[32 + col], mm = fmaxf(ma, mb);
-        const float wa = ma == -INFINITY ? 0.0f : exp2f(ma - mm), wb = mb == -INFINITY ? 0.0f : exp2f(mb - mm);
-#pragma unroll
-        for (int mt = 0; mt < S::kMTiles; ++mt)
-#pragma unroll
-          for (int x = e; x < 4; x += 2) {
-            const int at = ob_at(mt, nt, x);
-            ob[at] = acc[mt][nt][x] * wa + ob[at] * wb;
-          }
-      }
-  }
-  __syncthreads();
+  const float* ob0 = reinterpret_cast<const float*>(smem);
+  const float* ob1 = ob0 + S::kN * S::kObLd;
   const int d = 2 * tid;
 #pragma unroll 4
   for (int m = 0; m < m_rows; ++m) {
-    const int r = m / p.group, g = m % p.group;
-    const size_t head = static_cast<size_t>(q_start + row0 + r) * p.q_heads + kvh * p.group + g;
-    const float2 v = *reinterpret_cast<const float2*>(ob + m * S::kObLd + d);
+    const size_t head = static_cast<size_t>(fin_head[m]);
+    const float2 a = *reinterpret_cast<const float2*>(ob0 + m * S::kObLd + d);
+    const float2 b = *reinterpret_cast<const float2*>(ob1 + m * S::kObLd + d);
+    const float wa = fin_w[m], wb = fin_w[32 + m];
+    const float2 v = make_float2(a.x * wa + b.x * wb, a.y * wa + b.y * wb);
     if (p.write_partial) {
       *reinterpret_cast<float2*>(p.seg_acc + (head * p.segments + seg) * D + d) = v;
     } else {
@@ -509,8 +514,7 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
     }
   }
   if (p.write_partial && tid < m_rows) {
-    const int r = tid / p.group, g = tid % p.group;
-    const size_t head = static_cast<size_t>(q_start + row0 + r) * p.q_heads + kvh * p.group + g;
+    const size_t head = static_cast<size_t>(fin_head[tid]);
     p.seg_max[head * p.segments + seg] = fin_max[tid];
     p.seg_sum[head * p.segments + seg] = fin_sum[tid];
   }
