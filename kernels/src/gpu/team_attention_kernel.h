@@ -82,7 +82,7 @@ struct TeamShape {
   // Units of the merge inside the kernel per work group, at most (MergeGroupedUnits): two at 8
   // and 16 columns (2 rows: 64 units for 33 work groups per KV head on 132 SMs; H200 -0.5 to
   // -0.7 us against the merge kernel), one at 32 (four at once were 1.2 us slower).
-  static constexpr int kMergeUnits = NT == 4 ? 1 : 2;
+  static constexpr int kMergeUnits = NT == 4 ? 4 : 2;
 
   static_assert(NT == 1 || NT == 2 || NT == 4, "8, 16 or 32 score columns");
   static_assert(kStageBytes % 16 == 0 && kOffSPart % 16 == 0, "alignment of the stages and partial scores");
