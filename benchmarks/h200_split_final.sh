@@ -16,6 +16,7 @@ export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 J=$(mktemp -d)
 exec > >(tee $OUT/log.txt) 2>&1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
+[ -x .carry/wgmma_layout ] && .carry/wgmma_layout
 echo "== check, all cases (defaults)"
 timeout 200 $K check --backend cuda 2>&1 | tee $OUT/check.txt | grep -vE "^PASS" | tail -4
 echo "== check, head-512 cases with the merge kernel (FUSED=0), and in the kernel wherever resident (FUSED=1)"
@@ -53,7 +54,7 @@ fi
 for f in $J/*.json; do echo "{\"file\": \"$(basename $f)\", \"result\": $(cat $f)}"; done > $OUT/bench.jsonl
 for t in .carry/tests/*; do
   echo "== $(basename $t)"
-  timeout 200 $t --gtest_brief=1 2>&1 | tail -8
+  LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$PWD/.carry/tlib timeout 200 $t --gtest_brief=1 2>&1 | tail -8
 done
 if [ "${SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
   for tool in memcheck racecheck; do

@@ -89,11 +89,12 @@ struct Cfg<256, 1> {  // 8 warps, 3 tiles in flight
 constexpr int kTeamVariant512 = 6;
 constexpr int kTeamColumnVariant512 = 7;  // the same kernel scoring by column
 constexpr int kTeamSplitVariant512 = 8;   // ... with the scores by dims and the softmax by column
-constexpr bool IsTeamVariant512(int v) { return v >= kTeamVariant512 && v <= kTeamSplitVariant512; }
+constexpr int kTeamWgmmaVariant512 = 9;   // ... and O^T by warpgroup MMA at 32 columns (sm_90a)
+constexpr bool IsTeamVariant512(int v) { return v >= kTeamVariant512 && v <= kTeamWgmmaVariant512; }
 #if defined(LADDER_KERNELS_HIP)
 constexpr int kVariants512 = 6;
 #else
-constexpr int kVariants512 = 9;
+constexpr int kVariants512 = 10;
 #endif
 constexpr int VariantsFor(int d) { return d == 512 ? kVariants512 : d == 256 ? 2 : 1; }
 constexpr int kDefault256[2] = {0, 0};
@@ -180,9 +181,10 @@ const KernelEntry& EntryOfTeam() {
   static const KernelEntry e = [] {
     KernelEntry k;
     k.fn = &TeamAttention512Kernel<E, NT, kScoring, kBulk>;
-    static constexpr const char* kNames[2][3] = {
-        {"team512", "team512 by column", "team512 split scores"},
-        {"team512, bulk copies", "team512 by column, bulk copies", "team512 split scores, bulk copies"}};
+    static constexpr const char* kNames[2][4] = {
+        {"team512", "team512 by column", "team512 split scores", "team512 split scores, wgmma"},
+        {"team512, bulk copies", "team512 by column, bulk copies", "team512 split scores, bulk copies",
+         "team512 split scores, wgmma, bulk copies"}};
     k.name = kNames[kBulk ? 1 : 0][static_cast<int>(kScoring)];
     k.merges_in_kernel = true;
     k.merge_units = Sh::kMergeUnits;
@@ -240,6 +242,8 @@ const KernelEntry* EntryForDim(int d, int bm, int score_cols) {
       return bulk == 1 ? &EntryOfTeam<E, 2, kSplit, true>() : &EntryOfTeam<E, 2, kSplit, false>();
     if (v == kTeamSplitVariant512)
       return bulk == 1 ? &EntryOfTeam<E, 4, kSplit, true>() : &EntryOfTeam<E, 4, kSplit, false>();
+    if (v == kTeamWgmmaVariant512 && score_cols > 16) return &EntryOfTeam<E, 4, TeamScoring::kSplitWgmma, false>();
+    if (v == kTeamWgmmaVariant512) return bulk != 0 ? &EntryOfTeam<E, 2, kCols, true>() : &EntryOfTeam<E, 2, kCols, false>();
     return score_cols <= 16 ? &EntryOfTeam<E, 2, kDims, false>() : &EntryOfTeam<E, 4, kDims, false>();
   }
 #endif
@@ -260,7 +264,7 @@ const KernelEntry* EntryForDim(int d, int bm, int score_cols) {
 Result<const KernelEntry*> FindKernel(const AttentionShape& shape, int block_m, int score_cols) {
   const int v512 = shape.head_dim == 512 ? VariantFor(512, block_m, score_cols) : -1;
   if (IsTeamVariant512(v512) && !TeamKernelFits())
-    return Error(ErrorCode::kUnsupported, "head-512 variants 6 to 8 need ~210 KB of shared memory per work group (Hopper)");
+    return Error(ErrorCode::kUnsupported, "head-512 variants 6 to 9 need ~210 KB of shared memory per work group (Hopper)");
   const KernelEntry* e = nullptr;
   if (shape.dtype == DType::kBF16) e = EntryForDim<dev::Bf16>(shape.head_dim, block_m, score_cols);
   else if (shape.dtype == DType::kF16) e = EntryForDim<dev::F16>(shape.head_dim, block_m, score_cols);

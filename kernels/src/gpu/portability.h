@@ -359,6 +359,74 @@ __device__ inline uint32_t MovMatrixTrans(uint32_t a) {
   asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(d) : "r"(a));
   return d;
 }
+// Warpgroup MMA (wgmma, sm_90a only: built where CMAKE_CUDA_ARCHITECTURES has 90a; elsewhere
+// the kernels that would use it take their mma.sync path, and these trap). One shape:
+// D[64 x 32] (+)= A[64 x 16] B[16 x 32], fp32 accumulators in mma.sync's C layout per 8-column
+// block (thread t of the warpgroup: rows 16 (t / 32) + (t % 32) / 4 (+8), columns 2 (t % 4)
+// (+1)), A MN-major and B K-major in shared memory without swizzle (core matrices of 8 x 16
+// bytes, 128 bytes each; benchmarks/probes/wgmma_layout.cu checks the layouts).
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL) && !defined(LADDER_KERNELS_HIP)
+#define LADDER_DEVICE_HAS_WGMMA 1
+#else
+#define LADDER_DEVICE_HAS_WGMMA 0
+#endif
+// A shared-memory matrix descriptor without swizzle: lbo between core matrices along K, sbo
+// along M or N (bytes, multiples of 16).
+__device__ inline unsigned long long WgmmaDesc(const void* smem, unsigned lbo, unsigned sbo) {
+#if LADDER_DEVICE_HAS_WGMMA
+  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  return static_cast<unsigned long long>((a & 0x3FFFFu) >> 4) | (static_cast<unsigned long long>(lbo >> 4) << 16) |
+         (static_cast<unsigned long long>(sbo >> 4) << 32);
+#else
+  (void)smem, (void)lbo, (void)sbo;
+  return 0;
+#endif
+}
+// Orders this thread's generic-proxy shared-memory writes (stores, landed cp.async) before
+// the async proxy's reads (wgmma operands).
+__device__ inline void FenceProxyAsyncShared() {
+#if LADDER_DEVICE_HAS_WGMMA
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+__device__ inline void WgmmaFence() {
+#if LADDER_DEVICE_HAS_WGMMA
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#endif
+}
+__device__ inline void WgmmaCommit() {
+#if LADDER_DEVICE_HAS_WGMMA
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+#endif
+}
+__device__ inline void WgmmaWaitAll() {
+#if LADDER_DEVICE_HAS_WGMMA
+  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+#endif
+}
+// d (+)= A B with A^T stored (MN-major: imm-trans-a 1), B K-major; accumulate = 0 overwrites d.
+template <bool kBf16>
+__device__ inline void Wgmma64x32(float (&d)[16], unsigned long long desc_a, unsigned long long desc_b, int accumulate) {
+#if LADDER_DEVICE_HAS_WGMMA
+#define LADDER_WGMMA_ASM(TYPE)                                                                                      \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"                                                        \
+               "wgmma.mma_async.sync.aligned.m64n32k16.f32." TYPE "." TYPE " "                                       \
+               "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, %16, %17, p, 1, 1, 1, 0;\n}\n"             \
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),   \
+                 "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]),           \
+                 "+f"(d[15])                                                                                          \
+               : "l"(desc_a), "l"(desc_b), "r"(accumulate))
+  if constexpr (kBf16) {
+    LADDER_WGMMA_ASM("bf16");
+  } else {
+    LADDER_WGMMA_ASM("f16");
+  }
+#undef LADDER_WGMMA_ASM
+#else
+  (void)d, (void)desc_a, (void)desc_b, (void)accumulate;
+  LADDER_DEVICE_TRAP();
+#endif
+}
 // Barrier `id` (1..15) among `threads` threads (a multiple of 32) of the work group.
 __device__ inline void NamedBarrier(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");

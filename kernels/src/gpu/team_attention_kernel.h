@@ -36,6 +36,12 @@
 //     sums the four shares of n-tile w in warp order, runs its softmax and publishes its P^T
 //     fragments. Three team barriers per chunk instead of two, but a quarter of the K reads
 //     from shared memory at 32 columns (each ldmatrix feeds four MMAs instead of one).
+//   - Split scores with wgmma (TeamScoring::kSplitWgmma, variant 9, 32 columns, only where
+//     built for sm_90a, else as kSplit): V is stored as wgmma's MN-major A operand and the
+//     softmax writes P^T to shared memory as its K-major B operand; each team's O^T is eight
+//     m64n32k16 warpgroup MMAs per P^T half, waited for after the next chunk's scores. Right
+//     (the case table passes) but slower: H200, 4 rows at 32K 116 against 85 us. Kept as the
+//     start of a swizzled version (docs/kernels.md).
 //   - P is split into hi + lo 16-bit halves (two MMAs), as in the generic kernel, so 2D and 3D
 //     differ by fp32 reassociation only.
 #pragma once
@@ -49,7 +55,9 @@
 namespace ladder::kernels::gpu {
 
 // How a team's four warps share a chunk's scores (the header comment above).
-enum class TeamScoring { kByDims, kByColumn, kSplit };
+// kSplitWgmma: split scores whose O^T = V^T P^T is one warpgroup MMA per 64 dims (sm_90a; at
+// 32 columns, elsewhere as kSplit).
+enum class TeamScoring { kByDims, kByColumn, kSplit, kSplitWgmma };
 
 template <int NT>
 struct TeamShape {
@@ -75,7 +83,10 @@ struct TeamShape {
   // Exchanged P^T fragments (hi, lo) and rescale factors, [team][nt][lane] uint4 then float2.
   static constexpr size_t kXchgBytes = size_t{kTeams} * NT * 32 * 24;
   static constexpr size_t kOffXchg = kOffSPart + kSPartBytes;
-  static constexpr size_t kOffState = kOffXchg + kXchgBytes;
+  // (kSplitWgmma, 32 columns) each team's P^T as wgmma's B operand: hi then lo, 1 KB each.
+  static constexpr size_t kPTBytes = NT == 4 ? size_t{kTeams} * 2 * 1024 : 0;
+  static constexpr size_t kOffPT = kOffXchg + kXchgBytes;
+  static constexpr size_t kOffState = kOffPT + kPTBytes;
   static constexpr size_t kOffPages = kOffState + kStateBytes;
   static constexpr size_t kOffBars = kOffPages + kPageBytes;  // (kBulk) one mbarrier per stage
   static constexpr size_t kSmemBytes = kOffBars + size_t{8} * kStages;
@@ -135,8 +146,11 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
   // had piece t % 64 of rows t / 64 + 2 i: 8 row addresses, ~165 instructions per warp and
   // chunk of the 32-column kernel's ~620; H200 ncu.) One cp.async group per chunk (empty ones
   // too), so "chunk k landed" is always wait_group<TS - 2>.
+  // With wgmma, eight consecutive keys per warp instead (its V layout puts the 16-byte pieces of
+  // eight keys in one 128-byte core matrix: this way each warp-wide copy writes all banks).
+  constexpr bool kWg = kScoring == TeamScoring::kSplitWgmma && NT == 4 && LADDER_DEVICE_HAS_WGMMA;
   const int tt = tid % (S::kTeamWarps * 32);
-  const int ld_row = tt / 8, ld_piece = tt % 8;
+  const int ld_row = kWg ? tt % 8 + 8 * (tt / 64) : tt / 8, ld_piece = kWg ? tt / 8 % 8 : tt % 8;
   static_assert(S::kTeamWarps * 32 == 8 * CK, "eight threads per key of a chunk");
   const int* btab = p.block_table + static_cast<size_t>(seq) * p.max_blocks_per_seq;
   const int bs_mask = (1 << p.block_size_shift) - 1;
@@ -184,7 +198,12 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
       return;
     }
     if (k < team_chunks && p.diag != 2) {
-      uint16_t* st = team_stages + static_cast<size_t>(k % TS) * 2 * CK * LD + ld_row * LD + ld_piece * 8;
+      uint16_t* st = team_stages + static_cast<size_t>(k % TS) * 2 * CK * LD;
+      // K as [key][LD]; V the same, or (wgmma) as wgmma's MN-major A operand: the core matrix of
+      // dims 8 c.. and keys 8 b.. at (2 c + b) * 128 bytes, key rows of 16 bytes inside.
+      uint16_t* sk = st + ld_row * LD + ld_piece * 8;
+      uint16_t* sv = kWg ? st + CK * LD + ((ld_piece * 2 + ld_row / 8) * 8 + ld_row % 8) * 8 : sk + CK * LD;
+      constexpr int kVStep = kWg ? 1024 : 64;  // pieces 8 apart
       // Keys outside [lo, hi) re-read a visible row (their scores are masked, and P = 0 times
       // finite data adds nothing), so no stage ever holds uninitialised bits.
       const int j = max(lo, min(chunk_key0(k) + ld_row, hi - 1));
@@ -194,8 +213,8 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
       const uint16_t* vr = p.v + grow * D + ld_piece * 8;
 #pragma unroll
       for (int i = 0; i < D / 64; ++i) {
-        dev::CopyAsync16Hinted(st + 64 * i, kr + 64 * i, true, l2_policy);
-        dev::CopyAsync16Hinted(st + CK * LD + 64 * i, vr + 64 * i, true, l2_policy);
+        dev::CopyAsync16Hinted(sk + 64 * i, kr + 64 * i, true, l2_policy);
+        dev::CopyAsync16Hinted(sv + kVStep * i, vr + 64 * i, true, l2_policy);
       }
     }
     dev::CopyAsyncCommit();
@@ -211,7 +230,7 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
   // whole softmax (4 x the softmax work, but no fourfold reads of K). Split: the scores by
   // dims, the softmax by column.
   constexpr bool kCols = kScoring == TeamScoring::kByColumn && NT >= 2;
-  constexpr bool kSplit = kScoring == TeamScoring::kSplit && NT >= 2;
+  constexpr bool kSplit = (kScoring == TeamScoring::kSplit || kScoring == TeamScoring::kSplitWgmma) && NT >= 2;
   constexpr bool kXchg = kCols || kSplit;                       // P^T fragments are exchanged
   constexpr int kQTiles = kCols ? 1 : NT;                       // n-tiles of S^T this warp computes
   constexpr int kSTiles = kXchg ? 1 : NT;                       // n-tiles whose softmax it runs
@@ -280,6 +299,10 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
   unsigned char* xbase = smem + S::kOffXchg + static_cast<size_t>(team) * NT * 32 * 24;
   uint4* p_xchg = reinterpret_cast<uint4*>(xbase) + lane;
   float2* a_xchg = reinterpret_cast<float2*>(xbase + NT * 32 * 16) + lane;
+  uint16_t* team_pt = reinterpret_cast<uint16_t*>(smem + S::kOffPT) + team * 1024;  // (wgmma) [hi | lo]
+  // (wgmma) descriptors, computed once: stage s's V tile mt starts (s * kStageBytes + mt * 2048) / 16 further.
+  const unsigned long long desc_v0 = dev::WgmmaDesc(team_stages + CK * LD, 128, 256);
+  const unsigned long long desc_p_hi = dev::WgmmaDesc(team_pt, 128, 256), desc_p_lo = dev::WgmmaDesc(team_pt + 512, 128, 256);
 
   for (int k = 0; k < team_chunks; ++k) {
     const int s = k % TS;
@@ -298,7 +321,10 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
     // Split at 32 columns issues the next copies after the scores instead, so the copies'
     // address registers are free again by the time they are reused (H200 ncu: the first
     // instruction after the copies waited for them; 4 rows 88.8 against 90.0 us; 1 row by dims
-    // was 0.4 us slower so).
+    // was 0.4 us slower so). Later still was slower: before the P^T barrier 90.1 against 84.9
+    // us, after the chunk's O^T 85.7.
+    // (With wgmma they come after this warp has waited for the previous chunk's MMAs, which read
+    // the stage they refill: one warpgroup operation, complete for every warp of the team.)
     constexpr bool kIssueLate = !kBulk && kSplit && NT == 4;
     if (!kIssueLate || p.diag == 1) issue(k + TS - 1);
     if (p.diag == 1) continue;
@@ -342,6 +368,7 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
       for (int nt = 0; nt < NT; ++nt) my_part[nt * 32] = make_float4(raw[nt][0], raw[nt][1], raw[nt][2], raw[nt][3]);
     }
     }  // scorer
+    if constexpr (kWg) dev::WgmmaWaitAll();  // the previous chunk's O^T (and its reads of V, P^T)
     if (kIssueLate) issue(k + TS - 1);
     if constexpr (!kCols) dev::NamedBarrier(1 + team, S::kTeamWarps * 32);  // every share is written
     if (softmaxer) {
@@ -412,18 +439,32 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
         bl[nt][r] = dev::MovMatrixTrans(l);
       }
     }
-    if constexpr (kXchg) {
+    if constexpr (kWg) {
+      // P^T as wgmma's K-major B operand: the core matrix of columns 8 n.. and keys 8 b.. at
+      // (2 n + b) * 128 bytes, column rows of 16 bytes (lane: column g8, keys 2 t4, +1).
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const int at = ((my_nt * 2 + r) * 8 + g8) * 8 + 2 * t4;
+        *reinterpret_cast<uint32_t*>(team_pt + at) = bh[0][r];
+        *reinterpret_cast<uint32_t*>(team_pt + 512 + at) = bl[0][r];
+      }
+      a_xchg[my_nt * 32] = make_float2(alpha[0][0], alpha[0][1]);
+    } else if constexpr (kXchg) {
       p_xchg[my_nt * 32] = make_uint4(bh[0][0], bh[0][1], bl[0][0], bl[0][1]);
       a_xchg[my_nt * 32] = make_float2(alpha[0][0], alpha[0][1]);
     }
     }  // softmaxer
     if constexpr (kXchg) {
+      // (wgmma) this thread's P^T stores and landed copies, before the async proxy reads them
+      if constexpr (kWg) dev::FenceProxyAsyncShared();
       dev::NamedBarrier(1 + team, S::kTeamWarps * 32);
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) {
-        const uint4 f = p_xchg[nt * 32];
+        if constexpr (!kWg) {
+          const uint4 f = p_xchg[nt * 32];
+          bh[nt][0] = f.x, bh[nt][1] = f.y, bl[nt][0] = f.z, bl[nt][1] = f.w;
+        }
         const float2 al = a_xchg[nt * 32];
-        bh[nt][0] = f.x, bh[nt][1] = f.y, bl[nt][0] = f.z, bl[nt][1] = f.w;
         alpha[nt][0] = al.x, alpha[nt][1] = al.y;
       }
     }
@@ -443,17 +484,32 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
           acc[mt][nt][3] *= alpha[nt][1];
         }
     }
+    if constexpr (kWg) {
+      // The team's O^T [512 x 32] as eight 64-dim tiles, P^T hi then lo; warp w holds dims
+      // 64 mt + 16 w (+8) + g8 of tile mt. Waited for after the next chunk's scores.
+      dev::WgmmaFence();
 #pragma unroll
-    for (int mt = 0; mt < S::kMTiles; ++mt) {
-      uint32_t a[4];
-      dev::LdMatrixX4Trans(a[0], a[1], a[2], a[3], vs + v_off + mt * 16);
+      for (int mt = 0; mt < S::kMTiles; ++mt) {
+        const unsigned long long da = desc_v0 + static_cast<unsigned>((s * S::kStageBytes + mt * 2048) >> 4);
+        float(&d)[16] = reinterpret_cast<float(&)[16]>(acc[mt]);
+        dev::Wgmma64x32<E::kIsBf16>(d, da, desc_p_hi, 1);
+        dev::Wgmma64x32<E::kIsBf16>(d, da, desc_p_lo, 1);
+      }
+      dev::WgmmaCommit();
+    } else {
 #pragma unroll
-      for (int nt = 0; nt < NT; ++nt) {
-        dev::Mma16816<E::kIsBf16>(acc[mt][nt], a, bh[nt][0], bh[nt][1]);
-        dev::Mma16816<E::kIsBf16>(acc[mt][nt], a, bl[nt][0], bl[nt][1]);
+      for (int mt = 0; mt < S::kMTiles; ++mt) {
+        uint32_t a[4];
+        dev::LdMatrixX4Trans(a[0], a[1], a[2], a[3], vs + v_off + mt * 16);
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) {
+          dev::Mma16816<E::kIsBf16>(acc[mt][nt], a, bh[nt][0], bh[nt][1]);
+          dev::Mma16816<E::kIsBf16>(acc[mt][nt], a, bl[nt][0], bl[nt][1]);
+        }
       }
     }
   }
+  if constexpr (kWg) dev::WgmmaWaitAll();
   dev::CopyAsyncWait<0>();  // (only empty groups and page entries past the end are left)
   const unsigned long long t_loop = p.timeline != nullptr ? dev::GlobalTimerNs() : 0;
 #pragma unroll
@@ -484,7 +540,8 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
     for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
       for (int x = 0; x < 4; ++x)
-        ob[(nt * 8 + 2 * t4 + (x & 1)) * S::kObLd + dim0 + mt * 16 + g8 + (x >= 2 ? 8 : 0)] = acc[mt][nt][x];
+        ob[(nt * 8 + 2 * t4 + (x & 1)) * S::kObLd + (kWg ? 64 * mt + 16 * tw : dim0 + 16 * mt) + g8 + (x >= 2 ? 8 : 0)] =
+            acc[mt][nt][x];
   if (tid < S::kN) {
     const float ma = team_max[tid], mb = team_max[32 + tid], mm = fmaxf(ma, mb);
     const float wa = ma == -INFINITY ? 0.0f : exp2f(ma - mm), wb = mb == -INFINITY ? 0.0f : exp2f(mb - mm);
