@@ -90,7 +90,10 @@ void TcpProxy::Pump(int client, int upstream) {
       }
       const int to = fds[1 - i].fd;
       for (ssize_t sent = 0; sent < n;) {
-        ssize_t w = write(to, buffer + sent, static_cast<size_t>(n - sent));
+        // MSG_NOSIGNAL: a peer that has just closed (the agent after a cut, the coordinator
+        // stopping) must end this pump, not kill the whole test process with SIGPIPE (seen
+        // once in CI on a loaded machine).
+        ssize_t w = send(to, buffer + sent, static_cast<size_t>(n - sent), MSG_NOSIGNAL);
         if (w <= 0) {
           closed = true;
           break;
