@@ -83,9 +83,9 @@ template <>
 struct Cfg<256, 1> {  // 8 warps, 3 tiles in flight
   static constexpr int kTile = 32, kThreads = 256, kStages16 = 4, kStages32 = 4, kMinBlocks = 1;
 };
-// Head-512 variants 6 and 7 are TeamAttention512Kernel (team_attention_kernel.h), scoring by
-// dims and by column: CUDA, where a work group may have its ~210 KB of shared memory (Hopper),
-// the default there; elsewhere the default is variant 3.
+// Head-512 variants 6 to 9 are TeamAttention512Kernel (team_attention_kernel.h), one per way of
+// scoring (TeamScoring): CUDA, where a work group may have its ~220 KB of shared memory
+// (Hopper), the default there; elsewhere the default is variant 3.
 constexpr int kTeamVariant512 = 6;
 constexpr int kTeamColumnVariant512 = 7;  // the same kernel scoring by column
 constexpr int kTeamSplitVariant512 = 8;   // ... with the scores by dims and the softmax by column
@@ -129,8 +129,8 @@ int VariantFor(int d, int bm, int score_cols) {
                              from_env("LADDER_KERNELS_D512", VariantsFor(512), 1)};
     if (v[which] >= 0) return v[which];
     // The team kernel where it fits: by dims for 8 score columns (one query row of GQA 8), by
-    // column for 16 (H200, 32K: 88 against variant 3's 91 us), split scores for 32 (96 against
-    // 101 by column and 124 for variant 3; at 16 columns split was 81 against 79.5).
+    // column for 16 (H200, 32K: 88 against variant 3's 91 us when chosen), split scores for 32
+    // (85 against 95.5 by column in the same run; at 16 columns split was 81 against 79.5).
     if (!TeamKernelFits()) return 3;
     return score_cols <= 8 ? kTeamVariant512 : score_cols <= 16 ? kTeamColumnVariant512 : kTeamSplitVariant512;
   }
