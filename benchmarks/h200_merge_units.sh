@@ -7,6 +7,9 @@
 # ($OLD, .carry/ladder-kernels-old) and with bulk copies nowhere / everywhere over three
 # interleaved rounds, the timeline, the other presets,
 # the TP=2 legacy/spec-aware ladder, PyTorch SDPA and (SANITIZE=1) memcheck and racecheck.
+# CONFIGS ("binary env" pairs, ';'-separated, "-" for no environment) replaces the A/B list;
+# VARIANTS ("6 7 8") also runs the head-512 cases with each d512 variant forced
+# (benchmarks/h200_split_final.sh sets both).
 set -uo pipefail
 OUT=${OUT:-h200-out}
 mkdir -p "$OUT"
@@ -16,16 +19,20 @@ export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 J=$(mktemp -d)
 exec > >(tee $OUT/log.txt) 2>&1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
+[ -x .carry/wgmma_layout ] && .carry/wgmma_layout
 echo "== check, all cases (defaults)"
 timeout 200 $K check --backend cuda 2>&1 | tee $OUT/check.txt | grep -vE "^PASS" | tail -4
 echo "== check, head-512 cases with the merge kernel (FUSED=0), and in the kernel wherever resident (FUSED=1)"
 LADDER_KERNELS_FUSED=0 timeout 100 $K check --backend cuda --case d512 2>&1 | tail -1
 LADDER_KERNELS_FUSED=1 timeout 100 $K check --backend cuda --case d512 2>&1 | tail -1
+for v in ${VARIANTS:-}; do echo "== check, head-512 cases, variant $v at every row count"
+  LADDER_KERNELS_D512=$v timeout 100 $K check --backend cuda --case d512 2>&1 | tail -1; done
 export R="--repeats 30 --warmup ${WARMUP:-400}"
 g() { local bin=$1; shift; $bin bench --backend cuda --preset gemma4-31b-global --depths 32K --rows 1,2,4 --policy 3d $R "$@" | grep -v "^back"; }
 for round in 1 2 3; do
   # binary, then environment assignments ("-": none)
-  for cfg in "new -" "old -" "new LADDER_KERNELS_EVICT_FIRST=0" "new LADDER_KERNELS_BULK=0" "new LADDER_KERNELS_MERGE_UNITS=1"; do
+  IFS=';' read -r -a cfgs <<< "${CONFIGS:-new -;old -;new LADDER_KERNELS_EVICT_FIRST=0;new LADDER_KERNELS_BULK=0;new LADDER_KERNELS_MERGE_UNITS=1}"
+  for cfg in "${cfgs[@]}"; do
     set -- $cfg
     bin=$K; [ "$1" = old ] && bin=$OLD
     vars=$2; [ "$vars" = - ] && vars=""
@@ -51,7 +58,8 @@ fi
 for f in $J/*.json; do echo "{\"file\": \"$(basename $f)\", \"result\": $(cat $f)}"; done > $OUT/bench.jsonl
 for t in .carry/tests/*; do
   echo "== $(basename $t)"
-  timeout 200 $t --gtest_brief=1 2>&1 | tail -8
+  # (.carry/tlib: the Debian libraries the test binaries need, where they were carried)
+  LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$PWD/.carry/tlib timeout 200 $t --gtest_brief=1 2>&1 | tail -8
 done
 if [ "${SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
   for tool in memcheck racecheck; do
