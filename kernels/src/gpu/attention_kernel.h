@@ -542,9 +542,16 @@ __global__ void __launch_bounds__(kMergeThreads) MergeSegmentsKernel(const float
 // order through shared memory. Deterministic (fixed order). The per-head merge it replaces walked
 // the segments 16 at a time from 128 threads per head: three dependent rounds for 33 segments,
 // 32 work groups for one query row (H200: 3.6-5.7 us after the attention kernel).
+// kGroupedMergePer partials per group at once (one round for 64 segments; the merge inside the
+// team kernel), or kGroupedMergePerLean: 64 registers instead of 100, four work groups per SM
+// instead of two, for merge grids larger than two per SM (4 rows of head 512: 512 work groups
+// in one wave instead of two, 83.8-83.9 us against 86.2-86.5; 40 segments still take one round).
+// Where two per SM suffice the lean kernel lost 0.5 us (1 row of gemma4-31b-sliding: its work
+// groups then sat beside the attention kernel's from its start, launched by PDL). H200.
 constexpr int kGroupedMergeLanes = 32;  // float4 columns: 128 dims per work group
 constexpr int kGroupedMergeGroups = 8;
 constexpr int kGroupedMergePer = 8;
+constexpr int kGroupedMergePerLean = 5;
 constexpr int kGroupedMergeThreads = kGroupedMergeLanes * kGroupedMergeGroups;
 
 struct OnlineSum {  // running max (log2 units), exp-sum and unnormalised float4 accumulator
@@ -584,10 +591,10 @@ struct GroupedMergeScratch {
 // rows; one after another they cost an L2 round trip each). Every group sums the same
 // segments in the same order as with U = 1: the bits do not depend on U. Partials are read
 // through L2 (ld.cg): in the merge inside the attention kernel they were written by other SMs.
-template <class E, int U, class UnitOf>
+template <class E, int U, int N, class UnitOf>
 __device__ void MergeGroupedUnits(const float* seg_acc, const float* seg_max, const float* seg_sum, uint16_t* out,
                                   int n_units, UnitOf unit_of, int segments, int head_dim, GroupedMergeScratch* sc) {
-  constexpr int G = kGroupedMergeGroups, L = kGroupedMergeLanes, N = kGroupedMergePer;
+  constexpr int G = kGroupedMergeGroups, L = kGroupedMergeLanes;
   static_assert(G % U == 0, "each thread takes U whole segment groups");
   constexpr int kPerUnit = kGroupedMergeThreads / U;
   // (U = 1: callers pass one unit, and the work group has kGroupedMergeThreads threads.)
@@ -641,7 +648,7 @@ __device__ void MergeGroupedUnits(const float* seg_acc, const float* seg_max, co
   __syncthreads();  // the scratch may be reused
 }
 
-template <class E>
+template <class E, int N>
 __global__ void __launch_bounds__(kGroupedMergeThreads)
     MergeSegmentsGroupedKernel(const float* seg_acc, const float* seg_max, const float* seg_sum, uint16_t* out,
                                int q_heads, int segments, int head_dim) {
@@ -651,7 +658,7 @@ __global__ void __launch_bounds__(kGroupedMergeThreads)
     *head = static_cast<size_t>(blockIdx.x) * q_heads + blockIdx.y;
     *dim_block = static_cast<int>(blockIdx.z);
   };
-  MergeGroupedUnits<E, 1>(seg_acc, seg_max, seg_sum, out, 1, unit, segments, head_dim, &scratch);
+  MergeGroupedUnits<E, 1, N>(seg_acc, seg_max, seg_sum, out, 1, unit, segments, head_dim, &scratch);
 }
 
 }  // namespace ladder::kernels::gpu

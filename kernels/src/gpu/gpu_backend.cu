@@ -611,14 +611,30 @@ Status Launch(const DeviceProblem& p, const LaunchPlan& plan, void* workspace, s
     const dim3 mgrid(p.num_tokens, kp.q_heads, (p.shape.head_dim + per_block - 1) / per_block);
     const int mthreads = grouped ? kGroupedMergeThreads : kMergeThreads;
     const size_t msmem = grouped ? 0 : 2 * sizeof(float) * static_cast<size_t>(kp.segments);
-    auto* merge = grouped ? (p.shape.dtype == DType::kBF16 ? &MergeSegmentsGroupedKernel<dev::Bf16>
-                                                           : &MergeSegmentsGroupedKernel<dev::F16>)
-                         : (p.shape.dtype == DType::kBF16 ? &MergeSegmentsKernel<dev::Bf16> : &MergeSegmentsKernel<dev::F16>);
+    // The lean grouped merge where its grid is more than two work groups per SM (see
+    // kGroupedMergePerLean); the same choice for the same shape and device every call. Not
+    // where the plan merges inside the kernel and only a graph capture or a refused cooperative
+    // launch brought the merge kernel here: it must give the in-kernel merge's bits.
+    static const long long sms = [] {
+      int dev = 0;
+      rt::DeviceProp prop{};
+      return rt::GetDevice(&dev) == rt::kSuccess && rt::Props(&prop, dev) == rt::kSuccess ? prop.multiProcessorCount : 0;
+    }();
+    const bool lean = !plan.merge_in_kernel && static_cast<long long>(mgrid.x) * mgrid.y * mgrid.z > 2 * sms;
+    const bool bf16 = p.shape.dtype == DType::kBF16;
+    auto* merge = !grouped ? (bf16 ? &MergeSegmentsKernel<dev::Bf16> : &MergeSegmentsKernel<dev::F16>)
+                  : lean   ? (bf16 ? &MergeSegmentsGroupedKernel<dev::Bf16, kGroupedMergePerLean>
+                                   : &MergeSegmentsGroupedKernel<dev::F16, kGroupedMergePerLean>)
+                           : (bf16 ? &MergeSegmentsGroupedKernel<dev::Bf16, kGroupedMergePer>
+                                   : &MergeSegmentsGroupedKernel<dev::F16, kGroupedMergePer>);
 #if !defined(LADDER_KERNELS_HIP)
     // The attention kernels' shared-memory split for the merges too (see HoldStream).
     static const bool carveouts = [] {
-      for (auto* k : {&MergeSegmentsGroupedKernel<dev::Bf16>, &MergeSegmentsGroupedKernel<dev::F16>,
-                      &MergeSegmentsKernel<dev::Bf16>, &MergeSegmentsKernel<dev::F16>})
+      for (auto* k : {&MergeSegmentsGroupedKernel<dev::Bf16, kGroupedMergePer>,
+                      &MergeSegmentsGroupedKernel<dev::F16, kGroupedMergePer>,
+                      &MergeSegmentsGroupedKernel<dev::Bf16, kGroupedMergePerLean>,
+                      &MergeSegmentsGroupedKernel<dev::F16, kGroupedMergePerLean>, &MergeSegmentsKernel<dev::Bf16>,
+                      &MergeSegmentsKernel<dev::F16>})
         (void)cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
       return true;
     }();

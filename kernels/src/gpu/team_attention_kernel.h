@@ -92,8 +92,10 @@ struct TeamShape {
   static constexpr size_t kSmemBytes = kOffBars + size_t{8} * kStages;
   // Units of the merge inside the kernel per work group, at most (MergeGroupedUnits): two at 8
   // and 16 columns (2 rows: 64 units for 33 work groups per KV head on 132 SMs; H200 -0.5 to
-  // -0.7 us against the merge kernel), one at 32 (four at once were 1.2 us slower).
-  static constexpr int kMergeUnits = NT == 4 ? 4 : 2;
+  // -0.7 us against the merge kernel), one at 32: 4 rows keep the merge kernel (128 units per KV
+  // head). Since the merge kernel fits the SMs in one wave (63 registers, four work groups per
+  // SM) it is 1.2 us faster there than four units inside the kernel (H200; see docs/kernels.md).
+  static constexpr int kMergeUnits = NT == 4 ? 1 : 2;
 
   static_assert(NT == 1 || NT == 2 || NT == 4, "8, 16 or 32 score columns");
   static_assert(kStageBytes % 16 == 0 && kOffSPart % 16 == 0, "alignment of the stages and partial scores");
@@ -590,7 +592,7 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
     // Units (score column m, 128 dims) seg, seg + segments, ... (at most S::kMergeUnits: the
     // host merges in the kernel only then), all merged at once.
     static_assert(S::kThreads == kGroupedMergeThreads, "the merge units take the whole work group");
-    static_assert(S::kMergeUnits == 1 || S::kMergeUnits == 2 || S::kMergeUnits == 4, "one instantiation per unit count");
+    static_assert(S::kMergeUnits == 1 || S::kMergeUnits == 2, "one instantiation per unit count");
     static_assert(size_t{S::kMergeUnits} * sizeof(GroupedMergeScratch) <= S::kOffSPart, "the scratch reuses the stages");
     auto* scratch = reinterpret_cast<GroupedMergeScratch*>(smem);
     constexpr int kDimBlocks = D / (4 * kGroupedMergeLanes);
@@ -605,11 +607,9 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
       };
     };
     const int mine = seg < units ? (units - seg + p.segments - 1) / p.segments : 0;
-    if (mine == 1) MergeGroupedUnits<E, 1>(p.seg_acc, p.seg_max, p.seg_sum, p.out, 1, unit_at(seg), p.segments, D, scratch);
+    if (mine == 1) MergeGroupedUnits<E, 1, kGroupedMergePer>(p.seg_acc, p.seg_max, p.seg_sum, p.out, 1, unit_at(seg), p.segments, D, scratch);
     if constexpr (S::kMergeUnits >= 2)
-      if (mine == 2) MergeGroupedUnits<E, 2>(p.seg_acc, p.seg_max, p.seg_sum, p.out, 2, unit_at(seg), p.segments, D, scratch);
-    if constexpr (S::kMergeUnits >= 4)
-      if (mine > 2) MergeGroupedUnits<E, 4>(p.seg_acc, p.seg_max, p.seg_sum, p.out, mine, unit_at(seg), p.segments, D, scratch);
+      if (mine == 2) MergeGroupedUnits<E, 2, kGroupedMergePer>(p.seg_acc, p.seg_max, p.seg_sum, p.out, 2, unit_at(seg), p.segments, D, scratch);
   }
   if (p.timeline != nullptr && tid == 0) {
     unsigned long long* t =
