@@ -6,7 +6,7 @@ set -uo pipefail
 OUT=${OUT:-h200-out}
 mkdir -p "$OUT"
 B=${B:-build-h200}
-ARCH=${ARCH:-90-real}
+ARCH=${ARCH:-90a-real}  # sm_90a: the head-512 wgmma kernel (variant 9) is the 4-row default there
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
 cmake -S kernels -B $B -G Ninja -DLADDER_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=$ARCH -DCMAKE_BUILD_TYPE=Release >$B.cmake.log 2>&1 || { tail -20 $B.cmake.log; exit 1; }
 cmake --build $B -j16 >$B.build.log 2>&1 || { grep -E "error" $B.build.log | head -20; exit 1; }

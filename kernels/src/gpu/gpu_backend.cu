@@ -113,6 +113,22 @@ bool TeamKernelFits() {
 #endif
 }
 
+// Whether this build's sm_90a machine code is what runs here (a compute capability 9.0 device):
+// only there do the wgmma kernels exist.
+bool WgmmaRuns() {
+#if defined(LADDER_KERNELS_HIP) || !defined(LADDER_KERNELS_SM90A)
+  return false;
+#else
+  static const bool yes = [] {
+    int dev = 0;
+    rt::DeviceProp prop{};
+    return rt::GetDevice(&dev) == rt::kSuccess && rt::Props(&prop, dev) == rt::kSuccess && prop.major == 9 &&
+           prop.minor == 0;
+  }();
+  return yes;
+#endif
+}
+
 // score_cols: query rows x q heads of one KV head in the largest work item (<= bm).
 int VariantFor(int d, int bm, int score_cols) {
   // "<v>" or "<v16>,<v32>"; anything out of range keeps the default (-1 here).
@@ -130,9 +146,13 @@ int VariantFor(int d, int bm, int score_cols) {
     if (v[which] >= 0) return v[which];
     // The team kernel where it fits: by dims for 8 score columns (one query row of GQA 8), by
     // column for 16 (H200, 32K: 88 against variant 3's 91 us when chosen), split scores for 32
-    // (85 against 95.5 by column in the same run; at 16 columns split was 81 against 79.5).
+    // (85 against 95.5 by column in the same run; at 16 columns split was 81 against 79.5), and
+    // at 32 with O^T by wgmma where the sm_90a machine code runs (H200, 4 rows: 79.9-80.4
+    // against 83.3-83.6 us).
     if (!TeamKernelFits()) return 3;
-    return score_cols <= 8 ? kTeamVariant512 : score_cols <= 16 ? kTeamColumnVariant512 : kTeamSplitVariant512;
+    if (score_cols <= 8) return kTeamVariant512;
+    if (score_cols <= 16) return kTeamColumnVariant512;
+    return WgmmaRuns() ? kTeamWgmmaVariant512 : kTeamSplitVariant512;
   }
   if (d == 256) {
     static const int v[2] = {from_env("LADDER_KERNELS_D256", VariantsFor(256), 0),

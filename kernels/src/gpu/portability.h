@@ -382,6 +382,16 @@ __device__ inline unsigned long long WgmmaDesc(const void* smem, unsigned lbo, u
   return 0;
 #endif
 }
+// The shared-memory address of a pointer into shared memory (where a layout depends on address
+// bits, as wgmma's swizzles do).
+__device__ inline unsigned SharedAddress(const void* smem) {
+#if LADDER_DEVICE_HAS_WGMMA
+  return static_cast<unsigned>(__cvta_generic_to_shared(smem));
+#else
+  (void)smem;
+  return 0;
+#endif
+}
 // Orders this thread's generic-proxy shared-memory writes (stores, landed cp.async) before
 // the async proxy's reads (wgmma operands).
 __device__ inline void FenceProxyAsyncShared() {

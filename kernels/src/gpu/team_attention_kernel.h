@@ -148,11 +148,9 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
   // had piece t % 64 of rows t / 64 + 2 i: 8 row addresses, ~165 instructions per warp and
   // chunk of the 32-column kernel's ~620; H200 ncu.) One cp.async group per chunk (empty ones
   // too), so "chunk k landed" is always wait_group<TS - 2>.
-  // With wgmma, eight consecutive keys per warp instead (its V layout puts the 16-byte pieces of
-  // eight keys in one 128-byte core matrix: this way each warp-wide copy writes all banks).
   constexpr bool kWg = kScoring == TeamScoring::kSplitWgmma && NT == 4 && LADDER_DEVICE_HAS_WGMMA;
   const int tt = tid % (S::kTeamWarps * 32);
-  const int ld_row = kWg ? tt % 8 + 8 * (tt / 64) : tt / 8, ld_piece = kWg ? tt / 8 % 8 : tt % 8;
+  const int ld_row = tt / 8, ld_piece = tt % 8;
   static_assert(S::kTeamWarps * 32 == 8 * CK, "eight threads per key of a chunk");
   const int* btab = p.block_table + static_cast<size_t>(seq) * p.max_blocks_per_seq;
   const int bs_mask = (1 << p.block_size_shift) - 1;
@@ -201,10 +199,17 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
     }
     if (k < team_chunks && p.diag != 2) {
       uint16_t* st = team_stages + static_cast<size_t>(k % TS) * 2 * CK * LD;
-      // K as [key][LD]; V the same, or (wgmma) as wgmma's MN-major A operand: the core matrix of
-      // dims 8 c.. and keys 8 b.. at (2 c + b) * 128 bytes, key rows of 16 bytes inside.
+      // K as [key][LD]; V the same, or (wgmma) as wgmma's MN-major A operand with the 128-byte
+      // swizzle: 64-dim panels 2 KB apart, key row r of a panel at r * 128 bytes, its 16-byte
+      // piece c at (c ^ the row's address bits 7-9) * 16 (descriptor base offset 0: checked on
+      // the H200 by benchmarks/probes/wgmma_layout.cu, also for panels off 1024-byte boundaries).
       uint16_t* sk = st + ld_row * LD + ld_piece * 8;
-      uint16_t* sv = kWg ? st + CK * LD + ((ld_piece * 2 + ld_row / 8) * 8 + ld_row % 8) * 8 : sk + CK * LD;
+      uint16_t* sv = sk + CK * LD;
+      if constexpr (kWg) {
+        uint16_t* row = st + CK * LD + ld_row * 64;
+        const unsigned phase = (dev::SharedAddress(row) >> 7) & 7u;
+        sv = row + (ld_piece ^ static_cast<int>(phase)) * 8;
+      }
       constexpr int kVStep = kWg ? 1024 : 64;  // pieces 8 apart
       // Keys outside [lo, hi) re-read a visible row (their scores are masked, and P = 0 times
       // finite data adds nothing), so no stage ever holds uninitialised bits.
@@ -303,7 +308,7 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
   float2* a_xchg = reinterpret_cast<float2*>(xbase + NT * 32 * 16) + lane;
   uint16_t* team_pt = reinterpret_cast<uint16_t*>(smem + S::kOffPT) + team * 1024;  // (wgmma) [hi | lo]
   // (wgmma) descriptors, computed once: stage s's V tile mt starts (s * kStageBytes + mt * 2048) / 16 further.
-  const unsigned long long desc_v0 = dev::WgmmaDesc(team_stages + CK * LD, 128, 256);
+  const unsigned long long desc_v0 = dev::WgmmaDesc(team_stages + CK * LD, 16, 1024) | (1ull << 62);  // 128-byte swizzle
   const unsigned long long desc_p_hi = dev::WgmmaDesc(team_pt, 128, 256), desc_p_lo = dev::WgmmaDesc(team_pt + 512, 128, 256);
 
   for (int k = 0; k < team_chunks; ++k) {
