@@ -587,9 +587,9 @@ struct GroupedMergeScratch {
 // threads (all of them must call it: it synchronises the work group twice). Unit k (k <
 // n_units, unit_of(k, &head, &dim_block)) takes threads [k T / U, (k + 1) T / U); each of them
 // computes U of the unit's G segment groups, so the loads of all units are in flight together
-// (the merge inside the head-512 kernel has up to four units per work group at 2 and 4 query
-// rows; one after another they cost an L2 round trip each). Every group sums the same
-// segments in the same order as with U = 1: the bits do not depend on U. Partials are read
+// (the merge inside the head-512 kernel has up to two units per work group at 2 query rows;
+// one after another they cost an L2 round trip each). Every group sums the same segments in
+// the same order as with U = 1, N partials at a time: the bits depend on N, not on U. Partials are read
 // through L2 (ld.cg): in the merge inside the attention kernel they were written by other SMs.
 template <class E, int U, int N, class UnitOf>
 __device__ void MergeGroupedUnits(const float* seg_acc, const float* seg_max, const float* seg_sum, uint16_t* out,
