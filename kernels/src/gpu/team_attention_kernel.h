@@ -37,17 +37,18 @@
 //     fragments. Three team barriers per chunk instead of two, but a quarter of the K reads
 //     from shared memory at 32 columns (each ldmatrix feeds four MMAs instead of one).
 //   - Split scores with wgmma (TeamScoring::kSplitWgmma, variant 9, 32 columns, only where
-//     built for sm_90a, else as kSplit): V is stored as wgmma's MN-major A operand and the
-//     softmax writes P^T to shared memory as its K-major B operand; each team's O^T is eight
-//     m64n32k16 warpgroup MMAs per P^T half, waited for after the next chunk's scores. Right
-//     (the case table passes) but slower: H200, 4 rows at 32K 116 against 85 us. Kept as the
-//     start of a swizzled version (docs/kernels.md).
+//     built for sm_90a, else as kSplit; the 4-row default on compute capability 9.0): V is
+//     copied into 128-byte-swizzled 64-dim panels, wgmma's MN-major A operand, and the softmax
+//     writes P^T to shared memory as its K-major B operand; each team's O^T is eight m64n32k16
+//     warpgroup MMAs per P^T half, waited for after the next chunk's scores. Each team's part
+//     is compiled once per team, so the descriptors stay in uniform registers.
 //   - P is split into hi + lo 16-bit halves (two MMAs), as in the generic kernel, so 2D and 3D
 //     differ by fp32 reassociation only.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "gpu/attention_kernel.h"
 #include "gpu/portability.h"
@@ -74,8 +75,9 @@ struct TeamShape {
   static constexpr size_t kStageBytes = size_t{2} * kChunk * kLd * 2;
   // Partial S^T fragments, [team][warp][nt][element][lane] fp32: each warp's share of the dims.
   static constexpr size_t kSPartBytes = size_t{kTeams} * kTeamWarps * NT * 4 * 32 * 4;
-  // max, sum per team; merged max, sum; the teams' weights; the output rows.
-  static constexpr size_t kStateBytes = size_t{4} * 9 * 32;
+  // max, sum per team; merged max, sum; the teams' weights; the output rows; where each
+  // column's output (or partial) row starts.
+  static constexpr size_t kStateBytes = size_t{4} * 9 * 32 + size_t{8} * 32;
   // Block-table entries of each team's next kPageRing chunks, refilled kPageRing / 2 at a time.
   static constexpr int kPageRing = 64;
   static constexpr size_t kPageBytes = size_t{4} * kTeams * kPageRing;
@@ -119,8 +121,9 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
   float* team_sum = team_max + 64;                                   // [team][32]
   float* fin_max = team_sum + 64;                                    // [32]
   float* fin_sum = fin_max + 32;                                     // [32]
-  float* fin_w = fin_sum + 32;                                       // [team][32] weights
-  int* fin_head = reinterpret_cast<int*>(fin_w + 64);                // [32] output rows
+  float2* fin_w = reinterpret_cast<float2*>(fin_sum + 32);           // [32] the teams' weights
+  int* fin_head = reinterpret_cast<int*>(fin_w + 32);                // [32] output rows
+  size_t* fin_off = reinterpret_cast<size_t*>(fin_head + 32);        // [32] output (partial) row offsets
 
   const int tid = threadIdx.x;
   const unsigned long long t_start = p.timeline != nullptr ? dev::GlobalTimerNs() : 0;
@@ -139,6 +142,60 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
 
   const int warp = tid / 32, lane = tid % 32;
   const int team = warp / S::kTeamWarps, tw = warp % S::kTeamWarps;
+  constexpr bool kWg = kScoring == TeamScoring::kSplitWgmma && NT == 4 && LADDER_DEVICE_HAS_WGMMA;
+  // ---- attention ------------------------------------------------------------------------------
+  // By column: warp w computes the scores of n-tile w % NT over all 512 dims and runs its
+  // softmax alone; the warps swap P^T fragments instead of partial scores. By dims: warp w
+  // computes all n-tiles over its 128 dims and every warp sums the four shares and runs the
+  // whole softmax (4 x the softmax work, but no fourfold reads of K). Split: the scores by
+  // dims, the softmax by column.
+  constexpr bool kCols = kScoring == TeamScoring::kByColumn && NT >= 2;
+  constexpr bool kSplit = (kScoring == TeamScoring::kSplit || kScoring == TeamScoring::kSplitWgmma) && NT >= 2;
+  constexpr bool kXchg = kCols || kSplit;                       // P^T fragments are exchanged
+  constexpr int kQTiles = kCols ? 1 : NT;                       // n-tiles of S^T this warp computes
+  constexpr int kSTiles = kXchg ? 1 : NT;                       // n-tiles whose softmax it runs
+  constexpr int kQSteps = (kCols ? D : S::kDimsPerWarp) / 16;  // 16-dim k-steps of S^T
+  constexpr float kLog2e = 1.4426950408889634f;
+  constexpr float kLazyLog2 = 8.0f;  // (log2 units) the running maximum's slack, below
+  constexpr int kAcc = kCols ? 4 : NT <= 2 ? 2 : 1;  // independent S^T accumulators per n-tile
+  const int g8 = lane >> 2, t4 = lane & 3;
+  const int lrow = lane & 7, lmat = lane >> 3;
+  const int dim0 = tw * S::kDimsPerWarp;  // this warp's dims of O^T (and of S^T, by dims)
+  // (By column, split) this warp's n-tile of the softmax (by column: also of S^T).
+  const int my_nt = kCols ? tw % NT : kSplit ? tw : 0;
+  // (By column) the warps that score: all four at NT = 4; at NT = 2 warps 0-1 of team 0 and 2-3
+  // of team 1, so each SM sub-partition scores for one team and the other two warps only wait.
+  const bool scorer = !kCols || NT == 4 || tw / 2 == team;
+  const bool softmaxer = kSplit ? tw < NT : scorer;  // (split at NT = 2: warps 0-1)
+  auto nt_of = [&](int q) { return kCols ? my_nt : q; };    // n-tile of S^T tile q
+  auto snt_of = [&](int q) { return kXchg ? my_nt : q; };  // n-tile of softmax tile q
+  // This lane's two score columns 8 nt + 2 t4 (+1) of each n-tile of its softmax: the last key
+  // each may see (its query row's position; -1 for columns past m_rows).
+  int last_key[kSTiles][2];
+#pragma unroll
+  for (int q = 0; q < kSTiles; ++q)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const int m = snt_of(q) * 8 + 2 * t4 + e;
+      last_key[q][e] = m < m_rows ? first_pos + m / p.group : -1;
+    }
+  float acc[S::kMTiles][NT][4];
+#pragma unroll
+  for (int a = 0; a < S::kMTiles; ++a)
+#pragma unroll
+    for (int b = 0; b < NT; ++b)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) acc[a][b][c] = 0.0f;
+  float m_run[kSTiles][2], l_run[kSTiles][2];  // log2 units
+#pragma unroll
+  for (int q = 0; q < kSTiles; ++q) m_run[q][0] = m_run[q][1] = -INFINITY, l_run[q][0] = l_run[q][1] = 0.0f;
+
+  // Everything from here to the key loop's end is per team. With wgmma it is compiled once per
+  // team (team a constant in each copy), so the shared-memory descriptors and the loop bounds
+  // are warp-uniform and the compiler keeps them in uniform registers instead of moving each
+  // descriptor into one before every warpgroup MMA.
+  auto run_team = [&](auto team_c) {
+  const int team = team_c;
   const int team_chunks = n_chunks > team ? (n_chunks - team + 1) / 2 : 0;  // chunks team + 2 k
   uint16_t* team_stages = stages + static_cast<size_t>(team) * TS * 2 * CK * LD;
 
@@ -148,7 +205,6 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
   // had piece t % 64 of rows t / 64 + 2 i: 8 row addresses, ~165 instructions per warp and
   // chunk of the 32-column kernel's ~620; H200 ncu.) One cp.async group per chunk (empty ones
   // too), so "chunk k landed" is always wait_group<TS - 2>.
-  constexpr bool kWg = kScoring == TeamScoring::kSplitWgmma && NT == 4 && LADDER_DEVICE_HAS_WGMMA;
   const int tt = tid % (S::kTeamWarps * 32);
   const int ld_row = tt / 8, ld_piece = tt % 8;
   static_assert(S::kTeamWarps * 32 == 8 * CK, "eight threads per key of a chunk");
@@ -230,52 +286,6 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
 #pragma unroll
   for (int k = 0; k < TS - 1; ++k) issue(k);
 
-  // ---- attention ------------------------------------------------------------------------------
-  // By column: warp w computes the scores of n-tile w % NT over all 512 dims and runs its
-  // softmax alone; the warps swap P^T fragments instead of partial scores. By dims: warp w
-  // computes all n-tiles over its 128 dims and every warp sums the four shares and runs the
-  // whole softmax (4 x the softmax work, but no fourfold reads of K). Split: the scores by
-  // dims, the softmax by column.
-  constexpr bool kCols = kScoring == TeamScoring::kByColumn && NT >= 2;
-  constexpr bool kSplit = (kScoring == TeamScoring::kSplit || kScoring == TeamScoring::kSplitWgmma) && NT >= 2;
-  constexpr bool kXchg = kCols || kSplit;                       // P^T fragments are exchanged
-  constexpr int kQTiles = kCols ? 1 : NT;                       // n-tiles of S^T this warp computes
-  constexpr int kSTiles = kXchg ? 1 : NT;                       // n-tiles whose softmax it runs
-  constexpr int kQSteps = (kCols ? D : S::kDimsPerWarp) / 16;  // 16-dim k-steps of S^T
-  constexpr float kLog2e = 1.4426950408889634f;
-  constexpr float kLazyLog2 = 8.0f;  // (log2 units) the running maximum's slack, below
-  constexpr int kAcc = kCols ? 4 : NT <= 2 ? 2 : 1;  // independent S^T accumulators per n-tile
-  const int g8 = lane >> 2, t4 = lane & 3;
-  const int lrow = lane & 7, lmat = lane >> 3;
-  const int dim0 = tw * S::kDimsPerWarp;  // this warp's dims of O^T (and of S^T, by dims)
-  // (By column, split) this warp's n-tile of the softmax (by column: also of S^T).
-  const int my_nt = kCols ? tw % NT : kSplit ? tw : 0;
-  // (By column) the warps that score: all four at NT = 4; at NT = 2 warps 0-1 of team 0 and 2-3
-  // of team 1, so each SM sub-partition scores for one team and the other two warps only wait.
-  const bool scorer = !kCols || NT == 4 || tw / 2 == team;
-  const bool softmaxer = kSplit ? tw < NT : scorer;  // (split at NT = 2: warps 0-1)
-  auto nt_of = [&](int q) { return kCols ? my_nt : q; };    // n-tile of S^T tile q
-  auto snt_of = [&](int q) { return kXchg ? my_nt : q; };  // n-tile of softmax tile q
-  // This lane's two score columns 8 nt + 2 t4 (+1) of each n-tile of its softmax: the last key
-  // each may see (its query row's position; -1 for columns past m_rows).
-  int last_key[kSTiles][2];
-#pragma unroll
-  for (int q = 0; q < kSTiles; ++q)
-#pragma unroll
-    for (int e = 0; e < 2; ++e) {
-      const int m = snt_of(q) * 8 + 2 * t4 + e;
-      last_key[q][e] = m < m_rows ? first_pos + m / p.group : -1;
-    }
-  float acc[S::kMTiles][NT][4];
-#pragma unroll
-  for (int a = 0; a < S::kMTiles; ++a)
-#pragma unroll
-    for (int b = 0; b < NT; ++b)
-#pragma unroll
-      for (int c = 0; c < 4; ++c) acc[a][b][c] = 0.0f;
-  float m_run[kSTiles][2], l_run[kSTiles][2];  // log2 units
-#pragma unroll
-  for (int q = 0; q < kSTiles; ++q) m_run[q][0] = m_run[q][1] = -INFINITY, l_run[q][0] = l_run[q][1] = 0.0f;
 
   // Q^T as the B operand of S^T: column g8 of the n-tile, dims 2 t4 (+1) and 8 + 2 t4 (+1) of
   // each 16-dim k-step; zero for columns past m_rows.
@@ -517,6 +527,13 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
     }
   }
   if constexpr (kWg) dev::WgmmaWaitAll();
+  };
+  if constexpr (kWg) {
+    if (team == 0) run_team(std::integral_constant<int, 0>{});
+    else run_team(std::integral_constant<int, 1>{});
+  } else {
+    run_team(team);
+  }
   dev::CopyAsyncWait<0>();  // (only empty groups and page entries past the end are left)
   const unsigned long long t_loop = p.timeline != nullptr ? dev::GlobalTimerNs() : 0;
 #pragma unroll
@@ -526,8 +543,8 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
 
   // ---- merge the two teams while writing out (all 256 threads) --------------------------------
   // Both teams park their accumulators in the (free) stages at once; 32 threads weigh the two
-  // teams per column and look up each column's output row; then every thread writes two dims
-  // of each column, weighing the teams on the way. (The teams used to merge in place, one after
+  // teams per column and look up each column's output row; then every thread writes four dims
+  // of a column at a time, weighing the teams on the way. (The teams used to merge in place, one after
   // the other, and every thread divided by the GQA group per column: at 32 columns ~7 us from
   // the end of a work group's key loop to its end, H200.)
   if ((kXchg ? softmaxer : tw == 0) && g8 == 0) {
@@ -554,27 +571,41 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
     const float wa = ma == -INFINITY ? 0.0f : exp2f(ma - mm), wb = mb == -INFINITY ? 0.0f : exp2f(mb - mm);
     fin_max[tid] = mm;
     fin_sum[tid] = team_sum[tid] * wa + team_sum[32 + tid] * wb;
-    fin_w[tid] = wa, fin_w[32 + tid] = wb;
+    fin_w[tid] = make_float2(wa, wb);
     const int r = tid / p.group, g = tid % p.group;
-    fin_head[tid] = (q_start + row0 + r) * p.q_heads + kvh * p.group + g;  // (< 2^31: tokens x q heads)
+    const int head = (q_start + row0 + r) * p.q_heads + kvh * p.group + g;  // (< 2^31: tokens x q heads)
+    fin_head[tid] = head;
+    fin_off[tid] = (p.write_partial ? static_cast<size_t>(head) * p.segments + seg : static_cast<size_t>(head)) * D;
   }
   __syncthreads();
+  // Thread t writes dims 4 (t % 128) .. + 3 of columns t / 128, + 2, ...: per column one
+  // offset, one weight pair and two 16-byte reads from shared memory, one 16-byte store (8-byte
+  // for the output). (Two dims of every column per thread, with each column's row offset
+  // computed in 64 bits per thread, took ~80 instructions per column and ~3.5 us at 4 rows
+  // after the key loop; H200 ncu.)
   const float* ob0 = reinterpret_cast<const float*>(smem);
   const float* ob1 = ob0 + S::kN * S::kObLd;
-  const int d = 2 * tid;
+  constexpr int kColThreads = D / 4;  // threads per column
+  static_assert(S::kThreads % kColThreads == 0 && (S::kObLd * 4) % 16 == 0, "whole columns, 16-byte reads");
+  const int d = 4 * (tid % kColThreads);
+  auto column = [&](int m) {
+    const float2 w = fin_w[m];
+    const float4 a = *reinterpret_cast<const float4*>(ob0 + m * S::kObLd + d);
+    const float4 b = *reinterpret_cast<const float4*>(ob1 + m * S::kObLd + d);
+    return make_float4(a.x * w.x + b.x * w.y, a.y * w.x + b.y * w.y, a.z * w.x + b.z * w.y, a.w * w.x + b.w * w.y);
+  };
+  if (p.write_partial) {
 #pragma unroll 4
-  for (int m = 0; m < m_rows; ++m) {
-    const size_t head = static_cast<size_t>(fin_head[m]);
-    const float2 a = *reinterpret_cast<const float2*>(ob0 + m * S::kObLd + d);
-    const float2 b = *reinterpret_cast<const float2*>(ob1 + m * S::kObLd + d);
-    const float wa = fin_w[m], wb = fin_w[32 + m];
-    const float2 v = make_float2(a.x * wa + b.x * wb, a.y * wa + b.y * wb);
-    if (p.write_partial) {
-      *reinterpret_cast<float2*>(p.seg_acc + (head * p.segments + seg) * D + d) = v;
-    } else {
+    for (int m = tid / kColThreads; m < m_rows; m += S::kThreads / kColThreads)
+      *reinterpret_cast<float4*>(p.seg_acc + fin_off[m] + d) = column(m);
+  } else {
+#pragma unroll 4
+    for (int m = tid / kColThreads; m < m_rows; m += S::kThreads / kColThreads) {
+      const float4 v = column(m);
       const float l = fin_sum[m];
-      const uint32_t lo16 = E::FromFloat(l > 0.0f ? v.x / l : 0.0f), hi16 = E::FromFloat(l > 0.0f ? v.y / l : 0.0f);
-      *reinterpret_cast<uint32_t*>(p.out + head * D + d) = lo16 | (hi16 << 16);
+      const uint32_t lo = E::FromFloat(l > 0.0f ? v.x / l : 0.0f) | (static_cast<uint32_t>(E::FromFloat(l > 0.0f ? v.y / l : 0.0f)) << 16);
+      const uint32_t hi = E::FromFloat(l > 0.0f ? v.z / l : 0.0f) | (static_cast<uint32_t>(E::FromFloat(l > 0.0f ? v.w / l : 0.0f)) << 16);
+      *reinterpret_cast<uint2*>(p.out + fin_off[m] + d) = make_uint2(lo, hi);
     }
   }
   if (p.write_partial && tid < m_rows) {
