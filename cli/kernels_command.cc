@@ -107,6 +107,7 @@ void AddKernelsCommand(CLI::App& app) {
       if (flags->json) std::cerr << "\n";
       if (!results.ok()) Fail(results.error().message, 1);
       if (flags->json) std::cout << kernels::FormatJsonArray(*results) << "\n";
+      else std::cout << kernels::FormatTableFooter(*results) << std::flush;
     });
   }
   {

@@ -165,6 +165,12 @@ class KernelRunner final : public Runner {
             RETURN_IF_ERROR(record("fraction_of_copy", r.fraction_of_ceiling, "1"));
           }
           RETURN_IF_ERROR(record("segments", r.segments, "1"));
+          // The clock the timed calls ended at, against the SM's maximum as the reference: the
+          // report flags a cell `throttled` under 75 % of it (NVIDIA with NVML; else unknown).
+          if (r.sm_clock_mhz > 0 && r.sm_clock_max_mhz > 0) {
+            RETURN_IF_ERROR(record("gpu_clock_mhz", r.sm_clock_mhz, "MHz"));
+            RETURN_IF_ERROR(record("gpu_clock_default_mhz", r.sm_clock_max_mhz, "MHz"));
+          }
           if (!evidence_written[static_cast<size_t>(i)]) {
             evidence_written[static_cast<size_t>(i)] = true;
             RETURN_IF_ERROR(sink.RecordEvidence(Evidence{

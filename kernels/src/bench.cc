@@ -13,6 +13,7 @@
 #include "geometry.h"
 #include "gpu_api.h"
 #include "numeric.h"
+#include "sm_clock.h"
 
 namespace ladder::kernels {
 namespace {
@@ -184,7 +185,12 @@ Result<BenchResult> RunGpuPoint(const BenchPoint& pt) {
   LADDER_K_ASSIGN_OR_RETURN(std::vector<double> times,
                             gpu::TimeLaunches(dp, plan, ws.get(), ws_bytes, pt.warmup, pt.repeats,
                                               flush.get(), flush.size()));
+  // Right after the timed calls, before the GPU idles down (NVML reports the present clock).
+  const internal::SmClockMhz clock =
+      pt.backend == Backend::kCuda ? internal::SampleSmClock(info.pci_bus_id) : internal::SmClockMhz{};
   BenchResult r;
+  r.sm_clock_mhz = clock.now;
+  r.sm_clock_max_mhz = clock.max;
   r.point = pt;
   r.path = plan.path;
   r.segments = plan.segments;
@@ -322,10 +328,28 @@ std::string FormatTableRow(const BenchResult& r) {
   return buf;
 }
 
+std::string FormatTableFooter(std::span<const BenchResult> results) {
+  if (results.empty()) return "";
+  char buf[256];
+  std::snprintf(buf, sizeof(buf), "copy ceiling: %.1f GB/s (device-to-device, read+write)\n",
+                results.front().copy_ceiling_bytes_per_s / 1e9);
+  std::string s = buf;
+  // The lowest clock any point ended at: a throttled GPU shows here before it shows as noise.
+  const BenchResult* slowest = nullptr;
+  for (const BenchResult& r : results)
+    if (r.sm_clock_mhz > 0 && (slowest == nullptr || r.sm_clock_mhz < slowest->sm_clock_mhz)) slowest = &r;
+  if (slowest != nullptr) {
+    std::snprintf(buf, sizeof(buf), "SM clock after the timed calls: lowest %.0f MHz, maximum %.0f (NVML)\n",
+                  slowest->sm_clock_mhz, slowest->sm_clock_max_mhz);
+    s += buf;
+  }
+  return s;
+}
+
 std::string FormatTable(std::span<const BenchResult> results) {
   std::string s = FormatTableHeader() + "\n";
   for (const auto& r : results) s += FormatTableRow(r) + "\n";
-  return s;
+  return s + FormatTableFooter(results);
 }
 
 std::string FormatJson(const BenchResult& r) {
@@ -343,14 +367,15 @@ std::string FormatJson(const BenchResult& r) {
                 "\"softcap\":%g,\"dtype\":\"%s\",\"policy\":\"%s\",\"path\":\"%s\",\"segments\":%d,"
                 "\"grid\":\"%s\",\"reason\":\"%s\",\"warmup\":%d,\"repeats\":%d,\"flush_l2\":%s,"
                 "\"time_us_median\":%.3f,\"time_us_min\":%.3f,\"bytes_moved\":%.0f,\"bytes_per_s\":%.6g,"
-                "\"copy_ceiling_bytes_per_s\":%.6g,\"fraction_of_ceiling\":%.4f,\"times_us\":[",
+                "\"copy_ceiling_bytes_per_s\":%.6g,\"fraction_of_ceiling\":%.4f,\"sm_clock_mhz\":%.0f,"
+                "\"sm_clock_max_mhz\":%.0f,\"times_us\":[",
                 std::string(ToString(p.backend)).c_str(), JsonEscape(r.device).c_str(), JsonEscape(p.preset).c_str(),
                 p.q_heads, p.kv_heads, p.head_dim, p.depth, p.query_rows, p.num_seqs, p.block_size, p.window,
                 p.softcap, std::string(ToString(p.dtype)).c_str(), std::string(ToString(p.policy)).c_str(),
                 std::string(ToString(r.path)).c_str(), r.segments, JsonEscape(r.grid).c_str(),
                 JsonEscape(r.reason).c_str(), p.warmup, p.repeats, p.flush_l2 ? "true" : "false",
                 r.time_us_median, r.time_us_min, r.bytes_moved, r.bytes_per_s, r.copy_ceiling_bytes_per_s,
-                r.fraction_of_ceiling);
+                r.fraction_of_ceiling, r.sm_clock_mhz, r.sm_clock_max_mhz);
   return std::string(buf) + times + "]}";
 }
 

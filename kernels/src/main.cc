@@ -177,9 +177,7 @@ int Bench(int argc, char** argv) {
     return 1;
   }
   if (json) std::printf("%s", lk::FormatJsonArray(results.value()).c_str());
-  else if (!results->empty())
-    std::printf("copy ceiling: %.1f GB/s (device-to-device, read+write)\n",
-                results->front().copy_ceiling_bytes_per_s / 1e9);
+  else std::printf("%s", lk::FormatTableFooter(results.value()).c_str());
   if (!json_out.empty()) {
     std::ofstream f(json_out);
     f << lk::FormatJsonArray(results.value());

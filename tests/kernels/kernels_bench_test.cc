@@ -42,6 +42,19 @@ TEST(KernelBench, CpuPointRunsAndReports) {
   EXPECT_NE(json.find("\"path\":\"3D\""), std::string::npos);
   EXPECT_NE(json.find("\"preset\":\"tiny\""), std::string::npos);
   EXPECT_NE(lk::FormatTableRow(*r).find("tiny"), std::string::npos);
+  // A CPU point has no GPU clock: unknown (0), so the agent records none and the report says
+  // throttling is unknown rather than ruled out.
+  EXPECT_EQ(r->sm_clock_mhz, 0);
+  EXPECT_EQ(r->sm_clock_max_mhz, 0);
+  EXPECT_NE(json.find("\"sm_clock_mhz\":0,\"sm_clock_max_mhz\":0"), std::string::npos);
+  const std::vector<lk::BenchResult> one = {*r};
+  const std::string footer = lk::FormatTableFooter(one);
+  EXPECT_NE(footer.find("copy ceiling:"), std::string::npos) << footer;
+  EXPECT_EQ(footer.find("SM clock"), std::string::npos) << footer;  // unknown: not printed
+  lk::BenchResult clocked = *r;
+  clocked.sm_clock_mhz = 1755, clocked.sm_clock_max_mhz = 1980;
+  const std::vector<lk::BenchResult> two = {clocked, *r};
+  EXPECT_NE(lk::FormatTableFooter(two).find("lowest 1755 MHz, maximum 1980"), std::string::npos);
 }
 
 TEST(KernelBench, SweepCrossProductAndLegacyCollapse) {

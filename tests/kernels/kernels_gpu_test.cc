@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "ladder/kernels/attention.h"
+#include "ladder/kernels/bench.h"
 #include "ladder/kernels/cases.h"
 
 namespace lk = ladder::kernels;
@@ -22,6 +23,21 @@ TEST_P(GpuCaseTable, MatchesReferenceAndPathsAgree) {
   ASSERT_TRUE(r.ok()) << r.error().ToString();
   if (r->skipped) GTEST_SKIP() << r->skip_reason;
   EXPECT_TRUE(r->passed) << r->Line();
+}
+
+// The SM clock after the timed calls (NVML, loaded at run time), the agent's throttling evidence.
+TEST(GpuBench, ReportsTheSmClockThroughNvml) {
+  if (!lk::BackendAvailable(lk::Backend::kCuda)) GTEST_SKIP() << "no CUDA device in this binary";
+  auto p = lk::BenchPoint::FromPreset("tiny", lk::Backend::kCuda);
+  ASSERT_TRUE(p.ok());
+  p->depth = 4096;
+  p->repeats = 5;
+  auto r = lk::RunBenchPoint(*p);
+  ASSERT_TRUE(r.ok()) << r.error().ToString();
+  if (r->sm_clock_max_mhz == 0) GTEST_SKIP() << "no NVML (libnvidia-ml.so.1) on this machine";
+  EXPECT_GT(r->sm_clock_max_mhz, 500);  // every NVIDIA GPU with CUDA 12 runs its SMs faster
+  EXPECT_GT(r->sm_clock_mhz, 0);
+  EXPECT_LE(r->sm_clock_mhz, r->sm_clock_max_mhz);
 }
 
 INSTANTIATE_TEST_SUITE_P(Kernels, GpuCaseTable, ::testing::ValuesIn(lk::Cases().begin(), lk::Cases().end()),

@@ -419,6 +419,10 @@ Result<DeviceInfo> QueryDevice() {
   info.l2_bytes = static_cast<size_t>(prop.l2CacheSize);
   info.cc_major = prop.major;
   info.cc_minor = prop.minor;
+  char bus[32];
+  std::snprintf(bus, sizeof bus, "%04x:%02x:%02x.0", static_cast<unsigned>(prop.pciDomainID),
+                static_cast<unsigned>(prop.pciBusID), static_cast<unsigned>(prop.pciDeviceID));
+  info.pci_bus_id = bus;
   return info;
 }
 

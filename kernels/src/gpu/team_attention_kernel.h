@@ -308,14 +308,14 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
   // ldmatrix lane addresses: K as the A operand of S^T (key, dim), V transposed as the A operand
   // of O^T (key, dim).
   const int k_off = (lrow + (lmat & 1) * 8) * LD + (kCols ? 0 : dim0) + (lmat >> 1) * 8;
-  const int v_off = (lrow + (lmat >> 1) * 8) * LD + dim0 + (lmat & 1) * 8;
+  [[maybe_unused]] const int v_off = (lrow + (lmat >> 1) * 8) * LD + dim0 + (lmat & 1) * 8;
   // By dims: partial S^T, [team][warp][nt][lane] float4. By column: P^T fragments (hi, lo) as
   // [team][nt][lane] uint4, then the rescale factors as [team][nt][lane] float2.
-  float4* my_part = reinterpret_cast<float4*>(spart) + ((team * S::kTeamWarps + tw) * NT) * 32 + lane;
-  const float4* team_part = reinterpret_cast<const float4*>(spart) + team * S::kTeamWarps * NT * 32 + lane;
+  [[maybe_unused]] float4* my_part = reinterpret_cast<float4*>(spart) + ((team * S::kTeamWarps + tw) * NT) * 32 + lane;
+  [[maybe_unused]] const float4* team_part = reinterpret_cast<const float4*>(spart) + team * S::kTeamWarps * NT * 32 + lane;
   unsigned char* xbase = smem + S::kOffXchg + static_cast<size_t>(team) * NT * 32 * 24;
-  uint4* p_xchg = reinterpret_cast<uint4*>(xbase) + lane;
-  float2* a_xchg = reinterpret_cast<float2*>(xbase + NT * 32 * 16) + lane;
+  [[maybe_unused]] uint4* p_xchg = reinterpret_cast<uint4*>(xbase) + lane;
+  [[maybe_unused]] float2* a_xchg = reinterpret_cast<float2*>(xbase + NT * 32 * 16) + lane;
   uint16_t* team_pt = reinterpret_cast<uint16_t*>(smem + S::kOffPT) + team * 1024;  // (wgmma) [hi | lo]
   // (wgmma) descriptors, computed once: stage s's V tile mt starts (s * kStageBytes + mt * 2048) / 16 further.
   const unsigned long long desc_v0 = dev::WgmmaDesc(team_stages + CK * LD, 16, 1024) | (1ull << 62);  // 128-byte swizzle
@@ -347,7 +347,7 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
     if (p.diag == 1) continue;
     const int i = 2 * k + team;  // chunk of the segment
     const uint16_t* ks = team_stages + static_cast<size_t>(s) * 2 * CK * LD;
-    const uint16_t* vs = ks + CK * LD;
+    [[maybe_unused]] const uint16_t* vs = ks + CK * LD;
     const int j0 = lo_al + (cb + i) * CK;
 
     uint32_t bh[NT][2], bl[NT][2];

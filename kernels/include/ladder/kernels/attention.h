@@ -68,6 +68,7 @@ struct DeviceInfo {
   int warp_size = 1;
   size_t l2_bytes = 0;
   int cc_major = 0, cc_minor = 0;  // CUDA compute capability / HIP gfx major, minor
+  std::string pci_bus_id;          // "domain:bus:device.0" (hex); empty for the CPU
 };
 Result<DeviceInfo> QueryDevice(Backend b);
 

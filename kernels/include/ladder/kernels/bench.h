@@ -73,6 +73,10 @@ struct BenchResult {
   std::string grid;
   std::string reason;
   std::string device;
+  // The SM clock right after the timed calls and the SM's maximum clock, in MHz (NVIDIA, read
+  // through the driver's NVML where it is installed); 0 where unknown: CPU, HIP, no NVML.
+  double sm_clock_mhz = 0;
+  double sm_clock_max_mhz = 0;
 };
 
 Result<BenchResult> RunBenchPoint(const BenchPoint& point);
@@ -103,6 +107,9 @@ Result<std::vector<BenchResult>> RunSweep(const SweepOptions& options, const Pro
 // One header line and one line per result, fixed-width columns.
 std::string FormatTableHeader();
 std::string FormatTableRow(const BenchResult& r);
+// What the rows share, after them: the copy ceiling, and the lowest SM clock any point ended at
+// (where known). Empty for no results.
+std::string FormatTableFooter(std::span<const BenchResult> results);
 std::string FormatTable(std::span<const BenchResult> results);
 // One JSON object per result (no external JSON library: kernels/ stays dependency free).
 std::string FormatJson(const BenchResult& r);
