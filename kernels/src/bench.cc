@@ -189,14 +189,14 @@ Result<BenchResult> RunGpuPoint(const BenchPoint& pt) {
   const internal::SmClockMhz clock =
       pt.backend == Backend::kCuda ? internal::SampleSmClock(info.pci_bus_id) : internal::SmClockMhz{};
   BenchResult r;
-  r.sm_clock_mhz = clock.now;
-  r.sm_clock_max_mhz = clock.max;
   r.point = pt;
   r.path = plan.path;
   r.segments = plan.segments;
   r.grid = plan.grid;
   r.reason = dec.reason;
   r.device = info.name;
+  r.sm_clock_mhz = clock.now;
+  r.sm_clock_max_mhz = clock.max;
   LADDER_K_ASSIGN_OR_RETURN(r.copy_ceiling_bytes_per_s, CopyCeiling(pt.backend));
   Finish(&r, std::move(times));
   return r;

@@ -193,7 +193,7 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
   // Everything from here to the key loop's end is per team. With wgmma it is compiled once per
   // team (team a constant in each copy), so the shared-memory descriptors and the loop bounds
   // are warp-uniform and the compiler keeps them in uniform registers instead of moving each
-  // descriptor into one before every warpgroup MMA.
+  // descriptor into one before every warpgroup MMA. (The body keeps the kernel's indentation.)
   auto run_team = [&](auto team_c) {
   const int team = team_c;
   const int team_chunks = n_chunks > team ? (n_chunks - team + 1) / 2 : 0;  // chunks team + 2 k
@@ -527,7 +527,7 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
     }
   }
   if constexpr (kWg) dev::WgmmaWaitAll();
-  };
+  };  // run_team
   if constexpr (kWg) {
     if (team == 0) run_team(std::integral_constant<int, 0>{});
     else run_team(std::integral_constant<int, 1>{});
