@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <random>
 
+#include "absl/strings/str_join.h"
 #include "ladder/analysis/report.h"
 #include "ladder/analysis/verify.h"
 #include "ladder/db/store.h"
@@ -247,6 +248,13 @@ TEST_F(AnalysisTest, FlagsThrottledClocksAndEvidenceNextToTheAffectedCells) {
   auto a = AnalyzeRun(*db, run);
   ASSERT_TRUE(a.ok()) << a.status();
   EXPECT_TRUE(a->clock_recorded);
+  // The run's lowest clock against its reference, in the notes: session 0's 900 of 1980 MHz.
+  bool noted = false;
+  for (const auto& n : a->notes) {
+    noted |= n.find("lowest 900 MHz, 45 % of its reference (1980 MHz)") != std::string::npos &&
+             n.find("(cells flagged throttled)") != std::string::npos;
+  }
+  EXPECT_TRUE(noted) << absl::StrJoin(a->notes, " | ");
   auto has = [](const std::vector<analysis::Flag>& flags, const std::string& kind) {
     for (const auto& f : flags) {
       if (f.kind == kind) return true;

@@ -412,12 +412,28 @@ absl::StatusOr<RunAnalysis> AnalyzeRun(db::Database& db, int64_t run_id,
   // Throttled clocks.
   if (!clocks.empty()) {
     std::map<size_t, std::pair<int, int>> counts;  // cell -> (throttled, known)
+    // The lowest clock against its reference over the run: a clean run says so, in numbers.
+    double lowest_ratio = kNaN, lowest_mhz = kNaN, lowest_reference = kNaN;
+    int known = 0, throttled = 0;
     for (const auto& [index, clock] : clocks) {
       const auto state = stats::ClassifyClock(clock.first > 0 ? clock.first : kNaN,
                                               clock.second > 0 ? clock.second : kNaN);
       auto& count = counts[std::get<0>(index)];
-      if (state != stats::ClockState::kUnknown) ++count.second;
-      if (state == stats::ClockState::kThrottled) ++count.first;
+      if (state != stats::ClockState::kUnknown) {
+        ++count.second, ++known;
+        const double ratio = clock.first / clock.second;
+        if (known == 1 || ratio < lowest_ratio) {
+          lowest_ratio = ratio, lowest_mhz = clock.first, lowest_reference = clock.second;
+        }
+      }
+      if (state == stats::ClockState::kThrottled) ++count.first, ++throttled;
+    }
+    if (known > 0) {
+      out.notes.push_back(absl::StrCat(
+          "GPU clocks recorded for ", known, " measurements: lowest ", absl::SixDigits(lowest_mhz),
+          " MHz, ", absl::SixDigits(std::round(100 * lowest_ratio)), " % of its reference (",
+          absl::SixDigits(lowest_reference), " MHz); ", throttled, " under 75 %",
+          throttled > 0 ? " (cells flagged throttled)" : ""));
     }
     for (const auto& [c, count] : counts) {
       if (count.first > 0) {
