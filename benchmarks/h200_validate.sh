@@ -2,9 +2,9 @@
 # Issue 3: one device call that checks a build end to end: the case table, the GPU test
 # binaries, compute-sanitizer (memcheck at 1 and 4 rows and 2D, racecheck at 4 rows), then
 # $OLD against $NEW side by side (benchmarks/h200_bins.sh and benchmarks/h200_presets_ab.sh)
-# and the TP=2 policy comparison. Test binaries under .carry/tests, their libraries in .carry/tlib.
+# and the TP=2 policy comparison. Test binaries under .carry/tests, their libraries in .carry/tlib or .carry/lib (scripts/carry.sh).
 set -uo pipefail
-export LD_LIBRARY_PATH=$PWD/.carry/tlib:/usr/local/cuda/lib64
+export LD_LIBRARY_PATH=$PWD/.carry/tlib:$PWD/.carry/lib:/usr/local/cuda/lib64
 OLD=${OLD:?previous build}; NEW=${NEW:?this build}
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
 echo "== check"; timeout 200 $NEW check --backend cuda 2>&1 | tail -32

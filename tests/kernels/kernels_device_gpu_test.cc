@@ -107,7 +107,13 @@ TEST_P(DeviceEntry, MatchesRunAttentionBitForBitOnAStream) {
     auto refused = lk::LaunchDeviceAttention(lk::Backend::kCuda, args, *plan, nullptr, nullptr, 0);
     EXPECT_EQ(refused.error().code, lk::ErrorCode::kInvalidArgument);
   }
-  DeviceCopy ws(nullptr, plan->workspace_bytes);
+  DeviceCopy ws(nullptr, plan->workspace_bytes + 128);
+  // A workspace off a 128-byte boundary is refused (the merge drops whole L2 lines of it).
+  if (plan->workspace_bytes > 0) {
+    auto refused = lk::LaunchDeviceAttention(lk::Backend::kCuda, args, *plan, nullptr,
+                                             static_cast<char*>(ws.p) + 16, ws.n - 16);
+    EXPECT_EQ(refused.error().code, lk::ErrorCode::kInvalidArgument);
+  }
   cudaStream_t stream = nullptr;
   ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
   auto launched = lk::LaunchDeviceAttention(lk::Backend::kCuda, args, *plan, stream, ws.p, ws.n);

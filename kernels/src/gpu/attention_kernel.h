@@ -488,9 +488,12 @@ __global__ void __launch_bounds__(NT, MINB) UnifiedAttentionKernel(KernelParams 
 constexpr int kMergeThreads = 128;
 constexpr int kMergeBatch = 8;
 template <class E>
+// (`discard`: as MergeSegmentsGroupedKernel's; this two-pass fallback keeps its lines.)
 __global__ void __launch_bounds__(kMergeThreads) MergeSegmentsKernel(const float* seg_acc, const float* seg_max,
                                                                      const float* seg_sum, uint16_t* out,
-                                                                     int q_heads, int segments, int head_dim) {
+                                                                     int q_heads, int segments, int head_dim,
+                                                                     int discard) {
+  (void)discard;
   extern __shared__ float merge_smem[];  // [segments] weights, [segments] sums
   float* w = merge_smem;
   float* sums = merge_smem + segments;
@@ -593,7 +596,8 @@ struct GroupedMergeScratch {
 // through L2 (ld.cg): in the merge inside the attention kernel they were written by other SMs.
 template <class E, int U, int N, class UnitOf>
 __device__ void MergeGroupedUnits(const float* seg_acc, const float* seg_max, const float* seg_sum, uint16_t* out,
-                                  int n_units, UnitOf unit_of, int segments, int head_dim, GroupedMergeScratch* sc) {
+                                  int n_units, UnitOf unit_of, int segments, int head_dim, GroupedMergeScratch* sc,
+                                  bool discard) {
   constexpr int G = kGroupedMergeGroups, L = kGroupedMergeLanes;
   static_assert(G % U == 0, "each thread takes U whole segment groups");
   constexpr int kPerUnit = kGroupedMergeThreads / U;
@@ -624,6 +628,23 @@ __device__ void MergeGroupedUnits(const float* seg_acc, const float* seg_max, co
       }
 #pragma unroll
     for (int j = 0; j < U; ++j) acc[j].Add(ms[j], ls[j], a[j]);
+#if LADDER_DEVICE_HAS_MMA
+    // `discard`: these partials are read for the last time; drop their L2 lines unwritten, so
+    // that their 2-8 MB (head 512, 1-4 rows, 32K) never go back to HBM while the next call
+    // streams its K/V (H200, 4 rows: -0.7 to -1.4 us; 64K -1.8 us). Only where the K/V stream
+    // is larger than L2 (evict-first): where it fits, the lines would stay, and the discards
+    // cost gemma4-31b-sliding 0.2 us. A line is 128 bytes, the 16-byte reads of eight lanes of
+    // this warp (head_dim a multiple of 32; the workspace 128-byte aligned).
+    __syncwarp();
+    if (discard && x % 8 == 0)
+#pragma unroll
+      for (int j = 0; j < U; ++j)
+#pragma unroll
+        for (int u = 0; u < N; ++u) {
+          const int s = s0 + j + u * G;
+          if (unit_live && live && s < segments) dev::DiscardL2Line(seg_acc + (slot0 + s) * head_dim + d);
+        }
+#endif
   }
   if (unit_live) {
 #pragma unroll
@@ -651,14 +672,14 @@ __device__ void MergeGroupedUnits(const float* seg_acc, const float* seg_max, co
 template <class E, int N>
 __global__ void __launch_bounds__(kGroupedMergeThreads)
     MergeSegmentsGroupedKernel(const float* seg_acc, const float* seg_max, const float* seg_sum, uint16_t* out,
-                               int q_heads, int segments, int head_dim) {
+                               int q_heads, int segments, int head_dim, int discard) {
   __shared__ GroupedMergeScratch scratch;
   dev::WaitForPriorGrid();  // the attention kernel's partials are complete and visible
   auto unit = [&](int, size_t* head, int* dim_block) {
     *head = static_cast<size_t>(blockIdx.x) * q_heads + blockIdx.y;
     *dim_block = static_cast<int>(blockIdx.z);
   };
-  MergeGroupedUnits<E, 1, N>(seg_acc, seg_max, seg_sum, out, 1, unit, segments, head_dim, &scratch);
+  MergeGroupedUnits<E, 1, N>(seg_acc, seg_max, seg_sum, out, 1, unit, segments, head_dim, &scratch, discard != 0);
 }
 
 }  // namespace ladder::kernels::gpu

@@ -551,6 +551,9 @@ Status Launch(const DeviceProblem& p, const LaunchPlan& plan, void* workspace, s
               void* stream) {
   if (workspace_bytes < WorkspaceBytes(p, plan))
     return Error(ErrorCode::kInvalidArgument, "workspace too small for the 3D segment buffer");
+  // (The merge drops the partials' 128-byte L2 lines once read: they must not share a line.)
+  if (plan.path == Path::k3D && reinterpret_cast<uintptr_t>(workspace) % 128 != 0)
+    return Error(ErrorCode::kInvalidArgument, "the 3D workspace must be 128-byte aligned (as cudaMalloc's is)");
   const Geometry g = GeometryOf(p);
   KernelParams kp{};
   kp.q = static_cast<const uint16_t*>(p.q);
@@ -672,12 +675,12 @@ Status Launch(const DeviceProblem& p, const LaunchPlan& plan, void* workspace, s
       LADDER_GPU_CALL(LaunchWithAttribute(pdl, mgrid, dim3(mthreads), msmem, st, merge,
                                           static_cast<const float*>(kp.seg_acc), static_cast<const float*>(kp.seg_max),
                                           static_cast<const float*>(kp.seg_sum), kp.out, kp.q_heads, kp.segments,
-                                          p.shape.head_dim));
+                                          p.shape.head_dim, kp.evict_first));
       return OkStatus();
     }
 #endif
     merge<<<mgrid, mthreads, msmem, st>>>(kp.seg_acc, kp.seg_max, kp.seg_sum, kp.out, kp.q_heads, kp.segments,
-                                               p.shape.head_dim);
+                                               p.shape.head_dim, kp.evict_first);
     LADDER_GPU_CALL(rt::GetLastError());
   }
   return OkStatus();

@@ -181,6 +181,15 @@ __device__ inline T LoadL2(const T* p) {
   return __ldcg(p);
 #endif
 }
+// Drops a 128-byte line from L2 without writing it back (its contents become undefined): for
+// scratch that has been read for the last time. A no-op where PTX's discard does not exist.
+__device__ inline void DiscardL2Line(const void* p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && !defined(LADDER_KERNELS_HIP)
+  asm volatile("discard.global.L2 [%0], 128;\n" ::"l"(p) : "memory");
+#else
+  (void)p;
+#endif
+}
 // Programmatic dependent launch (sm_90): a kernel launched with programmatic stream
 // serialization may start before the kernel ahead of it in the stream has finished; it must call
 // WaitForPriorGrid before reading that kernel's output. A no-op everywhere else (and for a

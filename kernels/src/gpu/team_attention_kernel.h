@@ -643,9 +643,11 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
       };
     };
     const int mine = seg < units ? (units - seg + p.segments - 1) / p.segments : 0;
-    if (mine == 1) MergeGroupedUnits<E, 1, kGroupedMergePer>(p.seg_acc, p.seg_max, p.seg_sum, p.out, 1, unit_at(seg), p.segments, D, scratch);
+    if (mine == 1) MergeGroupedUnits<E, 1, kGroupedMergePer>(p.seg_acc, p.seg_max, p.seg_sum, p.out, 1, unit_at(seg), p.segments, D, scratch,
+                                                             p.evict_first != 0);
     if constexpr (S::kMergeUnits >= 2)
-      if (mine == 2) MergeGroupedUnits<E, 2, kGroupedMergePer>(p.seg_acc, p.seg_max, p.seg_sum, p.out, 2, unit_at(seg), p.segments, D, scratch);
+      if (mine == 2) MergeGroupedUnits<E, 2, kGroupedMergePer>(p.seg_acc, p.seg_max, p.seg_sum, p.out, 2, unit_at(seg), p.segments, D, scratch,
+                                                               p.evict_first != 0);
   }
   if (p.timeline != nullptr && tid == 0) {
     unsigned long long* t =

@@ -49,8 +49,9 @@ Result<DeviceAttentionPlan> PlanDeviceAttention(Backend backend, const DeviceAtt
                                                 const RunOptions& options);
 
 // Enqueues `plan` on `stream` (a cudaStream_t or hipStream_t; nullptr: the default stream).
-// `workspace` is device memory of at least plan.workspace_bytes, owned by the caller and not
-// used by anything else until the enqueued kernels have run. Errors from enqueueing are
+// `workspace` is device memory of at least plan.workspace_bytes, 128-byte aligned (as every
+// cudaMalloc / hipMalloc allocation is), owned by the caller and not used by anything else
+// until the enqueued kernels have run; its contents afterwards are undefined. Errors from enqueueing are
 // returned here; errors of the kernels themselves surface at the caller's next synchronization.
 Status LaunchDeviceAttention(Backend backend, const DeviceAttentionArgs& args,
                              const DeviceAttentionPlan& plan, void* stream, void* workspace,
