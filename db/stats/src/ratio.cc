@@ -117,7 +117,11 @@ absl::StatusOr<Interval> QuotientInterval(const PairedSample& sample, const Rati
   out.df = q->df;
   out.n_units = q->n_units;
   out.scope = q->scope;
-  if (q->scope == IntervalScope::kWithinSessionOnly) out.note = std::string(kWithinSessionNote);
+  out.estimand = "B/A: ratio of means of session means";
+  if (q->scope == IntervalScope::kWithinSessionOnly) {
+    out.note = std::string(kWithinSessionNote);
+    out.estimand = "B/A: ratio of means (one session)";
+  }
   if (out.bounds == Boundedness::kUnbounded) {
     if (!out.note.empty()) out.note += "; ";
     out.note += "unbounded: the denominator is not significantly different from zero";
@@ -229,6 +233,8 @@ absl::StatusOr<Interval> PairedRatioInterval(const PairedSample& sample,
   out.estimate = std::exp(mean_l);
   out.lower = std::exp(mean_l - t * se);
   out.upper = std::exp(mean_l + t * se);
+  out.estimand = n >= 2 ? "B/A: geometric mean of per-session ratios"
+                        : "B/A: ratio of the session's means";
   return out;
 }
 
@@ -278,17 +284,33 @@ absl::StatusOr<Interval> BootstrapRatioInterval(const PairedSample& sample,
       const double mb = ResampledSessionMean(sb, picks_b, rng);
       sum_l += std::log(mb) - std::log(ma);
     }
-    draw = std::exp(sum_l / static_cast<double>(n));
+    draw = sum_l / static_cast<double>(n);  // on the log scale
   }
   std::sort(draws.begin(), draws.end());
   const double alpha = 1.0 - options.confidence;
+  const double mean_l = internal::Mean(l);
   Interval out;
-  out.estimate = std::exp(internal::Mean(l));
-  out.lower = internal::QuantileSorted(draws, alpha / 2.0);
-  out.upper = internal::QuantileSorted(draws, 1.0 - alpha / 2.0);
+  out.estimate = std::exp(mean_l);
   out.confidence = options.confidence;
-  out.df = kNaN;
   out.n_units = n;
+  out.estimand = "B/A: geometric mean of per-session ratios";
+  const double q_lo = internal::QuantileSorted(draws, alpha / 2.0);
+  const double q_hi = internal::QuantileSorted(draws, 1.0 - alpha / 2.0);
+  if (n == 1 || options.calibration == BootstrapCalibration::kPercentile) {
+    out.lower = std::exp(q_lo);
+    out.upper = std::exp(q_hi);
+    out.df = kNaN;
+  } else {
+    // Scale the deviations from the estimate so that, for a normal ℓ, the interval is the t
+    // interval: the bootstrap variance of mean ℓ* is ((n−1)/n)·s²/n, and its quantiles are
+    // normal-theory ones.
+    const double dn = static_cast<double>(n);
+    const double scale = std::sqrt(dn / (dn - 1.0)) * TwoSidedT(options.confidence, dn - 1.0) /
+                         NormalQuantile(1.0 - alpha / 2.0);
+    out.lower = std::exp(mean_l + scale * (q_lo - mean_l));
+    out.upper = std::exp(mean_l + scale * (q_hi - mean_l));
+    out.df = dn - 1.0;
+  }
   if (n == 1) {
     out.scope = IntervalScope::kWithinSessionOnly;
     out.note = std::string(kWithinSessionNote);

@@ -22,11 +22,20 @@ int ClampRepeats(double r, int max_repeats) {
 
 // r_i = ceil(sqrt(c_{i+1}·T_i² / (c_i·T_{i+1}²))) with the degenerate cases made explicit.
 int OptimalRepeat(double t2_lower, double t2_upper, double cost_lower, double cost_upper,
-                  int max_repeats) {
-  if (t2_lower <= 0.0) return 1;  // nothing to average away at this level
-  if (t2_upper <= 0.0 || cost_lower <= 0.0) return max_repeats;
-  return ClampRepeats(std::ceil(std::sqrt(cost_upper * t2_lower / (cost_lower * t2_upper))),
-                      max_repeats);
+                  int max_repeats, RepeatBound* bound) {
+  *bound = RepeatBound::kOptimum;
+  if (t2_lower <= 0.0) {  // nothing to average away at this level
+    *bound = RepeatBound::kNoVariance;
+    return 1;
+  }
+  if (t2_upper <= 0.0 || cost_lower <= 0.0) {
+    *bound = RepeatBound::kAtCap;
+    return max_repeats;
+  }
+  const int r = ClampRepeats(std::ceil(std::sqrt(cost_upper * t2_lower / (cost_lower * t2_upper))),
+                             max_repeats);
+  if (r >= max_repeats) *bound = RepeatBound::kAtCap;
+  return r;
 }
 
 }  // namespace
@@ -72,6 +81,7 @@ absl::StatusOr<VarianceComponents> EstimateVarianceComponents(
   vc.s2[kRound] = ss1 / (dn * d2 * (d1 - 1.0));
   vc.s2[kProcess] = r2 >= 2 ? ss2 / (dn * (d2 - 1.0)) : kNaN;
   vc.s2[kSession] = n >= 2 ? internal::Variance(session_means) : kNaN;
+  vc.df = {dn * d2 * (d1 - 1.0), dn * (d2 - 1.0), dn - 1.0};
 
   // T_i² = S_i² − S_j² / (r_j ··· r_{i−1}) where j is the nearest replicated level below i (an
   // unreplicated level has r = 1 and contributes nothing to the divisor).
@@ -127,9 +137,11 @@ absl::StatusOr<RepeatPlan> OptimalRepeats(const VarianceComponents& components,
   }
   RepeatPlan plan;
   plan.rounds_per_process = OptimalRepeat(components.t2[kRound], components.t2[kProcess],
-                                          costs.round, costs.process, max_repeats);
+                                          costs.round, costs.process, max_repeats,
+                                          &plan.rounds_bound);
   plan.processes_per_session = OptimalRepeat(components.t2[kProcess], components.t2[kSession],
-                                             costs.process, costs.session, max_repeats);
+                                             costs.process, costs.session, max_repeats,
+                                             &plan.processes_bound);
   return plan;
 }
 

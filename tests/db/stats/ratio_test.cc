@@ -64,12 +64,13 @@ TEST(PairedRatioInterval, OneSessionCoversOnlyWithinSessionNoise) {
   EXPECT_EQ(ci->note, kWithinSessionNote);
   EXPECT_GT(ci->df, 2.0);  // Welch over 3 + 3 process means
   EXPECT_LE(ci->df, 4.0);
-  absl::StatusOr<Interval> boot = BootstrapRatioInterval(sample, {.draws = 500});
+  absl::StatusOr<Interval> boot =
+      BootstrapRatioInterval(sample, {.draws = 500, .levels = BootstrapLevels::kAllLevels});
   ASSERT_TRUE(boot.ok()) << boot.status();
   EXPECT_EQ(boot->note, kWithinSessionNote);
-  EXPECT_EQ(BootstrapRatioInterval(sample, {.draws = 500, .levels = BootstrapLevels::kSessionsOnly})
-                .status()
-                .code(),
+  EXPECT_TRUE(std::isnan(boot->df));
+  // The default resamples sessions: one session has nothing to resample.
+  EXPECT_EQ(BootstrapRatioInterval(sample, {.draws = 500}).status().code(),
             absl::StatusCode::kFailedPrecondition);
   absl::StatusOr<Interval> fieller = FiellerRatioInterval(sample);
   ASSERT_TRUE(fieller.ok());
@@ -122,51 +123,68 @@ TEST(BootstrapRatioInterval, SaneAndDeterministic) {
   const PairedSample sample = testing::SimulatePaired(rng, 50.0, kTrueRatio, kSds, kInteraction,
                                                       {.sessions = 20, .processes = 3, .rounds = 10});
   absl::StatusOr<Interval> t = PairedRatioInterval(sample);
-  absl::StatusOr<Interval> all = BootstrapRatioInterval(sample, {.draws = 2000});
+  absl::StatusOr<Interval> boot = BootstrapRatioInterval(sample, {.draws = 2000});
   absl::StatusOr<Interval> again = BootstrapRatioInterval(sample, {.draws = 2000});
-  absl::StatusOr<Interval> sessions =
-      BootstrapRatioInterval(sample, {.draws = 2000, .levels = BootstrapLevels::kSessionsOnly});
-  ASSERT_TRUE(t.ok() && all.ok() && again.ok() && sessions.ok());
-  EXPECT_EQ(all->lower, again->lower);
-  EXPECT_EQ(all->upper, again->upper);
-  EXPECT_DOUBLE_EQ(all->estimate, t->estimate);
-  EXPECT_TRUE(std::isnan(all->df));
-  for (const Interval* ci : {&*all, &*sessions}) {
+  absl::StatusOr<Interval> all =
+      BootstrapRatioInterval(sample, {.draws = 2000, .levels = BootstrapLevels::kAllLevels});
+  ASSERT_TRUE(t.ok() && boot.ok() && again.ok() && all.ok());
+  EXPECT_EQ(boot->lower, again->lower);
+  EXPECT_EQ(boot->upper, again->upper);
+  EXPECT_DOUBLE_EQ(boot->estimate, t->estimate);
+  EXPECT_EQ(boot->df, 19.0);  // t-calibrated over 20 sessions
+  EXPECT_EQ(boot->estimand, t->estimand);
+  for (const Interval* ci : {&*boot, &*all}) {
     EXPECT_LT(ci->lower, ci->estimate);
     EXPECT_GT(ci->upper, ci->estimate);
     EXPECT_TRUE(ci->Contains(kTrueRatio));
     const double width_ratio = (ci->upper - ci->lower) / (t->upper - t->lower);
-    EXPECT_GT(width_ratio, 0.7);
+    EXPECT_GT(width_ratio, 0.8);
     EXPECT_LT(width_ratio, 2.0);
   }
-  std::printf("[bootstrap] 20 sessions: t [%.4f, %.4f], all levels [%.4f, %.4f], sessions only "
+  // Calibrated over sessions, the bootstrap is the t interval up to the resampling noise.
+  EXPECT_NEAR(std::log(boot->upper / boot->lower), std::log(t->upper / t->lower),
+              0.1 * std::log(t->upper / t->lower));
+  std::printf("[bootstrap] 20 sessions: t [%.4f, %.4f], t-calibrated [%.4f, %.4f], all levels "
               "[%.4f, %.4f]\n",
-              t->lower, t->upper, all->lower, all->upper, sessions->lower, sessions->upper);
+              t->lower, t->upper, boot->lower, boot->upper, all->lower, all->upper);
   EXPECT_EQ(BootstrapRatioInterval(sample, {.draws = 10}).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
 
-// Not a claim of exactness: a record of how the bootstrap variants cover with 5 sessions.
-TEST(BootstrapRatioInterval, CoverageWithFiveSessions) {
-  std::mt19937_64 rng(14);
-  constexpr int kExperiments = 200;
-  int all_covered = 0;
-  int sessions_covered = 0;
-  for (int e = 0; e < kExperiments; ++e) {
-    const PairedSample sample = testing::SimulatePaired(
-        rng, 50.0, kTrueRatio, kSds, kInteraction, {.sessions = 5, .processes = 3, .rounds = 10});
-    const BootstrapOptions base{.draws = 500, .seed = static_cast<std::uint64_t>(e)};
-    BootstrapOptions only = base;
-    only.levels = BootstrapLevels::kSessionsOnly;
-    all_covered += BootstrapRatioInterval(sample, base)->Contains(kTrueRatio);
-    sessions_covered += BootstrapRatioInterval(sample, only)->Contains(kTrueRatio);
-  }
-  const double all = static_cast<double>(all_covered) / kExperiments;
-  const double sessions = static_cast<double>(sessions_covered) / kExperiments;
-  std::printf("[coverage] bootstrap, 5 sessions: all levels %.3f, sessions only %.3f\n", all,
-              sessions);
-  EXPECT_GT(all, 0.80);
-  EXPECT_GT(sessions, 0.70);
+// With two sessions the plain percentile interval is about ten times narrower than t(1)'s; the
+// t-calibrated one is not.
+TEST(BootstrapRatioInterval, TwoSessionsAreNotNarrowerThanTheyDeserve) {
+  std::mt19937_64 rng(16);
+  const PairedSample sample = testing::SimulatePaired(rng, 50.0, kTrueRatio, kSds, kInteraction,
+                                                      {.sessions = 2, .processes = 3, .rounds = 10});
+  absl::StatusOr<Interval> t = PairedRatioInterval(sample);
+  absl::StatusOr<Interval> boot = BootstrapRatioInterval(sample, {.draws = 2000});
+  absl::StatusOr<Interval> percentile = BootstrapRatioInterval(
+      sample, {.draws = 2000, .calibration = BootstrapCalibration::kPercentile});
+  ASSERT_TRUE(t.ok() && boot.ok() && percentile.ok());
+  const double t_width = std::log(t->upper / t->lower);
+  EXPECT_GT(std::log(boot->upper / boot->lower), 0.5 * t_width);
+  EXPECT_LT(std::log(percentile->upper / percentile->lower), 0.2 * t_width);
+  EXPECT_EQ(boot->df, 1.0);
+  EXPECT_TRUE(std::isnan(percentile->df));
+}
+
+TEST(RatioIntervals, EachNamesItsEstimand) {
+  std::mt19937_64 rng(17);
+  const PairedSample sample = testing::SimulatePaired(rng, 50.0, kTrueRatio, kSds, kInteraction,
+                                                      {.sessions = 5, .processes = 3, .rounds = 10});
+  absl::StatusOr<Interval> t = PairedRatioInterval(sample);
+  absl::StatusOr<Interval> f = FiellerRatioInterval(sample);
+  ASSERT_TRUE(t.ok() && f.ok());
+  EXPECT_EQ(t->estimand, "B/A: geometric mean of per-session ratios");
+  EXPECT_EQ(f->estimand, "B/A: ratio of means of session means");
+  // Different estimands, different estimates: Fieller's own is the ratio of the arms' means.
+  absl::StatusOr<std::vector<SessionRatio>> r = SessionRatios(sample);
+  ASSERT_TRUE(r.ok());
+  double sa = 0, sb = 0;
+  for (const SessionRatio& x : *r) sa += x.mean_a, sb += x.mean_b;
+  EXPECT_NEAR(f->estimate, sb / sa, 1e-12);
+  EXPECT_NE(f->estimate, t->estimate);
 }
 
 TEST(Fieller, AgreesWithDeltaMethodForPreciseDenominator) {

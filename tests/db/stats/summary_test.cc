@@ -62,6 +62,7 @@ TEST(CellMeanInterval, OneSessionSaysSo) {
   EXPECT_EQ(ci->scope, IntervalScope::kWithinSessionOnly);
   EXPECT_EQ(ci->note, kWithinSessionNote);
   EXPECT_EQ(ci->df, 3.0);  // four process means
+  EXPECT_EQ(ci->estimand, "geometric mean of process means");
   const std::vector<Observation> single = {{1, 1, 1, 5.0}};
   EXPECT_EQ(CellMeanInterval(single).status().code(), absl::StatusCode::kFailedPrecondition);
 }
@@ -71,6 +72,47 @@ TEST(CellMeanInterval, RejectsDuplicatesAndBadConfidence) {
   EXPECT_EQ(CellMeanInterval(dup).status().code(), absl::StatusCode::kInvalidArgument);
   const std::vector<Observation> ok = {{1, 1, 1, 5.0}, {2, 1, 1, 6.0}};
   EXPECT_EQ(CellMeanInterval(ok, {.confidence = 1.0}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+// The first screen: two sessions of a time, 80 and 9000 µs apart, gave
+// "95% CI [-14464, 17728]". Below three sessions there is now no interval but a note; from three
+// on the interval is on the log scale, so no bound of a positive quantity is ever <= 0.
+TEST(CellMeanInterval, PositiveQuantitiesGetPositiveIntervals) {
+  const std::vector<Observation> two = {{1, 1, 0, 80.0}, {1, 1, 1, 82.0}, {2, 1, 0, 3000.0},
+                                        {2, 1, 1, 3100.0}};
+  absl::StatusOr<Interval> none = CellMeanInterval(two);
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(none.status().message(), "an interval needs at least 3 sessions; 2 measured");
+  std::vector<Observation> three = two;
+  three.push_back({3, 1, 0, 500.0});
+  three.push_back({3, 1, 1, 520.0});
+  absl::StatusOr<Interval> log_ci = CellMeanInterval(three);
+  ASSERT_TRUE(log_ci.ok()) << log_ci.status();
+  EXPECT_EQ(log_ci->estimand, "geometric mean of session means");
+  EXPECT_EQ(log_ci->df, 2.0);
+  EXPECT_GT(log_ci->lower, 0.0);
+  const double geo = std::cbrt(81.0 * 3050.0 * 510.0);
+  EXPECT_NEAR(log_ci->estimate, geo, 1e-9 * geo);
+  // Symmetric on the log scale around the geometric mean.
+  EXPECT_NEAR(log_ci->upper / log_ci->estimate, log_ci->estimate / log_ci->lower, 1e-9);
+  // The arithmetic interval of the same data goes below zero: why it is not the default.
+  absl::StatusOr<Interval> arith = CellMeanInterval(three, {.scale = MeanScale::kArithmetic});
+  ASSERT_TRUE(arith.ok());
+  EXPECT_LT(arith->lower, 0.0);
+  EXPECT_EQ(arith->estimand, "mean of session means");
+  // Asking for an interval from two sessions is possible, and then honest about df.
+  absl::StatusOr<Interval> forced = CellMeanInterval(two, {.min_sessions = 2});
+  ASSERT_TRUE(forced.ok());
+  EXPECT_EQ(forced->df, 1.0);
+  EXPECT_GT(forced->lower, 0.0);
+  // Values <= 0 fall back to the arithmetic scale under kAuto, and are refused under kLog.
+  std::vector<Observation> signed_values = three;
+  signed_values[0].value = -1.0;
+  absl::StatusOr<Interval> fallback = CellMeanInterval(signed_values);
+  ASSERT_TRUE(fallback.ok());
+  EXPECT_EQ(fallback->estimand, "mean of session means");
+  EXPECT_EQ(CellMeanInterval(signed_values, {.scale = MeanScale::kLog}).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
 

@@ -22,6 +22,10 @@ TEST(VarianceComponents, RecoversKnownLevels) {
   EXPECT_EQ(vc->replicates[kRound], 10u);
   EXPECT_EQ(vc->replicates[kProcess], 4u);
   EXPECT_EQ(vc->replicates[kSession], 200u);
+  // Degrees of freedom behind each component: rounds 200·4·9, processes 200·3, sessions 199.
+  EXPECT_EQ(vc->df[kRound], 7200.0);
+  EXPECT_EQ(vc->df[kProcess], 600.0);
+  EXPECT_EQ(vc->df[kSession], 199.0);
   std::printf("[variance] sd by level: round %.4f process %.4f session %.4f (truth 0.005 0.01 0.03)\n",
               std::sqrt(vc->t2[kRound]), std::sqrt(vc->t2[kProcess]), std::sqrt(vc->t2[kSession]));
   EXPECT_NEAR(std::sqrt(vc->t2[kRound]), 0.005, 0.05 * 0.005);
@@ -103,12 +107,23 @@ TEST(OptimalRepeats, KaliberaJonesFormula) {
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_EQ(plan->rounds_per_process, 3);
   EXPECT_EQ(plan->processes_per_session, 2);
-  // Free process starts: one round per process is best.
-  EXPECT_EQ(OptimalRepeats(vc, {.round = 1, .process = 0, .session = 600})->rounds_per_process, 1);
+  EXPECT_EQ(plan->rounds_bound, RepeatBound::kOptimum);
+  EXPECT_EQ(plan->processes_bound, RepeatBound::kOptimum);
+  // Free process starts: one round per process is best, and processes per session hit the cap
+  // (the optimum is "as many as possible"): the plan says so rather than presenting the cap.
+  absl::StatusOr<RepeatPlan> free = OptimalRepeats(vc, {.round = 1, .process = 0, .session = 600});
+  EXPECT_EQ(free->rounds_per_process, 1);
+  EXPECT_EQ(free->processes_per_session, 1000);
+  EXPECT_EQ(free->processes_bound, RepeatBound::kAtCap);
   // No session-level variance: repeat processes up to the cap.
   vc.t2[kSession] = 0.0;
-  EXPECT_EQ(OptimalRepeats(vc, {.round = 1, .process = 30, .session = 600}, 50)->processes_per_session,
-            50);
+  absl::StatusOr<RepeatPlan> capped = OptimalRepeats(vc, {.round = 1, .process = 30, .session = 600}, 50);
+  EXPECT_EQ(capped->processes_per_session, 50);
+  EXPECT_EQ(capped->processes_bound, RepeatBound::kAtCap);
+  // No round-level variance: one round is enough, and says why.
+  vc.t2[kRound] = 0.0;
+  EXPECT_EQ(OptimalRepeats(vc, {.round = 1, .process = 30, .session = 600})->rounds_bound,
+            RepeatBound::kNoVariance);
   EXPECT_EQ(OptimalRepeats(vc, {.round = 0}).status().code(), absl::StatusCode::kInvalidArgument);
 }
 

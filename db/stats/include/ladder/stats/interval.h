@@ -33,6 +33,10 @@ struct Interval {
   IntervalScope scope = IntervalScope::kBetweenSessions;
   Boundedness bounds = Boundedness::kBounded;
   std::string note;  // a caveat for readers; empty when there is none
+  // What the interval estimates, in words a reader can check the estimate against, e.g.
+  // "geometric mean of session means" or "B/A: ratio of means of session means". Every
+  // printed interval names it, because methods that look alike estimate different things.
+  std::string estimand;
 
   // max(upper / estimate - 1, 1 - lower / estimate): the interval lies within
   // estimate · (1 ± this). +infinity when unbounded or when estimate <= 0.

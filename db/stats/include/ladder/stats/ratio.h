@@ -1,7 +1,9 @@
 // Paired ratios B / A between two arms measured in the same sessions, with three intervals:
 //   PairedRatioInterval    the primary one: a t interval on per-session log-ratios;
-//   BootstrapRatioInterval a hierarchical bootstrap (sessions, then processes, then rounds);
-//   FiellerRatioInterval   Fieller's exact interval for a ratio of two means (of session means).
+//   BootstrapRatioInterval a t-calibrated bootstrap over sessions, of the same estimand;
+//   FiellerRatioInterval   Fieller's exact interval for a different estimand: the ratio of the
+//                          means of session means (not the geometric mean of per-session ratios).
+// Each result's `estimand` names what it estimates; print it with the estimate.
 // All take values > 0 (rates or times); all are pure and thread-safe.
 //
 // Why per-session: both arms in one VM share that VM's speed (clock bins, neighbours, driver), so
@@ -23,7 +25,7 @@
 namespace ladder::stats {
 
 // Identifies the method and code version behind a stored analysis output.
-inline constexpr std::string_view kStatsMethodVersion = "ladder-stats/1";
+inline constexpr std::string_view kStatsMethodVersion = "ladder-stats/2";
 
 struct RatioOptions {
   double confidence = 0.95;  // in (0, 1)
@@ -53,30 +55,41 @@ absl::StatusOr<std::vector<SessionRatio>> SessionRatios(const PairedSample& samp
 absl::StatusOr<Interval> PairedRatioInterval(const PairedSample& sample,
                                              const RatioOptions& options = {});
 
-// Which levels the bootstrap resamples. kAllLevels is the hierarchical bootstrap of the spec:
-// sessions with replacement, then processes within each drawn session, then rounds within each
-// drawn process. It is conservative (lower-level noise is counted again at every level it is
-// resampled). kSessionsOnly resamples whole sessions: unbiased for the between-session variance
-// but coarse with few sessions (with 5 sessions there are only 126 distinct resamples).
+// Which levels the bootstrap resamples. kSessionsOnly (the default) resamples whole sessions:
+// the sessions are the independent units, and a session's ℓ_s already carries its processes'
+// and rounds' noise once. kAllLevels also resamples processes within each drawn session and rounds
+// within each drawn process; that counts the lower levels' noise again at every level, so its
+// interval is wider than the data warrant (it over-covers; docs/statistics.md has the numbers).
 enum class BootstrapLevels { kAllLevels, kSessionsOnly };
+
+// How the bootstrap distribution becomes an interval.
+//   kTCalibrated (default): the percentiles of mean ℓ* − mean ℓ, scaled by
+//     √(n/(n−1)) · t(n−1) / z: the first factor undoes the plug-in variance's (n−1)/n, the
+//     second widens the normal-theory quantile to the t quantile with n − 1 df. The interval keeps
+//     the bootstrap's shape (asymmetry) and gets the t interval's small-sample width; df = n − 1.
+//   kPercentile: the plain percentile interval. With few sessions it is far too narrow (with 2
+//     sessions ~10 times narrower than t: it has no small-sample correction); kept for study.
+enum class BootstrapCalibration { kTCalibrated, kPercentile };
 
 struct BootstrapOptions {
   double confidence = 0.95;          // in (0, 1)
   int draws = 10000;                 // 2000 is enough for interactive use
   std::uint64_t seed = 0x6c6164646572;  // fixed: equal inputs and options give equal intervals
-  BootstrapLevels levels = BootstrapLevels::kAllLevels;
+  BootstrapLevels levels = BootstrapLevels::kSessionsOnly;
+  BootstrapCalibration calibration = BootstrapCalibration::kTCalibrated;
   absl::Status Validate() const;
 };
 
-// Percentile interval of exp(mean ℓ*) over `draws` hierarchical resamples; estimate is the
-// point estimate exp(mean ℓ) of the original data (as PairedRatioInterval). Both arms of a drawn
-// session are taken together. Within a drawn session, processes are drawn jointly for the two
-// arms when both arms have the same process ids (shared processes), independently otherwise;
-// rounds are drawn independently per arm and process. df is NaN.
+// A bootstrap interval for exp(mean ℓ) (the estimand of PairedRatioInterval: the geometric mean of
+// per-session ratios), from `draws` resamples; estimate is the point estimate exp(mean ℓ) of the
+// original data. Both arms of a drawn session are taken together. With kAllLevels, processes
+// within a drawn session are drawn jointly for the two arms when both arms have the same process
+// ids (shared processes), independently otherwise; rounds are drawn independently per arm and
+// process. df is n − 1 with kTCalibrated, NaN with kPercentile.
 // Deterministic: the generator is mt19937_64 with an unbiased bounded draw of our own, so results
 // do not depend on the standard library's distributions.
-// With one session: kAllLevels gives a within-session interval (scope kWithinSessionOnly);
-// kSessionsOnly is FailedPrecondition.
+// With one session: kSessionsOnly is FailedPrecondition; kAllLevels gives a within-session
+// percentile interval (scope kWithinSessionOnly, df NaN).
 absl::StatusOr<Interval> BootstrapRatioInterval(const PairedSample& sample,
                                                 const BootstrapOptions& options = {});
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "ladder/stats/adaptive.h"
+#include "ladder/stats/compare.h"
 #include "ladder/stats/distributions.h"
 #include "ladder/stats/interval.h"
 #include "ladder/stats/ratio.h"

@@ -37,6 +37,10 @@ struct VarianceComponents {
   std::array<double, kNumLevels> t2{};
   // T_i² / Σ T², NaN for unidentified levels.
   std::array<double, kNumLevels> share{};
+  // Degrees of freedom behind each S_i²: rounds n·r_2·(r_1 − 1), processes n·(r_2 − 1),
+  // sessions n − 1 (0 for an unreplicated level). A component resting on few df (a handful of
+  // sessions) is itself uncertain by a large factor: with 2 df its 95 % range spans ~40×.
+  std::array<double, kNumLevels> df{};
   double mean_log = 0.0;  // grand mean of log(value)
   std::string note;       // e.g. which levels are confounded
 };
@@ -56,9 +60,17 @@ struct LevelCosts {
   absl::Status Validate() const;  // all finite, >= 0, round > 0
 };
 
+// How a recommended repeat count came about. kAtCap: the formula reached max_repeats (the level
+// above adds no measurable variance, or repeating this level costs nothing measurable): the
+// optimum is at least the cap — print "≥ cap", never the cap as if it were the answer.
+// kNoVariance: this level adds no measurable variance, so 1 is enough.
+enum class RepeatBound { kOptimum, kAtCap, kNoVariance };
+
 struct RepeatPlan {
   int rounds_per_process = 1;
   int processes_per_session = 1;
+  RepeatBound rounds_bound = RepeatBound::kOptimum;
+  RepeatBound processes_bound = RepeatBound::kOptimum;
 };
 
 // The repeats at the lower levels that minimise the variance of the grand mean for a given cost:
