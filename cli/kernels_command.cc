@@ -45,8 +45,8 @@ void AddKernelsCommand(CLI::App& app) {
     struct Flags {
       std::string backend = "cpu", presets = "tiny", depths = "256,1024,4096", rows = "1,2,4",
                   policies = "2d,3d", dtype;
-      int seqs = 1, block_size = 16, warmup = 2, repeats = 10;
-      bool flush_l2 = false, json = false;
+      int seqs = 1, block_size = 16, warmup = 2, repeats = 10, graph_calls = 20;
+      bool flush_l2 = false, json = false, graph = false;
     };
     auto flags = std::make_shared<Flags>();
     auto* cmd = kernels_cmd->add_subcommand(
@@ -69,6 +69,12 @@ void AddKernelsCommand(CLI::App& app) {
     cmd->add_option("--warmup", flags->warmup, "untimed calls first")->capture_default_str();
     cmd->add_option("--repeats", flags->repeats, "timed calls per point")->capture_default_str();
     cmd->add_flag("--flush-l2", flags->flush_l2, "flush the L2 cache between timed calls");
+    cmd->add_flag("--graph", flags->graph,
+                  "time CUDA/HIP graph replays, as engines run decode: --graph-calls calls "
+                  "captured in one graph, each sample one replay divided by the calls "
+                  "(default: stream launches, one call per sample)");
+    cmd->add_option("--graph-calls", flags->graph_calls, "calls captured per graph with --graph")
+        ->capture_default_str();
     cmd->add_flag("--json", flags->json, "print JSON");
     cmd->callback([flags] {
       kernels::SweepOptions options;
@@ -88,6 +94,8 @@ void AddKernelsCommand(CLI::App& app) {
       options.warmup = flags->warmup;
       options.repeats = flags->repeats;
       options.flush_l2 = flags->flush_l2;
+      options.timing = flags->graph ? kernels::Timing::kGraph : kernels::Timing::kStream;
+      options.graph_calls = flags->graph_calls;
       if (auto valid = options.Validate(); !valid.ok()) Fail(valid.error().message, 2);
       if (!kernels::BackendAvailable(options.backend)) {
         Fail("backend " + flags->backend + " is not available here (not compiled in, or no "

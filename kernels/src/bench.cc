@@ -90,6 +90,30 @@ Result<double> CopyCeiling(Backend b) {
   return v;
 }
 
+// One line: how RunBenchPoint took the times of `p` (hold_ns: the device spin before each start
+// event, 0 for none).
+std::string TimingMethod(const BenchPoint& p, unsigned long long hold_ns) {
+  char buf[384];
+  if (p.backend == Backend::kCpu) {
+    std::snprintf(buf, sizeof(buf), "steady clock around each call; %d warm-up calls; median of %d calls", p.warmup,
+                  p.repeats);
+    return buf;
+  }
+  char spin[96];
+  if (hold_ns > 0) std::snprintf(spin, sizeof(spin), "a %.0f us device spin before each start event", hold_ns * 1e-3);
+  else std::snprintf(spin, sizeof(spin), "no device spin before the start event (host launch gaps included)");
+  if (p.timing == Timing::kGraph) {
+    std::snprintf(buf, sizeof(buf),
+                  "graph replay: %d calls captured in one %s graph, device events around each replay, %s; "
+                  "%d warm-up calls and 1 untimed replay; per call = replay / %d; median of %d replays",
+                  p.graph_calls, p.backend == Backend::kHip ? "HIP" : "CUDA", spin, p.warmup, p.graph_calls, p.repeats);
+  } else {
+    std::snprintf(buf, sizeof(buf), "stream launches: device events around each call, %s%s; %d warm-up calls; median of %d calls",
+                  spin, p.flush_l2 ? ", L2 flushed before each call" : "", p.warmup, p.repeats);
+  }
+  return buf;
+}
+
 void Finish(BenchResult* r, std::vector<double> times_us) {
   r->times_us = std::move(times_us);
   r->time_us_median = Median(r->times_us);
@@ -121,6 +145,7 @@ Result<BenchResult> RunCpuPoint(const BenchPoint& pt) {
   r.grid = "cpu " + std::to_string(pt.num_seqs) + "x" + std::to_string(pt.kv_heads) + "x" +
            std::to_string(dec.segments) + " on " + std::to_string(threads) + " threads";
   r.device = "cpu";
+  r.timing_method = TimingMethod(pt, 0);
   LADDER_K_ASSIGN_OR_RETURN(r.copy_ceiling_bytes_per_s, CopyCeiling(Backend::kCpu));
   Finish(&r, std::move(times));
   return r;
@@ -182,9 +207,14 @@ Result<BenchResult> RunGpuPoint(const BenchPoint& pt) {
   if (pt.flush_l2) {
     LADDER_K_ASSIGN_OR_RETURN(flush, DeviceBuffer::Alloc(std::max<size_t>(2 * info.l2_bytes, 64u << 20)));
   }
-  LADDER_K_ASSIGN_OR_RETURN(std::vector<double> times,
-                            gpu::TimeLaunches(dp, plan, ws.get(), ws_bytes, pt.warmup, pt.repeats,
-                                              flush.get(), flush.size()));
+  std::vector<double> times;
+  if (pt.timing == Timing::kGraph) {
+    LADDER_K_ASSIGN_OR_RETURN(times, gpu::TimeGraphReplays(dp, plan, ws.get(), ws_bytes, pt.warmup, pt.repeats,
+                                                           pt.graph_calls));
+  } else {
+    LADDER_K_ASSIGN_OR_RETURN(times, gpu::TimeLaunches(dp, plan, ws.get(), ws_bytes, pt.warmup, pt.repeats,
+                                                       flush.get(), flush.size()));
+  }
   // Right after the timed calls, before the GPU idles down (NVML reports the present clock).
   const internal::SmClockMhz clock =
       pt.backend == Backend::kCuda ? internal::SampleSmClock(info.pci_bus_id) : internal::SmClockMhz{};
@@ -193,8 +223,11 @@ Result<BenchResult> RunGpuPoint(const BenchPoint& pt) {
   r.path = plan.path;
   r.segments = plan.segments;
   r.grid = plan.grid;
+  // A captured launch cannot merge inside the kernel (Launch): say what the replays ran.
+  if (pt.timing == Timing::kGraph && plan.merge_in_kernel) r.grid += " [in the graph: merge kernel]";
   r.reason = dec.reason;
   r.device = info.name;
+  r.timing_method = TimingMethod(pt, gpu::HoldNs());
   r.sm_clock_mhz = clock.now;
   r.sm_clock_max_mhz = clock.max;
   LADDER_K_ASSIGN_OR_RETURN(r.copy_ceiling_bytes_per_s, CopyCeiling(pt.backend));
@@ -220,6 +253,8 @@ std::string JsonEscape(std::string_view s) {
 }
 
 }  // namespace
+
+std::string_view ToString(Timing t) { return t == Timing::kGraph ? "graph" : "stream"; }
 
 std::span<const ShapePreset> Presets() { return PresetList(); }
 
@@ -252,6 +287,13 @@ Status BenchPoint::Validate() const {
   if (repeats < 1 || warmup < 0) return Error(ErrorCode::kInvalidArgument, "repeats >= 1, warmup >= 0");
   if (backend != Backend::kCpu && dtype == DType::kF32)
     return Error(ErrorCode::kUnsupported, "GPU backends take bf16 or f16");
+  if (timing == Timing::kGraph) {
+    if (backend == Backend::kCpu) return Error(ErrorCode::kUnsupported, "graph timing needs a GPU backend");
+    if (graph_calls < 1) return Error(ErrorCode::kInvalidArgument, "graph_calls must be >= 1");
+    if (flush_l2)
+      return Error(ErrorCode::kInvalidArgument,
+                   "graph timing replays calls back to back: it does not combine with an L2 flush between calls");
+  }
   return OkStatus();
 }
 
@@ -292,6 +334,8 @@ std::vector<BenchPoint> SweepOptions::Points() const {
           p.warmup = warmup;
           p.repeats = repeats;
           p.flush_l2 = flush_l2;
+          p.timing = timing;
+          p.graph_calls = graph_calls;
           p.seed = seed;
           p.config = config;
           pts.push_back(p);
@@ -330,10 +374,16 @@ std::string FormatTableRow(const BenchResult& r) {
 
 std::string FormatTableFooter(std::span<const BenchResult> results) {
   if (results.empty()) return "";
+  std::string s;
+  // Each distinct method once (a sweep shares one; a caller may format results of several).
+  std::vector<std::string> methods;
+  for (const BenchResult& r : results)
+    if (std::find(methods.begin(), methods.end(), r.timing_method) == methods.end()) methods.push_back(r.timing_method);
+  for (const std::string& m : methods) s += "timing: " + m + "\n";
   char buf[256];
   std::snprintf(buf, sizeof(buf), "copy ceiling: %.1f GB/s (device-to-device, read+write)\n",
                 results.front().copy_ceiling_bytes_per_s / 1e9);
-  std::string s = buf;
+  s += buf;
   // The lowest clock any point ended at: a throttled GPU shows here before it shows as noise.
   const BenchResult* slowest = nullptr;
   for (const BenchResult& r : results)
@@ -360,12 +410,13 @@ std::string FormatJson(const BenchResult& r) {
     times += b;
   }
   const BenchPoint& p = r.point;
-  char buf[2048];
+  char buf[4096];
   std::snprintf(buf, sizeof(buf),
                 "{\"backend\":\"%s\",\"device\":\"%s\",\"preset\":\"%s\",\"q_heads\":%d,\"kv_heads\":%d,"
                 "\"head_dim\":%d,\"depth\":%d,\"query_rows\":%d,\"num_seqs\":%d,\"block_size\":%d,\"window\":%d,"
                 "\"softcap\":%g,\"dtype\":\"%s\",\"policy\":\"%s\",\"path\":\"%s\",\"segments\":%d,"
                 "\"grid\":\"%s\",\"reason\":\"%s\",\"warmup\":%d,\"repeats\":%d,\"flush_l2\":%s,"
+                "\"timing\":\"%s\",\"graph_calls\":%d,\"timing_method\":\"%s\","
                 "\"time_us_median\":%.3f,\"time_us_min\":%.3f,\"bytes_moved\":%.0f,\"bytes_per_s\":%.6g,"
                 "\"copy_ceiling_bytes_per_s\":%.6g,\"fraction_of_ceiling\":%.4f,\"sm_clock_mhz\":%.0f,"
                 "\"sm_clock_max_mhz\":%.0f,\"times_us\":[",
@@ -374,6 +425,8 @@ std::string FormatJson(const BenchResult& r) {
                 p.softcap, std::string(ToString(p.dtype)).c_str(), std::string(ToString(p.policy)).c_str(),
                 std::string(ToString(r.path)).c_str(), r.segments, JsonEscape(r.grid).c_str(),
                 JsonEscape(r.reason).c_str(), p.warmup, p.repeats, p.flush_l2 ? "true" : "false",
+                std::string(ToString(p.timing)).c_str(), p.timing == Timing::kGraph ? p.graph_calls : 0,
+                JsonEscape(r.timing_method).c_str(),
                 r.time_us_median, r.time_us_min, r.bytes_moved, r.bytes_per_s, r.copy_ceiling_bytes_per_s,
                 r.fraction_of_ceiling, r.sm_clock_mhz, r.sm_clock_max_mhz);
   return std::string(buf) + times + "]}";

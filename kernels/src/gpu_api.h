@@ -82,10 +82,26 @@ Status Launch(const DeviceProblem& p, const LaunchPlan& plan, void* workspace, s
 Status Synchronize();
 
 // Times `repeats` launches with device events after `warmup` untimed ones; when flush is
-// non-null, writes `flush_bytes` there before every call (outside the timed region).
+// non-null, writes `flush_bytes` there before every call (outside the timed region). Each timed
+// call is queued behind a kernel that spins on the device for HoldNs() (see there). Returns
+// one time per call, in µs.
 Result<std::vector<double>> TimeLaunches(const DeviceProblem& p, const LaunchPlan& plan,
                                          void* workspace, size_t workspace_bytes, int warmup,
                                          int repeats, void* flush, size_t flush_bytes);
+// Times calls the way engines run them: `warmup` plain launches on a stream of its own, then
+// `graph_calls` launches captured into one graph (CUDA / HIP graph), one untimed replay, then
+// `repeats` replays, each behind the same device spin as TimeLaunches and between two events.
+// Returns, per replay, its time divided by graph_calls: µs per call. In a graph, a plan that
+// merges inside the kernel (LaunchPlan::merge_in_kernel) runs the merge kernel instead (see
+// Launch).
+Result<std::vector<double>> TimeGraphReplays(const DeviceProblem& p, const LaunchPlan& plan,
+                                             void* workspace, size_t workspace_bytes, int warmup,
+                                             int repeats, int graph_calls);
+// The device spin ahead of each timed call or replay, in ns: it holds the stream so that the
+// host has queued the start event, the call and the end event before the GPU reaches them, and
+// the events time the GPU's work rather than the host's launch calls. 0 where there is none
+// (HIP, or LADDER_KERNELS_HOLD=0).
+unsigned long long HoldNs();
 // Device-to-device copy of `bytes`, median of `repeats`; returns (read + written) bytes/s.
 Result<double> MeasureCopyBytesPerS(size_t bytes, int repeats);
 

@@ -30,6 +30,10 @@ Result<std::vector<double>> TimeLaunches(const DeviceProblem&, const LaunchPlan&
                                          void*, size_t) {
   return NoGpu();
 }
+Result<std::vector<double>> TimeGraphReplays(const DeviceProblem&, const LaunchPlan&, void*, size_t, int, int, int) {
+  return NoGpu();
+}
+unsigned long long HoldNs() { return 0; }
 Result<double> MeasureCopyBytesPerS(size_t, int) { return NoGpu(); }
 
 }  // namespace ladder::kernels::gpu

@@ -4,7 +4,7 @@
 //   ladder-kernels bench [--backend cpu|cuda|hip] [--preset P[,P]] [--depths 1K,32K] [--rows 1,2,4]
 //                        [--policy 2d,3d,legacy,spec-aware,auto] [--dtype bf16|f16|f32]
 //                        [--seqs N] [--block-size 16] [--warmup N] [--repeats N] [--flush-l2]
-//                        [--json] [--json-out FILE]
+//                        [--graph [--graph-calls 20]] [--json] [--json-out FILE]
 //   ladder-kernels check [--backend cpu|cuda|hip] [--case NAME] [--repeats 10]
 //   ladder-kernels presets | cases | devices
 //
@@ -157,8 +157,14 @@ int Bench(int argc, char** argv) {
        [&](std::string_view v) -> lk::Status { LADDER_K_ASSIGN_OR_RETURN(o.repeats, ParseInt(v)); return {}; }},
       {"segments", true, "force the 3D segment count (default: from SM count and depth)",
        [&](std::string_view v) -> lk::Status { LADDER_K_ASSIGN_OR_RETURN(o.config.force_segments, ParseInt(v)); return {}; }},
-      {"flush-l2", false, "overwrite the L2 between timed calls",
+      {"flush-l2", false, "overwrite the L2 between timed calls (stream timing only)",
        [&](std::string_view) -> lk::Status { o.flush_l2 = true; return {}; }},
+      {"graph", false,
+       "time graph replays, as engines run decode: --graph-calls calls captured in one graph, each "
+       "sample one replay / calls (default: stream launches, one call per sample)",
+       [&](std::string_view) -> lk::Status { o.timing = lk::Timing::kGraph; return {}; }},
+      {"graph-calls", true, "calls captured per graph with --graph (default 20)",
+       [&](std::string_view v) -> lk::Status { LADDER_K_ASSIGN_OR_RETURN(o.graph_calls, ParseInt(v)); return {}; }},
       {"json", false, "print a JSON array instead of the table",
        [&](std::string_view) -> lk::Status { json = true; return {}; }},
       {"json-out", true, "also write the JSON array to this file",

@@ -85,6 +85,41 @@ TEST(KernelBench, GpuBackendUnavailableIsAnErrorNotACrash) {
   EXPECT_EQ(r.error().code, lk::ErrorCode::kUnavailable);
 }
 
+TEST(KernelBench, TimingMethodIsStated) {
+  auto p = lk::BenchPoint::FromPreset("tiny", lk::Backend::kCpu);
+  ASSERT_TRUE(p.ok());
+  p->depth = 256;
+  p->warmup = 1;
+  p->repeats = 3;
+  auto r = lk::RunBenchPoint(*p);
+  ASSERT_TRUE(r.ok()) << r.error().ToString();
+  EXPECT_EQ(r->timing_method, "steady clock around each call; 1 warm-up calls; median of 3 calls");
+  const std::string json = lk::FormatJson(*r);
+  EXPECT_NE(json.find("\"timing\":\"stream\",\"graph_calls\":0,\"timing_method\":\"steady clock"),
+            std::string::npos)
+      << json;
+  const std::vector<lk::BenchResult> one = {*r};
+  EXPECT_EQ(lk::FormatTableFooter(one).rfind("timing: steady clock", 0), 0u) << lk::FormatTableFooter(one);
+}
+
+TEST(KernelBench, GraphTimingNeedsAGpuAndNoFlush) {
+  auto p = lk::BenchPoint::FromPreset("tiny", lk::Backend::kCpu);
+  ASSERT_TRUE(p.ok());
+  p->timing = lk::Timing::kGraph;
+  auto cpu = lk::RunBenchPoint(*p);
+  ASSERT_FALSE(cpu.ok());
+  EXPECT_EQ(cpu.error().code, lk::ErrorCode::kUnsupported);
+  p->backend = lk::Backend::kCuda;
+  p->flush_l2 = true;
+  EXPECT_FALSE(p->Validate().ok());
+  p->flush_l2 = false;
+  p->graph_calls = 0;
+  EXPECT_FALSE(p->Validate().ok());
+  p->graph_calls = 20;
+  EXPECT_TRUE(p->Validate().ok());
+  EXPECT_EQ(lk::ToString(lk::Timing::kGraph), "graph");
+}
+
 TEST(KernelBench, InvalidPointsAreRejected) {
   auto p = lk::BenchPoint::FromPreset("tiny", lk::Backend::kCpu);
   p->query_rows = 0;

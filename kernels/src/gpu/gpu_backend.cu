@@ -721,21 +721,31 @@ __global__ void HoldStreamKernel(unsigned long long ns) {
   while (dev::GlobalTimerNs() - t0 < ns) {
   }
 }
-Status HoldStream() {
-#if !defined(LADDER_KERNELS_HIP)
+bool HoldOn() {
+#if defined(LADDER_KERNELS_HIP)
+  return false;
+#else
   static const bool on = [] {
     const char* v = std::getenv("LADDER_KERNELS_HOLD");
     return v == nullptr || std::strcmp(v, "0") != 0;
   }();
-  if (on) {
+  return on;
+#endif
+}
+// On `st` (nullptr: the default stream).
+Status HoldStream(rt::Stream st = nullptr) {
+#if !defined(LADDER_KERNELS_HIP)
+  if (HoldOn()) {
     // With the attention kernels' shared-memory split, so that no SM reconfigures its L1 /
     // shared memory between the hold and the timed kernel.
     static const cudaError_t carveout = cudaFuncSetAttribute(
         HoldStreamKernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
     (void)carveout;
-    HoldStreamKernel<<<1, 1>>>(kHoldNs);
+    HoldStreamKernel<<<1, 1, 0, st>>>(kHoldNs);
     LADDER_GPU_CALL(rt::GetLastError());
   }
+#else
+  (void)st;
 #endif
   return OkStatus();
 }
@@ -786,6 +796,73 @@ Result<std::vector<double>> TimeLaunches(const DeviceProblem& p, const LaunchPla
   }
   if (TimelineOn()) PrintTimeline(static_cast<int>(std::min<size_t>(kTimelineItems, static_cast<size_t>(p.num_seqs) *
                                                                           GeometryOf(p).qblocks * p.shape.kv_heads * plan.segments)));
+  return us;
+}
+
+unsigned long long HoldNs() { return HoldOn() ? kHoldNs : 0; }
+
+namespace {
+// Move-only owners of a stream, and of a graph with its executable form.
+struct OwnedStream {
+  rt::Stream s = nullptr;
+  OwnedStream() = default;
+  OwnedStream(const OwnedStream&) = delete;
+  OwnedStream& operator=(const OwnedStream&) = delete;
+  ~OwnedStream() {
+    if (s) (void)rt::StreamDestroy(s);
+  }
+};
+struct OwnedGraph {
+  rt::Graph g = nullptr;
+  rt::GraphExec e = nullptr;
+  OwnedGraph() = default;
+  OwnedGraph(const OwnedGraph&) = delete;
+  OwnedGraph& operator=(const OwnedGraph&) = delete;
+  ~OwnedGraph() {
+    if (e) (void)rt::GraphExecDestroy(e);
+    if (g) (void)rt::GraphDestroy(g);
+  }
+};
+}  // namespace
+
+Result<std::vector<double>> TimeGraphReplays(const DeviceProblem& p, const LaunchPlan& plan, void* workspace,
+                                             size_t workspace_bytes, int warmup, int repeats, int graph_calls) {
+  if (graph_calls < 1 || repeats < 1 || warmup < 0)
+    return Error(ErrorCode::kInvalidArgument, "graph timing needs graph_calls >= 1, repeats >= 1, warmup >= 0");
+  EventPair ev;
+  LADDER_K_TRY(ev.Init());
+  OwnedStream stream;
+  LADDER_GPU_CALL(rt::StreamCreate(&stream.s));
+  // The warm-up as plain launches: every kernel's attributes are set and its code loaded before
+  // the capture, which admits no such calls.
+  for (int i = 0; i < warmup; ++i) LADDER_K_TRY(Launch(p, plan, workspace, workspace_bytes, stream.s));
+  LADDER_GPU_CALL(rt::StreamSync(stream.s));
+  OwnedGraph graph;
+  LADDER_GPU_CALL(rt::BeginCapture(stream.s));
+  for (int i = 0; i < graph_calls; ++i) {
+    const Status st = Launch(p, plan, workspace, workspace_bytes, stream.s);
+    if (!st.ok()) {
+      rt::Graph partial = nullptr;
+      if (rt::EndCapture(stream.s, &partial) == rt::kSuccess && partial != nullptr) (void)rt::GraphDestroy(partial);
+      (void)rt::GetLastError();
+      return st.error();
+    }
+  }
+  LADDER_GPU_CALL(rt::EndCapture(stream.s, &graph.g));
+  LADDER_GPU_CALL(rt::GraphInstantiate(&graph.e, graph.g));
+  LADDER_GPU_CALL(rt::GraphLaunch(graph.e, stream.s));  // the first replay uploads the graph: untimed
+  LADDER_GPU_CALL(rt::StreamSync(stream.s));
+  std::vector<double> us;
+  for (int i = 0; i < repeats; ++i) {
+    LADDER_K_TRY(HoldStream(stream.s));
+    LADDER_GPU_CALL(rt::EventRecordOn(ev.a, stream.s));
+    LADDER_GPU_CALL(rt::GraphLaunch(graph.e, stream.s));
+    LADDER_GPU_CALL(rt::EventRecordOn(ev.b, stream.s));
+    LADDER_GPU_CALL(rt::EventSync(ev.b));
+    float ms = 0;
+    LADDER_GPU_CALL(rt::EventMs(&ms, ev.a, ev.b));
+    us.push_back(ms * 1000.0 / graph_calls);
+  }
   return us;
 }
 

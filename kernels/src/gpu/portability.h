@@ -41,6 +41,19 @@ inline Error EventDestroy(Event e) { return hipEventDestroy(e); }
 inline Error EventRecord(Event e) { return hipEventRecord(e, 0); }
 inline Error EventSync(Event e) { return hipEventSynchronize(e); }
 inline Error EventMs(float* ms, Event a, Event b) { return hipEventElapsedTime(ms, a, b); }
+// Streams and graphs (the bench's graph timing).
+using Graph = hipGraph_t;
+using GraphExec = hipGraphExec_t;
+inline Error StreamCreate(Stream* s) { return hipStreamCreateWithFlags(s, hipStreamNonBlocking); }
+inline Error StreamDestroy(Stream s) { return hipStreamDestroy(s); }
+inline Error StreamSync(Stream s) { return hipStreamSynchronize(s); }
+inline Error EventRecordOn(Event e, Stream s) { return hipEventRecord(e, s); }
+inline Error BeginCapture(Stream s) { return hipStreamBeginCapture(s, hipStreamCaptureModeThreadLocal); }
+inline Error EndCapture(Stream s, Graph* g) { return hipStreamEndCapture(s, g); }
+inline Error GraphInstantiate(GraphExec* e, Graph g) { return hipGraphInstantiate(e, g, nullptr, nullptr, 0); }
+inline Error GraphLaunch(GraphExec e, Stream s) { return hipGraphLaunch(e, s); }
+inline Error GraphDestroy(Graph g) { return hipGraphDestroy(g); }
+inline Error GraphExecDestroy(GraphExec e) { return hipGraphExecDestroy(e); }
 template <typename F>
 inline Error SetMaxDynamicSmem(F* kernel, int bytes) {
   return hipFuncSetAttribute(reinterpret_cast<const void*>(kernel), hipFuncAttributeMaxDynamicSharedMemorySize, bytes);
@@ -73,6 +86,19 @@ inline Error EventDestroy(Event e) { return cudaEventDestroy(e); }
 inline Error EventRecord(Event e) { return cudaEventRecord(e, 0); }
 inline Error EventSync(Event e) { return cudaEventSynchronize(e); }
 inline Error EventMs(float* ms, Event a, Event b) { return cudaEventElapsedTime(ms, a, b); }
+// Streams and graphs (the bench's graph timing).
+using Graph = cudaGraph_t;
+using GraphExec = cudaGraphExec_t;
+inline Error StreamCreate(Stream* s) { return cudaStreamCreateWithFlags(s, cudaStreamNonBlocking); }
+inline Error StreamDestroy(Stream s) { return cudaStreamDestroy(s); }
+inline Error StreamSync(Stream s) { return cudaStreamSynchronize(s); }
+inline Error EventRecordOn(Event e, Stream s) { return cudaEventRecord(e, s); }
+inline Error BeginCapture(Stream s) { return cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal); }
+inline Error EndCapture(Stream s, Graph* g) { return cudaStreamEndCapture(s, g); }
+inline Error GraphInstantiate(GraphExec* e, Graph g) { return cudaGraphInstantiate(e, g, 0); }
+inline Error GraphLaunch(GraphExec e, Stream s) { return cudaGraphLaunch(e, s); }
+inline Error GraphDestroy(Graph g) { return cudaGraphDestroy(g); }
+inline Error GraphExecDestroy(GraphExec e) { return cudaGraphExecDestroy(e); }
 template <typename F>
 inline Error SetMaxDynamicSmem(F* kernel, int bytes) {
   return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);

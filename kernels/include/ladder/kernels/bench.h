@@ -1,7 +1,17 @@
 // Benchmark of unified attention: depth x query rows x policy x shape preset.
 //
-// Timing: GPU backends time each call with device events (warm-up first, then `repeats`
-// timed calls; an optional L2 flush between repeats), the CPU with a steady clock. A
+// Timing (BenchPoint::timing; every result states its method in timing_method, the table's
+// footer and the JSON): the CPU times each call with a steady clock. GPU backends, after
+// `warmup` untimed calls, take `repeats` samples with device events, either
+//   Timing::kStream  one call per sample, launched on the stream behind a kernel that spins on
+//                    the device for 100 µs (CUDA; gpu::HoldNs), so the host has queued the start
+//                    event, the call and the end event before the GPU reaches them: the events
+//                    time the GPU's work, not the host's launch calls (an optional L2 flush
+//                    before each call, outside the timed region); or
+//   Timing::kGraph   the way engines run decode: `graph_calls` calls captured into one CUDA / HIP
+//                    graph, one untimed replay, then each sample one replay behind the same spin,
+//                    divided by graph_calls (µs per call).
+// The reported time is the median of the samples. A
 // device-to-device copy is measured once per process as the bandwidth ceiling (bytes read +
 // bytes written per second). Effective bytes are those that must move: the K and V rows each
 // query block can see (window-limited), plus Q and O.
@@ -37,6 +47,9 @@ std::span<const ShapePreset> Presets();
 // NotFound error listing the known names when `name` is unknown.
 Result<ShapePreset> FindPreset(std::string_view name);
 
+enum class Timing { kStream, kGraph };
+std::string_view ToString(Timing t);  // "stream" | "graph"
+
 struct BenchPoint {
   Backend backend = Backend::kCpu;
   std::string preset;  // informational; the shape fields below are what runs
@@ -51,7 +64,9 @@ struct BenchPoint {
   Policy policy = Policy::kAuto;
   int warmup = 2;
   int repeats = 10;
-  bool flush_l2 = false;
+  bool flush_l2 = false;        // kStream only
+  Timing timing = Timing::kStream;
+  int graph_calls = 20;         // kGraph: calls per captured graph
   uint64_t seed = 0;
   PolicyConfig config;
 
@@ -73,6 +88,9 @@ struct BenchResult {
   std::string grid;
   std::string reason;
   std::string device;
+  // How the times were taken, in one line: stream launches or graph replays, the device spin
+  // before the start event, warm-up calls, what the median is over.
+  std::string timing_method;
   // The SM clock right after the timed calls and the SM's maximum clock, in MHz (NVIDIA, read
   // through the driver's NVML where it is installed); 0 where unknown: CPU, HIP, no NVML.
   double sm_clock_mhz = 0;
@@ -93,6 +111,8 @@ struct SweepOptions {
   int warmup = 2;
   int repeats = 10;
   bool flush_l2 = false;
+  Timing timing = Timing::kStream;
+  int graph_calls = 20;
   uint64_t seed = 0;
   PolicyConfig config;
 
@@ -107,8 +127,8 @@ Result<std::vector<BenchResult>> RunSweep(const SweepOptions& options, const Pro
 // One header line and one line per result, fixed-width columns.
 std::string FormatTableHeader();
 std::string FormatTableRow(const BenchResult& r);
-// What the rows share, after them: the copy ceiling, and the lowest SM clock any point ended at
-// (where known). Empty for no results.
+// What the rows share, after them: the timing method, the copy ceiling, and the lowest SM clock
+// any point ended at (where known). Empty for no results.
 std::string FormatTableFooter(std::span<const BenchResult> results);
 std::string FormatTable(std::span<const BenchResult> results);
 // One JSON object per result (no external JSON library: kernels/ stays dependency free).
