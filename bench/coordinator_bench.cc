@@ -225,7 +225,13 @@ std::string NewUuid(std::mt19937_64& rng) {
                      a & 0xfff, (b >> 48 & 0x3fff) | 0x8000, b & 0xffffffffffffULL);
 }
 
-std::string MatrixYaml(int64_t cells) {
+// The kernel runner's required metrics: a simulated agent fills every slot of the design, as a
+// real one does, so each unit is accepted as done.
+constexpr const char* kMetrics[] = {"time_us", "time_us_min", "bytes_per_s", "segments"};
+constexpr const char* kUnits[] = {"us", "us", "B/s", "1"};
+constexpr int kMetricsPerRound = 4;
+
+std::string MatrixYaml(int64_t cells, int per_cell) {
   // Two integer axes whose product is exactly `cells`; no pairing, one session per cell, so
   // every unit is one cell.
   int64_t a = 1;
@@ -237,8 +243,9 @@ std::string MatrixYaml(int64_t cells) {
   for (int64_t i = 1; i <= a; ++i) yaml += fmt::format("{}{}", i == 1 ? "" : ", ", i * 16);
   yaml += "]\n  query_rows: [";
   for (int64_t i = 1; i <= b; ++i) yaml += fmt::format("{}{}", i == 1 ? "" : ", ", i);
-  yaml += "]\nfixed: {backend: cpu, preset: tiny}\n"
-          "replicates: {sessions: 1, processes: 1, rounds: 1}\nmetric: time_us\n";
+  yaml += fmt::format("]\nfixed: {{backend: cpu, preset: tiny}}\n"
+                      "replicates: {{sessions: 1, processes: 1, rounds: {}}}\nmetric: time_us\n",
+                      std::max(1, per_cell / kMetricsPerRound));
   return yaml;
 }
 
@@ -395,10 +402,10 @@ class SimAgent {
         m->set_attempt_id(attempt_id_);
         m->set_cell_id(cell.cell_id());
         m->set_process(0);
-        m->set_round(k);
-        m->set_metric("time_us");
+        m->set_round(k / kMetricsPerRound);
+        m->set_metric(kMetrics[k % kMetricsPerRound]);
         m->set_value(value(rng_));
-        m->set_unit("us");
+        m->set_unit(kUnits[k % kMetricsPerRound]);
         m->set_measured_at_ms(now_ms);
       }
     }
@@ -534,7 +541,7 @@ absl::StatusOr<PointResult> RunPoint(const Config& config, int n_agents,
     auto admin = v1::AdminService::NewStub(
         grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
     v1::SubmitRequest request;
-    request.set_yaml(MatrixYaml(config.cells));
+    request.set_yaml(MatrixYaml(config.cells, config.per_cell));
     request.set_filename("bench.yaml");
     request.set_max_cells(config.cells * 2);
     v1::SubmitResponse response;
@@ -733,8 +740,13 @@ int Main(int argc, char** argv) {
       "latency p50/p99 and memory for each N."};
   app.add_option("--agents", config.agents, "agent counts to run, e.g. --agents 10,100,1000")
       ->delimiter(',');
-  app.add_option("--per-cell", config.per_cell, "measurements reported per cell")
-      ->check(CLI::Range(1, 1000));
+  app.add_option("--per-cell", config.per_cell,
+                 "measurements reported per cell: a multiple of 4 (the kernel runner's four "
+                 "required metrics per round)")
+      ->check(CLI::Range(4, 1000))
+      ->check([](const std::string& v) {
+        return std::stoi(v) % kMetricsPerRound == 0 ? "" : "must be a multiple of 4";
+      });
   app.add_option("--seconds", config.seconds, "measuring window per agent count")
       ->check(CLI::Range(0.5, 600.0));
   app.add_option("--cells", config.cells, "cells in the submitted matrix (one unit each)")

@@ -166,10 +166,19 @@ absl::StatusOr<v1::RunSummary> WatchUntilDone(AdminClient& client, int64_t run_i
     auto reader = client.stub().WatchRun(&context, request);
     v1::RunSummary summary;
     std::string previous_line;
+    std::string previous_reason;
     while (reader->Read(&summary)) {
       reconnects = 0;
       last = summary;
       have_last = true;
+      if (!quiet && summary.waiting_reason() != previous_reason) {
+        // Once per change, on a line of its own: why the queued units are not moving.
+        previous_reason = summary.waiting_reason();
+        if (!previous_reason.empty()) {
+          std::cerr << (tty ? "\r\033[K" : "") << "run " << run_id << ": "
+                    << previous_reason << "\n";
+        }
+      }
       if (!quiet) {
         std::string line = ProgressLine(summary.units_done(), summary.units_total(),
                                         summary.units_leased(), summary.units_queued(),

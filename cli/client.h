@@ -25,7 +25,8 @@ struct ClientOptions {
 
 class AdminClient {
  public:
-  explicit AdminClient(const std::string& address) : AdminClient(ClientOptions{address}) {}
+  explicit AdminClient(const std::string& address)
+      : AdminClient(ClientOptions{address, "", false, ""}) {}
   explicit AdminClient(const ClientOptions& options);
 
   absl::StatusOr<v1::ValidateResponse> Validate(const std::string& yaml,

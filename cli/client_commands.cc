@@ -12,6 +12,7 @@
 #include "commands.h"
 #include "format.h"
 #include "ladder/agent/cell_check.h"
+#include "ladder/runner/validate.h"
 #include "ladder/db/query.h"
 #include <set>
 #include "ladder/matrices/matrix.h"
@@ -30,12 +31,6 @@ std::string ReadMatrixFile(const std::string& path) {
   std::stringstream buffer;
   buffer << in.rdbuf();
   return buffer.str();
-}
-
-std::string JsonText(const nlohmann::json& v) {
-  if (v.is_string()) return v.get<std::string>();
-  if (v.is_null()) return "-";
-  return v.dump();
 }
 
 void PrintSummary(const v1::RunSummary& s) {
@@ -62,6 +57,7 @@ void PrintSummary(const v1::RunSummary& s) {
   } else if (s.eta_seconds() >= 0) {
     std::cout << "  eta       " << FormatDuration(s.eta_seconds()) << "\n";
   }
+  if (!s.waiting_reason().empty()) std::cout << "  WAITING:  " << s.waiting_reason() << "\n";
 }
 
 int64_t ParseRunId(const std::string& text) {
@@ -104,22 +100,13 @@ void AddClientCommands(CLI::App& app) {
       if (!matrix.ok()) Fail(matrix.status(), 2);
       auto expansion = matrices::Expand(*matrix, options);
       if (!expansion.ok()) Fail(expansion.status(), 2);
-      if (flags->runner_check) {
-        // One message per distinct problem, naming the first cell that has it.
-        std::set<std::string> seen;
-        std::string problems;
-        for (const auto& cell : expansion->cells) {
-          auto checked = agent::CheckCellParams(matrix->runner, cell.params);
-          if (checked.ok()) continue;
-          std::string message(checked.message());
-          if (seen.insert(message).second) {
-            problems += flags->path + ": cell " + cell.key + ": " + message + "\n";
-          }
-        }
-        if (!problems.empty()) {
-          problems.pop_back();
-          Fail(problems, 2);
-        }
+      // The same check the coordinator's Submit makes (runner/validate.h).
+      if (auto checked = runner::ValidateMatrix(*matrix, *expansion,
+                                                flags->runner_check
+                                                    ? agent::RunnerSchemasWithChecks()
+                                                    : runner::BuiltinMetricSchemas());
+          !checked.ok()) {
+        Fail(checked, 2);
       }
       const size_t per_cell = static_cast<size_t>(matrix->replicates.processes) *
                               static_cast<size_t>(matrix->replicates.rounds);
@@ -168,6 +155,7 @@ void AddClientCommands(CLI::App& app) {
       if (!submitted.ok()) Fail(submitted.status(), 2);
       std::cerr << "submitted: " << submitted->cell_count() << " cells in "
                 << submitted->unit_count() << " units\n";
+      if (!submitted->warning().empty()) std::cerr << "warning: " << submitted->warning() << "\n";
       if (flags->wait) {
         std::atomic<bool> interrupted{false};
         SignalWatcher signals([&](int) { interrupted = true; });
@@ -343,7 +331,7 @@ void AddClientCommands(CLI::App& app) {
         auto queried = db::QueryRun(**database, db::QueryOptions{run_id, by, flags->metric});
         if (!queried.ok()) Fail(queried.status());
         if (flags->csv) {
-          std::cout << db::ToCsv(*queried);
+          std::cout << RenderQueryCsv(db::ToJson(*queried));
           return;
         }
         result = db::ToJson(*queried);
@@ -353,19 +341,7 @@ void AddClientCommands(CLI::App& app) {
         if (!queried.ok()) Fail(queried.status());
         result = *queried;
         if (flags->csv) {
-          // Same columns as db::ToCsv.
-          const auto& axes = result["by"];
-          for (const auto& a : axes) std::cout << a.get<std::string>() << ",";
-          std::cout << "n,sessions,median,mean,sd,cv,min,max,flags\n";
-          for (const auto& row : result["rows"]) {
-            for (const auto& a : axes) std::cout << JsonText(row["group"][a.get<std::string>()]) << ",";
-            std::cout << row["n"] << "," << row["sessions"] << "," << row["median"] << ","
-                      << row["mean"] << "," << row["sd"] << "," << row["cv"] << "," << row["min"]
-                      << "," << row["max"] << ",";
-            std::string f;
-            for (const auto& flag : row["flags"]) f += (f.empty() ? "" : ";") + flag.get<std::string>();
-            std::cout << f << "\n";
-          }
+          std::cout << RenderQueryCsv(result);
           return;
         }
       }
@@ -405,9 +381,10 @@ void AddClientCommands(CLI::App& app) {
         if (!exported.ok()) Fail(exported.status());
         text = exported->dump(2) + "\n";
       } else {
-        auto exported = db::ExportRunCsv(**database, run_id);
+        // Values with round-trip precision (RenderExportCsv), not iostream's 6 digits.
+        auto exported = db::ExportRunJson(**database, run_id);
         if (!exported.ok()) Fail(exported.status());
-        text = *exported;
+        text = RenderExportCsv(*exported);
       }
       if (flags->out.empty()) {
         std::cout << text;

@@ -16,6 +16,7 @@
 #include "commands.h"
 #include "format.h"
 #include "ladder/agent/agent.h"
+#include "ladder/agent/cell_check.h"
 #include "ladder/coordinator/coordinator.h"
 #include "ladder/matrices/matrix.h"
 
@@ -35,7 +36,10 @@ void RunCoordinator(const CoordinatorFlags& flags) {
     stop_requested = true;
     if (server) server->Shutdown();
   });
-  auto started = coordinator::Coordinator::Start(flags.options);
+  coordinator::CoordinatorOptions options = flags.options;
+  // Submit refuses exactly what `ladder validate` refuses.
+  options.scheduler.runners = &agent::RunnerSchemasWithChecks();
+  auto started = coordinator::Coordinator::Start(options);
   if (!started.ok()) Fail(started.status());
   server = std::move(*started);
   if (!flags.port_file.empty()) {
@@ -52,9 +56,19 @@ struct AgentFlags {
   agent::AgentOptions options;
   std::vector<std::string> labels;
   std::string grace = "release";
+  bool spool_status = false;
+  bool json = false;
 };
 
 void RunAgent(AgentFlags flags) {
+  if (flags.spool_status) {
+    auto text = agent::DescribeSpool(
+        flags.options.spool_path.empty() ? "ladder-spool.db" : flags.options.spool_path,
+        flags.json);
+    if (!text.ok()) Fail(text.status(), 2);
+    std::cout << *text;
+    return;
+  }
   for (const auto& label : flags.labels) {
     auto eq = label.find('=');
     if (eq == std::string::npos || eq == 0) {
@@ -83,7 +97,7 @@ void RunAgent(AgentFlags flags) {
 
 struct LocalFlags {
   std::string matrix_path;
-  int agents = 2;
+  int agents = 0;  // 0: as many as the matrix's sessions, at least 2
   std::string db = "ladder.db";
   std::string by;
   std::string metric;
@@ -99,7 +113,7 @@ std::string ReadFileOrFail(const std::string& path) {
   return buffer.str();
 }
 
-void RunLocal(const LocalFlags& flags) {
+void RunLocal(LocalFlags flags) {
   const std::string yaml =
       flags.matrix_path.empty() ? EmbeddedDemoMatrix() : ReadFileOrFail(flags.matrix_path);
   const std::string filename =
@@ -109,6 +123,7 @@ void RunLocal(const LocalFlags& flags) {
     if (flags.max_cells > 0) parse_options.max_cells = flags.max_cells;
     auto matrix = matrices::ParseMatrix(yaml, filename, parse_options);
     if (!matrix.ok()) Fail(matrix.status(), 2);
+    if (flags.agents == 0) flags.agents = std::max(2, matrix->replicates.sessions);
     if (matrix->replicates.sessions > flags.agents) {
       Fail("matrix asks for " + std::to_string(matrix->replicates.sessions) +
                " distinct sessions per cell but --agents is " + std::to_string(flags.agents) +
@@ -125,6 +140,7 @@ void RunLocal(const LocalFlags& flags) {
   options.db_path = flags.db;
   options.heartbeat_interval_ms = 1000;
   options.scheduler.lease_ms = 30000;
+  options.scheduler.runners = &agent::RunnerSchemasWithChecks();
   std::atomic<bool> interrupted{false};
   std::vector<std::unique_ptr<agent::Agent>> agents;
   std::unique_ptr<coordinator::Coordinator> server;
@@ -288,6 +304,10 @@ void AddServerCommands(CLI::App& app) {
                     "keep each engine process's full log in this folder");
     cmd->add_option("--fake-gpus", flags->options.fake_gpus_json,
                     "testing only: a JSON array of GPUs to advertise instead of detecting");
+    cmd->add_flag("--spool-status", flags->spool_status,
+                  "print what the spool holds per session (results not yet acknowledged) "
+                  "and exit; needs no coordinator");
+    cmd->add_flag("--json", flags->json, "with --spool-status: print JSON");
     cmd->callback([flags] { RunAgent(*flags); });
   }
   {
@@ -298,7 +318,8 @@ void AddServerCommands(CLI::App& app) {
         "gRPC, results in --db, then print the result table.\n"
         "With no MATRIX, runs the built-in CPU demo (matrices/examples/demo-cpu.yaml).");
     cmd->add_option("matrix", flags->matrix_path, "matrix YAML file (default: built-in demo)");
-    cmd->add_option("--agents", flags->agents, "agents to start")->capture_default_str();
+    cmd->add_option("--agents", flags->agents,
+                    "agents to start (default: the matrix's sessions, at least 2)");
     cmd->add_option("--db", flags->db, "results database")->capture_default_str();
     cmd->add_option("--by", flags->by, "axes to group the table by, comma-separated");
     cmd->add_option("--metric", flags->metric, "metric to show (default: the matrix's)");

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <set>
 #include <thread>
@@ -17,6 +18,7 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "kernel_runner.h"
 #include "ladder/status_macros.h"
 #include "ladder/v1/agent.grpc.pb.h"
@@ -116,6 +118,10 @@ absl::Status AgentOptions::Validate() const {
   return absl::OkStatus();
 }
 
+// After SIGTERM: how long reporting may still try, then how long the Release call may take.
+constexpr auto kDrainOnStop = std::chrono::seconds(4);
+constexpr auto kReleaseOnStop = std::chrono::seconds(2);
+
 struct Agent::Impl {
   AgentOptions options;
   std::string session_id = NewUuid();
@@ -146,6 +152,9 @@ struct Agent::Impl {
   std::set<int64_t> cancelled_attempts; // guarded by mu
   bool reporter_done = false;           // guarded by mu
   grpc::ClientContext* lease_context = nullptr;  // guarded by mu; cancelled by Stop
+  std::set<std::string> parked_sessions;         // guarded by mu; see Park
+  // Set when the agent starts leaving: reporting gives up at this time (results stay spooled).
+  std::optional<std::chrono::system_clock::time_point> drain_deadline;  // guarded by mu
   absl::Status fatal;                   // guarded by mu
 
   // --- the sink a runner writes into -----------------------------------------------------
@@ -273,21 +282,72 @@ struct Agent::Impl {
   }
 
   // --- reporting: drains the spool; runs on its own thread ---------------------------------
+  // Results of a session the coordinator cannot place (another coordinator's database, or an
+  // earlier session whose credential this coordinator does not know) are parked: they stay in
+  // the spool for `ladder agent --spool-status` and a later coordinator, are logged once, and
+  // never hold back this session's reports or its leasing.
+  void Park(const std::string& sid, const grpc::Status& status, int64_t pending) {
+    {
+      std::lock_guard lock(mu);
+      if (!parked_sessions.insert(sid).second) return;
+    }
+    spdlog::warn("coordinator cannot place results of session {} ({}); {} stay in the spool {} "
+                 "(see ladder agent --spool-status)",
+                 sid.substr(0, 8), status.error_message(), pending, options.spool_path);
+  }
+  bool Parked(const std::string& sid) {
+    std::lock_guard lock(mu);
+    return parked_sessions.count(sid) > 0;
+  }
+  // How long a reporting call may take: shorter once the agent is leaving, so SIGTERM ends the
+  // process in bounded time whether or not the coordinator answers.
+  std::chrono::system_clock::time_point CallDeadline(std::chrono::seconds normal) {
+    auto deadline = std::chrono::system_clock::now() + normal;
+    std::lock_guard lock(mu);
+    if (drain_deadline.has_value()) deadline = std::min(deadline, *drain_deadline);
+    return deadline;
+  }
+
   // Returns true when it made progress.
   bool ReportOnce() {
-    auto pending = spool->PendingResults(options.report_batch);
+    auto sessions = spool->PendingSessions();
+    if (!sessions.ok()) {
+      spdlog::error("spool: {}", sessions.status().ToString());
+      return false;
+    }
+    bool progress = false;
+    for (const std::string& sid : *sessions) {
+      if (Parked(sid)) continue;
+      if (ReportSession(sid)) progress = true;
+      if (stopping && DrainOver()) break;
+    }
+    return progress;
+  }
+
+  bool DrainOver() {
+    std::lock_guard lock(mu);
+    return drain_deadline.has_value() && std::chrono::system_clock::now() >= *drain_deadline;
+  }
+
+  // Whether the coordinator's refusal means it will never take this session's results.
+  bool CannotPlace(const std::string& sid, const grpc::Status& status) {
+    if (sid == session_id) return false;  // our own: a re-register or a fatal error handles it
+    return status.error_code() == grpc::StatusCode::NOT_FOUND || IsFatal(status);
+  }
+
+  bool ReportSession(const std::string& sid) {
+    auto pending = spool->PendingResults(options.report_batch, sid);
     if (!pending.ok()) {
       spdlog::error("spool: {}", pending.status().ToString());
       return false;
     }
     bool progress = false;
     if (!pending->empty()) {
-      // One request per session id (results of an earlier session may still be here).
       std::map<std::string, v1::ReportRequest> requests;
       std::map<int64_t, int64_t> in_batch;  // attempt -> its records in this batch
+      v1::ReportRequest& request = requests[sid];
+      request.set_session_id(sid);
       for (const auto& r : *pending) {
-        v1::ReportRequest& request = requests[r.session_id];
-        request.set_session_id(r.session_id);
         ++in_batch[r.attempt_id];
         if (r.is_evidence) {
           request.add_evidence()->ParseFromString(r.payload);
@@ -296,51 +356,48 @@ struct Agent::Impl {
         }
       }
       AttachFinishes(in_batch, requests);
-      for (auto& [sid, request] : requests) {
-        grpc::ClientContext context;
-        context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(15));
-        Authorize(context, sid);
-        v1::ReportResponse response;
-        grpc::Status status = stub->Report(&context, request, &response);
-        if (!status.ok()) {
-          if (IsFatal(status)) SetFatal(FromGrpc(status, "reporting results"));
-          if (status.error_code() == grpc::StatusCode::NOT_FOUND) {
-            // The coordinator does not know that session (a different database): these
-            // results can never be accepted. Keep them in the spool file for inspection.
-            spdlog::error("coordinator does not know session {}; {} results stay in the spool",
-                          sid, request.measurements_size() + request.evidence_size());
-          }
-          return progress;
+      grpc::ClientContext context;
+      context.set_deadline(CallDeadline(std::chrono::seconds(15)));
+      Authorize(context, sid);
+      v1::ReportResponse response;
+      grpc::Status status = stub->Report(&context, request, &response);
+      if (!status.ok()) {
+        if (CannotPlace(sid, status)) {
+          Park(sid, status, static_cast<int64_t>(pending->size()));
+        } else if (IsFatal(status)) {
+          SetFatal(FromGrpc(status, "reporting results"));
+        } else if (status.error_code() == grpc::StatusCode::INVALID_ARGUMENT) {
+          // The batch as a whole breaks the contract (a bug in this agent): keep it for
+          // inspection rather than sending it forever.
+          Park(sid, status, static_cast<int64_t>(pending->size()));
         }
-        std::vector<std::string> done(response.acknowledged_uuids().begin(),
-                                      response.acknowledged_uuids().end());
-        // Results naming attempts the coordinator refused will never be accepted either.
-        std::set<std::string> acked(done.begin(), done.end());
-        size_t refused = 0;
-        for (const auto& m : request.measurements()) {
-          if (!acked.count(m.uuid())) { done.push_back(m.uuid()); ++refused; }
-        }
-        for (const auto& e : request.evidence()) {
-          if (!acked.count(e.uuid())) { done.push_back(e.uuid()); ++refused; }
-        }
-        if (refused) spdlog::warn("coordinator refused {} results of session {}", refused, sid);
-        if (response.stale_uuids_size() > 0) {
-          spdlog::warn("{} results arrived after their lease ended; stored as stale",
-                       response.stale_uuids_size());
-        }
-        if (auto s = spool->Remove(done); !s.ok()) spdlog::error("spool: {}", s.ToString());
-        for (const auto& outcome : response.finished()) {
-          if (outcome.retry()) continue;  // stays spooled; finished on its own below or later
-          if (!outcome.accepted()) spdlog::warn("attempt {}: {}", outcome.attempt_id(),
-                                                outcome.detail());
-          (void)spool->RemoveFinish(outcome.attempt_id());
-        }
-        progress = true;
+        return false;
       }
+      std::vector<std::string> done(response.acknowledged_uuids().begin(),
+                                    response.acknowledged_uuids().end());
+      // Refused records are outside the design and will never be accepted.
+      for (const auto& r : response.refused()) done.push_back(r.uuid());
+      if (response.refused_size() > 0) {
+        spdlog::warn("coordinator refused {} results of session {} (first: {})",
+                     response.refused_size(), sid.substr(0, 8), response.refused(0).reason());
+      }
+      if (response.stale_uuids_size() > 0) {
+        spdlog::warn("{} results arrived after their lease ended; stored as stale",
+                     response.stale_uuids_size());
+      }
+      if (auto s = spool->Remove(done); !s.ok()) spdlog::error("spool: {}", s.ToString());
+      for (const auto& outcome : response.finished()) {
+        if (outcome.retry()) continue;  // stays spooled; finished on its own below or later
+        if (!outcome.accepted()) spdlog::warn("attempt {}: {}", outcome.attempt_id(),
+                                              outcome.detail());
+        (void)spool->RemoveFinish(outcome.attempt_id());
+      }
+      progress = true;
     }
     auto finishes = spool->PendingFinishes();
     if (!finishes.ok()) return progress;
     for (const auto& f : *finishes) {
+      if (f.session_id != sid) continue;
       auto left = spool->PendingCount(f.attempt_id);
       if (!left.ok() || *left > 0) continue;  // its results go first
       v1::FinishRequest request;
@@ -351,16 +408,26 @@ struct Agent::Impl {
       request.set_measurement_count(f.measurement_count);
       request.set_evidence_count(f.evidence_count);
       grpc::ClientContext context;
-      context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(15));
+      context.set_deadline(CallDeadline(std::chrono::seconds(15)));
       Authorize(context, f.session_id);
       v1::FinishResponse response;
       grpc::Status status = stub->Finish(&context, request, &response);
-      if (status.ok() || status.error_code() == grpc::StatusCode::NOT_FOUND) {
+      const auto code = status.error_code();
+      if (status.ok() || code == grpc::StatusCode::NOT_FOUND ||
+          code == grpc::StatusCode::INVALID_ARGUMENT ||
+          (code == grpc::StatusCode::PERMISSION_DENIED && f.session_id == session_id &&
+           status.error_message().find("attempt") != std::string::npos)) {
+        // Done, or an answer no retry can change: the finish leaves the spool.
         if (status.ok() && !response.accepted()) {
           spdlog::warn("attempt {}: {}", f.attempt_id, response.detail());
+        } else if (!status.ok()) {
+          spdlog::warn("attempt {}: finish refused: {}", f.attempt_id, status.error_message());
         }
         (void)spool->RemoveFinish(f.attempt_id);
         progress = true;
+      } else if (CannotPlace(f.session_id, status)) {
+        Park(f.session_id, status, 1);
+        return progress;
       } else if (IsFatal(status)) {
         SetFatal(FromGrpc(status, "finishing an attempt"));
         return progress;
@@ -393,12 +460,21 @@ struct Agent::Impl {
     }
   }
 
+  // True when nothing but parked sessions' results is waiting.
+  bool NothingToReport() {
+    auto sessions = spool->PendingSessions();
+    if (!sessions.ok()) return false;
+    for (const auto& sid : *sessions) {
+      if (!Parked(sid)) return false;
+    }
+    return true;
+  }
+
   void ReporterLoop() {
     int backoff = 100;
     while (true) {
       bool progress = ReportOnce();
-      auto left = spool->TotalPending();
-      const bool empty = left.ok() && *left == 0;
+      const bool empty = NothingToReport() || DrainOver();
       {
         std::unique_lock lock(mu);
         if (reporter_done && (empty || !fatal.ok())) return;
@@ -574,10 +650,15 @@ struct Agent::Impl {
       RunUnit(lease);
       ++units;
     }
-    // Leaving: deliver what we have, then tell the coordinator we are gone.
+    // Leaving: deliver what we have, then tell the coordinator we are gone. After a signal
+    // both are bounded (kDrainOnStop, then a short Release) so a preempted VM or a systemd
+    // stop ends the process in seconds; what is not delivered stays in the spool.
     {
       std::lock_guard lock(mu);
       reporter_done = true;
+      if (release_current) {
+        drain_deadline = std::chrono::system_clock::now() + kDrainOnStop;
+      }
     }
     wake.notify_all();
     reporter.join();
@@ -587,7 +668,8 @@ struct Agent::Impl {
       if (!fatal.ok()) return fatal;
     }
     grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    context.set_deadline(std::chrono::system_clock::now() +
+                         (release_current ? kReleaseOnStop : std::chrono::seconds(5)));
     Authorize(context, session_id);
     v1::ReleaseRequest request;
     request.set_session_id(session_id);
@@ -605,6 +687,31 @@ struct Agent::Impl {
     return absl::OkStatus();
   }
 };
+
+absl::StatusOr<std::string> DescribeSpool(const std::string& spool_path, bool json) {
+  if (!std::ifstream(spool_path)) {
+    return absl::NotFoundError(absl::StrCat("no spool at ", spool_path));
+  }
+  ASSIGN_OR_RETURN(auto spool, Spool::Open(spool_path));
+  ASSIGN_OR_RETURN(auto backlog, spool->Backlog());
+  if (json) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& b : backlog) {
+      out.push_back({{"session_id", b.session_id}, {"results", b.results},
+                     {"finishes", b.finishes}});
+    }
+    return out.dump(2) + "\n";
+  }
+  if (backlog.empty()) return absl::StrCat(spool_path, ": empty (every result was delivered)\n");
+  std::string text = absl::StrCat(spool_path, ": results not yet acknowledged by a coordinator\n",
+                                  "session                               results  finishes\n");
+  for (const auto& b : backlog) {
+    text += absl::StrFormat("%-36s  %7d  %8d\n", b.session_id, b.results, b.finishes);
+  }
+  text += "They are reported when an agent with this spool reaches the coordinator that leased "
+          "them; another coordinator refuses them and they stay here.\n";
+  return text;
+}
 
 Agent::Agent(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Agent::~Agent() = default;

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "ladder/kernels/bench.h"
+#include "ladder/runner/validate.h"
 #include "ladder/status_macros.h"
 
 namespace ladder::agent {
@@ -20,16 +21,20 @@ const std::set<std::string>& KnownParams() {
   return known;
 }
 
-absl::Status FromKernel(const kernels::KernelError& error, std::string_view what) {
-  return absl::InvalidArgumentError(absl::StrCat(std::string(what), ": ", error.ToString()));
+// `param` names the parameter at fault so `ladder validate` can point at it ("" for the cell).
+absl::Status FromKernel(const kernels::KernelError& error, std::string_view what,
+                        std::string_view param = "") {
+  const std::string message = absl::StrCat(std::string(what), ": ", error.ToString());
+  return param.empty() ? absl::InvalidArgumentError(message)
+                       : runner::ParamError(param, message);
 }
 
 absl::StatusOr<int> IntParam(const nlohmann::json& params, const char* name, int fallback) {
   if (!params.contains(name)) return fallback;
   const auto& v = params[name];
   if (!v.is_number_integer()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("parameter ", name, ": expected an integer, got ", v.dump()));
+    return runner::ParamError(
+        name, absl::StrCat("parameter ", name, ": expected an integer, got ", v.dump()));
   }
   return v.get<int>();
 }
@@ -39,8 +44,8 @@ absl::StatusOr<std::string> StringParam(const nlohmann::json& params, const char
   if (!params.contains(name)) return fallback;
   const auto& v = params[name];
   if (!v.is_string()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("parameter ", name, ": expected a string, got ", v.dump()));
+    return runner::ParamError(
+        name, absl::StrCat("parameter ", name, ": expected a string, got ", v.dump()));
   }
   return v.get<std::string>();
 }
@@ -48,20 +53,20 @@ absl::StatusOr<std::string> StringParam(const nlohmann::json& params, const char
 absl::StatusOr<kernels::BenchPoint> PointFromParams(const nlohmann::json& params) {
   for (const auto& [key, value] : params.items()) {
     if (!KnownParams().count(key)) {
-      return absl::InvalidArgumentError(absl::StrCat(
+      return runner::ParamError(key, absl::StrCat(
           "kernel runner: unknown parameter '", key, "'; known: ",
           absl::StrJoin(KnownParams(), ", ")));
     }
   }
   ASSIGN_OR_RETURN(std::string backend_name, StringParam(params, "backend", "cpu"));
   auto backend = kernels::ParseBackend(backend_name);
-  if (!backend.ok()) return FromKernel(backend.error(), "parameter backend");
+  if (!backend.ok()) return FromKernel(backend.error(), "parameter backend", "backend");
   kernels::BenchPoint point;
   point.backend = *backend;
   ASSIGN_OR_RETURN(std::string preset, StringParam(params, "preset", ""));
   if (!preset.empty()) {
     auto from_preset = kernels::BenchPoint::FromPreset(preset, *backend);
-    if (!from_preset.ok()) return FromKernel(from_preset.error(), "parameter preset");
+    if (!from_preset.ok()) return FromKernel(from_preset.error(), "parameter preset", "preset");
     point = *from_preset;
   }
   ASSIGN_OR_RETURN(point.q_heads, IntParam(params, "q_heads", point.q_heads));
@@ -80,13 +85,13 @@ absl::StatusOr<kernels::BenchPoint> PointFromParams(const nlohmann::json& params
                    IntParam(params, "seq_threshold_3d", point.config.seq_threshold_3d));
   if (params.contains("softcap")) {
     if (!params["softcap"].is_number()) {
-      return absl::InvalidArgumentError("parameter softcap: expected a number");
+      return runner::ParamError("softcap", "parameter softcap: expected a number");
     }
     point.softcap = params["softcap"].get<float>();
   }
   if (params.contains("flush_l2")) {
     if (!params["flush_l2"].is_boolean()) {
-      return absl::InvalidArgumentError("parameter flush_l2: expected true or false");
+      return runner::ParamError("flush_l2", "parameter flush_l2: expected true or false");
     }
     point.flush_l2 = params["flush_l2"].get<bool>();
   }
@@ -95,7 +100,7 @@ absl::StatusOr<kernels::BenchPoint> PointFromParams(const nlohmann::json& params
     if (dtype == "fp32") dtype = "f32";
     if (dtype == "fp16") dtype = "f16";
     auto parsed = kernels::ParseDType(dtype);
-    if (!parsed.ok()) return FromKernel(parsed.error(), "parameter dtype");
+    if (!parsed.ok()) return FromKernel(parsed.error(), "parameter dtype", "dtype");
     point.dtype = *parsed;
   } else if (point.backend == kernels::Backend::kCpu) {
     point.dtype = kernels::DType::kF32;
@@ -104,13 +109,15 @@ absl::StatusOr<kernels::BenchPoint> PointFromParams(const nlohmann::json& params
   ASSIGN_OR_RETURN(std::string policy, StringParam(params, "policy", ""));
   ASSIGN_OR_RETURN(std::string path, StringParam(params, "path", ""));
   if (!policy.empty() && !path.empty()) {
-    return absl::InvalidArgumentError("give either `policy` or `path`, not both");
+    return runner::ParamError("path", "give either `policy` or `path`, not both");
   }
   const std::string rule = !path.empty() ? path : policy;
   if (!rule.empty()) {
     auto parsed = kernels::ParsePolicy(rule);
-    if (!parsed.ok()) return FromKernel(parsed.error(), path.empty() ? "parameter policy"
-                                                                    : "parameter path");
+    if (!parsed.ok()) {
+      return FromKernel(parsed.error(), path.empty() ? "parameter policy" : "parameter path",
+                        path.empty() ? "policy" : "path");
+    }
     point.policy = *parsed;
   }
   if (params.contains("seed") && params["seed"].is_number_integer()) {

@@ -18,6 +18,7 @@ absl::StatusOr<std::unique_ptr<Spool>> Spool::Open(const std::string& path) {
       payload     BLOB NOT NULL
     ) STRICT;
     CREATE INDEX IF NOT EXISTS results_by_attempt ON results(attempt_id);
+    CREATE INDEX IF NOT EXISTS results_by_session ON results(session_id, seq);
     CREATE TABLE IF NOT EXISTS finishes (
       attempt_id        INTEGER PRIMARY KEY,
       session_id        TEXT NOT NULL,
@@ -49,18 +50,43 @@ absl::Status Spool::AddResult(const SpooledResult& r) {
       .Run();
 }
 
-absl::StatusOr<std::vector<SpooledResult>> Spool::PendingResults(int limit) {
+absl::StatusOr<std::vector<SpooledResult>> Spool::PendingResults(int limit,
+                                                                 const std::string& session_id) {
   std::lock_guard lock(mu_);
   ASSIGN_OR_RETURN(db::Statement* stmt, db_->Cached(
       "SELECT uuid, session_id, attempt_id, is_evidence, payload FROM results "
-      "ORDER BY seq LIMIT ?1"));
-  stmt->Bind(1, static_cast<int64_t>(limit));
+      "WHERE session_id = ?2 ORDER BY seq LIMIT ?1"));
+  stmt->Bind(1, static_cast<int64_t>(limit)).Bind(2, session_id);
   std::vector<SpooledResult> out;
   while (true) {
     ASSIGN_OR_RETURN(bool row, stmt->Step());
     if (!row) break;
     out.push_back(SpooledResult{stmt->Text(0), stmt->Text(1), stmt->Int(2), stmt->Int(3) != 0,
                                 stmt->Text(4)});
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<std::string>> Spool::PendingSessions() {
+  ASSIGN_OR_RETURN(std::vector<SessionBacklog> backlog, Backlog());
+  std::vector<std::string> out;
+  for (auto& b : backlog) out.push_back(std::move(b.session_id));
+  return out;
+}
+
+absl::StatusOr<std::vector<Spool::SessionBacklog>> Spool::Backlog() {
+  std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(db::Statement* stmt, db_->Cached(
+      "SELECT session_id, SUM(results), SUM(finishes), MIN(first) FROM ("
+      "  SELECT session_id, COUNT(*) AS results, 0 AS finishes, MIN(seq) AS first "
+      "  FROM results GROUP BY session_id"
+      "  UNION ALL SELECT session_id, 0, COUNT(*), 9223372036854775807 "
+      "  FROM finishes GROUP BY session_id) GROUP BY session_id ORDER BY MIN(first)"));
+  std::vector<SessionBacklog> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, stmt->Step());
+    if (!row) break;
+    out.push_back(SessionBacklog{stmt->Text(0), stmt->Int(1), stmt->Int(2)});
   }
   return out;
 }

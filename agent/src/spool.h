@@ -38,8 +38,18 @@ class Spool {
   static absl::StatusOr<std::unique_ptr<Spool>> Open(const std::string& path);
 
   absl::Status AddResult(const SpooledResult& result);
-  // Oldest first, at most `limit`.
-  absl::StatusOr<std::vector<SpooledResult>> PendingResults(int limit);
+  // Oldest first, at most `limit`, of one session.
+  absl::StatusOr<std::vector<SpooledResult>> PendingResults(int limit,
+                                                            const std::string& session_id);
+  // Sessions with results or finishes waiting, oldest first.
+  absl::StatusOr<std::vector<std::string>> PendingSessions();
+  // Per session: results and finishes waiting (what `ladder agent --spool-status` prints).
+  struct SessionBacklog {
+    std::string session_id;
+    int64_t results = 0;
+    int64_t finishes = 0;
+  };
+  absl::StatusOr<std::vector<SessionBacklog>> Backlog();
   absl::Status Remove(const std::vector<std::string>& uuids);
   absl::StatusOr<int64_t> PendingCount(int64_t attempt_id);
   absl::StatusOr<int64_t> TotalPending();

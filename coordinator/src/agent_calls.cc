@@ -220,9 +220,20 @@ void ReportIngestor::Write(std::vector<Call> batch) {
     if (!outcome.ok()) continue;
     for (const auto& uuid : outcome->stored) call.response->add_acknowledged_uuids(uuid);
     for (const auto& uuid : outcome->stale) call.response->add_stale_uuids(uuid);
-    if (!outcome->refused.empty()) {
-      spdlog::warn("session {}: refused {} results naming attempts it does not own",
-                   sessions[i].substr(0, 8), outcome->refused.size());
+    for (const std::vector<db::RefusedRecord>* list :
+         {static_cast<const std::vector<db::RefusedRecord>*>(&call.refused), &outcome->refused}) {
+      for (const auto& r : *list) {
+        auto* out = call.response->add_refused();
+        out->set_uuid(r.uuid);
+        out->set_reason(r.reason);
+      }
+    }
+    const size_t refused = call.refused.size() + outcome->refused.size();
+    if (refused > 0) {
+      // One line per report, not per record: a hostile agent must not flood the log.
+      spdlog::warn("session {}: refused {} records outside the design (first: {})",
+                   sessions[i].substr(0, 8), refused,
+                   (call.refused.empty() ? outcome->refused : call.refused).front().reason);
     }
     for (const auto& f : call.finishes) {
       finishes.push_back(FinishIn{sessions[i], f.attempt_id(), f.ok(), f.failure_reason(),
@@ -237,10 +248,14 @@ void ReportIngestor::Write(std::vector<Call> batch) {
     for (size_t k = 0; k < ended.size(); ++k) {
       v1::FinishOutcome* out = finish_outcomes[k];
       if (!ended[k].ok()) {
-        // Logged when it is the coordinator's own failure; the agent keeps the finish.
-        (void)failure_(ended[k].status(), finishes[k].session_id);
-        out->set_retry(true);
-        out->set_detail(std::string(ended[k].status().message()));
+        // Logged when it is the coordinator's own failure; the agent keeps the finish unless
+        // no later call could change the answer.
+        const grpc::Status status = failure_(ended[k].status(), finishes[k].session_id);
+        const auto code = ended[k].status().code();
+        out->set_retry(code != absl::StatusCode::kInvalidArgument &&
+                       code != absl::StatusCode::kNotFound &&
+                       code != absl::StatusCode::kPermissionDenied);
+        out->set_detail(status.error_message());
         continue;
       }
       out->set_accepted(ended[k]->accepted);

@@ -103,6 +103,8 @@ class ReportIngestor {
  public:
   struct Call {
     db::ReportIn report;
+    // Records refused before the store saw them (their own fields break the contract).
+    std::vector<db::RefusedRecord> refused;
     // Attempts the report completes, finished once its records are committed.
     std::vector<v1::FinishRequest> finishes;
     v1::ReportResponse* response = nullptr;

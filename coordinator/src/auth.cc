@@ -7,11 +7,9 @@
 namespace ladder::coordinator {
 namespace {
 
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
+// How long a token's revocation state is trusted before the database is asked again: the
+// bound on "revocation bites on the next call" for live sessions.
+constexpr auto kRevocationRecheck = std::chrono::seconds(1);
 
 }  // namespace
 
@@ -25,9 +23,10 @@ std::string BearerToken(const grpc::ServerContextBase& context) {
   return value.substr(kBearer.size());
 }
 
-Authenticator::Authenticator(std::unique_ptr<db::Database> db, bool require_tokens,
-                             double calls_per_second, double burst)
+Authenticator::Authenticator(std::unique_ptr<db::Database> db, const Clock* clock,
+                             bool require_tokens, double calls_per_second, double burst)
     : db_(std::move(db)),
+      clock_(clock),
       require_tokens_(require_tokens),
       calls_per_second_(calls_per_second),
       burst_(burst) {}
@@ -40,7 +39,7 @@ absl::Status Authenticator::CheckAdmin(const grpc::ServerContextBase& context) {
         "this coordinator requires an admin token: pass --token-file FILE or set LADDER_TOKEN");
   }
   std::lock_guard lock(mu_);
-  ASSIGN_OR_RETURN(db::TokenInfo info, db::VerifyToken(*db_, token, NowMs()));
+  ASSIGN_OR_RETURN(db::TokenInfo info, db::VerifyToken(*db_, token, clock_->NowMs()));
   if (info.role != db::Role::kAdmin) {
     return absl::PermissionDeniedError(
         absl::StrCat("token ", info.id, " is an agent token; this call needs an admin token"));
@@ -48,21 +47,62 @@ absl::Status Authenticator::CheckAdmin(const grpc::ServerContextBase& context) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> Authenticator::Join(const std::string& join_token,
-                                                const std::string& session_id) {
+absl::StatusOr<std::optional<db::SessionCredential>> Authenticator::CredentialLocked(
+    const std::string& session_id) {
+  if (auto it = credentials_.find(session_id); it != credentials_.end()) {
+    return std::optional<db::SessionCredential>(it->second);
+  }
+  // After a coordinator restart the credentials come back from the sessions table.
+  ASSIGN_OR_RETURN(auto stored, db::LoadSessionCredential(*db_, session_id));
+  if (stored.has_value()) credentials_[session_id] = *stored;
+  return stored;
+}
+
+absl::StatusOr<bool> Authenticator::RevokedLocked(const std::string& token_id) {
+  const auto now = std::chrono::steady_clock::now();
+  auto it = revocations_.find(token_id);
+  if (it != revocations_.end() && (it->second.revoked || now - it->second.checked <
+                                                             kRevocationRecheck)) {
+    return it->second.revoked;
+  }
+  ASSIGN_OR_RETURN(bool revoked, db::TokenRevoked(*db_, token_id));
+  revocations_[token_id] = RevocationCheck{revoked, now};
+  return revoked;
+}
+
+absl::StatusOr<std::string> Authenticator::AdmitRegister(const grpc::ServerContextBase& context,
+                                                         const std::string& join_token,
+                                                         const std::string& session_id) {
   if (!require_tokens_) return std::string();
   if (join_token.empty()) {
     return absl::UnauthenticatedError(
         "this coordinator requires a join token: start the agent with --token-file FILE");
   }
   std::lock_guard lock(mu_);
-  ASSIGN_OR_RETURN(db::TokenInfo info, db::VerifyToken(*db_, join_token, NowMs()));
+  ASSIGN_OR_RETURN(db::TokenInfo info, db::VerifyToken(*db_, join_token, clock_->NowMs()));
+  ASSIGN_OR_RETURN(auto existing, CredentialLocked(session_id));
+  if (existing.has_value()) {
+    const std::string presented = BearerToken(context);
+    const bool holds_credential =
+        !presented.empty() && db::ConstantTimeEquals(db::Sha256Hex(presented), existing->hash);
+    if (!holds_credential && existing->token_id != info.id) {
+      return absl::AlreadyExistsError(absl::StrCat(
+          "session ", session_id.substr(0, 8),
+          " already belongs to another credential; an agent registers under a fresh session "
+          "id"));
+    }
+  }
+  return info.id;
+}
+
+absl::StatusOr<std::string> Authenticator::IssueCredential(const std::string& session_id,
+                                                           const std::string& token_id) {
+  if (!require_tokens_) return std::string();
   const std::string credential = db::RandomHex(32);
-  const std::string hash = db::Sha256Hex(credential);
-  ASSIGN_OR_RETURN(db::Statement stmt, db_->Prepare(
-      "UPDATE sessions SET credential_hash = ?2, token_id = ?3 WHERE id = ?1"));
-  RETURN_IF_ERROR(stmt.Bind(1, session_id).Bind(2, hash).Bind(3, info.id).Run());
-  credential_hashes_[session_id] = hash;
+  db::SessionCredential stored{db::Sha256Hex(credential), token_id};
+  std::lock_guard lock(mu_);
+  RETURN_IF_ERROR(db::SetSessionCredential(*db_, session_id, stored));
+  credentials_[session_id] = std::move(stored);
   return credential;
 }
 
@@ -74,24 +114,40 @@ absl::Status Authenticator::CheckSession(const grpc::ServerContextBase& context,
       return absl::UnauthenticatedError("missing session credential; register first");
     }
     std::lock_guard lock(mu_);
-    auto it = credential_hashes_.find(session_id);
-    if (it == credential_hashes_.end()) {
-      // After a coordinator restart the hashes come back from the sessions table.
-      ASSIGN_OR_RETURN(db::Statement stmt,
-                       db_->Prepare("SELECT credential_hash FROM sessions WHERE id = ?1"));
-      stmt.Bind(1, session_id);
-      ASSIGN_OR_RETURN(bool row, stmt.Step());
-      if (!row || stmt.Text(0).empty()) {
-        return absl::UnauthenticatedError("unknown session or no credential issued");
-      }
-      it = credential_hashes_.emplace(session_id, stmt.Text(0)).first;
+    ASSIGN_OR_RETURN(auto stored, CredentialLocked(session_id));
+    if (!stored.has_value()) {
+      return absl::UnauthenticatedError("unknown session or no credential issued");
     }
-    if (!db::ConstantTimeEquals(db::Sha256Hex(credential), it->second)) {
+    if (!db::ConstantTimeEquals(db::Sha256Hex(credential), stored->hash)) {
       return absl::PermissionDeniedError(
           "the credential presented does not belong to this session");
     }
+    ASSIGN_OR_RETURN(bool revoked, RevokedLocked(stored->token_id));
+    if (revoked) {
+      return absl::UnauthenticatedError(absl::StrCat(
+          "token ", stored->token_id, ", which this session joined with, was revoked"));
+    }
   }
   return RateLimit(session_id);
+}
+
+absl::StatusOr<db::NewToken> Authenticator::CreateToken(db::Role role,
+                                                        const std::string& description,
+                                                        int64_t expires_in_ms) {
+  std::lock_guard lock(mu_);
+  return db::CreateToken(*db_, role, description, expires_in_ms, clock_->NowMs());
+}
+
+absl::StatusOr<std::vector<db::TokenInfo>> Authenticator::ListTokens() {
+  std::lock_guard lock(mu_);
+  return db::ListTokens(*db_);
+}
+
+absl::Status Authenticator::RevokeToken(const std::string& id) {
+  std::lock_guard lock(mu_);
+  RETURN_IF_ERROR(db::RevokeToken(*db_, id, clock_->NowMs()));
+  revocations_[id] = RevocationCheck{true, std::chrono::steady_clock::now()};
+  return absl::OkStatus();
 }
 
 absl::Status Authenticator::RateLimit(const std::string& session_id) {

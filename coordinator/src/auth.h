@@ -2,8 +2,13 @@
 //
 // Admin calls need an admin token; Register needs a join token (agent or admin role); every
 // other agent call needs the credential issued to that session at Register. Tokens are checked
-// against the database on every call (revocation is immediate); session credentials are kept
-// hashed in memory and in the sessions table (so they survive a coordinator restart).
+// against the database on every Register and admin call; session credentials are kept hashed in
+// memory and in the sessions table (so they survive a coordinator restart), and end at their
+// next call (within a second) once the token they were issued under is revoked.
+//
+// A session id belongs to its credential: Register for an id that already holds one succeeds
+// only for the holder of that credential, or for the same join token (the same agent after a
+// lost answer or a coordinator restart); anyone else gets AlreadyExists.
 //
 // Thread safety: all methods are safe to call concurrently.
 #pragma once
@@ -18,6 +23,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "ladder/coordinator/scheduler.h"
 #include "ladder/db/sqlite.h"
 #include "ladder/db/tokens.h"
 
@@ -25,40 +31,60 @@ namespace ladder::coordinator {
 
 class Authenticator {
  public:
-  // `db` is a connection of the authenticator's own.
-  Authenticator(std::unique_ptr<db::Database> db, bool require_tokens, double calls_per_second,
-                double burst);
+  // `db` is a connection of the authenticator's own; `clock` outlives it.
+  Authenticator(std::unique_ptr<db::Database> db, const Clock* clock, bool require_tokens,
+                double calls_per_second, double burst);
 
   bool required() const { return require_tokens_; }
 
   // For admin RPCs.
   absl::Status CheckAdmin(const grpc::ServerContextBase& context);
-  // For Register: verifies the join token and issues a credential for the session.
-  // Returns the credential to hand the agent ("" when tokens are not required).
-  absl::StatusOr<std::string> Join(const std::string& join_token, const std::string& session_id);
-  // For the other agent RPCs: the caller must hold `session_id`'s credential, within its rate.
+
+  // For Register, before anything about the caller is stored: verifies the join token and
+  // that the session id is free or the caller's own. Returns the join token's id ("" when
+  // tokens are off).
+  absl::StatusOr<std::string> AdmitRegister(const grpc::ServerContextBase& context,
+                                            const std::string& join_token,
+                                            const std::string& session_id);
+  // After the session row is stored: issues its credential under `token_id` ("" and nothing
+  // stored when tokens are off).
+  absl::StatusOr<std::string> IssueCredential(const std::string& session_id,
+                                              const std::string& token_id);
+  // For the other agent RPCs: the caller must hold `session_id`'s credential, its token must
+  // not be revoked, and it must stay within its rate.
   absl::Status CheckSession(const grpc::ServerContextBase& context, const std::string& session_id);
 
   // Token management over the same connection (the admin service's token RPCs).
-  template <typename F>
-  auto WithDb(F&& f) {
-    std::lock_guard lock(mu_);
-    return f(*db_);
-  }
+  absl::StatusOr<db::NewToken> CreateToken(db::Role role, const std::string& description,
+                                           int64_t expires_in_ms);
+  absl::StatusOr<std::vector<db::TokenInfo>> ListTokens();
+  // Revokes the token; the credentials it issued end at their next call.
+  absl::Status RevokeToken(const std::string& id);
 
  private:
   struct Bucket {
     double tokens = 0;
     std::chrono::steady_clock::time_point last;
   };
+  struct RevocationCheck {
+    bool revoked = false;
+    std::chrono::steady_clock::time_point checked;
+  };
   absl::Status RateLimit(const std::string& session_id) ABSL_LOCKS_EXCLUDED(mu_);
+  // The session's credential, from memory or the sessions table.
+  absl::StatusOr<std::optional<db::SessionCredential>> CredentialLocked(
+      const std::string& session_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<bool> RevokedLocked(const std::string& token_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   std::mutex mu_;
   std::unique_ptr<db::Database> db_ ABSL_GUARDED_BY(mu_);
+  const Clock* const clock_;
   const bool require_tokens_;
   const double calls_per_second_;
   const double burst_;
-  std::map<std::string, std::string> credential_hashes_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, db::SessionCredential> credentials_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, RevocationCheck> revocations_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, Bucket> buckets_ ABSL_GUARDED_BY(mu_);
 };
 

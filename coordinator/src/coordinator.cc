@@ -6,6 +6,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
+#include <set>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -20,6 +22,7 @@
 #include <sstream>
 #include "ladder/db/query.h"
 #include "ladder/db/store.h"
+#include "ladder/runner/schema.h"
 #include "ladder/status_macros.h"
 #include "ladder/v1/admin.grpc.pb.h"
 #include "ladder/v1/agent.grpc.pb.h"
@@ -29,9 +32,126 @@ namespace {
 
 grpc::Status ToGrpc(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
+  if (db::IsDatabaseError(status)) {
+    // The coordinator's own database failed: the caller learns that and whether to retry, the
+    // log gets the SQL. A read-only or unopenable file is not the caller's permission problem
+    // (agents stop for good on PERMISSION_DENIED), so it reads as unavailable.
+    spdlog::error("database: {}", std::string(status.message()));
+    switch (status.code()) {
+      case absl::StatusCode::kResourceExhausted:
+        return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                            "the coordinator cannot store more now (disk full?); retry later");
+      case absl::StatusCode::kUnavailable:
+      case absl::StatusCode::kPermissionDenied:
+        return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                            "the coordinator's database is unavailable; retry later");
+      default:
+        return grpc::Status(grpc::StatusCode::INTERNAL,
+                            "the coordinator's database failed (see its log); retry later");
+    }
+  }
   // absl and gRPC share the canonical code numbering.
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
                       std::string(status.message()));
+}
+
+// Text a client sent: bounded, no NUL or other control bytes (they end up in CSV, logs, HTML).
+absl::Status CheckText(const std::string& field, const std::string& value, size_t max_bytes,
+                       bool required = false) {
+  if (required && value.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(field, " is required"));
+  }
+  if (value.size() > max_bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, " is ", value.size(), " bytes; at most ", max_bytes));
+  }
+  for (unsigned char c : value) {
+    if (c < 0x20 || c == 0x7f) {
+      return absl::InvalidArgumentError(absl::StrCat(field, " contains a control character"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+bool IsName(std::string_view name, size_t max, std::string_view extra) {
+  if (name.empty() || name.size() > max) return false;
+  for (char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+                    extra.find(c) != std::string_view::npos;
+    if (!ok) return false;
+  }
+  return true;
+}
+
+bool IsSessionId(std::string_view id) {
+  if (id.size() < 8 || id.size() > 64) return false;
+  for (char c : id) {
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+          c == '-')) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// The bounds of the wire contract (proto/ladder/v1/agent.proto) on what a host says it is.
+absl::Status CheckInventory(const v1::Inventory& inv) {
+  RETURN_IF_ERROR(CheckText("inventory.hostname", inv.hostname(), 253, /*required=*/true));
+  RETURN_IF_ERROR(CheckText("inventory.machine_id", inv.machine_id(), 128));
+  RETURN_IF_ERROR(CheckText("inventory.boot_id", inv.boot_id(), 128));
+  RETURN_IF_ERROR(CheckText("inventory.cloud_instance_id", inv.cloud_instance_id(), 256));
+  RETURN_IF_ERROR(CheckText("inventory.cpu_model", inv.cpu_model(), 256));
+  RETURN_IF_ERROR(CheckText("inventory.agent_version", inv.agent_version(), 64));
+  if (inv.cpu_cores() < 0 || inv.cpu_cores() > 65536) {
+    return absl::InvalidArgumentError("inventory.cpu_cores must be in 0..65536");
+  }
+  if (inv.memory_mib() < 0) return absl::InvalidArgumentError("inventory.memory_mib must be >= 0");
+  if (inv.gpus_size() > 64) return absl::InvalidArgumentError("inventory.gpus: at most 64");
+  for (int i = 0; i < inv.gpus_size(); ++i) {
+    const auto& g = inv.gpus(i);
+    const std::string at = absl::StrCat("inventory.gpus[", i, "]");
+    RETURN_IF_ERROR(CheckText(at + ".vendor", g.vendor(), 64));
+    RETURN_IF_ERROR(CheckText(at + ".name", g.name(), 256));
+    RETURN_IF_ERROR(CheckText(at + ".arch", g.arch(), 64));
+    RETURN_IF_ERROR(CheckText(at + ".uuid", g.uuid(), 128));
+    RETURN_IF_ERROR(CheckText(at + ".driver", g.driver(), 128));
+    if (g.memory_mib() < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(at, ".memory_mib must be >= 0"));
+    }
+  }
+  if (inv.software_size() > 64) {
+    return absl::InvalidArgumentError("inventory.software: at most 64 entries");
+  }
+  for (const auto& [k, v] : inv.software()) {
+    RETURN_IF_ERROR(CheckText("inventory.software key", k, 64, /*required=*/true));
+    RETURN_IF_ERROR(CheckText(absl::StrCat("inventory.software[", k, "]"), v, 256));
+  }
+  if (inv.features_size() > 64) {
+    return absl::InvalidArgumentError("inventory.features: at most 64");
+  }
+  for (const auto& f : inv.features()) {
+    if (!IsName(f, 64, ":.-")) {
+      return absl::InvalidArgumentError(
+          "inventory.features: each is 1..64 characters of [a-z0-9_:.-]");
+    }
+  }
+  if (inv.labels_json().size() > 4096) {
+    return absl::InvalidArgumentError("inventory.labels_json: at most 4096 bytes");
+  }
+  if (!inv.labels_json().empty()) {
+    auto labels = nlohmann::json::parse(inv.labels_json(), nullptr, false);
+    if (labels.is_discarded() || !labels.is_object()) {
+      return absl::InvalidArgumentError("inventory.labels_json: expected a JSON object");
+    }
+    for (const auto& [k, v] : labels.items()) {
+      if (!v.is_string()) {
+        return absl::InvalidArgumentError("inventory.labels_json: label values are strings");
+      }
+      RETURN_IF_ERROR(CheckText("inventory.labels_json key", k, 64, /*required=*/true));
+      RETURN_IF_ERROR(CheckText("inventory.labels_json value", v.get<std::string>(), 256));
+    }
+  }
+  return absl::OkStatus();
 }
 
 void FillSummary(const db::RunSummary& s, v1::RunSummary* out) {
@@ -158,7 +278,7 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
                                      const v1::RegisterRequest* request,
                                      v1::RegisterResponse* response) override {
     auto* reactor = context->DefaultReactor();
-    reactor->Finish(RegisterNow(request, response));
+    reactor->Finish(RegisterNow(*context, request, response));
     return reactor;
   }
 
@@ -200,7 +320,7 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
                                    v1::ReportResponse* response) override {
     auto* reactor = context->DefaultReactor();
     ReportIngestor::Call call;
-    if (auto s = ParseReport(*context, request, &call.report); !s.ok()) {
+    if (auto s = ParseReport(*context, request, &call.report, &call.refused); !s.ok()) {
       reactor->Finish(s);
       return reactor;
     }
@@ -242,14 +362,19 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
   }
 
  private:
-  grpc::Status RegisterNow(const v1::RegisterRequest* request, v1::RegisterResponse* response) {
+  grpc::Status RegisterNow(const grpc::CallbackServerContext& context,
+                           const v1::RegisterRequest* request, v1::RegisterResponse* response) {
+    if (!IsSessionId(request->session_id())) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "session_id must be a UUID: 8 to 64 characters of [A-Za-z0-9-]");
+    }
+    if (!request->has_inventory()) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "inventory is required");
+    }
     const auto& inv = request->inventory();
+    if (auto s = CheckInventory(inv); !s.ok()) return ToGrpc(s);
     db::SessionRow row;
     row.id = request->session_id();
-    if (row.id.size() < 8 || row.id.size() > 64) {
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                          "session_id must be a UUID (8 to 64 characters)");
-    }
     row.hostname = inv.hostname();
     row.machine_id = inv.machine_id().empty() ? inv.hostname() : inv.machine_id();
     row.boot_id = inv.boot_id();
@@ -262,30 +387,29 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
     for (const auto& [k, v] : inv.software()) row.software[k] = v;
     row.features = nlohmann::json::array();
     for (const auto& f : inv.features()) row.features.push_back(f);
-    auto labels = nlohmann::json::parse(inv.labels_json().empty() ? "{}" : inv.labels_json(),
-                                        nullptr, false);
-    row.labels = labels.is_discarded() ? nlohmann::json::object() : labels;
+    row.labels = inv.labels_json().empty() ? nlohmann::json::object()
+                                           : nlohmann::json::parse(inv.labels_json());
     for (const auto& g : inv.gpus()) {
       row.gpus.push_back(db::GpuRow{g.vendor(), g.name(), g.arch(), g.uuid(), g.driver(),
                                     g.memory_mib()});
     }
-    if (auth_->required() && request->join_token().empty()) {
-      return ToGrpc(absl::UnauthenticatedError(
-          "this coordinator requires a join token: start the agent with --token-file FILE"));
+    // Check the token and the session id's owner before storing anything about the caller.
+    auto token_id = auth_->AdmitRegister(context, request->join_token(), row.id);
+    if (!token_id.ok()) {
+      spdlog::warn("register refused for host {}: {}", row.hostname,
+                   std::string(token_id.status().message()));
+      return ToGrpc(token_id.status());
     }
-    if (auth_->required()) {
-      // Check the token before storing anything about the caller.
-      auto verified = auth_->WithDb([&](db::Database& d) {
-        return db::VerifyToken(d, request->join_token(), SystemClock().NowMs());
-      });
-      if (!verified.ok()) {
-        spdlog::warn("register refused for host {}: {}", row.hostname,
-                     std::string(verified.status().message()));
-        return ToGrpc(verified.status());
-      }
+    if (!auth_->required() && scheduler_->LiveAttemptsOf(row.id) > 0) {
+      // Without credentials nothing tells the session's agent from an impostor; a session
+      // that holds leased work keeps it.
+      return grpc::Status(grpc::StatusCode::ALREADY_EXISTS,
+                          absl::StrCat("session ", row.id.substr(0, 8),
+                                       " is registered and holds leased work; an agent "
+                                       "registers under a fresh session id"));
     }
     if (auto s = scheduler_->RegisterSession(row); !s.ok()) return ToGrpc(s);
-    auto credential = auth_->Join(request->join_token(), row.id);
+    auto credential = auth_->IssueCredential(row.id, *token_id);
     if (!credential.ok()) return ToGrpc(credential.status());
     response->set_session_credential(*credential);
     spdlog::info("session {} registered: host {} ({} GPUs, features {})", row.id.substr(0, 8),
@@ -305,8 +429,13 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
     return grpc::Status::OK;
   }
 
+  // Turns the request into the store's input. Malformed as a whole (no session, too many
+  // records, a record without a usable uuid) is INVALID_ARGUMENT; a record whose own fields
+  // break the contract (metric or kind name, a value that is not finite) is refused alone, in
+  // `refused`; what only the design can judge is the store's to refuse.
   grpc::Status ParseReport(const grpc::CallbackServerContext& context,
-                           const v1::ReportRequest* request, db::ReportIn* report) {
+                           const v1::ReportRequest* request, db::ReportIn* report,
+                           std::vector<db::RefusedRecord>* refused) {
     if (auto s = auth_->CheckSession(context, request->session_id()); !s.ok()) return ToGrpc(s);
     if (request->measurements_size() + request->evidence_size() + request->finishes_size() >
         options_.max_report_records) {
@@ -314,22 +443,46 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
                           absl::StrCat("a report may carry at most ", options_.max_report_records,
                                        " records; send smaller batches"));
     }
+    std::set<std::string> uuids;
+    auto usable_uuid = [&](const std::string& uuid) {
+      return !uuid.empty() && uuid.size() <= 64 && CheckText("uuid", uuid, 64).ok() &&
+             uuids.insert(uuid).second;
+    };
     report->session_id = request->session_id();
     report->measurements.reserve(static_cast<size_t>(request->measurements_size()));
-    for (const auto& m : request->measurements()) {
-      if (m.uuid().empty() || m.uuid().size() > 64 || m.metric().empty() ||
-          m.metric().size() > 128) {
+    for (int i = 0; i < request->measurements_size(); ++i) {
+      const auto& m = request->measurements(i);
+      if (!usable_uuid(m.uuid())) {
         return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                            "measurement needs a uuid (<= 64 chars) and a metric (<= 128 chars)");
+                            absl::StrCat("measurements[", i, "]: uuid must be 1 to 64 printable "
+                                         "bytes, unique within the report"));
+      }
+      if (!runner::IsValidMetricName(m.metric())) {
+        refused->push_back({m.uuid(), "metric names match [a-z][a-z0-9_]{0,63}"});
+        continue;
+      }
+      if (!std::isfinite(m.value())) {
+        refused->push_back({m.uuid(), absl::StrCat("value of ", m.metric(), " is not finite")});
+        continue;
+      }
+      if (m.unit().size() > 16) {
+        refused->push_back({m.uuid(), "unit: at most 16 bytes"});
+        continue;
       }
       report->measurements.push_back(db::MeasurementIn{m.uuid(), m.attempt_id(), m.cell_id(),
                                                        m.process(), m.round(), m.metric(),
                                                        m.value(), m.unit(), m.measured_at_ms()});
     }
-    for (const auto& e : request->evidence()) {
-      if (e.uuid().empty() || e.uuid().size() > 64 || e.kind().empty()) {
+    for (int i = 0; i < request->evidence_size(); ++i) {
+      const auto& e = request->evidence(i);
+      if (!usable_uuid(e.uuid())) {
         return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                            "evidence needs a uuid (<= 64 chars) and a kind");
+                            absl::StrCat("evidence[", i, "]: uuid must be 1 to 64 printable "
+                                         "bytes, unique within the report"));
+      }
+      if (!runner::IsValidMetricName(e.kind())) {
+        refused->push_back({e.uuid(), "evidence kinds match [a-z][a-z0-9_]{0,63}"});
+        continue;
       }
       report->evidence.push_back(db::EvidenceIn{e.uuid(), e.attempt_id(), e.cell_id(),
                                                 e.process(), e.kind(), e.value_json(),
@@ -344,7 +497,15 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
     auto result = scheduler_->Finish(request->session_id(), request->attempt_id(), request->ok(),
                                      request->failure_reason(), request->measurement_count(),
                                      request->evidence_count());
-    if (!result.ok()) return StoreFailure(result.status(), "finishing", request->session_id());
+    if (!result.ok()) {
+      if (result.status().code() == absl::StatusCode::kFailedPrecondition ||
+          result.status().code() == absl::StatusCode::kInvalidArgument ||
+          result.status().code() == absl::StatusCode::kNotFound ||
+          result.status().code() == absl::StatusCode::kPermissionDenied) {
+        return ToGrpc(result.status());
+      }
+      return StoreFailure(result.status(), "finishing", request->session_id());
+    }
     response->set_accepted(result->accepted);
     response->set_detail(result->detail);
     if (request->ok()) {
@@ -375,10 +536,7 @@ class AdminServiceImpl final : public v1::AdminService::Service {
     if (auto s = auth_->CheckAdmin(*context); !s.ok()) return ToGrpc(s);
     auto role = db::ParseRole(request->role());
     if (!role.ok()) return ToGrpc(role.status());
-    auto created = auth_->WithDb([&](db::Database& d) {
-      return db::CreateToken(d, *role, request->description(), request->expires_in_ms(),
-                             SystemClock().NowMs());
-    });
+    auto created = auth_->CreateToken(*role, request->description(), request->expires_in_ms());
     if (!created.ok()) return ToGrpc(created.status());
     FillToken(created->info, response->mutable_info());
     response->set_token(created->plaintext);
@@ -389,7 +547,7 @@ class AdminServiceImpl final : public v1::AdminService::Service {
   grpc::Status ListTokens(grpc::ServerContext* context, const v1::ListTokensRequest*,
                           v1::ListTokensResponse* response) override {
     if (auto s = auth_->CheckAdmin(*context); !s.ok()) return ToGrpc(s);
-    auto tokens = auth_->WithDb([&](db::Database& d) { return db::ListTokens(d); });
+    auto tokens = auth_->ListTokens();
     if (!tokens.ok()) return ToGrpc(tokens.status());
     for (const auto& t : *tokens) FillToken(t, response->add_tokens());
     return grpc::Status::OK;
@@ -398,8 +556,7 @@ class AdminServiceImpl final : public v1::AdminService::Service {
   grpc::Status RevokeToken(grpc::ServerContext* context, const v1::RevokeTokenRequest* request,
                            v1::RevokeTokenResponse*) override {
     if (auto s = auth_->CheckAdmin(*context); !s.ok()) return ToGrpc(s);
-    auto revoked = auth_->WithDb(
-        [&](db::Database& d) { return db::RevokeToken(d, request->id(), SystemClock().NowMs()); });
+    auto revoked = auth_->RevokeToken(request->id());
     if (!revoked.ok()) return ToGrpc(revoked);
     spdlog::info("token {} revoked", request->id());
     return grpc::Status::OK;
@@ -413,6 +570,7 @@ class AdminServiceImpl final : public v1::AdminService::Service {
     response->set_cell_count(result->cells);
     response->set_unit_count(result->units);
     response->set_matrix_name(result->name);
+    response->set_warning(result->warning);
     return grpc::Status::OK;
   }
 
@@ -426,16 +584,34 @@ class AdminServiceImpl final : public v1::AdminService::Service {
     response->set_run_id(result->run_id);
     response->set_cell_count(result->cells);
     response->set_unit_count(result->units);
+    response->set_warning(result->warning);
+    if (!result->warning.empty()) {
+      spdlog::warn("run {}: {}", result->run_id, result->warning);
+    }
+    return grpc::Status::OK;
+  }
+
+  // The run's summary as the wire shows it; NOT_FOUND (without the database's path) for an
+  // unknown run.
+  grpc::Status Summarize(int64_t run_id, v1::RunSummary* out) {
+    auto summary = reader_->With([&](db::Database& d) { return db::GetRunSummary(d, run_id); });
+    if (!summary.ok()) {
+      if (summary.status().code() == absl::StatusCode::kNotFound) {
+        return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("no run ", run_id));
+      }
+      return ToGrpc(summary.status());
+    }
+    FillSummary(*summary, out);
+    if (summary->state == "queued" || summary->state == "running") {
+      out->set_waiting_reason(scheduler_->WhyWaiting(run_id));
+    }
     return grpc::Status::OK;
   }
 
   grpc::Status GetRun(grpc::ServerContext* context, const v1::GetRunRequest* request,
                       v1::RunSummary* response) override {
     if (auto s = auth_->CheckAdmin(*context); !s.ok()) return ToGrpc(s);
-    auto summary = reader_->With([&](db::Database& d) { return db::GetRunSummary(d, request->run_id()); });
-    if (!summary.ok()) return ToGrpc(summary.status());
-    FillSummary(*summary, response);
-    return grpc::Status::OK;
+    return Summarize(request->run_id(), response);
   }
 
   grpc::Status ListRuns(grpc::ServerContext* context, const v1::ListRunsRequest* request,
@@ -452,17 +628,14 @@ class AdminServiceImpl final : public v1::AdminService::Service {
     if (auto s = auth_->CheckAdmin(*context); !s.ok()) return ToGrpc(s);
     std::string last;
     while (!context->IsCancelled() && !stopping_->load()) {
-      auto summary =
-          reader_->With([&](db::Database& d) { return db::GetRunSummary(d, request->run_id()); });
-      if (!summary.ok()) return ToGrpc(summary.status());
       v1::RunSummary message;
-      FillSummary(*summary, &message);
+      if (auto s = Summarize(request->run_id(), &message); !s.ok()) return s;
       std::string serialized = message.SerializeAsString();
       if (serialized != last) {
         if (!writer->Write(message)) return grpc::Status::OK;
         last = std::move(serialized);
       }
-      if (summary->state == "done" || summary->state == "cancelled") return grpc::Status::OK;
+      if (message.state() == "done" || message.state() == "cancelled") return grpc::Status::OK;
       std::this_thread::sleep_for(std::chrono::milliseconds(250));
     }
     return grpc::Status(grpc::StatusCode::UNAVAILABLE, "coordinator is shutting down");
@@ -471,12 +644,10 @@ class AdminServiceImpl final : public v1::AdminService::Service {
   grpc::Status CancelRun(grpc::ServerContext* context, const v1::CancelRunRequest* request,
                          v1::CancelRunResponse* response) override {
     if (auto s = auth_->CheckAdmin(*context); !s.ok()) return ToGrpc(s);
+    if (auto s = Summarize(request->run_id(), response->mutable_run()); !s.ok()) return s;
     if (auto s = scheduler_->Cancel(request->run_id()); !s.ok()) return ToGrpc(s);
     spdlog::info("run {} cancelled", request->run_id());
-    auto summary = reader_->With([&](db::Database& d) { return db::GetRunSummary(d, request->run_id()); });
-    if (!summary.ok()) return ToGrpc(summary.status());
-    FillSummary(*summary, response->mutable_run());
-    return grpc::Status::OK;
+    return Summarize(request->run_id(), response->mutable_run());
   }
 
   grpc::Status ListSessions(grpc::ServerContext* context, const v1::ListSessionsRequest*,
@@ -505,6 +676,11 @@ class AdminServiceImpl final : public v1::AdminService::Service {
     options.run_id = request->run_id();
     options.by.assign(request->by().begin(), request->by().end());
     options.metric = request->metric();
+    v1::RunSummary exists;
+    if (auto s = Summarize(request->run_id(), &exists); !s.ok()) return s;
+    if (request->by_size() > 64) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "by: at most 64 axes");
+    }
     auto result = reader_->With([&](db::Database& d) { return db::QueryRun(d, options); });
     if (!result.ok()) return ToGrpc(result.status());
     response->set_result_json(db::ToJson(*result).dump());
@@ -576,6 +752,7 @@ bool CoordinatorOptions::IsLoopback() const {
 
 struct Coordinator::Impl {
   CoordinatorOptions options;
+  const Clock* clock = nullptr;
   std::unique_ptr<db::Store> store;
   std::unique_ptr<Reader> reader;
   std::unique_ptr<Authenticator> auth;
@@ -611,6 +788,7 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(
   RETURN_IF_ERROR(options.Validate());
   auto impl = std::make_unique<Impl>();
   impl->options = options;
+  impl->clock = options.clock != nullptr ? options.clock : &SystemClock();
   ASSIGN_OR_RETURN(impl->store, db::Store::Open(options.db_path));
   if (options.fault_db_growth_pages > 0) {
     RETURN_IF_ERROR(impl->store->LimitGrowthForTesting(options.fault_db_growth_pages));
@@ -620,11 +798,11 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(
   ASSIGN_OR_RETURN(auto read_db, db::Database::Open(options.db_path, db::OpenMode::kReadWrite));
   impl->reader = std::make_unique<Reader>(std::move(read_db));
   ASSIGN_OR_RETURN(impl->scheduler,
-                   Scheduler::Create(impl->store.get(), &SystemClock(), options.scheduler));
+                   Scheduler::Create(impl->store.get(), impl->clock, options.scheduler));
   ASSIGN_OR_RETURN(auto auth_db, db::Database::Open(options.db_path, db::OpenMode::kReadWrite));
   // Beyond loopback, tokens are always required.
   const bool require_tokens = options.require_tokens || !options.IsLoopback();
-  impl->auth = std::make_unique<Authenticator>(std::move(auth_db), require_tokens,
+  impl->auth = std::make_unique<Authenticator>(std::move(auth_db), impl->clock, require_tokens,
                                                options.session_calls_per_second,
                                                std::max(50.0, options.session_calls_per_second));
   impl->agent_service = std::make_unique<AgentServiceImpl>(impl->scheduler.get(),
@@ -661,6 +839,11 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(
     return absl::UnavailableError(
         absl::StrCat("cannot listen on ", options.listen, " (address in use or not local?)"));
   }
+  if (auto* health = impl->server->GetHealthCheckService()) {
+    for (const char* service : {"", "ladder.v1.AgentService", "ladder.v1.AdminService"}) {
+      health->SetServingStatus(service, true);
+    }
+  }
   impl->reaper = std::thread([raw = impl.get()] { raw->ReaperLoop(); });
   spdlog::info("coordinator listening on {} (database {}, {}, tokens {})",
                options.listen.substr(0, options.listen.rfind(':')) + ":" +
@@ -690,6 +873,7 @@ void Coordinator::Wait() {
 void Coordinator::Shutdown() noexcept {
   if (!impl_) return;
   if (impl_->stopping.exchange(true)) return;
+  if (auto* health = impl_->server->GetHealthCheckService()) health->Shutdown();
   impl_->scheduler->Shutdown();
   // Long polls are answered first, so the server's drain does not wait for them; reports
   // already queued are written (and acknowledged) before the server stops.

@@ -8,6 +8,8 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "ladder/runner/validate.h"
 #include "absl/strings/str_split.h"
 #include "ladder/coordinator/locate.h"
 #include "ladder/stats/ratio.h"
@@ -58,6 +60,32 @@ bool HasFeature(const nlohmann::json& features, const std::string& name) {
   if (!features.is_array()) return false;
   return std::any_of(features.begin(), features.end(),
                      [&](const nlohmann::json& f) { return f.is_string() && f == name; });
+}
+
+// Why `session` cannot take units of a `runner` matrix with `req` ("" when it can).
+std::string Unmet(const std::string& runner, const matrices::Requirements& req,
+                  const db::SessionRow& session) {
+  const auto& features = session.features;
+  if (!HasFeature(features, runner)) return absl::StrCat("no ", runner, " runner");
+  for (const auto& f : req.features) {
+    if (!HasFeature(features, f)) return absl::StrCat("no feature ", f);
+  }
+  const std::string vendor = absl::AsciiStrToLower(req.gpu_vendor);
+  const bool needs_gpu = (!vendor.empty() && vendor != "any") || !req.gpu_name_glob.empty() ||
+                         req.gpu_count > 0 || req.min_gpu_memory_mib > 0;
+  if (!needs_gpu) return "";
+  int matching = 0;
+  for (const auto& gpu : session.gpus) {
+    if (!vendor.empty() && vendor != "any" && absl::AsciiStrToLower(gpu.vendor) != vendor) continue;
+    if (!req.gpu_name_glob.empty() &&
+        fnmatch(req.gpu_name_glob.c_str(), gpu.name.c_str(), FNM_CASEFOLD) != 0) {
+      continue;
+    }
+    if (gpu.memory_mib < req.min_gpu_memory_mib) continue;
+    ++matching;
+  }
+  if (matching >= std::max(1, req.gpu_count)) return "";
+  return session.gpus.empty() ? "no GPU" : absl::StrCat(matching, " matching GPUs");
 }
 
 }  // namespace
@@ -158,8 +186,11 @@ absl::StatusOr<SubmitResult> Scheduler::Validate(const std::string& yaml,
                    matrices::ParseMatrix(yaml, filename.empty() ? "<matrix>" : filename,
                                          parse_options));
   ASSIGN_OR_RETURN(matrices::Expansion expansion, matrices::Expand(matrix, parse_options));
-  return SubmitResult{0, static_cast<int64_t>(expansion.cells.size()),
-                      static_cast<int64_t>(expansion.units.size()), matrix.name};
+  RETURN_IF_ERROR(runner::ValidateMatrix(matrix, expansion, runners()));
+  SubmitResult result{0, static_cast<int64_t>(expansion.cells.size()),
+                      static_cast<int64_t>(expansion.units.size()), matrix.name, ""};
+  result.warning = UnmetRequirements(matrix.runner, matrix.requirements);
+  return result;
 }
 
 absl::StatusOr<SubmitResult> Scheduler::Submit(const std::string& yaml,
@@ -170,6 +201,7 @@ absl::StatusOr<SubmitResult> Scheduler::Submit(const std::string& yaml,
                    matrices::ParseMatrix(yaml, filename.empty() ? "<matrix>" : filename,
                                          parse_options));
   ASSIGN_OR_RETURN(matrices::Expansion expansion, matrices::Expand(matrix, parse_options));
+  RETURN_IF_ERROR(runner::ValidateMatrix(matrix, expansion, runners()));
   if (matrix.metric.empty()) matrix.metric = matrix.runner == "engine" ? "decode_tok_s" : "time_us";
   ASSIGN_OR_RETURN(int64_t run_id,
                    store_->CreateRun(yaml, matrix, expansion, clock_->NowMs()));
@@ -190,7 +222,8 @@ absl::StatusOr<SubmitResult> Scheduler::Submit(const std::string& yaml,
   }
   work_available_.notify_all();
   return SubmitResult{run_id, static_cast<int64_t>(expansion.cells.size()),
-                      static_cast<int64_t>(expansion.units.size()), matrix.name};
+                      static_cast<int64_t>(expansion.units.size()), matrix.name,
+                      UnmetRequirements(matrix.runner, matrix.requirements)};
 }
 
 absl::Status Scheduler::RegisterSession(const db::SessionRow& session) {
@@ -225,27 +258,83 @@ void Scheduler::TouchLocked(const std::string& session_id) {
 }
 
 bool Scheduler::Matches(const RunState& run, const SessionState& session) const {
-  const auto& features = session.row.features;
-  if (!HasFeature(features, run.row.runner)) return false;
-  for (const auto& f : run.requirements.features) {
-    if (!HasFeature(features, f)) return false;
-  }
-  const auto& req = run.requirements;
-  const std::string vendor = absl::AsciiStrToLower(req.gpu_vendor);
-  const bool needs_gpu = (!vendor.empty() && vendor != "any") || !req.gpu_name_glob.empty() ||
-                         req.gpu_count > 0 || req.min_gpu_memory_mib > 0;
-  if (!needs_gpu) return true;
-  int matching = 0;
-  for (const auto& gpu : session.row.gpus) {
-    if (!vendor.empty() && vendor != "any" && absl::AsciiStrToLower(gpu.vendor) != vendor) continue;
-    if (!req.gpu_name_glob.empty() &&
-        fnmatch(req.gpu_name_glob.c_str(), gpu.name.c_str(), FNM_CASEFOLD) != 0) {
-      continue;
+  return Unmet(run.row.runner, run.requirements, session.row).empty();
+}
+
+db::MetricCheck Scheduler::MetricCheck() const {
+  const runner::RunnerSchemas* schemas = &runners();
+  return [schemas](const std::string& runner, const std::string& metric,
+                   const std::string& unit) -> std::string {
+    const runner::RunnerSchema* schema = schemas->Find(runner);
+    if (schema == nullptr) return absl::StrCat("no runner named ", runner);
+    const runner::MetricSpec* spec = schema->FindMetric(metric);
+    if (spec == nullptr) {
+      return absl::StrCat("the ", runner, " runner reports no metric named \"",
+                          runner::IsValidMetricName(metric) ? metric : "(invalid name)", "\"");
     }
-    if (gpu.memory_mib < req.min_gpu_memory_mib) continue;
-    ++matching;
+    if (spec->unit != unit) {
+      return absl::StrCat("metric ", metric, " is reported in ", spec->unit,
+                          "; this record names another unit");
+    }
+    return "";
+  };
+}
+
+const runner::RunnerSchemas& Scheduler::runners() const {
+  return options_.runners != nullptr ? *options_.runners : runner::BuiltinMetricSchemas();
+}
+
+std::string Scheduler::UnmetLocked(const std::string& runner,
+                                   const matrices::Requirements& requirements) const {
+  int connected = 0;
+  std::map<std::string, int> reasons;  // reason -> sessions failing for it
+  for (const auto& [id, session] : sessions_) {
+    if (session.lost || session.row.state != "active") continue;
+    ++connected;
+    const std::string why = Unmet(runner, requirements, session.row);
+    if (why.empty()) return "";
+    ++reasons[why];
   }
-  return matching >= std::max(1, req.gpu_count);
+  std::vector<std::string> wanted;
+  if (!requirements.gpu_vendor.empty() && requirements.gpu_vendor != "any") {
+    wanted.push_back(absl::StrCat("gpu_vendor=", requirements.gpu_vendor));
+  }
+  if (!requirements.gpu_name_glob.empty()) {
+    wanted.push_back(absl::StrCat("gpu_name=", requirements.gpu_name_glob));
+  }
+  if (requirements.gpu_count > 0) wanted.push_back(absl::StrCat("gpu_count>=", requirements.gpu_count));
+  if (requirements.min_gpu_memory_mib > 0) {
+    wanted.push_back(absl::StrCat("gpu memory>=", requirements.min_gpu_memory_mib, " MiB"));
+  }
+  for (const auto& f : requirements.features) wanted.push_back(absl::StrCat("feature ", f));
+  wanted.push_back(absl::StrCat("the ", runner, " runner"));
+  std::string most_common;
+  int most = 0;
+  for (const auto& [why, n] : reasons) {
+    if (n > most) most = n, most_common = why;
+  }
+  return absl::StrCat("waiting for an agent with ", absl::StrJoin(wanted, ", "), "; ", connected,
+                      connected == 1 ? " agent" : " agents", " connected, none match",
+                      most_common.empty() ? "" : absl::StrCat(" (", most_common, ")"));
+}
+
+std::string Scheduler::UnmetRequirements(const std::string& runner,
+                                         const matrices::Requirements& requirements) const {
+  std::lock_guard lock(mu_);
+  return UnmetLocked(runner, requirements);
+}
+
+std::string Scheduler::WhyWaiting(int64_t run_id) const {
+  std::lock_guard lock(mu_);
+  auto run = runs_.find(run_id);
+  if (run == runs_.end() || run->second.queued.empty()) return "";
+  return UnmetLocked(run->second.row.runner, run->second.requirements);
+}
+
+int Scheduler::LiveAttemptsOf(const std::string& session_id) const {
+  std::lock_guard lock(mu_);
+  auto it = live_by_session_.find(session_id);
+  return it == live_by_session_.end() ? 0 : static_cast<int>(it->second.size());
 }
 
 absl::StatusOr<std::optional<Lease>> Scheduler::TryLeaseLocked(const std::string& session_id) {
@@ -426,7 +515,8 @@ absl::StatusOr<db::ReportOutcome> Scheduler::Report(
   }
   // The store call happens outside the lock: it is the slow part, and liveness only matters
   // at the instant of the snapshot (a lease that expires meanwhile was live when measured).
-  return store_->Report(session_id, measurements, evidence, live, clock_->NowMs());
+  return store_->Report(session_id, measurements, evidence, live, MetricCheck(),
+                        clock_->NowMs());
 }
 
 std::vector<absl::StatusOr<db::ReportOutcome>> Scheduler::ReportBatch(
@@ -451,7 +541,7 @@ std::vector<absl::StatusOr<db::ReportOutcome>> Scheduler::ReportBatch(
       known_index.push_back(i);
     }
   }
-  auto stored = store_->ReportBatch(known, clock_->NowMs());
+  auto stored = store_->ReportBatch(known, MetricCheck(), clock_->NowMs());
   for (size_t k = 0; k < known.size(); ++k) results[known_index[k]] = std::move(stored[k]);
   return results;
 }
@@ -481,9 +571,34 @@ std::vector<absl::StatusOr<FinishResult>> Scheduler::FinishBatch(
         continue;
       }
       TouchLocked(f.session_id);
+      if (f.measurement_count < 0 || f.evidence_count < 0) {
+        results[i] = absl::InvalidArgumentError(
+            "measurement_count and evidence_count must not be negative");
+        continue;
+      }
+      if (f.failure_reason.size() > 4096) {
+        results[i] = absl::InvalidArgumentError("failure_reason: at most 4096 bytes");
+        continue;
+      }
       auto it = live_.find(f.attempt_id);
-      if (it == live_.end() || it->second.session_id != f.session_id ||
-          !seen.insert(f.attempt_id).second) {
+      if (it != live_.end() && it->second.session_id != f.session_id) {
+        results[i] = absl::PermissionDeniedError(absl::StrCat(
+            "attempt ", f.attempt_id, " was leased to another session"));
+        continue;
+      }
+      if (it == live_.end()) {
+        auto design = store_->LoadAttemptDesign(f.attempt_id);
+        if (!design.ok()) {
+          results[i] = design.status();
+          continue;
+        }
+        if (design->session_id != f.session_id) {
+          results[i] = absl::PermissionDeniedError(absl::StrCat(
+              "attempt ", f.attempt_id, " was leased to another session"));
+          continue;
+        }
+      }
+      if (it == live_.end() || !seen.insert(f.attempt_id).second) {
         results[i] = FinishResult{
             false, absl::StrCat("attempt ", f.attempt_id,
                                 " is not a live lease of this session (expired, cancelled or "
@@ -502,19 +617,40 @@ std::vector<absl::StatusOr<FinishResult>> Scheduler::FinishBatch(
         }
         continue;
       }
-      auto counts = store_->CountResults(f.attempt_id);
-      if (!counts.ok()) {
-        results[i] = counts.status();
+      const int64_t unit_id = it->second.unit_id;
+      // The design decides completeness: every (cell, process, round) of the unit holds each
+      // metric its runner requires. The agent's announced counts only say "not yet".
+      const UnitState& unit = units_.at(unit_id);
+      const RunState& run = runs_.at(unit.row.run_id);
+      std::vector<std::string> required;
+      if (const runner::RunnerSchema* schema = runners().Find(run.row.runner)) {
+        for (const auto& m : schema->metrics) {
+          if (m.required) required.push_back(m.name);
+        }
+      }
+      auto fill = store_->CountResults(f.attempt_id, required);
+      if (!fill.ok()) {
+        results[i] = fill.status();
         continue;
       }
-      if (counts->first < f.measurement_count || counts->second < f.evidence_count) {
+      if (fill->measurements < f.measurement_count || fill->evidence < f.evidence_count) {
         results[i] = absl::FailedPreconditionError(absl::StrCat(
-            "attempt ", f.attempt_id, ": ", counts->first, " of ", f.measurement_count,
-            " measurements and ", counts->second, " of ", f.evidence_count,
+            "attempt ", f.attempt_id, ": ", fill->measurements, " of ", f.measurement_count,
+            " measurements and ", fill->evidence, " of ", f.evidence_count,
             " evidence records stored; report the rest first"));
         continue;
       }
-      const int64_t unit_id = it->second.unit_id;
+      const int64_t expected = static_cast<int64_t>(unit.row.cell_ids.size()) *
+                               run.row.processes * run.row.rounds *
+                               static_cast<int64_t>(required.size());
+      if (fill->required_filled < expected) {
+        results[i] = absl::FailedPreconditionError(absl::StrCat(
+            "attempt ", f.attempt_id, ": ", fill->required_filled, " of ", expected,
+            " slots of the design filled (", unit.row.cell_ids.size(), " cells x ",
+            run.row.processes, " processes x ", run.row.rounds, " rounds x ", required.size(),
+            " required metrics); report the rest, or finish it as failed"));
+        continue;
+      }
       done.push_back(db::Store::AttemptDone{f.attempt_id, unit_id, units_.at(unit_id).row.attempts});
       done_index.push_back(i);
     }

@@ -213,6 +213,54 @@ DROP TABLE adaptive_decisions;
 ALTER TABLE adaptive_decisions_v4 RENAME TO adaptive_decisions;
 CREATE INDEX adaptive_decisions_by_line ON adaptive_decisions(run_id, option, group_key);
 )sql",
+      // v5: the design decides what is stored. A (attempt, cell, process, round, metric) slot
+      // holds one value. Rows an earlier coordinator took outside the design (a second value in
+      // a filled slot, a cell outside the attempt's unit, a process or round outside the run's
+      // replication, an infinite value) move to measurements_refused, kept for forensics, so
+      // that valid_measurements holds only the design's slots.
+      R"sql(
+CREATE TABLE measurements_refused (
+  id           INTEGER PRIMARY KEY,
+  uuid         TEXT NOT NULL,
+  run_id       INTEGER NOT NULL,
+  cell_id      INTEGER NOT NULL,
+  attempt_id   INTEGER NOT NULL,
+  session_id   TEXT NOT NULL,
+  process      INTEGER NOT NULL,
+  round        INTEGER NOT NULL,
+  metric       TEXT NOT NULL,
+  value        REAL,
+  unit         TEXT NOT NULL,
+  measured_at  INTEGER NOT NULL,
+  received_at  INTEGER NOT NULL,
+  stale        INTEGER NOT NULL,
+  reason       TEXT NOT NULL              -- why v5 moved it here
+) STRICT;
+CREATE TEMP TABLE v5_refused(id INTEGER PRIMARY KEY, reason TEXT NOT NULL);
+INSERT OR IGNORE INTO v5_refused
+  SELECT m.id, 'outside the design' FROM measurements m
+  JOIN attempts a ON a.id = m.attempt_id JOIN units u ON u.id = a.unit_id
+  JOIN runs r ON r.id = u.run_id
+  WHERE m.process < 0 OR m.process >= r.processes OR m.round < 0 OR m.round >= r.rounds
+     OR m.value > 1.7976931348623157e308 OR m.value < -1.7976931348623157e308
+     OR NOT EXISTS (SELECT 1 FROM unit_cells uc WHERE uc.unit_id = u.id
+                                                    AND uc.cell_id = m.cell_id);
+INSERT OR IGNORE INTO v5_refused
+  SELECT m.id, 'second value in a filled slot' FROM measurements m
+  WHERE m.id NOT IN (SELECT id FROM v5_refused) AND EXISTS (
+    SELECT 1 FROM measurements o WHERE o.attempt_id = m.attempt_id AND o.cell_id = m.cell_id
+      AND o.process = m.process AND o.round = m.round AND o.metric = m.metric AND o.id < m.id
+      AND o.id NOT IN (SELECT id FROM v5_refused));
+INSERT INTO measurements_refused
+  SELECT m.id, m.uuid, m.run_id, m.cell_id, m.attempt_id, m.session_id, m.process, m.round,
+         m.metric, m.value, m.unit, m.measured_at, m.received_at, m.stale, v.reason
+  FROM measurements m JOIN v5_refused v ON v.id = m.id;
+DELETE FROM measurements WHERE id IN (SELECT id FROM v5_refused);
+DROP TABLE v5_refused;
+DROP INDEX measurements_by_attempt;
+CREATE UNIQUE INDEX measurements_slot
+  ON measurements(attempt_id, cell_id, process, round, metric);
+)sql",
   };
   return migrations;
 }

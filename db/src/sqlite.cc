@@ -3,13 +3,13 @@
 #include <string>
 #include <unordered_map>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 
 namespace ladder::db {
 namespace {
 
-absl::Status SqliteError(sqlite3* db, std::string_view what, int rc) {
-  std::string message = absl::StrCat(std::string(what), ": ", db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+absl::Status SqliteErrorStatus(std::string message, int rc) {
   switch (rc & 0xff) {
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
@@ -26,6 +26,13 @@ absl::Status SqliteError(sqlite3* db, std::string_view what, int rc) {
     default:
       return absl::InternalError(message);
   }
+}
+
+absl::Status SqliteError(sqlite3* db, std::string_view what, int rc) {
+  absl::Status status = SqliteErrorStatus(
+      absl::StrCat(std::string(what), ": ", db ? sqlite3_errmsg(db) : sqlite3_errstr(rc)), rc);
+  status.SetPayload(kSqliteErrorPayload, absl::Cord(std::string(sqlite3_errstr(rc))));
+  return status;
 }
 
 }  // namespace

@@ -2,7 +2,9 @@
 
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <cmath>
+#include <optional>
 #include <map>
 #include <set>
 
@@ -451,17 +453,17 @@ absl::StatusOr<ReportOutcome> Store::Report(const std::string& session_id,
                                             const std::vector<MeasurementIn>& measurements,
                                             const std::vector<EvidenceIn>& evidence,
                                             const std::vector<int64_t>& live_attempts,
-                                            int64_t now_ms) {
+                                            const MetricCheck& check, int64_t now_ms) {
   std::lock_guard lock(mu_);
   ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(*db_));
-  ASSIGN_OR_RETURN(ReportOutcome outcome,
-                   ReportLocked(session_id, measurements, evidence, live_attempts, now_ms));
+  ASSIGN_OR_RETURN(ReportOutcome outcome, ReportLocked(session_id, measurements, evidence,
+                                                       live_attempts, check, now_ms));
   RETURN_IF_ERROR(tx.Commit());
   return outcome;
 }
 
 std::vector<absl::StatusOr<ReportOutcome>> Store::ReportBatch(
-    const std::vector<ReportIn>& reports, int64_t now_ms) {
+    const std::vector<ReportIn>& reports, const MetricCheck& check, int64_t now_ms) {
   std::vector<absl::StatusOr<ReportOutcome>> results;
   results.reserve(reports.size());
   auto fail_all = [&](const absl::Status& status) {
@@ -475,7 +477,7 @@ std::vector<absl::StatusOr<ReportOutcome>> Store::ReportBatch(
   for (const ReportIn& report : reports) {
     if (auto s = db.Exec("SAVEPOINT report"); !s.ok()) return fail_all(s);
     auto outcome = ReportLocked(report.session_id, report.measurements, report.evidence,
-                                report.live_attempts, now_ms);
+                                report.live_attempts, check, now_ms);
     if (!outcome.ok()) {
       // After some errors (a full disk, I/O) SQLite has already rolled back the whole
       // transaction: then every report of the batch shares this one's fate.
@@ -488,54 +490,141 @@ std::vector<absl::StatusOr<ReportOutcome>> Store::ReportBatch(
   return results;
 }
 
+bool AttemptDesign::HasCell(int64_t cell_id) const {
+  return std::binary_search(cell_ids.begin(), cell_ids.end(), cell_id);
+}
+
+absl::StatusOr<AttemptDesign> Store::LoadAttemptDesign(int64_t attempt_id) {
+  std::lock_guard lock(mu_);
+  return LoadAttemptDesignLocked(attempt_id);
+}
+
+absl::StatusOr<AttemptDesign> Store::LoadAttemptDesignLocked(int64_t attempt_id) {
+  Database& db = *db_;
+  ASSIGN_OR_RETURN(Statement* lookup, db.Cached(
+      "SELECT a.session_id, u.run_id, u.id, r.runner, r.processes, r.rounds "
+      "FROM attempts a JOIN units u ON u.id = a.unit_id JOIN runs r ON r.id = u.run_id "
+      "WHERE a.id = ?1"));
+  lookup->Reset();
+  lookup->Bind(1, attempt_id);
+  ASSIGN_OR_RETURN(bool row, lookup->Step());
+  if (!row) return absl::NotFoundError(absl::StrCat("unknown attempt ", attempt_id));
+  AttemptDesign design;
+  design.attempt_id = attempt_id;
+  design.session_id = lookup->Text(0);
+  design.run_id = lookup->Int(1);
+  design.unit_id = lookup->Int(2);
+  design.runner = lookup->Text(3);
+  design.processes = static_cast<int>(lookup->Int(4));
+  design.rounds = static_cast<int>(lookup->Int(5));
+  lookup->Reset();
+  ASSIGN_OR_RETURN(Statement* cells,
+                   db.Cached("SELECT cell_id FROM unit_cells WHERE unit_id = ?1"));
+  cells->Reset();
+  cells->Bind(1, design.unit_id);
+  while (true) {
+    ASSIGN_OR_RETURN(bool more, cells->Step());
+    if (!more) break;
+    design.cell_ids.push_back(cells->Int(0));
+  }
+  cells->Reset();
+  std::sort(design.cell_ids.begin(), design.cell_ids.end());
+  return design;
+}
+
+namespace {
+
+// Why a record's coordinates fall outside its attempt's design ("" when they do not).
+std::string OutsideDesign(const AttemptDesign& design, int64_t cell_id, int process,
+                          std::optional<int> round) {
+  if (!design.HasCell(cell_id)) {
+    return absl::StrCat("cell ", cell_id, " is not a cell of attempt ", design.attempt_id,
+                        "'s unit");
+  }
+  if (process < 0 || process >= design.processes) {
+    return absl::StrCat("process ", process, " is outside the design (0..",
+                        design.processes - 1, ")");
+  }
+  if (round.has_value() && (*round < 0 || *round >= design.rounds)) {
+    return absl::StrCat("round ", *round, " is outside the design (0..", design.rounds - 1,
+                        ")");
+  }
+  return "";
+}
+
+}  // namespace
+
 absl::StatusOr<ReportOutcome> Store::ReportLocked(const std::string& session_id,
                                                   const std::vector<MeasurementIn>& measurements,
                                                   const std::vector<EvidenceIn>& evidence,
                                                   const std::vector<int64_t>& live_attempts,
-                                                  int64_t now_ms) {
+                                                  const MetricCheck& check, int64_t now_ms) {
   Database& db = *db_;
   ReportOutcome outcome;
 
-  // Resolve each named attempt once: its owner and run, and whether it is live for the session.
+  // Resolve each named attempt once: its design, and whether it is live for the session.
   struct AttemptInfo {
-    bool owned = false;
+    bool known = false;
     bool live = false;
-    int64_t run_id = 0;
+    AttemptDesign design;
   };
   std::map<int64_t, AttemptInfo> attempts;
   const std::set<int64_t> live(live_attempts.begin(), live_attempts.end());
-  ASSIGN_OR_RETURN(Statement* lookup, db.Cached(
-      "SELECT a.session_id, u.run_id FROM attempts a JOIN units u ON u.id = a.unit_id "
-      "WHERE a.id = ?1"));
-  auto resolve = [&](int64_t attempt_id) -> absl::StatusOr<AttemptInfo> {
+  auto resolve = [&](int64_t attempt_id) -> absl::StatusOr<const AttemptInfo*> {
     auto it = attempts.find(attempt_id);
-    if (it != attempts.end()) return it->second;
+    if (it != attempts.end()) return &it->second;
     AttemptInfo info;
-    lookup->Reset();
-    lookup->Bind(1, attempt_id);
-    ASSIGN_OR_RETURN(bool row, lookup->Step());
-    if (row && lookup->Text(0) == session_id) {
-      info.owned = true;
-      info.run_id = lookup->Int(1);
+    auto design = LoadAttemptDesignLocked(attempt_id);
+    if (design.ok()) {
+      if (design->session_id != session_id) {
+        return absl::PermissionDeniedError(absl::StrCat(
+            "attempt ", attempt_id, " was leased to another session; a session reports only "
+            "its own attempts"));
+      }
+      info.known = true;
       info.live = live.count(attempt_id) > 0;
+      info.design = std::move(*design);
+    } else if (design.status().code() != absl::StatusCode::kNotFound) {
+      return design.status();
     }
-    attempts[attempt_id] = info;
-    return info;
+    return &attempts.emplace(attempt_id, std::move(info)).first->second;
+  };
+  auto refuse = [&](const std::string& uuid, std::string reason) {
+    outcome.refused.push_back(RefusedRecord{uuid, std::move(reason)});
   };
 
   ASSIGN_OR_RETURN(Statement* insert, db.Cached(
       "INSERT INTO measurements(uuid, run_id, cell_id, attempt_id, session_id, process, round, "
       "metric, value, unit, measured_at, received_at, stale) "
-      "VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13) ON CONFLICT(uuid) DO NOTHING"));
+      "VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13) ON CONFLICT DO NOTHING"));
+  // After an insert that did nothing: the same record again (acknowledged), or another record
+  // in a filled slot or under a used uuid (refused).
+  ASSIGN_OR_RETURN(Statement* by_uuid, db.Cached(
+      "SELECT attempt_id, cell_id, process, round, metric FROM measurements WHERE uuid = ?1"));
   for (const auto& m : measurements) {
-    ASSIGN_OR_RETURN(AttemptInfo info, resolve(m.attempt_id));
-    if (!info.owned) {
-      outcome.refused.push_back(m.uuid);
+    ASSIGN_OR_RETURN(const AttemptInfo* info, resolve(m.attempt_id));
+    if (!info->known) {
+      refuse(m.uuid, absl::StrCat("unknown attempt ", m.attempt_id));
       continue;
+    }
+    if (std::string why = OutsideDesign(info->design, m.cell_id, m.process, m.round);
+        !why.empty()) {
+      refuse(m.uuid, std::move(why));
+      continue;
+    }
+    if (!std::isfinite(m.value)) {
+      refuse(m.uuid, absl::StrCat("value of ", m.metric, " is not finite"));
+      continue;
+    }
+    if (check) {
+      if (std::string why = check(info->design.runner, m.metric, m.unit); !why.empty()) {
+        refuse(m.uuid, std::move(why));
+        continue;
+      }
     }
     insert->Reset();
     insert->Bind(1, m.uuid)
-        .Bind(2, info.run_id)
+        .Bind(2, info->design.run_id)
         .Bind(3, m.cell_id)
         .Bind(4, m.attempt_id)
         .Bind(5, session_id)
@@ -546,23 +635,54 @@ absl::StatusOr<ReportOutcome> Store::ReportLocked(const std::string& session_id,
         .Bind(10, m.unit)
         .Bind(11, m.measured_at)
         .Bind(12, now_ms)
-        .Bind(13, info.live ? 0 : 1);
+        .Bind(13, info->live ? 0 : 1);
     RETURN_IF_ERROR(insert->Run());
+    if (db.Changes() == 0) {
+      by_uuid->Reset();
+      by_uuid->Bind(1, m.uuid);
+      ASSIGN_OR_RETURN(bool found, by_uuid->Step());
+      const bool same = found && by_uuid->Int(0) == m.attempt_id &&
+                        by_uuid->Int(1) == m.cell_id && by_uuid->Int(2) == m.process &&
+                        by_uuid->Int(3) == m.round && by_uuid->Text(4) == m.metric;
+      by_uuid->Reset();
+      if (!same) {
+        refuse(m.uuid, found ? "uuid already used by another record"
+                             : absl::StrCat("slot already filled: attempt ", m.attempt_id,
+                                            " cell ", m.cell_id, " process ", m.process,
+                                            " round ", m.round, " ", m.metric,
+                                            " has a value under another uuid"));
+        continue;
+      }
+    }
     outcome.stored.push_back(m.uuid);
-    if (!info.live) outcome.stale.push_back(m.uuid);
+    if (!info->live) outcome.stale.push_back(m.uuid);
   }
   ASSIGN_OR_RETURN(Statement* insert_evidence, db.Cached(
       "INSERT INTO evidence(uuid, run_id, cell_id, attempt_id, session_id, process, kind, value, "
       "recorded_at, stale) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10) ON CONFLICT(uuid) DO NOTHING"));
   for (const auto& e : evidence) {
-    ASSIGN_OR_RETURN(AttemptInfo info, resolve(e.attempt_id));
-    if (!info.owned) {
-      outcome.refused.push_back(e.uuid);
+    ASSIGN_OR_RETURN(const AttemptInfo* info, resolve(e.attempt_id));
+    if (!info->known) {
+      refuse(e.uuid, absl::StrCat("unknown attempt ", e.attempt_id));
+      continue;
+    }
+    if (std::string why = OutsideDesign(info->design, e.cell_id, e.process, std::nullopt);
+        !why.empty()) {
+      refuse(e.uuid, std::move(why));
+      continue;
+    }
+    if (e.value_json.size() > kMaxEvidenceJsonBytes) {
+      refuse(e.uuid, absl::StrCat("evidence is ", e.value_json.size(), " bytes; at most ",
+                                  kMaxEvidenceJsonBytes, " are kept"));
+      continue;
+    }
+    if (!nlohmann::json::accept(e.value_json)) {
+      refuse(e.uuid, "evidence value_json is not valid JSON");
       continue;
     }
     insert_evidence->Reset();
     insert_evidence->Bind(1, e.uuid)
-        .Bind(2, info.run_id)
+        .Bind(2, info->design.run_id)
         .Bind(3, e.cell_id)
         .Bind(4, e.attempt_id)
         .Bind(5, session_id)
@@ -570,23 +690,41 @@ absl::StatusOr<ReportOutcome> Store::ReportLocked(const std::string& session_id,
         .Bind(7, e.kind)
         .Bind(8, e.value_json)
         .Bind(9, e.recorded_at)
-        .Bind(10, info.live ? 0 : 1);
+        .Bind(10, info->live ? 0 : 1);
     RETURN_IF_ERROR(insert_evidence->Run());
     outcome.stored.push_back(e.uuid);
-    if (!info.live) outcome.stale.push_back(e.uuid);
+    if (!info->live) outcome.stale.push_back(e.uuid);
   }
   return outcome;
 }
 
-absl::StatusOr<std::pair<int64_t, int64_t>> Store::CountResults(int64_t attempt_id) {
+absl::StatusOr<AttemptFill> Store::CountResults(int64_t attempt_id,
+                                                const std::vector<std::string>& required_metrics) {
   std::lock_guard lock(mu_);
   ASSIGN_OR_RETURN(Statement* stmt, db_->Cached(
-      "SELECT (SELECT COUNT(*) FROM measurements WHERE attempt_id = ?1), "
-      "(SELECT COUNT(*) FROM evidence WHERE attempt_id = ?1)"));
+      "SELECT (SELECT COUNT(*) FROM measurements WHERE attempt_id = ?1 AND stale = 0), "
+      "(SELECT COUNT(*) FROM evidence WHERE attempt_id = ?1 AND stale = 0)"));
+  stmt->Reset();
   stmt->Bind(1, attempt_id);
   ASSIGN_OR_RETURN(bool row, stmt->Step());
-  if (!row) return std::pair<int64_t, int64_t>{0, 0};
-  return std::pair<int64_t, int64_t>{stmt->Int(0), stmt->Int(1)};
+  AttemptFill fill;
+  if (row) {
+    fill.measurements = stmt->Int(0);
+    fill.evidence = stmt->Int(1);
+  }
+  stmt->Reset();
+  // Slots are unique (the measurements_slot index) and every stored record is inside the
+  // design, so counting a required metric's rows counts its filled slots.
+  ASSIGN_OR_RETURN(Statement* per_metric, db_->Cached(
+      "SELECT COUNT(*) FROM measurements WHERE attempt_id = ?1 AND metric = ?2 AND stale = 0"));
+  for (const auto& metric : required_metrics) {
+    per_metric->Reset();
+    per_metric->Bind(1, attempt_id).Bind(2, metric);
+    ASSIGN_OR_RETURN(bool has, per_metric->Step());
+    if (has) fill.required_filled += per_metric->Int(0);
+    per_metric->Reset();
+  }
+  return fill;
 }
 
 absl::Status Store::SetRunState(int64_t run_id, const std::string& state, int64_t now_ms) {

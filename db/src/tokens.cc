@@ -60,6 +60,13 @@ absl::StatusOr<int64_t> ParseDurationMs(const std::string& text) {
 
 absl::StatusOr<NewToken> CreateToken(Database& db, Role role, const std::string& description,
                                      int64_t expires_in_ms, int64_t now_ms) {
+  if (expires_in_ms < 0) {
+    return absl::InvalidArgumentError(
+        "a token's lifetime must be positive (or 0 for a token that never expires)");
+  }
+  if (description.size() > 1024) {
+    return absl::InvalidArgumentError("a token's description is at most 1024 bytes");
+  }
   NewToken token;
   token.info.id = RandomHex(4);
   token.info.role = role;
@@ -145,6 +152,40 @@ absl::StatusOr<TokenInfo> VerifyToken(Database& db, const std::string& plaintext
   if (info.revoked_at_ms != 0) return refused;
   if (info.expires_at_ms != 0 && info.expires_at_ms <= now_ms) return refused;
   return info;
+}
+
+absl::Status SetSessionCredential(Database& db, const std::string& session_id,
+                                  const SessionCredential& credential) {
+  ASSIGN_OR_RETURN(Statement* stmt, db.Cached(
+      "UPDATE sessions SET credential_hash = ?2, token_id = ?3 WHERE id = ?1"));
+  RETURN_IF_ERROR(stmt->Bind(1, session_id).Bind(2, credential.hash)
+                      .Bind(3, credential.token_id).Run());
+  if (db.Changes() != 1) {
+    return absl::NotFoundError(absl::StrCat("unknown session ", session_id));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<SessionCredential>> LoadSessionCredential(
+    Database& db, const std::string& session_id) {
+  ASSIGN_OR_RETURN(Statement* stmt, db.Cached(
+      "SELECT credential_hash, token_id FROM sessions WHERE id = ?1"));
+  stmt->Bind(1, session_id);
+  ASSIGN_OR_RETURN(bool row, stmt->Step());
+  if (!row || stmt->Text(0).empty()) return std::optional<SessionCredential>();
+  SessionCredential credential{stmt->Text(0), stmt->Text(1)};
+  stmt->Reset();
+  return std::optional<SessionCredential>(std::move(credential));
+}
+
+absl::StatusOr<bool> TokenRevoked(Database& db, const std::string& token_id) {
+  ASSIGN_OR_RETURN(Statement* stmt, db.Cached(
+      "SELECT COALESCE(revoked_at, 0) FROM tokens WHERE id = ?1"));
+  stmt->Bind(1, token_id);
+  ASSIGN_OR_RETURN(bool row, stmt->Step());
+  const bool revoked = !row || stmt->Int(0) != 0;
+  stmt->Reset();
+  return revoked;
 }
 
 }  // namespace ladder::db

@@ -8,12 +8,13 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "ladder/engines/recipe.h"
+#include "ladder/runner/validate.h"
 
 namespace ladder::engines {
 namespace internal {
 
 absl::Status ParamError(std::string_view engine, std::string_view name, std::string_view what) {
-  return absl::InvalidArgumentError(Cat(engine, ": parameter '", name, "': ", what));
+  return runner::ParamError(name, Cat(engine, ": parameter '", name, "': ", what));
 }
 
 namespace {

@@ -164,6 +164,9 @@ class Parser {
   absl::StatusOr<Matrix> Parse(std::string_view yaml);
 
  private:
+  static void Remember(Matrix& m, const std::string& path, const YAML::Mark& mark) {
+    if (!mark.is_null()) m.locations[path] = SourceLocation{mark.line + 1, mark.column + 1};
+  }
   absl::Status Error(const YAML::Mark& mark, std::string_view path, std::string_view message) const {
     std::string location = filename_;
     if (!mark.is_null()) location = fmt::format("{}:{}:{}", filename_, mark.line + 1, mark.column + 1);
@@ -498,8 +501,10 @@ absl::Status Parser::ParseAxes(const Entry& entry, Matrix& m) {
       }
       rendered.push_back(std::move(text));
       axis.values.push_back(std::move(value));
+      Remember(m, item_path, mark);
     }
     axis_marks_[axis.name] = axis_entry.key_mark;
+    Remember(m, path, axis_entry.key_mark);
     m.axes.push_back(std::move(axis));
   }
   return absl::OkStatus();
@@ -518,6 +523,7 @@ absl::Status Parser::ParseFixed(const Entry& entry, Matrix& m) {
     ASSIGN_OR_RETURN(Value value, ReadValue(param.value, param.key_mark, path));
     RETURN_IF_ERROR(CheckKnownParam(param.key, value, param.where(), path));
     m.fixed[param.key] = std::move(value);
+    Remember(m, path, param.where());
   }
   // Cross-check with the axes (parsed first, whatever the key order in the document).
   for (const Entry& param : fixed) {
@@ -978,6 +984,9 @@ absl::StatusOr<Matrix> Parser::Parse(std::string_view yaml) {
 
   Matrix m;
   m.max_attempts = 3;
+  m.source_name = filename_;
+  Remember(m, "runner", find("runner")->where());
+  if (const Entry* e = find("metric")) Remember(m, "metric", e->where());
   ASSIGN_OR_RETURN(m.name, ReadString(*find("name"), "name"));
   if (!IsMatrixName(m.name)) {
     return Error(find("name")->where(), "name",

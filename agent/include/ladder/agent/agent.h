@@ -47,6 +47,10 @@ struct AgentOptions {
 
 enum class StopMode { kRelease, kFinishUnit };
 
+// What a spool file holds, per session: results and attempt endings not yet acknowledged by a
+// coordinator (`ladder agent --spool-status`). A table, or JSON when `json`.
+absl::StatusOr<std::string> DescribeSpool(const std::string& spool_path, bool json);
+
 class Agent {
  public:
   static absl::StatusOr<std::unique_ptr<Agent>> Create(const AgentOptions& options);

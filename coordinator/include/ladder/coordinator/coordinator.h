@@ -36,6 +36,9 @@ struct CoordinatorOptions {
   int64_t max_queued_report_records = 1000000;  // reports waiting for the writer; more: busy
 
   int64_t fault_db_growth_pages = 0;     // tests only: simulate a full disk after this growth
+  // The one time source of the coordinator (leases, sessions, tokens). nullptr: the system
+  // clock. Must outlive the coordinator.
+  const Clock* clock = nullptr;
 
   bool IsLoopback() const;
 

@@ -10,7 +10,9 @@
 //     the session's host is preferred, so replicates spread over hosts where the fleet allows;
 //   - a lease lasts `lease_ms` past the last heartbeat; an expired or failed attempt re-queues
 //     its unit until `max_attempts` attempts have failed, then the unit's cells fail;
-//   - a finished attempt is accepted only when every measurement it produced is stored.
+//   - a record is stored only inside its attempt's design (db::Store::Report); a finished attempt
+//     is accepted as done only when every (cell, process, round, required metric) slot of its
+//     design is filled, whatever count the agent announces.
 //
 // Thread safety: every public method is safe to call concurrently (one internal mutex; long
 // polls wait on a condition variable without holding it).
@@ -32,6 +34,7 @@
 #include "absl/status/statusor.h"
 #include "ladder/db/store.h"
 #include "ladder/matrices/matrix.h"
+#include "ladder/runner/schema.h"
 
 namespace ladder::coordinator {
 
@@ -47,6 +50,10 @@ struct SchedulerOptions {
   int lease_ms = 30000;          // a lease expires this long after its last heartbeat
   int session_lost_ms = 90000;   // a session silent this long is shown as lost
   int64_t max_cells = 100000;    // default cell cap for submissions
+  // What each runner reports and accepts. nullptr: runner::BuiltinMetricSchemas() (metrics
+  // only, no parameter checks); `ladder coordinator` passes the agent's schemas with checks, so
+  // Submit refuses exactly what `ladder validate` refuses. Must outlive the scheduler.
+  const runner::RunnerSchemas* runners = nullptr;
 };
 
 struct Lease {
@@ -66,6 +73,7 @@ struct SubmitResult {
   int64_t cells = 0;
   int64_t units = 0;
   std::string name;
+  std::string warning;  // e.g. no connected agent meets the matrix's `requires`
 };
 
 struct FinishResult {
@@ -98,6 +106,16 @@ class Scheduler {
 
   absl::Status RegisterSession(const db::SessionRow& session);
   bool KnowsSession(const std::string& session_id) const;
+  // Live attempts the session holds now.
+  int LiveAttemptsOf(const std::string& session_id) const;
+  // For a run that sits queued: why no connected session can take it ("" when one can, or the
+  // run is not waiting). E.g. "waiting for an agent with gpu_vendor=nvidia; 2 agents
+  // connected, none match".
+  std::string WhyWaiting(int64_t run_id) const;
+  // Why `requirements` of a `runner` matrix cannot be met by any connected session ("" when
+  // one matches): Submit's warning.
+  std::string UnmetRequirements(const std::string& runner,
+                                const matrices::Requirements& requirements) const;
 
   // Hands the session a unit, waiting up to `wait_ms` for one. nullopt when none came.
   absl::StatusOr<std::optional<Lease>> LeaseFor(const std::string& session_id, int wait_ms);
@@ -181,6 +199,11 @@ class Scheduler {
   absl::Status Load() ABSL_LOCKS_EXCLUDED(mu_);
   void AddRunLocked(const db::RunRow& run) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool Matches(const RunState& run, const SessionState& session) const;
+  const runner::RunnerSchemas& runners() const;
+  // Whether a metric and unit are what the runner declares (the store's record check).
+  db::MetricCheck MetricCheck() const;
+  std::string UnmetLocked(const std::string& runner, const matrices::Requirements& requirements)
+      const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<std::optional<Lease>> TryLeaseLocked(const std::string& session_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A queued unit the session may take (not in `taken`), or 0.

@@ -20,6 +20,13 @@ namespace ladder::db {
 
 enum class OpenMode { kReadWrite, kReadOnly };
 
+// Every error from SQLite carries this payload (the SQLite result text), so a server can tell
+// its own database's failures, whose messages name SQL, from the caller's mistakes.
+inline constexpr char kSqliteErrorPayload[] = "type.ladder.dev/sqlite";
+inline bool IsDatabaseError(const absl::Status& status) {
+  return status.GetPayload(kSqliteErrorPayload).has_value();
+}
+
 class Statement;
 
 class Database {

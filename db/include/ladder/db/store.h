@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -120,11 +121,39 @@ struct EvidenceIn {
   int64_t recorded_at = 0;
 };
 
+// A record the store would not take, and why (a sentence for the agent's log).
+struct RefusedRecord {
+  std::string uuid;
+  std::string reason;
+};
+
 struct ReportOutcome {
   std::vector<std::string> stored;   // stored now or before: safe to drop from the spool
   std::vector<std::string> stale;    // subset of stored: kept but marked stale
-  std::vector<std::string> refused;  // not stored (unknown attempt or another session's)
+  std::vector<RefusedRecord> refused;  // not stored, and never will be: outside the design
 };
+
+// The design an attempt was leased under: all that its records may name.
+struct AttemptDesign {
+  int64_t attempt_id = 0;
+  std::string session_id;
+  int64_t run_id = 0;
+  int64_t unit_id = 0;
+  std::string runner;
+  int processes = 1;
+  int rounds = 1;
+  std::vector<int64_t> cell_ids;  // sorted
+  bool HasCell(int64_t cell_id) const;
+};
+
+// Why a measurement's metric or unit is not one its runner declares ("" when it is). The
+// coordinator supplies it from the runner schemas (db does not know the runners).
+using MetricCheck = std::function<std::string(const std::string& runner,
+                                              const std::string& metric,
+                                              const std::string& unit)>;
+
+// Caps on what one evidence record may carry.
+inline constexpr size_t kMaxEvidenceJsonBytes = 64 * 1024;
 
 // One session's report, for Store::ReportBatch.
 struct ReportIn {
@@ -132,6 +161,13 @@ struct ReportIn {
   std::vector<MeasurementIn> measurements;
   std::vector<EvidenceIn> evidence;
   std::vector<int64_t> live_attempts;  // the session's live attempts when it reported
+};
+
+// How far an attempt's results fill its design, for Finish.
+struct AttemptFill {
+  int64_t measurements = 0;    // stored, not stale
+  int64_t evidence = 0;
+  int64_t required_filled = 0;  // (cell, process, round, metric) slots of required metrics
 };
 
 // ---- Crossover location (`locate`): rows the scheduler reads and writes ----
@@ -213,22 +249,32 @@ class Store {
   };
   absl::Status EndAttemptsDone(const std::vector<AttemptDone>& done, int64_t now_ms);
 
-  // Stores measurements and evidence in one transaction. `live_attempts` are the attempt ids
-  // that are the session's current leases; results for the session's other attempts are stored
-  // as stale; results naming an attempt of another session are refused.
+  // Stores measurements and evidence in one transaction. Only what the attempt's design asks
+  // for is stored: a record must name a cell of the leased unit, a process and round inside
+  // the run's replication, a finite value, a metric and unit `check` accepts, and a
+  // (attempt, cell, process, round, metric) slot not already filled by another record; any
+  // other record is refused with its reason. `live_attempts` are the session's current leases;
+  // results for the session's other attempts are stored as stale. A record naming another
+  // session's attempt makes the whole report PermissionDenied (nothing of it is stored).
   absl::StatusOr<ReportOutcome> Report(const std::string& session_id,
                                        const std::vector<MeasurementIn>& measurements,
                                        const std::vector<EvidenceIn>& evidence,
                                        const std::vector<int64_t>& live_attempts,
-                                       int64_t now_ms);
+                                       const MetricCheck& check, int64_t now_ms);
 
   // Group commit: the reports in one transaction, each inside its own savepoint, so one that
   // fails is rolled back alone. Results are in order; when the transaction cannot commit (a full
   // disk), every report gets that error and nothing of any of them is stored.
   std::vector<absl::StatusOr<ReportOutcome>> ReportBatch(const std::vector<ReportIn>& reports,
+                                                         const MetricCheck& check,
                                                          int64_t now_ms);
 
-  absl::StatusOr<std::pair<int64_t, int64_t>> CountResults(int64_t attempt_id);
+  // The design of an attempt; NotFound for an unknown attempt.
+  absl::StatusOr<AttemptDesign> LoadAttemptDesign(int64_t attempt_id);
+  // How many results the attempt has stored, and how many of the slots of `required_metrics`
+  // they fill.
+  absl::StatusOr<AttemptFill> CountResults(int64_t attempt_id,
+                                           const std::vector<std::string>& required_metrics);
 
   absl::Status SetRunState(int64_t run_id, const std::string& state, int64_t now_ms);
 
@@ -287,7 +333,10 @@ class Store {
                                              const std::vector<MeasurementIn>& measurements,
                                              const std::vector<EvidenceIn>& evidence,
                                              const std::vector<int64_t>& live_attempts,
-                                             int64_t now_ms) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+                                             const MetricCheck& check, int64_t now_ms)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<AttemptDesign> LoadAttemptDesignLocked(int64_t attempt_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::mutex mu_;
   std::unique_ptr<Database> db_ ABSL_GUARDED_BY(mu_);
   std::string path_;

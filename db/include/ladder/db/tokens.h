@@ -34,13 +34,28 @@ struct NewToken {
   std::string plaintext;  // show once
 };
 
-// `expires_in_ms` 0: never expires.
+// `expires_in_ms` 0: never expires; negative: InvalidArgument.
 absl::StatusOr<NewToken> CreateToken(Database& db, Role role, const std::string& description,
                                      int64_t expires_in_ms, int64_t now_ms);
 absl::StatusOr<std::vector<TokenInfo>> ListTokens(Database& db);
 absl::Status RevokeToken(Database& db, const std::string& id, int64_t now_ms);
 // Unauthenticated (never naming the secret) unless the token is known, live and unexpired.
 absl::StatusOr<TokenInfo> VerifyToken(Database& db, const std::string& plaintext, int64_t now_ms);
+
+// The credential a session was issued at Register: the SHA-256 of its secret, and the id of
+// the join token it was issued under (revoking that token ends the credential).
+struct SessionCredential {
+  std::string hash;
+  std::string token_id;
+};
+// NotFound when the session is not in the sessions table.
+absl::Status SetSessionCredential(Database& db, const std::string& session_id,
+                                  const SessionCredential& credential);
+// nullopt when the session is unknown or was never issued a credential.
+absl::StatusOr<std::optional<SessionCredential>> LoadSessionCredential(
+    Database& db, const std::string& session_id);
+// True when the token is revoked or unknown.
+absl::StatusOr<bool> TokenRevoked(Database& db, const std::string& token_id);
 
 // Random secrets and their hashes, shared with session credentials.
 std::string RandomHex(size_t bytes);

@@ -74,6 +74,12 @@ struct Locate {
   int max_sessions = 0;             // paired sessions per probe, at most (>= replicates.sessions)
 };
 
+// Where a field is written in the matrix document, 1-based.
+struct SourceLocation {
+  int line = 0;
+  int column = 0;
+};
+
 struct Matrix {
   std::string name;                  // [A-Za-z0-9_.-]+
   std::string description;
@@ -93,6 +99,11 @@ struct Matrix {
   // right after `aa_control->of`. Exclusions naming `of` on that axis also drop the A/A arm.
   std::optional<Precision> precision;
   std::optional<Locate> locate;
+  // The document the matrix was parsed from (the `filename` of ParseMatrix) and where its
+  // fields are written, by path: "runner", "metric", "fixed.NAME", "axes.NAME",
+  // "axes.NAME[i]". Lets later checks (the runners' parameter checks) report file:line:col.
+  std::string source_name;
+  std::map<std::string, SourceLocation> locations;
 };
 
 struct ParseOptions {

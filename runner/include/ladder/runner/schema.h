@@ -1,0 +1,64 @@
+// What each runner may report, declared once: the metrics a cell produces per (process, round),
+// which of them every complete attempt must fill, and the check a cell's parameters must pass.
+//
+// The coordinator stores a record only if its metric is one its runner declares, and accepts an
+// attempt as done only when every required slot of the design is filled; `ladder validate`,
+// `ladder submit` (the coordinator) and the agent refuse exactly the same cells because they all
+// call ValidateCells with the same schemas.
+//
+// Thread safety: schemas are immutable values once built; RunnerSchemas is safe to share.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/status/status.h"
+
+namespace ladder::runner {
+
+// One metric a runner reports, once per (cell, process, round).
+struct MetricSpec {
+  std::string name;   // [a-z][a-z0-9_]{0,63}
+  std::string unit;   // "us", "tok/s", "1", ...
+  bool required = true;  // false: reported only when the measurement exists (e.g. GPU clocks)
+};
+
+// InvalidArgument naming the parameter when a runner would refuse a cell's parameters.
+using ParamCheck = std::function<absl::Status(const nlohmann::json& params)>;
+
+struct RunnerSchema {
+  std::string name;  // "kernel", "engine"
+  std::vector<MetricSpec> metrics;
+  ParamCheck check_params;  // empty: any parameters (the runner checks at run time)
+
+  const MetricSpec* FindMetric(std::string_view metric) const;
+  int required_metric_count() const;
+};
+
+class RunnerSchemas {
+ public:
+  RunnerSchemas() = default;
+  explicit RunnerSchemas(std::vector<RunnerSchema> schemas);
+
+  // nullptr when no runner has that name.
+  const RunnerSchema* Find(std::string_view runner) const;
+  std::vector<std::string> names() const;
+  // Replaces the parameter check of `runner` (the agent's checks are linked in above runner/).
+  void SetParamCheck(const std::string& runner, ParamCheck check);
+
+ private:
+  std::map<std::string, RunnerSchema, std::less<>> schemas_;
+};
+
+// The metric schemas of the built-in runners (kernel, engine), without parameter checks.
+const RunnerSchemas& BuiltinMetricSchemas();
+
+// [a-z][a-z0-9_]{0,63}: safe in CSV, SQL identifiers of reports, file names and HTML.
+bool IsValidMetricName(std::string_view name);
+
+}  // namespace ladder::runner
