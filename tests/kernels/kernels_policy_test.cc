@@ -50,7 +50,7 @@ TEST(KernelPolicy, SegmentCountScalesWithSmCount) {
   const int h200 = lk::ChooseSegments(c, 4, 32768, 132);
   const int small = lk::ChooseSegments(c, 4, 32768, 56);
   const int big = lk::ChooseSegments(c, 4, 32768, 264);
-  EXPECT_EQ(h200, 66);  // 2 CTAs per SM / 4 units
+  EXPECT_EQ(h200, 64);  // 2 CTAs per SM / 4 units = 66, of which 64 get 16-key tiles
   EXPECT_LT(small, h200);
   EXPECT_GT(big, h200);
   EXPECT_GE(4 * h200, 132);  // every SM gets work
@@ -60,8 +60,14 @@ TEST(KernelPolicy, SegmentCountScalesWithSmCount) {
 
 TEST(KernelPolicy, SegmentCountScalesWithKvLength) {
   lk::PolicyConfig c;
-  EXPECT_EQ(lk::ChooseSegments(c, 4, 100, 132), 1);  // too short to split
+  EXPECT_EQ(lk::ChooseSegments(c, 4, c.min_tokens_per_segment - 1, 132), 1);  // too short to split
+  EXPECT_EQ(lk::ChooseSegments(c, 4, 100, 132), 100 / c.min_tokens_per_segment);
   EXPECT_EQ(lk::ChooseSegments(c, 4, 1024, 132), 1024 / c.min_tokens_per_segment);
+  // From 8K up the occupancy target decides, not the keys per segment.
+  EXPECT_EQ(lk::ChooseSegments(c, 4, 8192, 132), 64);
+  // No empty segment: 66 asked, 512 tiles of 16 keys give 8 each to 64 of them.
+  EXPECT_EQ(lk::ChooseSegments(c, 2, 8192, 66), 64);
+  EXPECT_EQ(lk::ChooseSegments(c, 2, 32768, 33), 33);  // 2048 tiles: 63 each, 33 segments
   EXPECT_LE(lk::ChooseSegments(c, 1, 1 << 20, 1000), c.max_segments);
   c.force_segments = 16;
   EXPECT_EQ(lk::ChooseSegments(c, 4, 100, 132), 16);

@@ -82,9 +82,13 @@ struct PolicyConfig {
   // min_tokens_per_segment keys, and never more than max_segments.
   // GPU backends replace ctas_per_sm with the kernel's occupancy (work groups that fit on one
   // multiprocessor) unless ctas_from_occupancy is false.
+  // 32 keys: at short depths the call's time is its fixed cost and the split's parallelism pays
+  // for it (H200, 1K, graph replays: head 512 1 row 9.0 us at 32 segments against 12.1 at 128
+  // keys' 8; TP=2 7.8 against 11.8; dense-256 11.9 at its occupancy's 16 against 12.8; see
+  // docs/kernels.md). From 8K up the occupancy target decides, as before.
   int ctas_per_sm = 2;
   bool ctas_from_occupancy = true;
-  int min_tokens_per_segment = 128;
+  int min_tokens_per_segment = 32;
   int max_segments = 128;
   // > 0 forces this segment count for the 3D path (tests use it to create empty segments).
   int force_segments = 0;
