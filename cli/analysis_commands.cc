@@ -11,7 +11,11 @@
 #include <memory>
 #include <sstream>
 
+#include <set>
+
+#include "analysis_common.h"
 #include "commands.h"
+#include "format.h"
 #include "ladder/analysis/analysis.h"
 #include "ladder/analysis/report.h"
 #include "ladder/analysis/verify.h"
@@ -29,6 +33,7 @@ struct AnalysisFlags {
   int steady_window = 5;
   double steady_cv_percent = 2.0;
   double cost_session = -1, cost_process = -1, cost_round = -1;
+  double threshold_percent = 2.0;
 };
 
 void AddAnalysisFlags(CLI::App* cmd, AnalysisFlags& flags, bool with_metric) {
@@ -54,6 +59,10 @@ void AddAnalysisFlags(CLI::App* cmd, AnalysisFlags& flags, bool with_metric) {
                   "optimal repeats per level)");
   cmd->add_option("--cost-process", flags.cost_process, "seconds to start a process");
   cmd->add_option("--cost-round", flags.cost_round, "seconds of one round");
+  cmd->add_option("--threshold", flags.threshold_percent,
+                  "band for verdicts on ratios, in % (default 2): slower/faster only when the "
+                  "whole interval lies beyond ±threshold, no change only when within it")
+      ->check(CLI::Range(0.0, 99.0));
 }
 
 analysis::AnalysisOptions ToOptions(const AnalysisFlags& flags) {
@@ -64,6 +73,7 @@ analysis::AnalysisOptions ToOptions(const AnalysisFlags& flags) {
                                         : analysis::WarmupPolicy::kKeepAll;
   options.steady_rule.window = static_cast<size_t>(flags.steady_window);
   options.steady_rule.max_cv = flags.steady_cv_percent / 100.0;
+  options.threshold = flags.threshold_percent / 100.0;
   if (flags.cost_session >= 0 || flags.cost_process >= 0 || flags.cost_round >= 0) {
     stats::LevelCosts costs;
     costs.session = std::max(0.0, flags.cost_session);
@@ -74,6 +84,8 @@ analysis::AnalysisOptions ToOptions(const AnalysisFlags& flags) {
   if (auto status = options.Validate(); !status.ok()) Fail(status, 2);
   return options;
 }
+
+}  // namespace
 
 std::unique_ptr<db::Database> OpenDatabase(std::string path) {
   if (path.empty()) {
@@ -95,13 +107,31 @@ std::unique_ptr<db::Database> OpenDatabase(std::string path) {
   return std::move(*database);
 }
 
-int64_t RunId(const std::string& text) {
+int64_t RunIdIn(db::Database& database, const std::string& text) {
+  if (text == "latest") {
+    auto stmt = database.Prepare("SELECT MAX(id) FROM runs");
+    if (!stmt.ok()) Fail(stmt.status());
+    auto row = stmt->Step();
+    if (!row.ok()) Fail(row.status());
+    if (!*row || stmt->IsNull(0)) Fail("latest: " + database.path() + " has no run", 2);
+    return stmt->Int(0);
+  }
   char* end = nullptr;
   const long long value = std::strtoll(text.c_str(), &end, 10);
   if (text.empty() || *end != '\0' || value <= 0) {
-    Fail("RUN: expected a run id (a positive integer), got '" + text + "'", 2);
+    Fail("RUN: expected a run id (a positive integer) or `latest`, got '" + text + "'", 2);
   }
   return value;
+}
+
+std::vector<std::string> SplitList(const std::string& text) {
+  std::vector<std::string> out;
+  std::string item;
+  std::istringstream in(text);
+  while (std::getline(in, item, ',')) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
 }
 
 // Writes through a temporary and a rename, so a failed write leaves no half-written file.
@@ -122,10 +152,85 @@ void WriteOutput(const std::string& path, const std::string& text) {
   std::cerr << "wrote " << path << "\n";
 }
 
+namespace {
+
+// A section's anchor without its run ids: "ratios-1" -> "ratios", "compare-1-2" -> "compare".
+std::string SectionName(const std::string& anchor) {
+  std::string name = anchor;
+  while (true) {
+    const size_t dash = name.rfind('-');
+    if (dash == std::string::npos) break;
+    const std::string tail = name.substr(dash + 1);
+    if (tail.empty() || tail.find_first_not_of("0123456789") != std::string::npos) break;
+    name.resize(dash);
+  }
+  return name;
+}
+
+// Words wrapped to `width` columns (UTF-8 aware enough for our text: counts code points).
+std::string Wrap(const std::string& text, size_t width) {
+  std::string out, line;
+  size_t line_width = 0;
+  auto code_points = [](const std::string& w) {
+    size_t n = 0;
+    for (unsigned char c : w) n += (c & 0xc0) != 0x80;
+    return n;
+  };
+  std::istringstream words(text);
+  std::string word;
+  while (words >> word) {
+    const size_t w = code_points(word);
+    if (line_width > 0 && line_width + 1 + w > width) {
+      out += line + "\n";
+      line.clear();
+      line_width = 0;
+    }
+    if (line_width > 0) {
+      line += ' ';
+      ++line_width;
+    }
+    line += word;
+    line_width += w;
+  }
+  if (!line.empty()) out += line + "\n";
+  return out;
+}
+
+// The report's sections for a terminal: a title, wrapped paragraphs, aligned tables. Columns
+// that are empty in every row are left out.
+std::string RenderText(const std::vector<analysis::Section>& sections,
+                       const std::set<std::string>& only) {
+  std::string out;
+  const size_t width = static_cast<size_t>(std::max(60, std::min(TerminalWidth(), 120)));
+  for (const auto& s : sections) {
+    if (!only.empty() && !only.count(SectionName(s.anchor))) continue;
+    if (!out.empty()) out += "\n";
+    out += s.title + "\n" + std::string(std::min<size_t>(s.title.size(), width), '=') + "\n";
+    for (const auto& p : s.paragraphs) out += Wrap(p, width);
+    if (s.table.header.empty()) continue;
+    std::vector<size_t> keep;
+    for (size_t c = 0; c < s.table.header.size(); ++c) {
+      bool used = false;
+      for (const auto& row : s.table.rows) used |= c < row.size() && !row[c].empty();
+      if (used) keep.push_back(c);
+    }
+    std::vector<std::string> header;
+    for (size_t c : keep) header.push_back(s.table.header[c]);
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& row : s.table.rows) {
+      std::vector<std::string> r;
+      for (size_t c : keep) r.push_back(c < row.size() ? row[c] : "");
+      rows.push_back(std::move(r));
+    }
+    out += "\n" + RenderTable(header, rows);
+  }
+  return out;
+}
+
 void AddReport(CLI::App& app) {
   struct Flags : AnalysisFlags {
     std::vector<std::string> runs;
-    std::string out, format;
+    std::string out, format, sections;
   };
   auto flags = std::make_shared<Flags>();
   auto* cmd = app.add_subcommand(
@@ -138,16 +243,21 @@ void AddReport(CLI::App& app) {
       "  ladder report 1 --db results.db -o report.html    one self-contained HTML page\n"
       "  ladder report 1 2 --db results.db --format md     the same tables in Markdown\n"
       "See docs/report.md.");
-  cmd->add_option("runs", flags->runs, "run ids (several: adds reproducibility tables)")
+  cmd->add_option("runs", flags->runs,
+                  "run ids, or `latest` for the newest run in the database (several: adds "
+                  "reproducibility and `ladder compare` tables)")
       ->required();
   cmd->add_option("-o,--output", flags->out, "write to this file (default: stdout)");
   cmd->add_option("--format", flags->format,
-                  "html, md or json (default: from the -o extension, else html)")
-      ->check(CLI::IsMember({"html", "md", "json"}));
+                  "html, md, json, or text (aligned tables for a terminal) (default: from the -o "
+                  "extension, else html)")
+      ->check(CLI::IsMember({"html", "md", "json", "text"}));
+  cmd->add_option("--sections", flags->sections,
+                  "md and text: only these sections, comma-separated (ratios, ratios-other, aa, "
+                  "ladder, locate, cells, variance, arm-session, sessions, flags, repro, compare, "
+                  "notes)");
   AddAnalysisFlags(cmd, *flags, true);
   cmd->callback([flags] {
-    std::vector<int64_t> ids;
-    for (const auto& r : flags->runs) ids.push_back(RunId(r));
     std::string format = flags->format;
     if (format.empty()) {
       const auto& o = flags->out;
@@ -161,12 +271,37 @@ void AddReport(CLI::App& app) {
     }
     const auto options = ToOptions(*flags);
     auto database = OpenDatabase(flags->db);
+    std::vector<int64_t> ids;
+    for (const auto& r : flags->runs) ids.push_back(RunIdIn(*database, r));
     auto report = analysis::BuildReport(*database, ids, options);
     if (!report.ok()) {
       Fail(report.status(), report.status().code() == absl::StatusCode::kInvalidArgument ? 2 : 1);
     }
     std::string text;
-    if (format == "md") {
+    std::set<std::string> only;
+    for (const auto& name : SplitList(flags->sections)) only.insert(name);
+    if (format == "text") {
+      text = RenderText(analysis::BuildSections(*report), only);
+    } else if (format == "md" && !only.empty()) {
+      analysis::Report empty;
+      std::string md;
+      for (const auto& s : analysis::BuildSections(*report)) {
+        if (!only.count(SectionName(s.anchor))) continue;
+        md += std::string(static_cast<size_t>(s.level), '#') + " " + s.title + "\n\n";
+        for (const auto& p : s.paragraphs) md += p + "\n\n";
+        if (s.table.header.empty()) continue;
+        auto row = [](const std::vector<std::string>& cells) {
+          std::string r = "|";
+          for (const auto& c : cells) r += " " + (c.empty() ? std::string(" ") : c) + " |";
+          return r + "\n";
+        };
+        md += row(s.table.header);
+        md += row(std::vector<std::string>(s.table.header.size(), "---"));
+        for (const auto& r : s.table.rows) md += row(r);
+        md += "\n";
+      }
+      text = md;
+    } else if (format == "md") {
       text = analysis::RenderMarkdown(*report);
     } else if (format == "json") {
       nlohmann::json j = {{"runs", nlohmann::json::array()},
@@ -176,6 +311,8 @@ void AddReport(CLI::App& app) {
       for (const auto& r : report->reproducibility) {
         j["reproducibility"].push_back(analysis::ToJson(r));
       }
+      j["comparisons"] = nlohmann::json::array();
+      for (const auto& c : report->comparisons) j["comparisons"].push_back(analysis::ToJson(c));
       text = j.dump(2) + "\n";
     } else {
       text = analysis::RenderHtml(*report);
@@ -236,6 +373,7 @@ void AddVerify(CLI::App& app) {
 void AddAnalysisCommands(CLI::App& app) {
   AddReport(app);
   AddVerify(app);
+  AddCompareCommand(app);
 }
 
 }  // namespace ladder::cli

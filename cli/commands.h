@@ -19,7 +19,7 @@ void AddClientCommands(CLI::App& app);   // validate, submit, status, watch, can
                                          // query, export
 void AddKernelsCommand(CLI::App& app);   // kernels bench | check
 void AddEngineCommand(CLI::App& app);    // engine synthetic
-void AddAnalysisCommands(CLI::App& app);  // report, verify
+void AddAnalysisCommands(CLI::App& app);  // report, verify, compare
 void AddTokenCommands(CLI::App& app);     // token create | list | revoke
 
 // Prints "error: <message>" to stderr and throws CLI::RuntimeError(exit_code).
@@ -31,6 +31,10 @@ std::string DefaultCoordinator();
 
 // Renders the JSON of db::ToJson(QueryResult) as a terminal table.
 std::string RenderQueryTable(const nlohmann::json& result);
+// The same rows as CSV, with the interval columns, values with round-trip precision
+// (query_render.cc); and db::ExportRunJson's measurements as CSV, the same way.
+std::string RenderQueryCsv(const nlohmann::json& result);
+std::string RenderExportCsv(const nlohmann::json& exported);
 
 // The demo matrix compiled into the binary (matrices/examples/demo-cpu.yaml).
 const std::string& EmbeddedDemoMatrix();

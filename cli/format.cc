@@ -123,6 +123,14 @@ std::string FormatNumber(double value) {
   return fmt::format("{:.3f}", value);
 }
 
+std::string FormatRoundTrip(double value) { return fmt::format("{}", value); }
+
+std::string FormatShortest(double value) {
+  if (std::isnan(value)) return "-";
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  return fmt::format("{:.4g}", value);
+}
+
 std::string FormatTimeMs(int64_t unix_ms) {
   if (unix_ms <= 0) return "-";
   std::time_t t = static_cast<std::time_t>(unix_ms / 1000);

@@ -17,6 +17,10 @@ bool StdoutIsTty();
 
 std::string FormatDuration(double seconds);  // "3.2 s", "4 min 10 s", "2 h 05 min"
 std::string FormatNumber(double value);      // 4 significant digits, no exponent below 1e9
+// The shortest text that reads back as exactly `value` (fmt's "{}"); "nan", "inf", "-inf".
+std::string FormatRoundTrip(double value);
+// Counts and df: "4", "2.5", "7.31" (up to 3 significant decimals, no trailing zeros).
+std::string FormatShortest(double value);
 std::string FormatTimeMs(int64_t unix_ms);   // "2026-11-29 07:40:12"
 
 // "[#########.......] 12/40 cells  done 10  leased 2  queued 28  failed 0  ETA 1 min 10 s"

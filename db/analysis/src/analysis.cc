@@ -88,6 +88,38 @@ std::string DirectionText(Direction direction) {
   return "direction unknown";
 }
 
+std::string VerdictText(stats::ChangeClass change, Direction direction) {
+  switch (change) {
+    case stats::ChangeClass::kWithin: return "no change";
+    case stats::ChangeClass::kStraddles: return "inconclusive";
+    case stats::ChangeClass::kAbove:
+      if (direction == Direction::kLowerIsBetter) return "slower";
+      if (direction == Direction::kHigherIsBetter) return "faster";
+      return "higher";
+    case stats::ChangeClass::kBelow:
+      if (direction == Direction::kLowerIsBetter) return "faster";
+      if (direction == Direction::kHigherIsBetter) return "slower";
+      return "lower";
+  }
+  return "inconclusive";
+}
+
+std::string RepeatText(int repeats, stats::RepeatBound bound) {
+  switch (bound) {
+    case stats::RepeatBound::kAtCap: return absl::StrCat("≥ ", repeats, " (the cap)");
+    case stats::RepeatBound::kNoVariance:
+      return absl::StrCat(repeats, " (no variance at this level)");
+    case stats::RepeatBound::kOptimum: break;
+  }
+  return absl::StrCat(repeats);
+}
+
+std::string SessionsNeededText(const stats::SessionsNeeded& needed) {
+  return needed.verdict == stats::SessionsVerdict::kExceedsMax
+             ? absl::StrCat("≥ ", needed.sessions, " (the cap)")
+             : absl::StrCat(needed.sessions);
+}
+
 absl::Status AnalysisOptions::Validate() const {
   if (!(confidence > 0 && confidence < 1)) {
     return absl::InvalidArgumentError(absl::StrCat("confidence must be in (0, 1), got ",
@@ -99,6 +131,9 @@ absl::Status AnalysisOptions::Validate() const {
   RETURN_IF_ERROR(steady_rule.Validate());
   RETURN_IF_ERROR(locate.Validate());
   if (costs) RETURN_IF_ERROR(costs->Validate());
+  if (!(threshold >= 0 && threshold < 1)) {
+    return absl::InvalidArgumentError(absl::StrCat("threshold must be in [0, 1), got ", threshold));
+  }
   return absl::OkStatus();
 }
 
@@ -188,7 +223,7 @@ absl::Status AddLocated(db::Database& db, RunAnalysis& out) {
 
 }  // namespace
 
-absl::StatusOr<stats::LevelCosts> MeasureLevelCosts(db::Database& db, int64_t run_id) {
+absl::StatusOr<MeasuredCosts> MeasureLevelCosts(db::Database& db, int64_t run_id) {
   // The end of each (attempt, process, round): its last measurement.
   ASSIGN_OR_RETURN(db::Statement ends, db.Prepare(
       "SELECT attempt_id, process, round, MAX(measured_at) FROM valid_measurements "
@@ -219,32 +254,61 @@ absl::StatusOr<stats::LevelCosts> MeasureLevelCosts(db::Database& db, int64_t ru
     const size_t n = v.size();
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
   };
-  if (rounds.empty()) {
-    return absl::FailedPreconditionError(
-        "no process has two rounds: a round's cost cannot be measured");
-  }
-  stats::LevelCosts costs;
-  costs.round = median_of(rounds);
-  if (!(costs.round > 0)) {
-    return absl::FailedPreconditionError("rounds take no measurable time (millisecond stamps)");
-  }
-  // Process start: what the engine reported, else the gap between processes less a round.
+  // What the engine runner measured with its steady clock: process starts and the time of each
+  // cell measurement (one round of one cell).
   ASSIGN_OR_RETURN(db::Statement starts, db.Prepare(
       "SELECT value FROM evidence WHERE run_id = ?1 AND stale = 0 AND kind = 'engine_process'"));
   starts.Bind(1, run_id);
-  std::vector<double> engine_starts;
+  std::vector<double> engine_starts, engine_rounds;
   while (true) {
     ASSIGN_OR_RETURN(bool row, starts.Step());
     if (!row) break;
     auto value = nlohmann::json::parse(starts.Text(0), nullptr, false);
-    if (value.is_object() && value.contains("start_ms") && value["start_ms"].is_number()) {
+    if (!value.is_object()) continue;
+    if (value.contains("start_us") && value["start_us"].is_number()) {
+      engine_starts.push_back(value["start_us"].get<double>() / 1e6);
+    } else if (value.contains("start_ms") && value["start_ms"].is_number()) {
       engine_starts.push_back(value["start_ms"].get<double>() / 1000.0);
     }
+    if (value.contains("measure_us") && value["measure_us"].is_array()) {
+      for (const auto& us : value["measure_us"]) {
+        if (us.is_number() && us.get<double>() > 0) engine_rounds.push_back(us.get<double>() / 1e6);
+      }
+    }
   }
+  MeasuredCosts costs;
+  std::vector<std::string> sources;
+  if (!engine_rounds.empty()) {
+    costs.round = median_of(engine_rounds);
+    sources.push_back("round: engine runner, steady clock (µs)");
+  } else {
+    if (rounds.empty()) {
+      return absl::FailedPreconditionError(
+          "no process has two rounds: a round's cost cannot be measured");
+    }
+    costs.round = median_of(rounds);
+    if (!(costs.round > 0)) {
+      return absl::FailedPreconditionError(
+          "rounds take less than the 1 ms resolution of the results' time stamps; give "
+          "--cost-round (with --cost-process and --cost-session)");
+    }
+    sources.push_back("round: result time stamps (1 ms)");
+  }
+  // Process start: what the engine reported, else the gap between processes less a round.
   if (!engine_starts.empty()) {
     costs.process = median_of(engine_starts);
+    sources.push_back("process start: engine runner, steady clock (µs)");
   } else if (!process_gaps.empty()) {
-    costs.process = std::max(0.0, median_of(process_gaps) - costs.round);
+    const double gap = median_of(process_gaps) - costs.round;
+    costs.process = std::max(0.0, gap);
+    if (gap < 0.001) {
+      costs.process_below_resolution = true;
+      sources.push_back("process start: below the 1 ms resolution of the time stamps");
+    } else {
+      sources.push_back("process start: result time stamps (1 ms)");
+    }
+  } else {
+    sources.push_back("process start: not measured (one process per session)");
   }
   // Session set-up: registration to first result, less a process start and a round.
   ASSIGN_OR_RETURN(db::Statement first, db.Prepare(
@@ -259,7 +323,9 @@ absl::StatusOr<stats::LevelCosts> MeasureLevelCosts(db::Database& db, int64_t ru
   }
   if (!setups.empty()) {
     costs.session = std::max(0.0, median_of(setups) - costs.process - costs.round);
+    sources.push_back("session set-up: registration and result time stamps (1 ms)");
   }
+  costs.note = absl::StrJoin(sources, "; ");
   RETURN_IF_ERROR(costs.Validate());
   return costs;
 }
@@ -270,6 +336,7 @@ absl::StatusOr<RunAnalysis> AnalyzeRun(db::Database& db, int64_t run_id,
   RunAnalysis out;
   RunInfo& info = out.info;
   info.run_id = run_id;
+  out.threshold = options.threshold;
   {
     ASSIGN_OR_RETURN(db::Statement stmt, db.Prepare(
         "SELECT m.name, m.sha256, m.yaml, r.state, r.runner, r.metric, r.axes, r.pair_axes, "
@@ -522,7 +589,9 @@ absl::StatusOr<RunAnalysis> AnalyzeRun(db::Database& db, int64_t run_id,
     }
     auto summary = stats::Summarize(values);
     if (summary.ok()) cell.summary = *summary;
-    auto interval = stats::CellMeanInterval(ToObservations(rows[c]), {options.confidence});
+    stats::IntervalOptions interval_options;
+    interval_options.confidence = options.confidence;
+    auto interval = stats::CellMeanInterval(ToObservations(rows[c]), interval_options);
     if (interval.ok()) {
       cell.interval = *interval;
     } else {
@@ -551,6 +620,7 @@ absl::StatusOr<RunAnalysis> AnalyzeRun(db::Database& db, int64_t run_id,
         share[l].push_back(v.components->share[l]);
       }
       if (out.levels.note.empty()) out.levels.note = v.components->note;
+      if (out.levels.cells == 1) out.levels.df = v.components->df;
     }
     stats::VarianceComponents median;
     for (size_t l = 0; l < stats::kNumLevels; ++l) {
@@ -573,20 +643,49 @@ absl::StatusOr<RunAnalysis> AnalyzeRun(db::Database& db, int64_t run_id,
       five.confidence = options.confidence;
       if (auto n = stats::SessionsNeededFor(for_plan, design, two); n.ok()) {
         out.levels.sessions_for_2pct = *n;
+        out.levels.sessions_for_2pct_text = SessionsNeededText(*n);
       }
       if (auto n = stats::SessionsNeededFor(for_plan, design, five); n.ok()) {
         out.levels.sessions_for_5pct = *n;
+        out.levels.sessions_for_5pct_text = SessionsNeededText(*n);
       }
+      bool process_below_resolution = false;
       if (options.costs) {
         out.levels.costs = *options.costs;
         out.levels.costs_source = "given";
       } else if (auto measured = MeasureLevelCosts(db, run_id); measured.ok()) {
-        out.levels.costs = *measured;
+        out.levels.costs = static_cast<const stats::LevelCosts&>(*measured);
         out.levels.costs_source = "measured";
+        out.levels.costs_note = measured->note;
+        process_below_resolution = measured->process_below_resolution;
+      } else {
+        out.levels.costs_note = std::string(measured.status().message());
       }
       if (out.levels.costs) {
         if (auto plan = stats::OptimalRepeats(median, *out.levels.costs); plan.ok()) {
           out.levels.optimal = *plan;
+          out.levels.rounds_text = RepeatText(plan->rounds_per_process, plan->rounds_bound);
+          out.levels.processes_text =
+              RepeatText(plan->processes_per_session, plan->processes_bound);
+          if (process_below_resolution) {
+            out.levels.warnings.push_back(
+                "the process start is below the 1 ms resolution of the time stamps, so "
+                "processes per session is a lower bound and rounds per process an upper one; "
+                "give --cost-process to plan with a known cost");
+          }
+        }
+      }
+      // Few degrees of freedom: a variance component from a handful of units is uncertain by a
+      // large factor (with 2 df its 95 % range spans ~40x), and everything planned from it is too.
+      constexpr double kFewDf = 5;
+      const char* names[] = {"round", "process", "session"};
+      for (size_t l = 0; l < stats::kNumLevels; ++l) {
+        const double df = out.levels.df[l];
+        if (df > 0 && df < kFewDf) {
+          out.levels.warnings.push_back(absl::StrCat(
+              "the ", names[l], " component rests on ", df, " degree", df == 1 ? "" : "s",
+              " of freedom", l == stats::kSession ? " (sessions − 1)" : "",
+              ": the sessions needed and the plan can be off by a factor of several"));
         }
       }
     }
@@ -728,10 +827,16 @@ absl::StatusOr<RunAnalysis> AnalyzeRun(db::Database& db, int64_t run_id,
       ratio_options.confidence = options.confidence;
       if (auto r = stats::PairedRatioInterval(sample, ratio_options); r.ok()) {
         cmp.t.interval = *r;
+        cmp.change = stats::ClassifyChange(*r, options.threshold);
+        cmp.verdict = VerdictText(cmp.change, info.direction);
+        if (r->scope == stats::IntervalScope::kWithinSessionOnly) cmp.verdict += " (this session only)";
       } else {
         cmp.t.error = std::string(r.status().message());
       }
-      if (options.bootstrap_draws > 0) {
+      if (options.bootstrap_draws > 0 && both.size() < stats::kMinSessionsForInterval) {
+        // Four resamples of two sessions cover ~92 % (docs/statistics.md): not shown.
+        cmp.bootstrap.error = stats::SessionsNeededNote(stats::kMinSessionsForInterval, both.size());
+      } else if (options.bootstrap_draws > 0) {
         stats::BootstrapOptions boot;
         boot.confidence = options.confidence;
         boot.draws = options.bootstrap_draws;

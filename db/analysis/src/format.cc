@@ -32,6 +32,14 @@ std::string FormatChange(double ratio) {
   return std::string(percent < 0 ? "−" : "+") + text + " %";
 }
 
+std::string FormatDf(double df) {
+  if (std::isnan(df)) return "-";
+  if (std::isinf(df)) return "∞";
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.3g", df);
+  return buffer;
+}
+
 std::string FormatInterval(const stats::Interval& interval) {
   if (interval.bounds == stats::Boundedness::kUnbounded) return "unbounded";
   return "[" + FormatNumber(interval.lower) + ", " + FormatNumber(interval.upper) + "]";

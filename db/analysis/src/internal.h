@@ -16,6 +16,8 @@ std::vector<std::pair<std::string, std::string>> SplitKey(const std::string& key
 std::string FormatNumber(double value);
 // A ratio as a signed percent change: 0.292 -> "−70.8 %"; uses U+2212 for minus.
 std::string FormatChange(double ratio);
+// Degrees of freedom and small counts: "2", "7.31", "inf".
+std::string FormatDf(double df);
 // "[0.281, 0.303]" or "unbounded".
 std::string FormatInterval(const stats::Interval& interval);
 

@@ -1,6 +1,7 @@
 #include <cmath>
 
 #include "ladder/analysis/analysis.h"
+#include "ladder/stats/compare.h"
 #include "ladder/stats/ratio.h"
 
 namespace ladder::analysis {
@@ -20,7 +21,8 @@ json IntervalJson(const stats::Interval& i) {
           {"scope", i.scope == stats::IntervalScope::kBetweenSessions ? "between_sessions"
                                                                        : "within_session_only"},
           {"bounded", i.bounds == stats::Boundedness::kBounded},
-          {"note", i.note}};
+          {"note", i.note},
+          {"estimand", i.estimand}};
 }
 
 json RatioJson(const RatioResult& r) {
@@ -101,6 +103,9 @@ json ToJson(const RunAnalysis& analysis) {
               {"t", RatioJson(cmp.t)},
               {"bootstrap", RatioJson(cmp.bootstrap)},
               {"fieller", RatioJson(cmp.fieller)},
+              {"verdict", cmp.verdict},
+              {"band", std::string(stats::ChangeClassName(cmp.change))},
+              {"threshold", analysis.threshold},
               {"flags", FlagsJson(cmp.flags)}};
     if (cmp.arm_session) {
       const auto& v = *cmp.arm_session;
@@ -131,22 +136,45 @@ json ToJson(const RunAnalysis& analysis) {
                  {"median_t", LevelsArray(analysis.levels.median_t)},
                  {"median_share", LevelsArray(analysis.levels.median_share)},
                  {"note", analysis.levels.note}};
-  if (analysis.levels.sessions_for_2pct) {
-    levels["sessions_for_2pct"] = analysis.levels.sessions_for_2pct->sessions;
+  const LevelSummary& lv = analysis.levels;
+  levels["df"] = LevelsArray(lv.df);
+  levels["warnings"] = lv.warnings;
+  // Each verdict as a number, how it came about, and the text the report prints.
+  auto needed = [](const stats::SessionsNeeded& n, const std::string& text) {
+    return json{{"sessions", n.sessions},
+                {"verdict", n.verdict == stats::SessionsVerdict::kExceedsMax ? "exceeds_cap"
+                                                                              : "reachable"},
+                {"text", text}};
+  };
+  if (lv.sessions_for_2pct) levels["sessions_for_2pct"] = needed(*lv.sessions_for_2pct, lv.sessions_for_2pct_text);
+  if (lv.sessions_for_5pct) levels["sessions_for_5pct"] = needed(*lv.sessions_for_5pct, lv.sessions_for_5pct_text);
+  auto bound = [](stats::RepeatBound b) {
+    switch (b) {
+      case stats::RepeatBound::kAtCap: return "at_cap";
+      case stats::RepeatBound::kNoVariance: return "no_variance";
+      case stats::RepeatBound::kOptimum: break;
+    }
+    return "optimum";
+  };
+  if (lv.optimal) {
+    levels["optimal"] = {
+        {"rounds_per_process",
+         {{"repeats", lv.optimal->rounds_per_process},
+          {"bound", bound(lv.optimal->rounds_bound)},
+          {"text", lv.rounds_text}}},
+        {"processes_per_session",
+         {{"repeats", lv.optimal->processes_per_session},
+          {"bound", bound(lv.optimal->processes_bound)},
+          {"text", lv.processes_text}}}};
   }
-  if (analysis.levels.sessions_for_5pct) {
-    levels["sessions_for_5pct"] = analysis.levels.sessions_for_5pct->sessions;
-  }
-  if (analysis.levels.optimal) {
-    levels["optimal"] = {{"rounds_per_process", analysis.levels.optimal->rounds_per_process},
-                         {"processes_per_session",
-                          analysis.levels.optimal->processes_per_session}};
-  }
-  if (analysis.levels.costs) {
-    levels["costs"] = {{"session_s", analysis.levels.costs->session},
-                       {"process_s", analysis.levels.costs->process},
-                       {"round_s", analysis.levels.costs->round},
-                       {"source", analysis.levels.costs_source}};
+  if (lv.costs) {
+    levels["costs"] = {{"session_s", lv.costs->session},
+                       {"process_s", lv.costs->process},
+                       {"round_s", lv.costs->round},
+                       {"source", lv.costs_source},
+                       {"measured_from", lv.costs_note}};
+  } else if (!lv.costs_note.empty()) {
+    levels["costs"] = {{"error", lv.costs_note}};
   }
   json lines = json::array();
   for (const auto& line : analysis.lines) {

@@ -25,12 +25,21 @@ std::string Percent(double fraction) {
   return FormatNumber(100.0 * fraction);
 }
 
-std::string RatioCell(const RatioResult& r) {
-  if (!r.interval) return r.error.empty() ? "-" : "n/a";
-  return FormatInterval(*r.interval);
+std::string ShortSession(const std::string& id) { return id.substr(0, 8); }
+
+// "[0.281, 0.303] (df 4)", or why there is none.
+std::string IntervalWithDf(const RatioResult& r) {
+  if (!r.interval) return r.error.empty() ? "-" : r.error;
+  std::string out = FormatInterval(*r.interval);
+  if (std::isfinite(r.interval->df)) out += " (df " + FormatDf(r.interval->df) + ")";
+  return out;
 }
 
-std::string ShortSession(const std::string& id) { return id.substr(0, 8); }
+// "0.837 [0.80, 0.87] (df 4)": the method's own estimate beside its interval.
+std::string EstimateWithInterval(const RatioResult& r) {
+  if (!r.interval) return r.error.empty() ? "-" : r.error;
+  return FormatNumber(r.interval->estimate) + " " + IntervalWithDf(r);
+}
 
 // Depths, df and counts in their shortest form (1024, 1, 2.5).
 std::string Short(double v) {
@@ -57,9 +66,15 @@ void RunSections(const RunAnalysis& a, std::vector<Section>& out) {
     s.paragraphs.push_back(absl::StrCat(
         "Method: ", kAnalysisVersion, ", ", std::string(stats::kStatsMethodVersion),
         ". Intervals are 95 % with degrees of freedom from sessions (the top replicated level), "
-        "never from the iteration count. Ratios are B / A of the metric; per-session log-ratio "
-        "then t across sessions; bootstrap resamples sessions, processes and rounds; Fieller "
-        "is on session means."));
+        "never from the iteration count, and each shows its df. A cell's central value is the "
+        "geometric mean of its session means with a log-t interval (never below zero for a time "
+        "or a rate); below 3 sessions no interval is given. Ratios are B / A of the metric: the "
+        "t interval estimates the geometric mean of per-session ratios (per-session log-ratio, t "
+        "across sessions), as does the bootstrap (sessions resampled, t-calibrated); Fieller's "
+        "interval estimates a different quantity, the ratio of the arms' means, shown with its "
+        "own estimate. Verdicts are against ±", FormatDf(100 * a.threshold),
+        " %: slower or faster only when the whole t interval lies beyond the band, no change "
+        "only when it lies within it, else inconclusive."));
     for (const auto& note : a.notes) s.paragraphs.push_back("Note: " + note);
     out.push_back(std::move(s));
   }
@@ -72,7 +87,8 @@ void RunSections(const RunAnalysis& a, std::vector<Section>& out) {
         "its first value (arm A), within the sessions that measured both. ",
         DirectionText(info.direction), " for ", info.metric, "."));
     s.table.header = {"context", "B vs A", "sessions", "A mean" + unit, "B mean" + unit,
-                      "ratio B/A", "change", "95 % t", "bootstrap", "Fieller", "flags"};
+                      "ratio B/A", "change", "95 % t interval (df)",
+                      "verdict (±" + FormatDf(100 * a.threshold) + " %)", "flags"};
     for (const auto& cmp : a.comparisons) {
       std::string arms = absl::StrCat(cmp.pair_axis, " ", cmp.treatment_value, " vs ",
                                       cmp.baseline_value);
@@ -88,10 +104,36 @@ void RunSections(const RunAnalysis& a, std::vector<Section>& out) {
       s.table.rows.push_back({cmp.context_key, arms, std::to_string(cmp.sessions),
                               FormatNumber(cmp.mean_a), FormatNumber(cmp.mean_b),
                               FormatNumber(cmp.Ratio()), FormatChange(cmp.Ratio()),
-                              RatioCell(cmp.t), RatioCell(cmp.bootstrap), RatioCell(cmp.fieller),
+                              IntervalWithDf(cmp.t), cmp.verdict.empty() ? "-" : cmp.verdict,
                               flags});
       s.table.row_cells.push_back(cmp.treatment_key);
       s.table.row_flagged.push_back(!cmp.flags.empty());
+    }
+    out.push_back(std::move(s));
+  }
+  if (!a.comparisons.empty()) {
+    // The other two methods, each with the quantity it estimates and its own point estimate.
+    Section s;
+    s.level = 3;
+    s.title = "Paired ratios: bootstrap and Fieller";
+    s.anchor = absl::StrCat("ratios-other-", info.run_id);
+    s.paragraphs.push_back(
+        "The bootstrap resamples sessions and is t-calibrated (its shape, the t interval's "
+        "small-sample width); it estimates the same quantity as the t interval. Fieller's "
+        "interval is for the ratio of the arms' means of session means, a different quantity: "
+        "its own estimate is shown beside it.");
+    s.table.header = {"context", "B vs A", "sessions",
+                      "bootstrap: geo. mean of session ratios [95 %] (df)",
+                      "Fieller: ratio of means [95 %] (df)"};
+    for (const auto& cmp : a.comparisons) {
+      std::string arms = absl::StrCat(cmp.pair_axis, " ", cmp.treatment_value, " vs ",
+                                      cmp.baseline_value);
+      if (cmp.aa) arms += " (A/A)";
+      s.table.rows.push_back({cmp.context_key, arms, std::to_string(cmp.sessions),
+                              EstimateWithInterval(cmp.bootstrap),
+                              EstimateWithInterval(cmp.fieller)});
+      s.table.row_cells.push_back(cmp.treatment_key);
+      s.table.row_flagged.push_back(false);
     }
     out.push_back(std::move(s));
   }
@@ -104,7 +146,7 @@ void RunSections(const RunAnalysis& a, std::vector<Section>& out) {
     s.paragraphs.push_back(absl::StrCat(
         cmp.treatment_key, " runs exactly the configuration of ", cmp.baseline_key,
         ": its ratio is the false-positive check. Ratio ", FormatNumber(cmp.Ratio()),
-        cmp.t.interval ? absl::StrCat(", 95 % ", FormatInterval(*cmp.t.interval)) : "",
+        cmp.t.interval ? absl::StrCat(", 95 % ", IntervalWithDf(cmp.t)) : "",
         cmp.t.interval ? (cmp.t.interval->Contains(1.0)
                               ? ": contains 1, as it should."
                               : ": EXCLUDES 1 — the pipeline finds a difference between "
@@ -216,10 +258,12 @@ void RunSections(const RunAnalysis& a, std::vector<Section>& out) {
     s.title = "Cells";
     s.anchor = absl::StrCat("cells-", info.run_id);
     s.paragraphs.push_back(absl::StrCat(
-        "Per cell: n measurements, distinct sessions, and the 95 % interval of the mean from "
-        "session means (df = sessions − 1)."));
+        "Per cell: n measurements, distinct sessions, median, mean, sd and CV of the "
+        "measurements, and the geometric mean of the session means with its 95 % log-t interval "
+        "(df = sessions − 1; both bounds positive). Below ", stats::kMinSessionsForInterval,
+        " sessions there is no interval: t with 1 df multiplies the spread by 12.7."));
     s.table.header = {"cell", "n", "sessions", "median" + unit, "mean" + unit, "sd", "cv %",
-                      "95 % interval", "df", "acceptance", "flags"};
+                      "geo. mean [95 %]", "df", "acceptance", "flags"};
     for (const auto& c : a.cells) {
       std::vector<std::string> row = {c.key, std::to_string(c.n), std::to_string(c.sessions)};
       if (c.summary) {
@@ -231,13 +275,13 @@ void RunSections(const RunAnalysis& a, std::vector<Section>& out) {
         row.insert(row.end(), {"-", "-", "-", "-"});
       }
       if (c.interval) {
-        row.push_back(FormatInterval(*c.interval) +
+        row.push_back(FormatNumber(c.interval->estimate) + " " + FormatInterval(*c.interval) +
                       (c.interval->scope == stats::IntervalScope::kWithinSessionOnly
                            ? " (within session)"
                            : ""));
         row.push_back(Short(c.interval->df));
       } else {
-        row.push_back(c.interval_error.empty() ? "-" : "n/a");
+        row.push_back(c.interval_error.empty() ? "-" : c.interval_error);
         row.push_back("-");
       }
       std::string acceptance = "-";
@@ -272,20 +316,20 @@ void RunSections(const RunAnalysis& a, std::vector<Section>& out) {
           Percent(l.median_share[stats::kSession]), " %).");
       if (l.sessions_for_2pct && l.sessions_for_5pct) {
         p += absl::StrCat(" Sessions needed for a ±2 % interval of a cell mean at this design: ",
-                          l.sessions_for_2pct->sessions,
-                          l.sessions_for_2pct->verdict == stats::SessionsVerdict::kExceedsMax
-                              ? " (exceeds the cap)"
-                              : "",
-                          "; for ±5 %: ", l.sessions_for_5pct->sessions, ".");
+                          l.sessions_for_2pct_text, "; for ±5 %: ", l.sessions_for_5pct_text,
+                          ".");
       }
       if (l.optimal && l.costs) {
         p += absl::StrCat(" Optimal repeats for the ", l.costs_source, " costs (session set-up ",
                           absl::StrFormat("%.3g", l.costs->session), " s, process start ",
                           absl::StrFormat("%.3g", l.costs->process), " s, round ",
-                          absl::StrFormat("%.3g", l.costs->round), " s): ",
-                          l.optimal->rounds_per_process, " rounds per process, ",
-                          l.optimal->processes_per_session, " processes per session.");
+                          absl::StrFormat("%.3g", l.costs->round), " s): ", l.rounds_text,
+                          " rounds per process, ", l.processes_text, " processes per session.");
+        if (!l.costs_note.empty()) p += " Costs measured from: " + l.costs_note + ".";
+      } else if (!l.costs_note.empty()) {
+        p += " No repeat plan: " + l.costs_note + ".";
       }
+      for (const auto& w : l.warnings) p += " ⚠ " + w + ".";
       if (!l.note.empty()) p += " " + l.note;
       s.paragraphs.push_back(p);
     }
@@ -394,6 +438,20 @@ absl::StatusOr<Report> BuildReport(db::Database& db, const std::vector<int64_t>&
         report.notes.push_back(absl::StrCat("runs ", report.runs[i].info.run_id, " and ",
                                             report.runs[j].info.run_id, " not compared: ",
                                             std::string(repro.status().message())));
+        continue;
+      }
+      CompareOptions compare;
+      compare.metric = report.runs[i].info.metric;
+      compare.threshold = options.threshold;
+      compare.confidence = options.confidence;
+      const int64_t a = report.runs[i].info.run_id, b = report.runs[j].info.run_id;
+      auto cmp = CompareTwoRuns({&db, a, absl::StrCat("run ", a)}, {&db, b, absl::StrCat("run ", b)},
+                                compare);
+      if (cmp.ok()) {
+        report.comparisons.push_back(std::move(*cmp));
+      } else {
+        report.notes.push_back(absl::StrCat("run ", b, " vs run ", a, ": no verdicts: ",
+                                            std::string(cmp.status().message())));
       }
     }
   }
@@ -422,6 +480,49 @@ std::vector<Section> BuildSections(const Report& report) {
       s.table.row_cells.push_back(r.key);
       s.table.row_flagged.push_back(false);
     }
+    out.push_back(std::move(s));
+  }
+  for (const auto& c : report.comparisons) {
+    Section s;
+    s.level = 1;
+    s.title = absl::StrCat("Comparison: ", c.label_b, " vs ", c.label_a);
+    s.anchor = absl::StrCat("compare-", c.run_a, "-", c.run_b);
+    s.paragraphs.push_back(ComparisonMethodText(c));
+    const std::string unit = c.unit.empty() ? "" : " " + c.unit;
+    s.table.header = {"cell", "sessions A/B", "A" + unit, "B" + unit, "ratio B/A", "change",
+                      "95 % interval (df)", "verdict", "flags"};
+    int64_t flagged = 0;
+    for (const auto& r : c.rows) {
+      std::string interval = "-";
+      if (r.ratio) {
+        interval = absl::StrCat(FormatInterval(*r.ratio), " (df ", FormatDf(r.ratio->df), ")");
+      }
+      std::string flags;
+      if (r.spread_exceeds_difference && r.ratio) {
+        const double diff = std::fabs(std::log(r.ratio->estimate));
+        const bool in_a = r.spread_a > diff;
+        flags = absl::StrCat("⚠ session-to-session spread in ", in_a ? c.label_a : c.label_b,
+                             " (", Percent(in_a ? r.spread_a : r.spread_b),
+                             " %) is larger than the difference between the runs (",
+                             Percent(diff), " %)");
+        ++flagged;
+      }
+      if (!r.error.empty()) flags = r.error;
+      s.table.rows.push_back({r.key, absl::StrCat(r.sessions_a, "/", r.sessions_b),
+                              FormatNumber(r.mean_a), FormatNumber(r.mean_b),
+                              r.ratio ? FormatNumber(r.ratio->estimate) : "-",
+                              r.ratio ? FormatChange(r.ratio->estimate) : "-", interval,
+                              r.verdict, flags});
+      s.table.row_cells.push_back(r.key);
+      s.table.row_flagged.push_back(!flags.empty());
+    }
+    std::vector<std::string> counts;
+    for (const auto& [verdict, n] : c.verdicts) counts.push_back(absl::StrCat(n, " ", verdict));
+    s.paragraphs.push_back(absl::StrCat(c.rows.size(), " cells compared: ",
+                                        absl::StrJoin(counts, ", "), ". ", flagged,
+                                        " flagged where a run's sessions differ more than the "
+                                        "runs do."));
+    for (const auto& n : c.notes) s.paragraphs.push_back("Note: " + n + ".");
     out.push_back(std::move(s));
   }
   if (!report.notes.empty()) {

@@ -31,6 +31,7 @@
 #include "absl/status/statusor.h"
 #include "ladder/db/sqlite.h"
 #include "ladder/stats/adaptive.h"
+#include "ladder/stats/compare.h"
 #include "ladder/stats/interval.h"
 #include "ladder/stats/reproducibility.h"
 #include "ladder/stats/steady_state.h"
@@ -56,6 +57,15 @@ enum class Direction { kHigherIsBetter, kLowerIsBetter, kUnknown };
 Direction DirectionOfUnit(const std::string& unit);
 std::string DirectionText(Direction direction);  // "higher is better", ...
 
+// The verdict on a ratio B / A against the band 1 ± threshold, in the metric's terms:
+//   "slower" / "faster"   the whole interval lies beyond the band on the worse / better side
+//                         (for a time, B/A above 1 + threshold is slower; for a rate, below);
+//   "no change"           the whole interval lies inside the band;
+//   "inconclusive"        the interval reaches across a band edge: more sessions are needed to
+//                         tell a change larger than the threshold from a smaller one.
+// With an unknown direction "higher" / "lower" replace "slower" / "faster".
+std::string VerdictText(stats::ChangeClass change, Direction direction);
+
 struct AnalysisOptions {
   std::string metric;             // empty: the run's metric
   double confidence = 0.95;       // in (0, 1)
@@ -66,6 +76,8 @@ struct AnalysisOptions {
   // Per-level costs (seconds) for the optimal-repeats plan; unset: measured from the run's time
   // stamps (MeasureLevelCosts), and no plan when they cannot be.
   std::optional<stats::LevelCosts> costs;
+  // The band for verdicts on ratios (paired and between runs): ±2 % by default.
+  double threshold = 0.02;
   absl::Status Validate() const;
 };
 
@@ -109,7 +121,10 @@ struct CellStats {
   int64_t sessions = 0;            // distinct sessions
   int64_t discarded_warmup = 0;    // measurements dropped by kDiscardWarmup
   std::optional<stats::Summary> summary;
-  std::optional<stats::Interval> interval;  // CellMeanInterval
+  // CellMeanInterval with MeanScale::kAuto: for a time or rate (values > 0), the geometric mean
+  // of session means with a log-t interval (never a bound <= 0); none below 3 sessions, when
+  // interval_error says how many an interval needs.
+  std::optional<stats::Interval> interval;
   std::string interval_error;
   std::optional<double> acceptance_rate;         // mean of metric acceptance_rate, if recorded
   std::optional<double> mean_acceptance_length;  // mean of metric mean_acceptance_length
@@ -135,8 +150,11 @@ struct Comparison {
   double mean_a = 0.0, mean_b = 0.0;  // means of session means
   int64_t n_a = 0, n_b = 0;
   RatioResult t;          // PairedRatioInterval: the primary figure
-  RatioResult bootstrap;  // BootstrapRatioInterval (hierarchical)
-  RatioResult fieller;    // FiellerRatioInterval
+  RatioResult bootstrap;  // BootstrapRatioInterval (t-calibrated, over sessions)
+  RatioResult fieller;    // FiellerRatioInterval: a different estimand (ratio of means)
+  // The t interval against 1 ± AnalysisOptions::threshold, and its verdict (VerdictText).
+  stats::ChangeClass change = stats::ChangeClass::kStraddles;
+  std::string verdict;
   std::optional<stats::ArmSessionVariance> arm_session;
   std::string arm_session_error;
   std::vector<Flag> flags;  // union of both cells' flags
@@ -162,8 +180,22 @@ struct LevelSummary {
   std::optional<stats::RepeatPlan> optimal;  // for `costs`
   std::optional<stats::LevelCosts> costs;    // given (AnalysisOptions::costs) or measured
   std::string costs_source;                  // given | measured
+  std::string costs_note;                    // where measured costs came from, at what resolution
   std::string note;
+  // Degrees of freedom behind each level's component (VarianceComponents::df of the cells).
+  std::array<double, stats::kNumLevels> df{};
+  // The same verdicts the text prints, computed once so the JSON carries them word for word:
+  // "12", "≥ 1000 (the cap)", "1 (no variance at this level)".
+  std::string sessions_for_2pct_text, sessions_for_5pct_text;
+  std::string rounds_text, processes_text;
+  // Caveats on the plan: a component resting on few df, a cost below its clock's resolution.
+  std::vector<std::string> warnings;
 };
+
+// A repeat count with how it came about: "7", "≥ 1000 (the cap)", "1 (no variance at this level)".
+std::string RepeatText(int repeats, stats::RepeatBound bound);
+// Sessions needed: "12" or "≥ 1000 (the cap)".
+std::string SessionsNeededText(const stats::SessionsNeeded& needed);
 
 // One line of the ladder chart: comparisons sharing every axis but the depth axis (and the pair
 // axis), for one treatment arm.
@@ -214,6 +246,7 @@ struct RunAnalysis {
   std::vector<SessionInfo> sessions;
   std::vector<std::string> notes;  // caveats that apply to the whole run
   bool clock_recorded = false;     // gpu_clock_mhz / gpu_clock_default_mhz were recorded
+  double threshold = 0.02;         // AnalysisOptions::threshold, the band of the verdicts
 
   const CellStats* FindCell(const std::string& key) const;
 };
@@ -222,16 +255,26 @@ absl::StatusOr<RunAnalysis> AnalyzeRun(db::Database& db, int64_t run_id,
                                        const AnalysisOptions& options = {});
 
 // The per-level costs of a run, in seconds, from its time stamps (medians over the run):
-//   round:   time between the ends of consecutive rounds of one process;
-//   process: the `engine_process` evidence's start time when the engine runner recorded one,
-//            else the gap between one process's last round and the next one's first, less a
-//            round;
+//   round:   the engine runner's steady-clock time of each cell measurement (`engine_process`
+//            evidence `measure_us`, µs) when recorded, else the time between the ends of
+//            consecutive rounds of one process (result time stamps, 1 ms);
+//   process: the `engine_process` evidence's start time (steady clock, `start_us` or
+//            `start_ms`) when the engine runner recorded one, else the gap between one
+//            process's last round and the next one's first, less a round (1 ms stamps);
 //   session: from the session's registration to its first result, less a process start and a
 //            round (what an agent spends before measuring: its start, downloads, warm-up; the
 //            VM's own provisioning is not seen, so pass costs to include it).
 // FailedPrecondition when no process has two rounds. Agents' and coordinator's clocks are
 // assumed to agree to well under a round.
-absl::StatusOr<stats::LevelCosts> MeasureLevelCosts(db::Database& db, int64_t run_id);
+// Costs come with where they were measured: `note` names each cost's source and resolution
+// ("round: engine runner, steady clock (µs)"), and process_below_resolution is true when the
+// process start was taken from millisecond stamps and came out below 1 ms (a start that cannot
+// be told from zero: the plan then says "≥" for processes per session).
+struct MeasuredCosts : stats::LevelCosts {
+  std::string note;
+  bool process_below_resolution = false;
+};
+absl::StatusOr<MeasuredCosts> MeasureLevelCosts(db::Database& db, int64_t run_id);
 
 // Reproducibility of two runs: cells matched by key (runs of the same matrix sha256 match
 // exactly; otherwise cells with equal keys), compared on their mean.

@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "ladder/analysis/analysis.h"
+#include "ladder/analysis/compare.h"
 #include "ladder/db/sqlite.h"
 
 namespace ladder::analysis {
@@ -16,10 +17,15 @@ namespace ladder::analysis {
 struct Report {
   std::vector<RunAnalysis> runs;                // in the order asked
   std::vector<RunReproducibility> reproducibility;  // for each pair of runs that share cells
+  // For each pair of runs (i < j) that share cells: `ladder compare` of run j (B) against run i
+  // (A), the same rows and verdicts, with a flag where a run's session-to-session spread exceeds
+  // the difference between the runs.
+  std::vector<RunComparison> comparisons;
   std::vector<std::string> notes;               // e.g. pairs that could not be compared
 };
 
-// Analyses each run and compares every pair (i < j) of runs that share measured cell keys.
+// Analyses each run and compares every pair (i < j) of runs that share measured cell keys
+// (reproducibility of the cell means, and CompareTwoRuns with options.threshold).
 // Errors: those of AnalyzeRun (unknown run, unknown metric); at least one run is required.
 absl::StatusOr<Report> BuildReport(db::Database& db, const std::vector<int64_t>& run_ids,
                                    const AnalysisOptions& options = {});

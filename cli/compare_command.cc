@@ -1,0 +1,130 @@
+// `ladder compare A B`: per cell present in both runs, the ratio B/A with an interval whose df
+// come from sessions, and a verdict (slower, faster, no change, inconclusive) against a threshold;
+// Markdown, --json, and an exit status for CI (--fail-on). Offline, on one or two database files.
+#include <iostream>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "analysis_common.h"
+#include "commands.h"
+#include "ladder/analysis/compare.h"
+
+namespace ladder::cli {
+namespace {
+
+// The exit status of `--fail-on` when a cell has one of the named verdicts (README: exit codes).
+constexpr int kVerdictExit = 5;
+
+struct CompareFlags {
+  std::string run_a, run_b;
+  std::string db, db_a, db_b;
+  std::string metric, by, fail_on;
+  double threshold_percent = 2.0;
+  bool higher_is_better = false, lower_is_better = false;
+  bool json = false;
+};
+
+}  // namespace
+
+void AddCompareCommand(CLI::App& app) {
+  auto flags = std::make_shared<CompareFlags>();
+  auto* cmd = app.add_subcommand(
+      "compare",
+      "Compare run B against run A (the baseline), cell by cell: for each cell measured in "
+      "both (matched by its axis values, or by --by a subset of axes), the ratio B/A of the "
+      "runs' geometric means of session means, a 95 % interval from Welch's t on the log "
+      "session means (df from sessions, shown), and a verdict against --threshold: slower or "
+      "faster only when the whole interval lies beyond ±threshold, no change only when it lies "
+      "within, inconclusive otherwise. Times are better lower, rates (/s) higher.\n"
+      "  ladder compare 3 4 --db results.db\n"
+      "  ladder compare 1 1 --db-a base.db --db-b tonight.db --fail-on slower   # CI gate\n"
+      "Exit 0; 5 when a cell's verdict is one named by --fail-on; 2 for bad input. "
+      "See docs/statistics.md.");
+  cmd->add_option("A", flags->run_a, "baseline run id (or `latest`)")->required();
+  cmd->add_option("B", flags->run_b, "run id to judge against A (or `latest`)")->required();
+  cmd->add_option("--db", flags->db,
+                  "database holding both runs (default: $LADDER_DB, else ./ladder.db)");
+  auto* db_a = cmd->add_option("--db-a", flags->db_a, "database of run A (default: --db)");
+  auto* db_b = cmd->add_option("--db-b", flags->db_b, "database of run B (default: --db)");
+  (void)db_a;
+  (void)db_b;
+  cmd->add_option("--metric", flags->metric, "metric (default: run A's matrix metric)");
+  cmd->add_option("--by", flags->by,
+                  "match cells on these axes only, comma-separated (cells agreeing on them are "
+                  "pooled); needed when the runs' axes differ");
+  cmd->add_option("--threshold", flags->threshold_percent,
+                  "the band in % (default 2): a change smaller than this is no change")
+      ->check(CLI::Range(0.0, 99.0));
+  auto* higher = cmd->add_flag("--higher-is-better", flags->higher_is_better,
+                               "the metric is better higher (default: from its unit)");
+  auto* lower = cmd->add_flag("--lower-is-better", flags->lower_is_better,
+                              "the metric is better lower (default: from its unit)");
+  higher->excludes(lower);
+  cmd->add_option("--fail-on", flags->fail_on,
+                  "exit 5 when any cell's verdict is one of these, comma-separated: slower, "
+                  "faster, inconclusive, no-change");
+  cmd->add_flag("--json", flags->json, "JSON output (rows with ratio, interval, df, verdict)");
+  cmd->callback([flags] {
+    std::set<std::string> fail_on;
+    for (std::string v : SplitList(flags->fail_on)) {
+      if (v == "no-change") v = "no change";
+      if (v != "slower" && v != "faster" && v != "inconclusive" && v != "no change") {
+        Fail("--fail-on: expected slower, faster, inconclusive or no-change, got '" + v + "'",
+             2);
+      }
+      fail_on.insert(v);
+    }
+    const std::string path_a = flags->db_a.empty() ? flags->db : flags->db_a;
+    const std::string path_b = flags->db_b.empty() ? flags->db : flags->db_b;
+    auto database_a = OpenDatabase(path_a);
+    std::unique_ptr<db::Database> separate_b;
+    db::Database* database_b = database_a.get();
+    if (path_b != path_a) {
+      separate_b = OpenDatabase(path_b);
+      database_b = separate_b.get();
+    }
+    const int64_t a = RunIdIn(*database_a, flags->run_a);
+    const int64_t b = RunIdIn(*database_b, flags->run_b);
+    const bool two_files = path_b != path_a;
+    analysis::RunRef ref_a{database_a.get(), a,
+                           two_files ? database_a->path() + " run " + std::to_string(a)
+                                     : "run " + std::to_string(a)};
+    analysis::RunRef ref_b{database_b, b,
+                           two_files ? database_b->path() + " run " + std::to_string(b)
+                                     : "run " + std::to_string(b)};
+    analysis::CompareOptions options;
+    options.metric = flags->metric;
+    options.by = SplitList(flags->by);
+    options.threshold = flags->threshold_percent / 100.0;
+    if (flags->higher_is_better) options.direction = analysis::Direction::kHigherIsBetter;
+    if (flags->lower_is_better) options.direction = analysis::Direction::kLowerIsBetter;
+    auto comparison = analysis::CompareTwoRuns(ref_a, ref_b, options);
+    if (!comparison.ok()) {
+      const auto code = comparison.status().code();
+      Fail(comparison.status(), code == absl::StatusCode::kInvalidArgument ||
+                                        code == absl::StatusCode::kNotFound ||
+                                        code == absl::StatusCode::kFailedPrecondition
+                                    ? 2
+                                    : 1);
+    }
+    if (flags->json) {
+      std::cout << analysis::ToJson(*comparison).dump(2) << "\n";
+    } else {
+      std::cout << analysis::RenderComparisonMarkdown(*comparison);
+    }
+    std::vector<std::string> failing;
+    for (const auto& row : comparison->rows) {
+      if (fail_on.count(row.verdict)) failing.push_back(row.key + ": " + row.verdict);
+    }
+    if (!failing.empty()) {
+      std::cerr << "compare: " << failing.size() << " cell(s) with a verdict named by --fail-on";
+      for (const auto& f : failing) std::cerr << "\n  " << f;
+      std::cerr << "\n";
+      throw CLI::RuntimeError(kVerdictExit);
+    }
+  });
+}
+
+}  // namespace ladder::cli
