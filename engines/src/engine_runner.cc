@@ -63,6 +63,10 @@ struct LiveEngine {
   int port = 0;
   std::string version;
   double start_ms = 0;
+  // Steady-clock wall time of each cell measurement (one round of one cell) in this process, µs:
+  // the round cost behind the report's optimal-repeats plan, at a resolution the results' ms
+  // time stamps do not have.
+  std::vector<double> measure_us;
 };
 
 std::string NormalizeBackend(std::string_view name) {
@@ -244,7 +248,7 @@ class UnitRun {
     }
     for (int r = 0; r < unit_.rounds; ++r) {
       for (int c : Order(static_cast<int>(unit_.cells.size()), p, r)) {
-        RETURN_IF_ERROR(MeasureCell(*engines[arm_of_cell[c]], c, p, r));
+        RETURN_IF_ERROR(TimedMeasureCell(*engines[arm_of_cell[c]], c, p, r));
       }
     }
     for (const Arm& arm : arms_) RETURN_IF_ERROR(RecordProcessEvidence(*engines[arm.index]));
@@ -259,7 +263,7 @@ class UnitRun {
       std::set<int> mine(arm.cells.begin(), arm.cells.end());
       for (int r = 0; r < unit_.rounds; ++r) {
         for (int c : Order(static_cast<int>(unit_.cells.size()), p, r)) {
-          if (mine.count(c) != 0) RETURN_IF_ERROR(MeasureCell(*engine, c, p, r));
+          if (mine.count(c) != 0) RETURN_IF_ERROR(TimedMeasureCell(*engine, c, p, r));
         }
       }
       RETURN_IF_ERROR(RecordProcessEvidence(*engine));
@@ -412,6 +416,14 @@ class UnitRun {
     return sink_.Record(m);
   }
 
+  absl::Status TimedMeasureCell(LiveEngine& engine, int c, int p, int r) {
+    const auto started = Clock::now();
+    absl::Status status = MeasureCell(engine, c, p, r);
+    engine.measure_us.push_back(
+        std::chrono::duration<double, std::micro>(Clock::now() - started).count());
+    return status;
+  }
+
   absl::Status MeasureCell(LiveEngine& engine, int c, int p, int r) {
     if (IsCancelled()) return absl::CancelledError("engine runner: unit cancelled");
     const CellWork& cell = unit_.cells[c];
@@ -542,6 +554,8 @@ class UnitRun {
                                    {"restartable", restartable},
                                    {"base_url", re.endpoints.base_url},
                                    {"start_ms", engine.start_ms},
+                                   {"start_us", engine.start_ms * 1000.0},
+                                   {"measure_us", engine.measure_us},
                                    {"spec_k", re.spec_k}};
     if (re.launch.has_value()) {
       process_info["argv"] = re.launch->argv;
