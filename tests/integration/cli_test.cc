@@ -55,7 +55,7 @@ TEST(Cli, LocalRunsTheBuiltInDemoEndToEnd) {
   ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
   EXPECT_NE(result.out.find("metric time_us (us)"), std::string::npos) << result.out;
   EXPECT_NE(result.out.find("12 of 12 cells done, 0 failed"), std::string::npos) << result.out;
-  ExpectExactlyOnce(db, 1, 6);
+  ExpectExactlyOnce(db, 1, 18);  // 3 sessions x 2 processes x 3 rounds
   // The same database answers offline; an unknown run is a clear error.
   auto unknown = RunCommand({LadderBinary(), "query", "9", "--db", db});
   EXPECT_EQ(unknown.exit_code, 1);

@@ -17,7 +17,7 @@ std::string LastLine(const std::string& text) {
   return trimmed.substr(trimmed.rfind('\n') == std::string::npos ? 0 : trimmed.rfind('\n') + 1);
 }
 
-TEST(Spine, CoordinatorAndTwoAgentsRunTheDemoMatrix) {
+TEST(Spine, CoordinatorAndThreeAgentsRunTheDemoMatrix) {
   TempDir dir;
   const std::string db = dir.File("results.db");
   int port = 0;
@@ -26,6 +26,7 @@ TEST(Spine, CoordinatorAndTwoAgentsRunTheDemoMatrix) {
   const std::string address = "127.0.0.1:" + std::to_string(port);
   auto a = StartAgent(dir, port, "a");
   auto b = StartAgent(dir, port, "b");
+  auto c = StartAgent(dir, port, "c");  // the demo asks for 3 sessions per cell
 
   const std::string matrix = std::string(LADDER_EXAMPLES_DIR) + "/demo-cpu.yaml";
   auto submit = RunCommand({LadderBinary(), "submit", matrix, "--wait", "--coordinator", address});
@@ -43,9 +44,9 @@ TEST(Spine, CoordinatorAndTwoAgentsRunTheDemoMatrix) {
   auto result = nlohmann::json::parse(query.out);
   ASSERT_EQ(result["rows"].size(), 12u);
   for (const auto& row : result["rows"]) {
-    // 2 sessions x 1 process x 3 rounds per cell, from two distinct sessions.
-    EXPECT_EQ(row["n"], 6) << row.dump();
-    EXPECT_EQ(row["sessions"], 2) << row.dump();
+    // 3 sessions x 2 processes x 3 rounds per cell, from three distinct sessions.
+    EXPECT_EQ(row["n"], 18) << row.dump();
+    EXPECT_EQ(row["sessions"], 3) << row.dump();
     EXPECT_GT(row["median"].get<double>(), 0);
   }
   EXPECT_EQ(result["rows"][0]["group"]["depth"], 256);
@@ -66,18 +67,20 @@ TEST(Spine, CoordinatorAndTwoAgentsRunTheDemoMatrix) {
   auto sessions = RunCommand({LadderBinary(), "sessions", "--coordinator", address, "--json"});
   ASSERT_EQ(sessions.exit_code, 0);
   auto listed = nlohmann::json::parse(sessions.out);
-  ASSERT_EQ(listed.size(), 2u);
+  ASSERT_EQ(listed.size(), 3u);
   EXPECT_FALSE(listed[0]["inventory"]["boot_id"].get<std::string>().empty());
   EXPECT_GT(listed[0]["inventory"]["cpu_cores"].get<int>(), 0);
 
-  ExpectExactlyOnce(db, 1, 6);
+  ExpectExactlyOnce(db, 1, 18);
 
   // Agents leave cleanly on SIGTERM.
   a->Signal(SIGTERM);
   b->Signal(SIGTERM);
+  c->Signal(SIGTERM);
   EXPECT_EQ(a->Wait(std::chrono::seconds(20)), 0) << a->Log();
   EXPECT_EQ(b->Wait(std::chrono::seconds(20)), 0) << b->Log();
-  EXPECT_EQ(QueryInt(db, "SELECT COUNT(*) FROM sessions WHERE state = 'gone'"), 2);
+  EXPECT_EQ(c->Wait(std::chrono::seconds(20)), 0) << c->Log();
+  EXPECT_EQ(QueryInt(db, "SELECT COUNT(*) FROM sessions WHERE state = 'gone'"), 3);
   coordinator->Signal(SIGTERM);
   EXPECT_EQ(coordinator->Wait(std::chrono::seconds(20)), 0) << coordinator->Log();
 }

@@ -49,7 +49,7 @@ TEST(MatrixExpand, DemoCpuExample) {
   EXPECT_TRUE(m.requirements.gpu_vendor.empty());
   const Expansion e = MustExpand(m);
   EXPECT_EQ(e.cells.size(), 12u);
-  EXPECT_EQ(e.units.size(), 12u);  // 6 (depth, query_rows) groups x 2 sessions
+  EXPECT_EQ(e.units.size(), 18u);  // 6 (depth, query_rows) groups x 3 sessions
   EXPECT_EQ(e.units[0].group_key, "depth=256,query_rows=1");
   EXPECT_EQ(e.cells[e.units[0].cell_indices[1]].key, "depth=256,query_rows=1,path=3d");
   EXPECT_EQ(e.cells[0].params["preset"], "tiny");
