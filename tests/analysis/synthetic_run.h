@@ -137,7 +137,7 @@ inline int64_t BuildSyntheticRun(db::Store& store, const std::string& yaml,
         }
       }
     }
-    auto outcome = store.Report(session.id, measurements, evidence, {*attempt}, ++now);
+    auto outcome = store.Report(session.id, measurements, evidence, {*attempt}, {}, ++now);
     EXPECT_TRUE(outcome.ok()) << outcome.status();
     EXPECT_TRUE(store.EndAttempt(*attempt, "done", "", unit.id, "done", 0, ++now).ok());
   }

@@ -17,11 +17,11 @@ namespace ladder::analysis {
 struct Report {
   std::vector<RunAnalysis> runs;                // in the order asked
   std::vector<RunReproducibility> reproducibility;  // for each pair of runs that share cells
+  std::vector<std::string> notes;               // e.g. pairs that could not be compared
   // For each pair of runs (i < j) that share cells: `ladder compare` of run j (B) against run i
   // (A), the same rows and verdicts, with a flag where a run's session-to-session spread exceeds
   // the difference between the runs.
   std::vector<RunComparison> comparisons;
-  std::vector<std::string> notes;               // e.g. pairs that could not be compared
 };
 
 // Analyses each run and compares every pair (i < j) of runs that share measured cell keys
