@@ -667,7 +667,7 @@ absl::StatusOr<RunAnalysis> AnalyzeRun(db::Database& db, int64_t run_id,
           out.levels.rounds_text = RepeatText(plan->rounds_per_process, plan->rounds_bound);
           out.levels.processes_text =
               RepeatText(plan->processes_per_session, plan->processes_bound);
-          if (process_below_resolution) {
+          if (process_below_resolution && plan->processes_bound != stats::RepeatBound::kNoVariance) {
             out.levels.warnings.push_back(
                 "the process start is below the 1 ms resolution of the time stamps, so "
                 "processes per session is a lower bound and rounds per process an upper one; "
