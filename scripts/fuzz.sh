@@ -3,7 +3,7 @@
 #
 #   scripts/fuzz.sh                 # every target, 60 s each
 #   scripts/fuzz.sh 600             # every target, 10 minutes each
-#   scripts/fuzz.sh 60 matrix       # one target (matrix | admin)
+#   scripts/fuzz.sh 60 matrix       # one target (matrix | admin | agent)
 #
 # Each target starts from its committed seed corpus (fuzz/corpus/<target>/) plus what earlier
 # runs found (build-fuzz/corpus/<target>/, not committed). A crash leaves its input in
@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
 targets=("$@")
-((${#targets[@]})) || targets=(matrix admin)
+((${#targets[@]})) || targets=(matrix admin agent)
 CXX=${CXX:-clang++-14}
 CC=${CC:-clang-14}
 build=build-fuzz

@@ -482,9 +482,15 @@ struct Agent::Impl {
           backoff = 100;
           continue;
         }
-        const int wait = empty ? 500 : backoff;
-        wake.wait_for(lock, std::chrono::milliseconds(wait));
+        auto until = std::chrono::system_clock::now() +
+                     std::chrono::milliseconds(empty ? 500 : backoff);
+        // Leaving: wake at the end of the drain whatever the backoff has grown to.
+        if (drain_deadline.has_value()) until = std::min(until, *drain_deadline);
+        wake.wait_until(lock, until);
         if (reporter_done && (empty || !fatal.ok())) return;
+        if (drain_deadline.has_value() && std::chrono::system_clock::now() >= *drain_deadline) {
+          return;
+        }
       }
       if (!empty) backoff = std::min(backoff * 2, options.max_backoff_ms);
     }
@@ -656,9 +662,7 @@ struct Agent::Impl {
     {
       std::lock_guard lock(mu);
       reporter_done = true;
-      if (release_current) {
-        drain_deadline = std::chrono::system_clock::now() + kDrainOnStop;
-      }
+      if (stopping) drain_deadline = std::chrono::system_clock::now() + kDrainOnStop;
     }
     wake.notify_all();
     reporter.join();

@@ -203,6 +203,10 @@ class Reader {
 // loudly here; the caller's own mistakes (unknown session, not yet complete) are only returned.
 grpc::Status StoreFailure(const absl::Status& status, const char* what,
                           const std::string& session_id) {
+  // A refusal of the caller's own request (another session's attempt) is not a failure.
+  if (!db::IsDatabaseError(status) && status.code() == absl::StatusCode::kPermissionDenied) {
+    return ToGrpc(status);
+  }
   switch (status.code()) {
     case absl::StatusCode::kResourceExhausted:
     case absl::StatusCode::kInternal:
@@ -443,10 +447,8 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
                           absl::StrCat("a report may carry at most ", options_.max_report_records,
                                        " records; send smaller batches"));
     }
-    std::set<std::string> uuids;
     auto usable_uuid = [&](const std::string& uuid) {
-      return !uuid.empty() && uuid.size() <= 64 && CheckText("uuid", uuid, 64).ok() &&
-             uuids.insert(uuid).second;
+      return !uuid.empty() && uuid.size() <= 64 && CheckText("uuid", uuid, 64).ok();
     };
     report->session_id = request->session_id();
     report->measurements.reserve(static_cast<size_t>(request->measurements_size()));
@@ -455,7 +457,7 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
       if (!usable_uuid(m.uuid())) {
         return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                             absl::StrCat("measurements[", i, "]: uuid must be 1 to 64 printable "
-                                         "bytes, unique within the report"));
+                                         "bytes"));
       }
       if (!runner::IsValidMetricName(m.metric())) {
         refused->push_back({m.uuid(), "metric names match [a-z][a-z0-9_]{0,63}"});
@@ -478,7 +480,7 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
       if (!usable_uuid(e.uuid())) {
         return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                             absl::StrCat("evidence[", i, "]: uuid must be 1 to 64 printable "
-                                         "bytes, unique within the report"));
+                                         "bytes"));
       }
       if (!runner::IsValidMetricName(e.kind())) {
         refused->push_back({e.uuid(), "evidence kinds match [a-z][a-z0-9_]{0,63}"});

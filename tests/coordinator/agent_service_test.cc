@@ -14,6 +14,7 @@
 #include "ladder/v1/admin.grpc.pb.h"
 #include "ladder/v1/agent.grpc.pb.h"
 #include "process.h"
+#include "scheduler_harness.h"
 
 namespace ladder::coordinator {
 namespace {
@@ -27,7 +28,7 @@ runner: kernel
 axes:
   depth: [256, 512]
 fixed: {backend: cpu}
-replicates: {sessions: 1, processes: 1, rounds: 1}
+replicates: {sessions: 1, processes: 1, rounds: 3}
 )";
 
 class AgentServiceTest : public ::testing::Test {
@@ -37,6 +38,7 @@ class AgentServiceTest : public ::testing::Test {
     options.listen = "127.0.0.1:0";
     options.db_path = dir_.File("results.db");
     options.session_calls_per_second = 0;
+    options.scheduler.runners = &testing::TestSchemas();
     auto started = Coordinator::Start(options);
     ASSERT_TRUE(started.ok()) << started.status();
     coordinator_ = std::move(*started);
@@ -234,11 +236,11 @@ TEST_F(AgentServiceTest, AReportCannotFinishAnotherSessionsAttempt) {
               grpc::StatusCode::PERMISSION_DENIED);
   }
   // The owner can still finish it.
-  v1::ReportRequest own = ReportFor("session-aaaa", lease, 1);
+  v1::ReportRequest own = ReportFor("session-aaaa", lease, 3);
   auto* mine = own.add_finishes();
   mine->set_attempt_id(lease.attempt_id());
   mine->set_ok(true);
-  mine->set_measurement_count(1);
+  mine->set_measurement_count(3);
   {
     grpc::ClientContext context;
     response.Clear();

@@ -17,6 +17,17 @@ namespace ladder::coordinator::testing {
 
 using ladder::testing::TempDir;
 
+// The scheduler tests' runners: "kernel" and "engine" each report one required metric per
+// (cell, process, round) and accept any parameters, so a test fills a unit's design with one
+// value per cell (the real schemas are tested in tests/runner and end to end).
+inline const runner::RunnerSchemas& TestSchemas() {
+  static const runner::RunnerSchemas schemas({
+      runner::RunnerSchema{"kernel", {{"time_us", "us", true}, {"note_us", "us", false}}, {}},
+      runner::RunnerSchema{"engine", {{"decode_tok_s", "tok/s", true}}, {}},
+  });
+  return schemas;
+}
+
 class FakeClock final : public Clock {
  public:
   int64_t NowMs() const override { return now; }
@@ -32,6 +43,7 @@ struct Harness {
 
   Harness() {
     options.lease_ms = 5000;
+    options.runners = &TestSchemas();
     store = std::move(*db::Store::Open(dir.File("results.db")));
     Restart();
   }

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <limits>
+
 #include "ladder/db/query.h"
 #include "ladder/db/schema.h"
 #include "process.h"
@@ -136,11 +139,15 @@ TEST(Store, RoundTripsSessionsAttemptsMeasurementsAndEvidence) {
   }
   std::vector<EvidenceIn> ev = {EvidenceIn{"e-1", *attempt, unit.cell_ids[0], 0, "kernel_path",
                                            R"({"path":"3d"})", 2100}};
-  auto outcome = f.store->Report("session-a", ms, ev, {*attempt}, 2200);
+  auto outcome = f.store->Report("session-a", ms, ev, {*attempt}, {}, 2200);
   ASSERT_TRUE(outcome.ok()) << outcome.status();
   EXPECT_EQ(outcome->stored.size(), 5u);
   EXPECT_TRUE(outcome->stale.empty());
-  EXPECT_EQ(*f.store->CountResults(*attempt), std::make_pair(int64_t{4}, int64_t{1}));
+  auto fill = f.store->CountResults(*attempt, {"time_us"});
+  ASSERT_TRUE(fill.ok());
+  EXPECT_EQ(fill->measurements, 4);
+  EXPECT_EQ(fill->evidence, 1);
+  EXPECT_EQ(fill->required_filled, 4);  // 2 cells x 1 process x 2 rounds
   ASSERT_TRUE(f.store->EndAttempt(*attempt, "done", "", unit.id, "done", 0, 3000).ok());
 
   auto db = Database::Open(f.dir.File("results.db"), OpenMode::kReadOnly);
@@ -178,9 +185,106 @@ TEST(Store, RepeatedReportsAreHarmless) {
   auto attempt = *f.store->LeaseUnit(unit.id, "session-a", 2000);
   std::vector<MeasurementIn> ms = {
       MeasurementIn{"same-uuid", attempt, unit.cell_ids[0], 0, 0, "time_us", 1.0, "us", 1}};
-  ASSERT_TRUE(f.store->Report("session-a", ms, {}, {attempt}, 1).ok());
-  ASSERT_TRUE(f.store->Report("session-a", ms, {}, {attempt}, 1).ok());
-  EXPECT_EQ(f.store->CountResults(attempt)->first, 1);
+  ASSERT_TRUE(f.store->Report("session-a", ms, {}, {attempt}, {}, 1).ok());
+  auto again = f.store->Report("session-a", ms, {}, {attempt}, {}, 1);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->stored, std::vector<std::string>{"same-uuid"});  // acknowledged again
+  EXPECT_TRUE(again->refused.empty());
+  EXPECT_EQ(f.store->CountResults(attempt, {})->measurements, 1);
+}
+
+std::vector<std::string> Reasons(const ReportOutcome& outcome) {
+  std::vector<std::string> out;
+  for (const auto& r : outcome.refused) out.push_back(r.uuid + ": " + r.reason);
+  return out;
+}
+
+TEST(Store, RecordsOutsideTheDesignAreRefusedEachWithItsReason) {
+  Fixture f;
+  f.Session("session-a");
+  auto units = f.store->LoadSchedulingState()->units;
+  auto attempt = *f.store->LeaseUnit(units[0].id, "session-a", 2000);
+  // A cell of another depth's unit: not this attempt's.
+  int64_t foreign_cell = 0;
+  for (const auto& other : units) {
+    for (int64_t c : other.cell_ids) {
+      if (std::find(units[0].cell_ids.begin(), units[0].cell_ids.end(), c) ==
+          units[0].cell_ids.end()) {
+        foreign_cell = c;
+      }
+    }
+  }
+  ASSERT_NE(foreign_cell, 0);
+  const int64_t cell = units[0].cell_ids[0];
+  auto m = [&](std::string uuid, int64_t c, int process, int round, double value,
+               std::string metric = "time_us", std::string unit = "us") {
+    return MeasurementIn{std::move(uuid), attempt, c, process, round, std::move(metric), value,
+                         std::move(unit), 1};
+  };
+  MetricCheck check = [](const std::string&, const std::string& metric,
+                         const std::string& unit) -> std::string {
+    if (metric != "time_us") return "unknown metric";
+    return unit == "us" ? "" : "wrong unit";
+  };
+  std::vector<MeasurementIn> ms = {
+      m("good", cell, 0, 0, 1.0),
+      m("other-unit", foreign_cell, 0, 0, 1.0),
+      m("process-minus", cell, -1, 0, 1.0),
+      m("process-over", cell, 1, 0, 1.0),
+      m("round-over", cell, 0, 2, 1.0),
+      m("round-max", cell, 0, 2147483647, 1.0),
+      m("inf", cell, 0, 1, std::numeric_limits<double>::infinity()),
+      m("nan", cell, 0, 1, std::numeric_limits<double>::quiet_NaN()),
+      m("metric", cell, 0, 1, 1.0, "time_ms"),
+      m("unit", cell, 0, 1, 1.0, "time_us", "ms"),
+      m("second-value", cell, 0, 0, 2.0),  // the slot "good" filled
+      m("unknown-attempt", cell, 0, 0, 1.0),
+  };
+  ms.back().attempt_id = attempt + 1000;
+  auto outcome = f.store->Report("session-a", ms, {}, {attempt}, check, 2);
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  EXPECT_EQ(outcome->stored, std::vector<std::string>{"good"});
+  const auto reasons = Reasons(*outcome);
+  ASSERT_EQ(reasons.size(), ms.size() - 1) << ::testing::PrintToString(reasons);
+  auto has = [&](const std::string& prefix, const std::string& words) {
+    for (const auto& r : reasons) {
+      if (r.rfind(prefix + ": ", 0) == 0 && r.find(words) != std::string::npos) return true;
+    }
+    return false;
+  };
+  EXPECT_TRUE(has("other-unit", "is not a cell of attempt"));
+  EXPECT_TRUE(has("process-minus", "process -1 is outside the design"));
+  EXPECT_TRUE(has("process-over", "process 1 is outside the design"));
+  EXPECT_TRUE(has("round-over", "round 2 is outside the design"));
+  EXPECT_TRUE(has("round-max", "outside the design"));
+  EXPECT_TRUE(has("inf", "not finite"));
+  EXPECT_TRUE(has("nan", "not finite"));
+  EXPECT_TRUE(has("metric", "unknown metric"));
+  EXPECT_TRUE(has("unit", "wrong unit"));
+  EXPECT_TRUE(has("second-value", "slot already filled"));
+  EXPECT_TRUE(has("unknown-attempt", "unknown attempt"));
+  // A used uuid cannot name another slot either.
+  auto reused = f.store->Report("session-a", {m("good", cell, 0, 1, 5.0)}, {}, {attempt}, check, 3);
+  ASSERT_TRUE(reused.ok());
+  EXPECT_TRUE(reused->stored.empty());
+  ASSERT_EQ(reused->refused.size(), 1u);
+  EXPECT_NE(reused->refused[0].reason.find("uuid already used"), std::string::npos);
+  // Evidence: a cell of the unit, JSON, under the cap.
+  std::vector<EvidenceIn> ev = {
+      EvidenceIn{"e-good", attempt, cell, 0, "kernel_path", R"({"path":"2d"})", 1},
+      EvidenceIn{"e-cell", attempt, foreign_cell, 0, "kernel_path", "{}", 1},
+      EvidenceIn{"e-json", attempt, cell, 0, "kernel_path", "{not json", 1},
+      EvidenceIn{"e-big", attempt, cell, 0, "kernel_path",
+                 "\"" + std::string(kMaxEvidenceJsonBytes, 'x') + "\"", 1},
+      EvidenceIn{"e-process", attempt, cell, 3, "kernel_path", "{}", 1},
+  };
+  auto evidence = f.store->Report("session-a", {}, ev, {attempt}, check, 4);
+  ASSERT_TRUE(evidence.ok());
+  EXPECT_EQ(evidence->stored, std::vector<std::string>{"e-good"});
+  EXPECT_EQ(evidence->refused.size(), 4u);
+  auto fill = f.store->CountResults(attempt, {"time_us"});
+  EXPECT_EQ(fill->measurements, 1);
+  EXPECT_EQ(fill->required_filled, 1);
 }
 
 TEST(Store, ResultsForAnotherSessionsAttemptAreRefused) {
@@ -191,11 +295,10 @@ TEST(Store, ResultsForAnotherSessionsAttemptAreRefused) {
   auto attempt = *f.store->LeaseUnit(unit.id, "session-a", 2000);
   std::vector<MeasurementIn> ms = {
       MeasurementIn{"intruder", attempt, unit.cell_ids[0], 0, 0, "time_us", 1.0, "us", 1}};
-  auto outcome = f.store->Report("session-b", ms, {}, {}, 1);
-  ASSERT_TRUE(outcome.ok());
-  EXPECT_TRUE(outcome->stored.empty());
-  EXPECT_EQ(outcome->refused, std::vector<std::string>{"intruder"});
-  EXPECT_EQ(f.store->CountResults(attempt)->first, 0);
+  auto outcome = f.store->Report("session-b", ms, {}, {}, {}, 1);
+  ASSERT_FALSE(outcome.ok());
+  EXPECT_EQ(outcome.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(f.store->CountResults(attempt, {})->measurements, 0);
 }
 
 TEST(Store, LateResultsAreKeptAsStaleAndNeverCount) {
@@ -207,7 +310,7 @@ TEST(Store, LateResultsAreKeptAsStaleAndNeverCount) {
                   .ok());
   std::vector<MeasurementIn> ms = {
       MeasurementIn{"late", attempt, unit.cell_ids[0], 0, 0, "time_us", 1.0, "us", 1}};
-  auto outcome = f.store->Report("session-a", ms, {}, /*live_attempts=*/{}, 4);
+  auto outcome = f.store->Report("session-a", ms, {}, /*live_attempts=*/{}, {}, 4);
   ASSERT_TRUE(outcome.ok());
   EXPECT_EQ(outcome->stale, std::vector<std::string>{"late"});
   auto db = Database::Open(f.dir.File("results.db"), OpenMode::kReadOnly);
@@ -228,25 +331,28 @@ TEST(Store, ReportBatchRollsBackOnlyTheReportThatFails) {
                MeasurementIn{"a2", a, units[0].cell_ids[0], 0, 1, "time_us", 2.0, "us", 1}},
               {},
               {a}};
-  // Names a cell that does not exist: the foreign key fails this report, after its first row.
+  // Names another session's attempt after a good row: the whole report is refused.
   batch[1] = {"session-b",
               {MeasurementIn{"b1", b, units[1].cell_ids[0], 0, 0, "time_us", 1.0, "us", 1},
-               MeasurementIn{"b2", b, 999999, 0, 1, "time_us", 2.0, "us", 1}},
-              {},
-              {b}};
-  batch[2] = {"session-b",
-              {MeasurementIn{"b3", b, units[1].cell_ids[0], 0, 2, "time_us", 3.0, "us", 1},
                MeasurementIn{"intruder", a, units[0].cell_ids[0], 0, 0, "time_us", 9, "us", 1}},
               {},
               {b}};
-  auto results = f.store->ReportBatch(batch, 3000);
+  // A cell that does not exist is refused alone; the rest of the report stands.
+  batch[2] = {"session-b",
+              {MeasurementIn{"b3", b, units[1].cell_ids[0], 0, 1, "time_us", 3.0, "us", 1},
+               MeasurementIn{"b2", b, 999999, 0, 1, "time_us", 2.0, "us", 1}},
+              {},
+              {b}};
+  auto results = f.store->ReportBatch(batch, {}, 3000);
   ASSERT_EQ(results.size(), 3u);
   ASSERT_TRUE(results[0].ok()) << results[0].status();
   EXPECT_EQ(results[0]->stored, (std::vector<std::string>{"a1", "a2"}));
-  EXPECT_FALSE(results[1].ok());
+  ASSERT_FALSE(results[1].ok());
+  EXPECT_EQ(results[1].status().code(), absl::StatusCode::kPermissionDenied);
   ASSERT_TRUE(results[2].ok()) << results[2].status();
   EXPECT_EQ(results[2]->stored, std::vector<std::string>{"b3"});
-  EXPECT_EQ(results[2]->refused, std::vector<std::string>{"intruder"});
+  ASSERT_EQ(results[2]->refused.size(), 1u);
+  EXPECT_EQ(results[2]->refused[0].uuid, "b2");
   auto db = Database::Open(f.dir.File("results.db"), OpenMode::kReadOnly);
   auto uuids = (*db)->Prepare("SELECT group_concat(uuid, ',') FROM "
                               "(SELECT uuid FROM measurements ORDER BY uuid)");
@@ -266,11 +372,11 @@ TEST(Store, ReportBatchOnAFullDiskStoresNothingAndSaysSoToEveryone) {
     for (int i = 0; i < 200; ++i) {
       report.measurements.push_back(MeasurementIn{
           "m-" + std::to_string(r) + "-" + std::to_string(i) + std::string(40, 'x'), attempt,
-          unit.cell_ids[0], 0, i, "time_us", 1.0 * i, "us", 1});
+          unit.cell_ids[0], 0, 0, "metric_" + std::to_string(r * 200 + i), 1.0 * i, "us", 1});
     }
     batch.push_back(std::move(report));
   }
-  auto results = f.store->ReportBatch(batch, 3000);
+  auto results = f.store->ReportBatch(batch, {}, 3000);
   ASSERT_EQ(results.size(), 4u);
   for (const auto& result : results) {
     ASSERT_FALSE(result.ok());

@@ -121,17 +121,28 @@ class CurveAgent {
         const double depth = params.at("depth").get<double>();
         const std::string path = params.at("path").get<std::string>();
         for (int round = 0; round < lease.rounds(); ++round) {
-          auto* m = report.add_measurements();
-          m->set_uuid(session_ + "-" + std::to_string(lease.attempt_id()) + "-" +
-                      std::to_string(cell.cell_id()) + "-" + std::to_string(round));
-          m->set_attempt_id(lease.attempt_id());
-          m->set_cell_id(cell.cell_id());
-          m->set_process(0);
-          m->set_round(round);
-          m->set_metric("time_us");
-          m->set_value(speed_ * ModelTimeUs(path, depth) *
-                       std::exp(std::normal_distribution<double>(0.0, 0.004)(rng_)));
-          m->set_unit("us");
+          const double time_us = speed_ * ModelTimeUs(path, depth) *
+                                 std::exp(std::normal_distribution<double>(0.0, 0.004)(rng_));
+          // Every metric the kernel runner must report, so the coordinator takes the unit as
+          // done (the design decides completeness).
+          const std::pair<const char*, std::pair<double, const char*>> metrics[] = {
+              {"time_us", {time_us, "us"}},
+              {"time_us_min", {time_us, "us"}},
+              {"bytes_per_s", {1e6 * depth / time_us, "B/s"}},
+              {"segments", {1, "1"}}};
+          for (const auto& [metric, value] : metrics) {
+            auto* m = report.add_measurements();
+            m->set_uuid(session_ + "-" + std::to_string(lease.attempt_id()) + "-" +
+                        std::to_string(cell.cell_id()) + "-" + std::to_string(round) + "-" +
+                        metric);
+            m->set_attempt_id(lease.attempt_id());
+            m->set_cell_id(cell.cell_id());
+            m->set_process(0);
+            m->set_round(round);
+            m->set_metric(metric);
+            m->set_value(value.first);
+            m->set_unit(value.second);
+          }
         }
       }
       v1::ReportResponse reported;
