@@ -12,6 +12,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "commands.h"
+#include "ladder/build_info.h"
 
 namespace ladder::cli {
 
@@ -79,7 +80,10 @@ int main(int argc, char** argv) {
       "  ladder query RUN --by depth        read the results (also offline with --db FILE)\n",
       "ladder"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", std::string("ladder ") + LADDER_VERSION);
+  // Version, commit and backends: what an agent also reports in its inventory.
+  app.set_version_flag("--version", std::string("ladder ") + ladder::build::kVersion +
+                                        "\ncommit " + ladder::build::kCommit +
+                                        "\nbackends " + ladder::build::kBackends);
   std::string log_level = "info";
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error|off")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));

@@ -12,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "ladder/build_info.h"
 #include "ladder/kernels/attention.h"
 
 namespace ladder::agent {
@@ -125,6 +126,11 @@ HostInventory DetectInventory() {
   }
   DetectNvidia(inv);
   DetectAmd(inv);
+  // The build that measures (what `ladder --version` prints), so a report can tell builds
+  // apart: well within the coordinator's limits (keys <= 64, values <= 256 bytes).
+  inv.software["ladder"] = build::kVersion;
+  inv.software["ladder_commit"] = build::kCommit;
+  inv.software["ladder_backends"] = build::kBackends;
   inv.features = {"kernel", "cpu"};
   if (kernels::BackendAvailable(kernels::Backend::kCuda)) inv.features.push_back("cuda");
   if (kernels::BackendAvailable(kernels::Backend::kHip)) inv.features.push_back("hip");

@@ -23,6 +23,8 @@ struct HostInventory {
   int cpu_cores = 0;
   int64_t memory_mib = 0;
   std::vector<GpuInfo> gpus;
+  // Runtimes and engines ("nvidia_driver", ...) and this build of ladder: "ladder" (version),
+  // "ladder_commit" (git commit or "unknown"), "ladder_backends" (as `ladder --version`).
   std::map<std::string, std::string> software;
   std::vector<std::string> features;  // runners and backends this agent can run
 };
