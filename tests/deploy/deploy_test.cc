@@ -186,6 +186,49 @@ TEST(SkyPilot, TaskStartsAgentWithTokenFromSecret) {
   ExpectNoTokenOnCommandLine(text, "ladder-agent.yaml");
 }
 
+TEST(SkyPilot, SetupInstallsTheCheckedBundleAndBuildsNothing) {
+  YAML::Node task = YAML::Load(Read(kSkyPilot));
+  const std::string setup = task["setup"].as<std::string>();
+  EXPECT_EQ(setup.find("cmake"), std::string::npos) << "no build on a paid GPU VM:\n" << setup;
+  EXPECT_EQ(setup.find("setup-debian.sh"), std::string::npos) << setup;
+  EXPECT_NE(setup.find("sha256sum -c"), std::string::npos) << "the bundle must be checked";
+  EXPECT_FALSE(task["workdir"]) << "the source tree is not needed on the VM";
+  ASSERT_TRUE(task["file_mounts"].IsMap());
+  EXPECT_EQ(task["file_mounts"]["~/.ladder/dist"].as<std::string>(), "./dist");
+  EXPECT_TRUE(task["envs"]["LADDER_BUNDLE_URL"]);
+  EXPECT_TRUE(task["envs"]["LADDER_BUNDLE_SHA256"]);
+}
+
+TEST(CloudInit, InstallsTheBundleCheckedAgainstItsSha256) {
+  YAML::Node doc = YAML::Load(Read(kCloudInit));
+  std::string install, env;
+  for (const auto& f : doc["write_files"]) {
+    if (f["path"].as<std::string>() == "/usr/local/sbin/ladder-install") {
+      install = f["content"].as<std::string>();
+    }
+    if (f["path"].as<std::string>() == "/etc/ladder/agent.env") env = f["content"].as<std::string>();
+  }
+  EXPECT_NE(env.find("LADDER_BUNDLE_URL="), std::string::npos) << env;
+  EXPECT_NE(env.find("LADDER_BUNDLE_SHA256="), std::string::npos) << env;
+  // The download's own checksum comes first, then the bundle's per-file SHA256SUMS.
+  const size_t download = install.find("sha256sum -c -");
+  const size_t unpack = install.find("tar -xzf");
+  ASSERT_NE(download, std::string::npos) << install;
+  ASSERT_NE(unpack, std::string::npos) << install;
+  EXPECT_LT(download, unpack) << "check before unpacking";
+  EXPECT_NE(install.find("sha256sum -c --quiet SHA256SUMS"), std::string::npos) << install;
+}
+
+TEST(CloudInit, CloudInitSchema) {
+  if (RunShell("command -v cloud-init >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "cloud-init is not installed";
+  }
+  const std::string log = WriteTemp("cloud-init-schema.log", "");
+  const int rc = RunShell("cloud-init schema --config-file '" + kCloudInit + "' >'" + log +
+                          "' 2>&1");
+  EXPECT_EQ(rc, 0) << Read(log);
+}
+
 TEST(Slurm, BatchScriptIsValidBash) {
   const std::string text = Read(kSlurm);
   EXPECT_EQ(RunShell("bash -n '" + kSlurm + "'"), 0);
