@@ -62,6 +62,31 @@ bool HasFeature(const nlohmann::json& features, const std::string& name) {
                      [&](const nlohmann::json& f) { return f.is_string() && f == name; });
 }
 
+// A kernel cell's `backend` names the feature it needs: an agent advertises "cuda" or "hip"
+// only when that backend is built in and a device answers (agent/src/inventory.cc). Adds the
+// feature of every GPU backend among the matrix's `backend` values (fixed or axis) to its
+// requirements, so a CPU-only agent is never leased such a cell even when the matrix omits
+// `requires: features`. Matching is per run: a run whose axis mixes cpu and cuda runs all its
+// cells on CUDA agents (which have the CPU backend too); one mixing cuda and hip waits for an
+// agent with both, which no build has (WhyWaiting says so): submit one matrix per GPU backend.
+void AddBackendFeatures(matrices::Matrix& matrix) {
+  if (matrix.runner != "kernel") return;  // the engine runner's `backend` is an engine's own
+  std::vector<matrices::Value> values;
+  if (auto it = matrix.fixed.find("backend"); it != matrix.fixed.end()) values.push_back(it->second);
+  for (const auto& axis : matrix.axes) {
+    if (axis.name == "backend") values.insert(values.end(), axis.values.begin(), axis.values.end());
+  }
+  auto& features = matrix.requirements.features;
+  for (const auto& v : values) {
+    if (!v.is_string()) continue;
+    const std::string backend = absl::AsciiStrToLower(v.get<std::string>());
+    if (backend != "cuda" && backend != "hip") continue;
+    if (std::find(features.begin(), features.end(), backend) == features.end()) {
+      features.push_back(backend);
+    }
+  }
+}
+
 // Why `session` cannot take units of a `runner` matrix with `req` ("" when it can).
 std::string Unmet(const std::string& runner, const matrices::Requirements& req,
                   const db::SessionRow& session) {
@@ -187,6 +212,7 @@ absl::StatusOr<SubmitResult> Scheduler::Validate(const std::string& yaml,
                                          parse_options));
   ASSIGN_OR_RETURN(matrices::Expansion expansion, matrices::Expand(matrix, parse_options));
   RETURN_IF_ERROR(runner::ValidateMatrix(matrix, expansion, runners()));
+  AddBackendFeatures(matrix);
   SubmitResult result{0, static_cast<int64_t>(expansion.cells.size()),
                       static_cast<int64_t>(expansion.units.size()), matrix.name, ""};
   result.warning = UnmetRequirements(matrix.runner, matrix.requirements);
@@ -203,6 +229,7 @@ absl::StatusOr<SubmitResult> Scheduler::Submit(const std::string& yaml,
   ASSIGN_OR_RETURN(matrices::Expansion expansion, matrices::Expand(matrix, parse_options));
   RETURN_IF_ERROR(runner::ValidateMatrix(matrix, expansion, runners()));
   if (matrix.metric.empty()) matrix.metric = matrix.runner == "engine" ? "decode_tok_s" : "time_us";
+  AddBackendFeatures(matrix);
   ASSIGN_OR_RETURN(int64_t run_id,
                    store_->CreateRun(yaml, matrix, expansion, clock_->NowMs()));
   // Pick the new run's rows back up from the store so memory and disk agree on ids.

@@ -339,5 +339,43 @@ TEST(Scheduler, ARejectedMatrixStoresNothing) {
   }
 }
 
+// A kernel cell's `backend` implies the feature it needs, with or without `requires: features`:
+// a CPU-only build on a GPU VM (the GPU in its inventory, no "cuda" feature) never takes a cuda
+// cell, a CUDA agent does, no CUDA agent takes a hip cell, and cpu cells still go anywhere.
+TEST(Scheduler, AGpuBackendNeedsItsFeature) {
+  Harness h;
+  const int64_t cuda_run = h.Submit(
+      "name: cuda-cells\nrunner: kernel\naxes: {depth: [256]}\nfixed: {backend: cuda}\n");
+  const std::vector<db::GpuRow> h100 = {
+      {"nvidia", "NVIDIA H100 80GB HBM3", "sm_90", "u1", "", 81559}};
+  h.AddSession("cpu-build-session", "host-a", h100);
+  EXPECT_FALSE(h.LeaseNow("cpu-build-session").has_value());
+  EXPECT_NE(h.scheduler->WhyWaiting(cuda_run).find("feature cuda"), std::string::npos)
+      << h.scheduler->WhyWaiting(cuda_run);
+
+  db::SessionRow cuda;
+  cuda.id = "cuda-build-session";
+  cuda.hostname = cuda.machine_id = "host-b";
+  cuda.features = {"kernel", "cpu", "cuda"};
+  cuda.gpus = h100;
+  ASSERT_TRUE(h.scheduler->RegisterSession(cuda).ok());
+  auto lease = h.LeaseNow("cuda-build-session");
+  ASSERT_TRUE(lease.has_value());
+  EXPECT_NE(lease->cells[0].params_json.find("cuda"), std::string::npos);
+
+  // On an axis beside cpu: the run needs the GPU backend's feature (matching is per run).
+  constexpr const char* kHip =
+      "name: hip-cells\nrunner: kernel\naxes: {backend: [cpu, hip], depth: [256]}\n";
+  auto validated = h.scheduler->Validate(kHip, "hip.yaml", 0);
+  ASSERT_TRUE(validated.ok()) << validated.status();
+  EXPECT_NE(validated->warning.find("feature hip"), std::string::npos) << validated->warning;
+  h.Submit(kHip);
+  EXPECT_FALSE(h.LeaseNow("cuda-build-session").has_value());
+  EXPECT_FALSE(h.LeaseNow("cpu-build-session").has_value());
+
+  h.Submit("name: cpu-cells\nrunner: kernel\naxes: {depth: [256]}\nfixed: {backend: cpu}\n");
+  EXPECT_TRUE(h.LeaseNow("cpu-build-session").has_value());
+}
+
 }  // namespace
 }  // namespace ladder::coordinator
