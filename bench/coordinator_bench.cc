@@ -212,6 +212,9 @@ int Serve(char** argv) {
   }
   std::printf("%d\n", (*started)->port());
   std::fflush(stdout);
+  // The parent stops reading after the port: the coordinator's own log (stdout) must not hit
+  // a closed pipe (SIGPIPE) when it warns, e.g. that no agent is connected yet at submission.
+  if (std::freopen("/dev/null", "w", stdout) == nullptr) return 1;
   char buffer[64];
   while (read(STDIN_FILENO, buffer, sizeof buffer) > 0) {
   }

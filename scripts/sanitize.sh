@@ -31,8 +31,8 @@ for preset in "${presets[@]}"; do
   start=$(date +%s)
   cmake --preset "$preset" >/dev/null
   if [[ "${SUBSET:-}" == ci ]]; then
-    # ASan+UBSan: parsing, storage, statistics, scheduling, the gRPC service, the bench's
-    # 20 agents over gRPC and the CPU kernels (memory errors).
+    # ASan+UBSan: parsing, storage, statistics, scheduling, the gRPC service and its wire
+    # contract under abuse, the bench's 20 agents over gRPC and the CPU kernels (memory errors).
     # TSan: the scheduler and store under concurrent callers (scheduler_concurrency_test: long
     # polls, group commits, the reaper). Not the gRPC-driven programs: Debian's gRPC and
     # abseil are not built with TSan, so the synchronization inside them is invisible to it and
@@ -40,7 +40,8 @@ for preset in "${presets[@]}"; do
     if [[ $preset == asan ]]; then
       programs=(tests/matrices/matrices_tests tests/db/db_tests tests/db/stats/stats_tests
                 tests/analysis/analysis_tests tests/coordinator/coordinator_tests
-                tests/coordinator/agent_service_tests tests/bench/bench_tests
+                tests/coordinator/agent_service_tests tests/coordinator/protocol_tests
+                tests/runner/runner_tests tests/bench/bench_tests
                 tests/kernels/kernels_tests)
     else
       programs=(tests/db/db_tests tests/coordinator/coordinator_tests)

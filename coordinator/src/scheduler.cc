@@ -29,19 +29,6 @@ class RealClock final : public Clock {
   }
 };
 
-matrices::Requirements RequirementsFromJson(const nlohmann::json& j) {
-  matrices::Requirements r;
-  if (!j.is_object()) return r;
-  r.gpu_vendor = j.value("gpu_vendor", "");
-  r.gpu_name_glob = j.value("gpu_name", "");
-  r.gpu_count = j.value("gpu_count", 0);
-  r.min_gpu_memory_mib = j.value("min_gpu_memory_mib", int64_t{0});
-  if (j.contains("features") && j["features"].is_array()) {
-    for (const auto& f : j["features"]) r.features.push_back(f.get<std::string>());
-  }
-  return r;
-}
-
 // The in-memory row of a unit just added to the store (adaptive replication, locate probes).
 db::UnitRow QueuedUnit(int64_t id, int64_t run_id, const std::string& group_key, int replicate,
                        uint64_t seed, const std::vector<int64_t>& cell_ids) {
@@ -133,7 +120,15 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(db::Store* store, c
 void Scheduler::AddRunLocked(const db::RunRow& run) {
   RunState state;
   state.row = run;
-  state.requirements = RequirementsFromJson(run.requirements);
+  // Written by this coordinator's store from a parsed matrix; a row that does not read back
+  // (edited by hand) matches no session rather than every one.
+  auto requirements = matrices::RequirementsFromJson(run.requirements);
+  if (requirements.ok()) {
+    state.requirements = std::move(*requirements);
+  } else {
+    state.requirements.features.push_back("unreadable requires: " +
+                                          std::string(requirements.status().message()));
+  }
   runs_[run.id] = std::move(state);
 }
 

@@ -31,14 +31,6 @@ std::string Sha256Hex(std::string_view data) {
 
 namespace {
 
-nlohmann::json RequirementsJson(const matrices::Requirements& r) {
-  return {{"gpu_vendor", r.gpu_vendor},
-          {"gpu_name", r.gpu_name_glob},
-          {"gpu_count", r.gpu_count},
-          {"min_gpu_memory_mib", r.min_gpu_memory_mib},
-          {"features", r.features}};
-}
-
 nlohmann::json ParseJsonOr(const std::string& text, nlohmann::json fallback) {
   auto parsed = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   return parsed.is_discarded() ? fallback : parsed;
@@ -104,7 +96,7 @@ absl::StatusOr<int64_t> Store::CreateRun(const std::string& yaml, const matrices
         .Bind(5, matrix.replicates.processes)
         .Bind(6, matrix.replicates.rounds)
         .Bind(7, matrix.replicates.sessions)
-        .Bind(8, RequirementsJson(matrix.requirements).dump())
+        .Bind(8, matrices::RequirementsToJson(matrix.requirements).dump())
         .Bind(9, axis_names.dump())
         .Bind(10, nlohmann::json(matrix.pair).dump())
         .Bind(11, now_ms)

@@ -55,6 +55,30 @@ uint64_t UnitSeed(uint64_t matrix_seed, int group_index, int replicate) {
   return s;
 }
 
+nlohmann::json RequirementsToJson(const Requirements& r) {
+  return {{"gpu_vendor", r.gpu_vendor},
+          {"gpu_name", r.gpu_name_glob},
+          {"gpu_count", r.gpu_count},
+          {"min_gpu_memory_mib", r.min_gpu_memory_mib},
+          {"features", r.features}};
+}
+
+absl::StatusOr<Requirements> RequirementsFromJson(const nlohmann::json& j) {
+  Requirements r;
+  if (j.is_null()) return r;
+  if (!j.is_object()) return absl::InvalidArgumentError("requires: expected a JSON object");
+  try {
+    r.gpu_vendor = j.value("gpu_vendor", "");
+    r.gpu_name_glob = j.value("gpu_name", "");
+    r.gpu_count = j.value("gpu_count", 0);
+    r.min_gpu_memory_mib = j.value("min_gpu_memory_mib", int64_t{0});
+    if (j.contains("features")) r.features = j["features"].get<std::vector<std::string>>();
+  } catch (const nlohmann::json::exception& e) {
+    return absl::InvalidArgumentError(std::string("requires: ") + e.what());
+  }
+  return r;
+}
+
 namespace internal {
 
 uint64_t Fnv1a64(std::string_view bytes) {

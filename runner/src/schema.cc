@@ -71,8 +71,6 @@ const RunnerSchemas& BuiltinMetricSchemas() {
                        {"spec_accepted_tokens", "1", false},
                        {"acceptance_rate", "1", false},
                        {"mean_acceptance_length", "tok", false},
-                       // The engine process's start, once per process (round 0).
-                       {"process_start_s", "s", false},
                    },
                    {}},
   });

@@ -306,7 +306,7 @@ TEST(Scheduler, PrecisionDecidesAfterARestartWhatTheStoppedCoordinatorDidNot) {
   std::vector<db::MeasurementIn> ms;
   for (size_t i = 0; i < b->cells.size(); ++i) {
     ms.push_back(db::MeasurementIn{"b-" + std::to_string(i), b->attempt_id, b->cells[i].id, 0, 0,
-                                   "time_us", i == 0 ? 100 : 140, "us", 0});
+                                   "time_us", i == 0 ? 100.0 : 140.0, "us", 0});
   }
   ASSERT_TRUE(h.scheduler->Report("session-b", ms, {}).ok());
   ASSERT_TRUE(h.store->EndAttempt(b->attempt_id, "done", "", b->unit_id, "done", 0, 1).ok());

@@ -31,7 +31,7 @@ TEST(Cli, ValidateSummarisesAGoodMatrix) {
   ASSERT_EQ(result.exit_code, 0) << result.err;
   auto summary = nlohmann::json::parse(result.out);
   EXPECT_EQ(summary["cells"], 12);
-  EXPECT_EQ(summary["units"], 12);
+  EXPECT_EQ(summary["units"], 18);  // 6 depth x rows groups (paired on path) x 3 sessions
 }
 
 TEST(Cli, MissingFileAndUnreachableCoordinatorAreExplained) {
@@ -80,6 +80,34 @@ TEST(Cli, LocalRefusesABadMatrixAndLeavesTheDatabaseAsItWas) {
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_NE(result.err.find("bad.yaml:4:1"), std::string::npos) << result.err;
   EXPECT_EQ(QueryInt(db, "SELECT COUNT(*) FROM runs"), before);
+}
+
+// `ladder validate` and a coordinator's Submit (here through `ladder local`) refuse exactly the
+// same matrices with the same messages, the runners' parameter checks included.
+TEST(Cli, ValidateAndSubmitRefuseTheSameMatrices) {
+  TempDir dir;
+  const std::string db = dir.File("ladder.db");
+  const std::vector<std::string> bad = {
+      // The parser's check.
+      "name: bad\nrunner: kernel\naxes:\n  depth: [1024, -1]\n",
+      // The kernel runner's checks: an unknown parameter, a bad value, an undeclared metric.
+      "name: bad\nrunner: kernel\naxes:\n  depth: [64]\n  spec: [off, k1]\n",
+      "name: bad\nrunner: kernel\naxes: {depth: [64]}\nfixed:\n  backend: tpu\n",
+      "name: bad\nrunner: kernel\naxes: {depth: [64]}\nmetric: decode_tok_s\n",
+  };
+  for (size_t i = 0; i < bad.size(); ++i) {
+    const std::string path = dir.File("bad" + std::to_string(i) + ".yaml");
+    WriteFile(path, bad[i]);
+    auto validated = RunCommand({LadderBinary(), "validate", path});
+    auto submitted = RunCommand({LadderBinary(), "local", path, "--db", db});
+    EXPECT_EQ(validated.exit_code, 2) << bad[i] << validated.err;
+    EXPECT_EQ(submitted.exit_code, 2) << bad[i] << submitted.err;
+    const std::string message = validated.err.substr(0, validated.err.find('\n'));
+    EXPECT_NE(message.find(path + ":"), std::string::npos) << message;
+    EXPECT_NE(submitted.err.find(message), std::string::npos)
+        << "validate said:\n" << validated.err << "submit said:\n" << submitted.err;
+  }
+  EXPECT_EQ(QueryInt(db, "SELECT COUNT(*) FROM runs"), 0);
 }
 
 TEST(Cli, HelpTeaches) {

@@ -272,9 +272,9 @@ TEST(Locate, FindsAKnownCrossoverThroughACoordinatorRestart) {
   EXPECT_EQ(QueryInt(db, "SELECT COUNT(*) FROM units WHERE run_id = 1"),
             2 + 2 * static_cast<int64_t>(probes.size()) + added_sessions);
   EXPECT_EQ(QueryInt(db, "SELECT COUNT(*) FROM units WHERE state != 'done'"), 0);
-  EXPECT_EQ(QueryInt(db, "SELECT COUNT(*) FROM (SELECT cell_id, session_id, round, COUNT(*) AS n "
-                         "FROM valid_measurements GROUP BY cell_id, session_id, round "
-                         "HAVING n > 1)"),
+  EXPECT_EQ(QueryInt(db, "SELECT COUNT(*) FROM (SELECT cell_id, session_id, round, metric, "
+                         "COUNT(*) AS n FROM valid_measurements "
+                         "GROUP BY cell_id, session_id, round, metric HAVING n > 1)"),
             0)
       << "a measurement counted twice";
 

@@ -153,6 +153,12 @@ std::string CellKey(const std::vector<std::string>& axis_order, const nlohmann::
 // "true"/"false".
 std::string ValueToString(const Value& value);
 
+// `requires` as stored with a run (runs.requires) and read back by the coordinator: the one
+// encoding, both ways. FromJson is lenient about missing fields (older databases) and refuses
+// fields of the wrong type.
+nlohmann::json RequirementsToJson(const Requirements& requirements);
+absl::StatusOr<Requirements> RequirementsFromJson(const nlohmann::json& json);
+
 // The seed a matrix gets when its YAML has no `seed`: the 64-bit FNV-1a hash of its name.
 uint64_t DefaultSeed(std::string_view name);
 

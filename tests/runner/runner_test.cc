@@ -1,0 +1,100 @@
+// The runners' schemas and the one matrix validation every door uses.
+#include <gtest/gtest.h>
+
+#include "ladder/agent/cell_check.h"
+#include "ladder/matrices/matrix.h"
+#include "ladder/runner/schema.h"
+#include "ladder/runner/validate.h"
+
+namespace ladder::runner {
+namespace {
+
+absl::Status Validate(const std::string& yaml, const RunnerSchemas& schemas) {
+  auto matrix = matrices::ParseMatrix(yaml, "m.yaml");
+  EXPECT_TRUE(matrix.ok()) << matrix.status();
+  auto expansion = matrices::Expand(*matrix);
+  EXPECT_TRUE(expansion.ok()) << expansion.status();
+  return ValidateMatrix(*matrix, *expansion, schemas);
+}
+
+TEST(Schema, MetricNamesAreSafeIdentifiers) {
+  for (const char* good : {"time_us", "a", "decode_tok_s", "x9_"}) {
+    EXPECT_TRUE(IsValidMetricName(good)) << good;
+  }
+  for (std::string bad : {std::string(""), std::string("Time_us"), std::string("9lives"),
+                          std::string("time-us"), std::string("time us"),
+                          std::string("time\0us", 7), std::string(65, 'a')}) {
+    EXPECT_FALSE(IsValidMetricName(bad)) << bad;
+  }
+  EXPECT_TRUE(IsValidMetricName(std::string(64, 'a')));
+}
+
+TEST(Schema, BuiltinRunnersDeclareTheirMetricsWithUnits) {
+  const RunnerSchemas& schemas = BuiltinMetricSchemas();
+  const RunnerSchema* kernel = schemas.Find("kernel");
+  ASSERT_NE(kernel, nullptr);
+  EXPECT_EQ(kernel->required_metric_count(), 4);
+  ASSERT_NE(kernel->FindMetric("time_us"), nullptr);
+  EXPECT_EQ(kernel->FindMetric("time_us")->unit, "us");
+  EXPECT_FALSE(kernel->FindMetric("gpu_clock_mhz")->required);
+  EXPECT_EQ(kernel->FindMetric("decode_tok_s"), nullptr);
+  const RunnerSchema* engine = schemas.Find("engine");
+  ASSERT_NE(engine, nullptr);
+  EXPECT_EQ(engine->required_metric_count(), 3);
+  EXPECT_EQ(schemas.Find("gpu"), nullptr);
+  for (const auto& name : schemas.names()) {
+    for (const auto& m : schemas.Find(name)->metrics) {
+      EXPECT_TRUE(IsValidMetricName(m.name)) << m.name;
+    }
+  }
+}
+
+TEST(ValidateMatrix, PointsAtTheParameterARunnerRefuses) {
+  const RunnerSchemas& schemas = agent::RunnerSchemasWithChecks();
+  // An unknown axis: the value's line and column.
+  auto status = Validate("name: m\nrunner: kernel\naxes:\n  depth: [64]\n  spec: [off, k1]\n",
+                         schemas);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("m.yaml:5:10: axes.spec[0]: cell depth=64,spec=off: kernel "
+                                  "runner: unknown parameter 'spec'"),
+            std::string::npos)
+      << status.message();
+  // One message per distinct problem: spec=k1 has the same one, so it is not repeated.
+  EXPECT_EQ(status.message().find("axes.spec[1]"), std::string::npos) << status.message();
+  // A bad fixed parameter: its `fixed` entry.
+  status = Validate("name: m\nrunner: kernel\naxes: {depth: [64]}\nfixed:\n  backend: tpu\n",
+                    schemas);
+  EXPECT_NE(status.message().find("m.yaml:5:12: fixed.backend: cell depth=64: parameter backend"),
+            std::string::npos)
+      << status.message();
+  // A wrongly typed axis value.
+  status = Validate("name: m\nrunner: kernel\naxes:\n  depth: [64]\n  dtype: [bf16, 7]\n",
+                    schemas);
+  EXPECT_NE(status.message().find("m.yaml:5:17: axes.dtype[1]"), std::string::npos)
+      << status.message();
+  // A metric the runner does not report.
+  status = Validate("name: m\nrunner: kernel\naxes: {depth: [64]}\nmetric: decode_tok_s\n",
+                    schemas);
+  EXPECT_NE(status.message().find("m.yaml:4:9: metric: the kernel runner reports no metric "
+                                  "\"decode_tok_s\""),
+            std::string::npos)
+      << status.message();
+  // Good matrices pass, with and without parameter checks.
+  const std::string good =
+      "name: m\nrunner: kernel\naxes: {depth: [64, 128], path: [2d, 3d]}\n"
+      "fixed: {backend: cpu, preset: tiny}\nmetric: time_us\n";
+  EXPECT_TRUE(Validate(good, schemas).ok());
+  EXPECT_TRUE(Validate(good, BuiltinMetricSchemas()).ok());
+}
+
+TEST(ValidateMatrix, EngineCellsAreCheckedByTheirRecipe) {
+  auto status = Validate(
+      "name: e\nrunner: engine\naxes: {depth: [1024]}\nfixed: {engine: vllm-nightly}\n",
+      agent::RunnerSchemasWithChecks());
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("m.yaml:4:17: fixed.engine"), std::string::npos)
+      << status.message();
+}
+
+}  // namespace
+}  // namespace ladder::runner
