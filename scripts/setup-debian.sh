@@ -32,7 +32,7 @@ if [[ "$mode" == full ]]; then
     ccache sqlite3
     googletest libgtest-dev libgmock-dev libbenchmark-dev
     python3 openssl procps
-    patchelf binutils
+    patchelf binutils curl
     chromium
     clang-14 libclang-rt-14-dev
     hipcc
