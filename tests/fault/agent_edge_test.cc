@@ -29,20 +29,6 @@ constexpr const char* kSlowMatrix =
     "fixed: {backend: cpu, preset: tiny, dtype: f32, repeats: 20, warmup: 1}\n"
     "replicates: {sessions: 1, processes: 1, rounds: 30}\n";
 
-std::string MakeToken(const TempDir& dir, const std::string& db, const std::string& role,
-                      const std::string& file) {
-  auto created = RunCommand({LadderBinary(), "token", "create", "--role", role, "--db", db});
-  EXPECT_EQ(created.exit_code, 0) << created.err;
-  std::string token = created.out.substr(0, created.out.find('\n'));
-  WriteFile(dir.File(file), token + "\n");
-  return token;
-}
-
-std::string SessionOf(const std::string& db, const std::string& name) {
-  return QueryText(db, "SELECT id FROM sessions WHERE json_extract(labels, '$.name') = '" + name +
-                           "'");
-}
-
 TEST(AgentEdges, ASessionCannotBeTakenOverAndItsAgentFinishes) {
   TempDir dir;
   const std::string db = dir.File("results.db");

@@ -24,11 +24,6 @@ replicates: {sessions: 1, processes: 1, rounds: 4}
 )";
 constexpr int64_t kPerCell = 1 * 1 * 4;
 
-std::string SessionOf(const std::string& db, const std::string& name) {
-  return QueryText(db, "SELECT id FROM sessions WHERE json_extract(labels, '$.name') = '" + name +
-                           "'");
-}
-
 TEST(Faults, AgentKilledMidUnitIsRequeuedAndFinishedByAnother) {
   TempDir dir;
   const std::string db = dir.File("results.db");

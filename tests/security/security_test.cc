@@ -14,16 +14,6 @@ constexpr const char* kTinyMatrix =
     "name: tiny\nrunner: kernel\naxes: {depth: [64, 128]}\n"
     "fixed: {backend: cpu, preset: tiny, dtype: f32, repeats: 2, warmup: 0}\n";
 
-// Creates a token directly in the database (the bootstrap path) and writes it to a file.
-std::string MakeToken(const TempDir& dir, const std::string& db, const std::string& role,
-                      const std::string& file) {
-  auto created = RunCommand({LadderBinary(), "token", "create", "--role", role, "--db", db});
-  EXPECT_EQ(created.exit_code, 0) << created.err;
-  std::string token = created.out.substr(0, created.out.find('\n'));
-  WriteFile(dir.File(file), token + "\n");
-  return token;
-}
-
 TEST(Security, TokensGateAgentsAndAdminCalls) {
   TempDir dir;
   const std::string db = dir.File("results.db");

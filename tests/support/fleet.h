@@ -44,6 +44,23 @@ inline std::string QueryText(const std::string& db_path, const std::string& sql)
   return stmt->Text(0);
 }
 
+// The session id of the agent started with `--label name=NAME` ("" until it registered).
+inline std::string SessionOf(const std::string& db_path, const std::string& name) {
+  return QueryText(db_path, "SELECT id FROM sessions WHERE json_extract(labels, '$.name') = '" +
+                                name + "'");
+}
+
+// Creates a token directly in the database (the bootstrap path), writes it to `file` in `dir`
+// and returns it.
+inline std::string MakeToken(const TempDir& dir, const std::string& db_path,
+                             const std::string& role, const std::string& file) {
+  auto created = RunCommand({LadderBinary(), "token", "create", "--role", role, "--db", db_path});
+  EXPECT_EQ(created.exit_code, 0) << created.err;
+  std::string token = created.out.substr(0, created.out.find('\n'));
+  WriteFile(dir.File(file), token + "\n");
+  return token;
+}
+
 // The invariant every fault test ends with: the run is done with no failed unit, each cell has
 // exactly sessions x processes x rounds valid values of every metric it reported, no valid
 // (cell, session, process, round, metric) appears twice, and each unit has exactly one
