@@ -31,8 +31,8 @@
 # A bundle built with CUDA 13 needs an NVIDIA driver >= 580; build with a CUDA 12 toolkit
 # (CUDACXX=/usr/local/cuda-12.8/bin/nvcc) for older drivers.
 # HIP: hipcc from PATH (Debian's builds gfx90a and gfx1030; LADDER_HIP_ARCHS="gfx90a;gfx942;
-# gfx1030;gfx1100" with a ROCm 6 toolchain); its runtime (libamdhip64 and what it loads) is
-# bundled, so the host needs only the amdgpu kernel driver.
+# gfx1030;gfx1100" with a ROCm 6 toolchain); libamdhip64 and its ldd closure are bundled, not
+# what ROCm dlopens, so the host needs the same ROCm release (untested here: no ROCm machine).
 #
 # Usage: scripts/package.sh [--cpu] [--cuda] [--hip] [--with-cublas] [--out DIR] [--jobs N]
 #        scripts/package.sh --cpu --binary build/cli/ladder --out DIR   (package a built binary)
