@@ -425,6 +425,18 @@ struct Agent::Impl {
         }
         (void)spool->RemoveFinish(f.attempt_id);
         progress = true;
+      } else if (code == grpc::StatusCode::FAILED_PRECONDITION && f.ok &&
+                 status.error_message().find("slots of the design filled") !=
+                     std::string::npos) {
+        // Every result of the attempt is delivered, yet the design is not filled: the runner
+        // left required slots empty. Say so now, as a failure the coordinator retries
+        // elsewhere, instead of letting the lease expire with no reason.
+        SpooledFinish failed = f;
+        failed.ok = false;
+        failed.reason = "the runner did not fill the design: " + status.error_message();
+        spdlog::warn("attempt {}: {}", f.attempt_id, failed.reason);
+        if (auto s = spool->AddFinish(failed); !s.ok()) spdlog::error("spool: {}", s.ToString());
+        progress = true;
       } else if (CannotPlace(f.session_id, status)) {
         Park(f.session_id, status, 1);
         return progress;
