@@ -301,11 +301,16 @@ struct Agent::Impl {
   }
   // How long a reporting call may take: shorter once the agent is leaving, so SIGTERM ends the
   // process in bounded time whether or not the coordinator answers.
-  std::chrono::system_clock::time_point CallDeadline(std::chrono::seconds normal) {
+  // While draining, a call also waits for the channel to reconnect (within the drain) rather
+  // than failing at once: a coordinator that is reachable again gets everything.
+  void PrepareReportCall(grpc::ClientContext& context, std::chrono::seconds normal) {
     auto deadline = std::chrono::system_clock::now() + normal;
     std::lock_guard lock(mu);
-    if (drain_deadline.has_value()) deadline = std::min(deadline, *drain_deadline);
-    return deadline;
+    if (drain_deadline.has_value()) {
+      deadline = std::min(deadline, *drain_deadline);
+      context.set_wait_for_ready(true);
+    }
+    context.set_deadline(deadline);
   }
 
   // Returns true when it made progress.
@@ -357,7 +362,7 @@ struct Agent::Impl {
       }
       AttachFinishes(in_batch, requests);
       grpc::ClientContext context;
-      context.set_deadline(CallDeadline(std::chrono::seconds(15)));
+      PrepareReportCall(context, std::chrono::seconds(15));
       Authorize(context, sid);
       v1::ReportResponse response;
       grpc::Status status = stub->Report(&context, request, &response);
@@ -408,7 +413,7 @@ struct Agent::Impl {
       request.set_measurement_count(f.measurement_count);
       request.set_evidence_count(f.evidence_count);
       grpc::ClientContext context;
-      context.set_deadline(CallDeadline(std::chrono::seconds(15)));
+      PrepareReportCall(context, std::chrono::seconds(15));
       Authorize(context, f.session_id);
       v1::FinishResponse response;
       grpc::Status status = stub->Finish(&context, request, &response);
@@ -674,7 +679,11 @@ struct Agent::Impl {
     {
       std::lock_guard lock(mu);
       reporter_done = true;
-      if (stopping) drain_deadline = std::chrono::system_clock::now() + kDrainOnStop;
+      if (stopping) {
+        drain_deadline = std::chrono::system_clock::now() + kDrainOnStop;
+        // Reconnect now, not when the backoff of a long outage would next try.
+        grpc::experimental::ChannelResetConnectionBackoff(channel.get());
+      }
     }
     wake.notify_all();
     reporter.join();
