@@ -693,29 +693,31 @@ absl::StatusOr<ReportOutcome> Store::ReportLocked(const std::string& session_id,
 absl::StatusOr<AttemptFill> Store::CountResults(int64_t attempt_id,
                                                 const std::vector<std::string>& required_metrics) {
   std::lock_guard lock(mu_);
-  ASSIGN_OR_RETURN(Statement* stmt, db_->Cached(
-      "SELECT (SELECT COUNT(*) FROM measurements WHERE attempt_id = ?1 AND stale = 0), "
-      "(SELECT COUNT(*) FROM evidence WHERE attempt_id = ?1 AND stale = 0)"));
+  // One statement per finish (this runs once per unit): the attempt's rows through the slot
+  // index, counted in all and for the required metrics. Slots are unique and every stored
+  // record is inside the design, so the second count is the number of filled required slots.
+  std::string in = "''";
+  for (size_t i = 0; i < required_metrics.size(); ++i) {
+    in += absl::StrCat(i == 0 ? "" : ",", "?", i + 2);
+  }
+  if (!required_metrics.empty()) in = in.substr(2);
+  ASSIGN_OR_RETURN(Statement* stmt, db_->Cached(absl::StrCat(
+      "SELECT COUNT(*), COALESCE(SUM(metric IN (", in, ")), 0), "
+      "(SELECT COUNT(*) FROM evidence WHERE attempt_id = ?1 AND stale = 0) "
+      "FROM measurements WHERE attempt_id = ?1 AND stale = 0")));
   stmt->Reset();
   stmt->Bind(1, attempt_id);
+  for (size_t i = 0; i < required_metrics.size(); ++i) {
+    stmt->Bind(static_cast<int>(i) + 2, required_metrics[i]);
+  }
   ASSIGN_OR_RETURN(bool row, stmt->Step());
   AttemptFill fill;
   if (row) {
     fill.measurements = stmt->Int(0);
-    fill.evidence = stmt->Int(1);
+    fill.required_filled = stmt->Int(1);
+    fill.evidence = stmt->Int(2);
   }
   stmt->Reset();
-  // Slots are unique (the measurements_slot index) and every stored record is inside the
-  // design, so counting a required metric's rows counts its filled slots.
-  ASSIGN_OR_RETURN(Statement* per_metric, db_->Cached(
-      "SELECT COUNT(*) FROM measurements WHERE attempt_id = ?1 AND metric = ?2 AND stale = 0"));
-  for (const auto& metric : required_metrics) {
-    per_metric->Reset();
-    per_metric->Bind(1, attempt_id).Bind(2, metric);
-    ASSIGN_OR_RETURN(bool has, per_metric->Step());
-    if (has) fill.required_filled += per_metric->Int(0);
-    per_metric->Reset();
-  }
   return fill;
 }
 
