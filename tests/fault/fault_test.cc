@@ -276,7 +276,13 @@ TEST(Faults, NetworkCutLongerThanTheLease) {
                           std::chrono::seconds(240));
   ASSERT_EQ(watch.exit_code, 0) << watch.err;
   ExpectExactlyOnce(db, 1, kPerCell);
-  // After the link heals the remote agent delivers everything it kept, then leaves cleanly.
+  // After the link heals the remote agent delivers everything it kept (on its own, when its
+  // backoff next tries: SIGTERM's drain is bounded, so it is not what delivers them), then
+  // leaves cleanly.
+  EXPECT_TRUE(WaitFor(
+      [&] { return QueryInt(dir.File("remote-spool.db"), "SELECT COUNT(*) FROM results") == 0; },
+      std::chrono::seconds(90)))
+      << remote->Log();
   remote->Signal(SIGTERM);
   EXPECT_EQ(remote->Wait(std::chrono::seconds(60)), 0) << remote->Log();
   EXPECT_EQ(QueryInt(dir.File("remote-spool.db"), "SELECT COUNT(*) FROM results"), 0)
