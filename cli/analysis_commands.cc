@@ -16,10 +16,10 @@
 #include "analysis_common.h"
 #include "commands.h"
 #include "format.h"
-#include "ladder/analysis/analysis.h"
-#include "ladder/analysis/report.h"
-#include "ladder/analysis/verify.h"
-#include "ladder/db/sqlite.h"
+#include "ladder/report/analysis.h"
+#include "ladder/report/report.h"
+#include "ladder/report/verify.h"
+#include "ladder/sqlite/sqlite.h"
 
 namespace ladder::cli {
 namespace {
@@ -65,12 +65,12 @@ void AddAnalysisFlags(CLI::App* cmd, AnalysisFlags& flags, bool with_metric) {
       ->check(CLI::Range(0.0, 99.0));
 }
 
-analysis::AnalysisOptions ToOptions(const AnalysisFlags& flags) {
-  analysis::AnalysisOptions options;
+report::AnalysisOptions ToOptions(const AnalysisFlags& flags) {
+  report::AnalysisOptions options;
   options.metric = flags.metric;
   options.bootstrap_draws = flags.draws;
-  options.warmup = flags.discard_warmup ? analysis::WarmupPolicy::kDiscardWarmup
-                                        : analysis::WarmupPolicy::kKeepAll;
+  options.warmup = flags.discard_warmup ? report::WarmupPolicy::kDiscardWarmup
+                                        : report::WarmupPolicy::kKeepAll;
   options.steady_rule.window = static_cast<size_t>(flags.steady_window);
   options.steady_rule.max_cv = flags.steady_cv_percent / 100.0;
   options.threshold = flags.threshold_percent / 100.0;
@@ -87,7 +87,7 @@ analysis::AnalysisOptions ToOptions(const AnalysisFlags& flags) {
 
 }  // namespace
 
-std::unique_ptr<db::Database> OpenDatabase(std::string path) {
+std::unique_ptr<sqlite::Database> OpenDatabase(std::string path) {
   if (path.empty()) {
     if (const char* env = std::getenv("LADDER_DB"); env && *env) {
       path = env;
@@ -102,12 +102,12 @@ std::unique_ptr<db::Database> OpenDatabase(std::string path) {
   if (access(path.c_str(), R_OK) != 0) {
     Fail("--db: cannot read " + path + ": " + std::strerror(errno), 2);
   }
-  auto database = db::Database::Open(path, db::OpenMode::kReadOnly);
+  auto database = sqlite::Database::Open(path, sqlite::OpenMode::kReadOnly);
   if (!database.ok()) Fail(database.status());
   return std::move(*database);
 }
 
-int64_t RunIdIn(db::Database& database, const std::string& text) {
+int64_t RunIdIn(sqlite::Database& database, const std::string& text) {
   if (text == "latest") {
     auto stmt = database.Prepare("SELECT MAX(id) FROM runs");
     if (!stmt.ok()) Fail(stmt.status());
@@ -198,7 +198,7 @@ std::string Wrap(const std::string& text, size_t width) {
 
 // The report's sections for a terminal: a title, wrapped paragraphs, aligned tables. Columns
 // that are empty in every row are left out.
-std::string RenderText(const std::vector<analysis::Section>& sections,
+std::string RenderText(const std::vector<report::Section>& sections,
                        const std::set<std::string>& only) {
   std::string out;
   const size_t width = static_cast<size_t>(std::max(60, std::min(TerminalWidth(), 120)));
@@ -273,7 +273,7 @@ void AddReport(CLI::App& app) {
     auto database = OpenDatabase(flags->db);
     std::vector<int64_t> ids;
     for (const auto& r : flags->runs) ids.push_back(RunIdIn(*database, r));
-    auto report = analysis::BuildReport(*database, ids, options);
+    auto report = report::BuildReport(*database, ids, options);
     if (!report.ok()) {
       Fail(report.status(), report.status().code() == absl::StatusCode::kInvalidArgument ? 2 : 1);
     }
@@ -281,11 +281,11 @@ void AddReport(CLI::App& app) {
     std::set<std::string> only;
     for (const auto& name : SplitList(flags->sections)) only.insert(name);
     if (format == "text") {
-      text = RenderText(analysis::BuildSections(*report), only);
+      text = RenderText(report::BuildSections(*report), only);
     } else if (format == "md" && !only.empty()) {
-      analysis::Report empty;
+      report::Report empty;
       std::string md;
-      for (const auto& s : analysis::BuildSections(*report)) {
+      for (const auto& s : report::BuildSections(*report)) {
         if (!only.count(SectionName(s.anchor))) continue;
         md += std::string(static_cast<size_t>(s.level), '#') + " " + s.title + "\n\n";
         for (const auto& p : s.paragraphs) md += p + "\n\n";
@@ -302,20 +302,20 @@ void AddReport(CLI::App& app) {
       }
       text = md;
     } else if (format == "md") {
-      text = analysis::RenderMarkdown(*report);
+      text = report::RenderMarkdown(*report);
     } else if (format == "json") {
       nlohmann::json j = {{"runs", nlohmann::json::array()},
                           {"reproducibility", nlohmann::json::array()},
                           {"notes", report->notes}};
-      for (const auto& run : report->runs) j["runs"].push_back(analysis::ToJson(run));
+      for (const auto& run : report->runs) j["runs"].push_back(report::ToJson(run));
       for (const auto& r : report->reproducibility) {
-        j["reproducibility"].push_back(analysis::ToJson(r));
+        j["reproducibility"].push_back(report::ToJson(r));
       }
       j["comparisons"] = nlohmann::json::array();
-      for (const auto& c : report->comparisons) j["comparisons"].push_back(analysis::ToJson(c));
+      for (const auto& c : report->comparisons) j["comparisons"].push_back(report::ToJson(c));
       text = j.dump(2) + "\n";
     } else {
-      text = analysis::RenderHtml(*report);
+      text = report::RenderHtml(*report);
     }
     WriteOutput(flags->out, text);
   });
@@ -344,15 +344,15 @@ void AddVerify(CLI::App& app) {
     buffer << in.rdbuf();
     const auto options = ToOptions(*flags);
     auto database = OpenDatabase(flags->db);
-    auto checks = analysis::VerifyDocument(*database, buffer.str(), flags->doc, options);
+    auto checks = report::VerifyDocument(*database, buffer.str(), flags->doc, options);
     if (!checks.ok()) Fail(checks.status(), 2);
     int failed = 0;
     for (const auto& check : *checks) {
       if (!check.ok) {
         ++failed;
-        std::cerr << analysis::DescribeCheck(check) << "\n";
+        std::cerr << report::DescribeCheck(check) << "\n";
       } else if (!flags->quiet) {
-        std::cout << analysis::DescribeCheck(check) << "\n";
+        std::cout << report::DescribeCheck(check) << "\n";
       }
     }
     if (checks->empty()) {

@@ -13,7 +13,7 @@
 #include "format.h"
 #include "ladder/agent/cell_check.h"
 #include "ladder/runner/validate.h"
-#include "ladder/db/query.h"
+#include "ladder/store/query.h"
 #include <set>
 #include "ladder/matrices/matrix.h"
 
@@ -326,15 +326,15 @@ void AddClientCommands(CLI::App& app) {
         if (access(flags->db.c_str(), R_OK) != 0) {
           Fail("--db: cannot read " + flags->db + ": " + std::strerror(errno), 2);
         }
-        auto database = db::Database::Open(flags->db, db::OpenMode::kReadOnly);
+        auto database = sqlite::Database::Open(flags->db, sqlite::OpenMode::kReadOnly);
         if (!database.ok()) Fail(database.status());
-        auto queried = db::QueryRun(**database, db::QueryOptions{run_id, by, flags->metric});
+        auto queried = store::QueryRun(**database, store::QueryOptions{run_id, by, flags->metric});
         if (!queried.ok()) Fail(queried.status());
         if (flags->csv) {
-          std::cout << RenderQueryCsv(db::ToJson(*queried));
+          std::cout << RenderQueryCsv(store::ToJson(*queried));
           return;
         }
-        result = db::ToJson(*queried);
+        result = store::ToJson(*queried);
       } else {
         AdminClient client(flags->Options());
         auto queried = client.Query(run_id, by, flags->metric);
@@ -373,16 +373,16 @@ void AddClientCommands(CLI::App& app) {
       if (access(flags->db.c_str(), R_OK) != 0) {
         Fail("--db: cannot read " + flags->db + ": " + std::strerror(errno), 2);
       }
-      auto database = db::Database::Open(flags->db, db::OpenMode::kReadOnly);
+      auto database = sqlite::Database::Open(flags->db, sqlite::OpenMode::kReadOnly);
       if (!database.ok()) Fail(database.status());
       std::string text;
       if (flags->json) {
-        auto exported = db::ExportRunJson(**database, run_id);
+        auto exported = store::ExportRunJson(**database, run_id);
         if (!exported.ok()) Fail(exported.status());
         text = exported->dump(2) + "\n";
       } else {
         // Values with round-trip precision (RenderExportCsv), not iostream's 6 digits.
-        auto exported = db::ExportRunJson(**database, run_id);
+        auto exported = store::ExportRunJson(**database, run_id);
         if (!exported.ok()) Fail(exported.status());
         text = RenderExportCsv(*exported);
       }

@@ -9,7 +9,7 @@
 
 #include "analysis_common.h"
 #include "commands.h"
-#include "ladder/analysis/compare.h"
+#include "ladder/report/compare.h"
 
 namespace ladder::cli {
 namespace {
@@ -79,8 +79,8 @@ void AddCompareCommand(CLI::App& app) {
     const std::string path_a = flags->db_a.empty() ? flags->db : flags->db_a;
     const std::string path_b = flags->db_b.empty() ? flags->db : flags->db_b;
     auto database_a = OpenDatabase(path_a);
-    std::unique_ptr<db::Database> separate_b;
-    db::Database* database_b = database_a.get();
+    std::unique_ptr<sqlite::Database> separate_b;
+    sqlite::Database* database_b = database_a.get();
     if (path_b != path_a) {
       separate_b = OpenDatabase(path_b);
       database_b = separate_b.get();
@@ -88,19 +88,19 @@ void AddCompareCommand(CLI::App& app) {
     const int64_t a = RunIdIn(*database_a, flags->run_a);
     const int64_t b = RunIdIn(*database_b, flags->run_b);
     const bool two_files = path_b != path_a;
-    analysis::RunRef ref_a{database_a.get(), a,
+    report::RunRef ref_a{database_a.get(), a,
                            two_files ? database_a->path() + " run " + std::to_string(a)
                                      : "run " + std::to_string(a)};
-    analysis::RunRef ref_b{database_b, b,
+    report::RunRef ref_b{database_b, b,
                            two_files ? database_b->path() + " run " + std::to_string(b)
                                      : "run " + std::to_string(b)};
-    analysis::CompareOptions options;
+    report::CompareOptions options;
     options.metric = flags->metric;
     options.by = SplitList(flags->by);
     options.threshold = flags->threshold_percent / 100.0;
-    if (flags->higher_is_better) options.direction = analysis::Direction::kHigherIsBetter;
-    if (flags->lower_is_better) options.direction = analysis::Direction::kLowerIsBetter;
-    auto comparison = analysis::CompareTwoRuns(ref_a, ref_b, options);
+    if (flags->higher_is_better) options.direction = report::Direction::kHigherIsBetter;
+    if (flags->lower_is_better) options.direction = report::Direction::kLowerIsBetter;
+    auto comparison = report::CompareTwoRuns(ref_a, ref_b, options);
     if (!comparison.ok()) {
       const auto code = comparison.status().code();
       Fail(comparison.status(), code == absl::StatusCode::kInvalidArgument ||
@@ -110,9 +110,9 @@ void AddCompareCommand(CLI::App& app) {
                                     : 1);
     }
     if (flags->json) {
-      std::cout << analysis::ToJson(*comparison).dump(2) << "\n";
+      std::cout << report::ToJson(*comparison).dump(2) << "\n";
     } else {
-      std::cout << analysis::RenderComparisonMarkdown(*comparison);
+      std::cout << report::RenderComparisonMarkdown(*comparison);
     }
     std::vector<std::string> failing;
     for (const auto& row : comparison->rows) {

@@ -5,8 +5,8 @@
 #include "client.h"
 #include "commands.h"
 #include "format.h"
-#include "ladder/db/schema.h"
-#include "ladder/db/tokens.h"
+#include "ladder/store/schema.h"
+#include "ladder/store/tokens.h"
 
 namespace ladder::cli {
 namespace {
@@ -44,15 +44,15 @@ void AddTokenCommands(CLI::App& app) {
                     "(for the first admin token)");
     AddClientFlags(cmd, *flags);
     cmd->callback([flags] {
-      auto expires = db::ParseDurationMs(flags->expires);
+      auto expires = store::ParseDurationMs(flags->expires);
       if (!expires.ok()) Fail(expires.status(), 2);
-      auto role = db::ParseRole(flags->role);
+      auto role = store::ParseRole(flags->role);
       if (!role.ok()) Fail(role.status(), 2);
       if (!flags->db.empty()) {
-        auto database = db::Database::Open(flags->db, db::OpenMode::kReadWrite);
+        auto database = sqlite::Database::Open(flags->db, sqlite::OpenMode::kReadWrite);
         if (!database.ok()) Fail(database.status());
-        if (auto migrated = db::Migrate(**database); !migrated.ok()) Fail(migrated);
-        auto created = db::CreateToken(**database, *role, flags->description, *expires, NowMs());
+        if (auto migrated = store::Migrate(**database); !migrated.ok()) Fail(migrated);
+        auto created = store::CreateToken(**database, *role, flags->description, *expires, NowMs());
         if (!created.ok()) Fail(created.status());
         std::cerr << "created " << flags->role << " token " << created->info.id
                   << " (shown once)\n";

@@ -49,13 +49,6 @@ bool IsFatal(const grpc::Status& status) {
          status.error_code() == grpc::StatusCode::PERMISSION_DENIED;
 }
 
-uint64_t SplitMix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
 // Reads a whole file; "" for an empty path.
 absl::StatusOr<std::string> ReadTextFile(const std::string& path, const char* flag) {
   if (path.empty()) return std::string();
@@ -69,20 +62,6 @@ absl::StatusOr<std::string> ReadTextFile(const std::string& path, const char* fl
 }
 
 }  // namespace
-
-std::vector<int> InterleavedOrder(int cell_count, uint64_t seed, int process, int round) {
-  std::vector<int> order(static_cast<size_t>(std::max(0, cell_count)));
-  for (int i = 0; i < cell_count; ++i) order[static_cast<size_t>(i)] = i;
-  uint64_t state = SplitMix64(seed ^ SplitMix64(static_cast<uint64_t>(process) << 32 |
-                                                static_cast<uint32_t>(round)));
-  // Fisher-Yates with our own generator, so the order is the same on every platform.
-  for (int i = cell_count - 1; i > 0; --i) {
-    state = SplitMix64(state);
-    const int j = static_cast<int>(state % static_cast<uint64_t>(i + 1));
-    std::swap(order[static_cast<size_t>(i)], order[static_cast<size_t>(j)]);
-  }
-  return order;
-}
 
 std::string NewUuid() {
   static thread_local std::mt19937_64 rng([] {
@@ -128,7 +107,7 @@ struct Agent::Impl {
   std::unique_ptr<Spool> spool;
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<v1::AgentService::Stub> stub;
-  std::map<std::string, std::unique_ptr<Runner>> runners;
+  std::map<std::string, std::unique_ptr<runner::Runner>> runners;
   std::string join_token;
   std::string credential;  // this session's, issued at Register
 
@@ -158,10 +137,10 @@ struct Agent::Impl {
   absl::Status fatal;                   // guarded by mu
 
   // --- the sink a runner writes into -----------------------------------------------------
-  class Sink final : public MeasurementSink {
+  class Sink final : public runner::MeasurementSink {
    public:
     Sink(Impl* impl, int64_t attempt_id) : impl_(impl), attempt_id_(attempt_id) {}
-    absl::Status Record(const Measurement& m) override {
+    absl::Status Record(const runner::Measurement& m) override {
       v1::MeasurementRecord record;
       record.set_uuid(NewUuid());
       record.set_attempt_id(attempt_id_);
@@ -178,7 +157,7 @@ struct Agent::Impl {
       impl_->wake.notify_all();
       return absl::OkStatus();
     }
-    absl::Status RecordEvidence(const Evidence& e) override {
+    absl::Status RecordEvidence(const runner::Evidence& e) override {
       v1::EvidenceRecord record;
       record.set_uuid(NewUuid());
       record.set_attempt_id(attempt_id_);
@@ -550,7 +529,7 @@ struct Agent::Impl {
   }
 
   void RunUnit(const v1::LeaseResponse& lease) {
-    UnitWork work;
+    runner::UnitWork work;
     work.attempt_id = lease.attempt_id();
     work.unit_id = lease.unit_id();
     work.run_id = lease.run_id();
@@ -565,7 +544,7 @@ struct Agent::Impl {
         status = absl::InvalidArgumentError(absl::StrCat("cell ", c.key(), ": bad params JSON"));
         break;
       }
-      work.cells.push_back(CellWork{c.cell_id(), c.key(), std::move(params)});
+      work.cells.push_back(runner::CellWork{c.cell_id(), c.key(), std::move(params)});
     }
     {
       std::lock_guard lock(mu);
@@ -792,7 +771,6 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(const AgentOptions& options
     engine_options.recipe_context.ladder_binary = options.ladder_binary.empty()
                                                       ? std::string("/proc/self/exe")
                                                       : options.ladder_binary;
-    engine_options.order = InterleavedOrder;
     engine_options.log_dir = options.engine_log_dir;
     impl->runners["engine"] = std::make_unique<engines::EngineRunner>(engine_options);
   }
@@ -800,7 +778,7 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(const AgentOptions& options
   return std::unique_ptr<Agent>(new Agent(std::move(impl)));
 }
 
-void Agent::AddRunner(std::unique_ptr<Runner> runner) {
+void Agent::AddRunner(std::unique_ptr<runner::Runner> runner) {
   std::string name(runner->name());
   impl_->runners[name] = std::move(runner);
 }

@@ -127,11 +127,11 @@ absl::StatusOr<kernels::BenchPoint> PointFromParams(const nlohmann::json& params
   return point;
 }
 
-class KernelRunner final : public Runner {
+class KernelRunner final : public runner::Runner {
  public:
   std::string_view name() const override { return "kernel"; }
 
-  absl::Status Run(const UnitWork& unit, MeasurementSink& sink) override {
+  absl::Status Run(const runner::UnitWork& unit, runner::MeasurementSink& sink) override {
     std::vector<kernels::BenchPoint> points;
     for (const auto& cell : unit.cells) {
       auto point = PointFromParams(cell.params);
@@ -150,9 +150,9 @@ class KernelRunner final : public Runner {
     for (int process = 0; process < unit.processes; ++process) {
       std::vector<bool> evidence_written(static_cast<size_t>(n), false);
       for (int round = 0; round < unit.rounds; ++round) {
-        for (int i : InterleavedOrder(n, unit.seed, process, round)) {
+        for (int i : runner::InterleavedOrder(n, unit.seed, process, round)) {
           if (sink.Cancelled()) return absl::CancelledError("unit cancelled");
-          const CellWork& cell = unit.cells[static_cast<size_t>(i)];
+          const runner::CellWork& cell = unit.cells[static_cast<size_t>(i)];
           kernels::BenchPoint point = points[static_cast<size_t>(i)];
           // Fresh data per process, the same data across rounds of one process.
           point.seed = point.seed * 1000003u + static_cast<uint64_t>(process);
@@ -163,7 +163,7 @@ class KernelRunner final : public Runner {
           }
           const kernels::BenchResult& r = *result;
           auto record = [&](const char* metric, double value, const char* unit_name) {
-            return sink.Record(Measurement{cell.cell_id, process, round, metric, value, unit_name});
+            return sink.Record(runner::Measurement{cell.cell_id, process, round, metric, value, unit_name});
           };
           RETURN_IF_ERROR(record("time_us", r.time_us_median, "us"));
           RETURN_IF_ERROR(record("time_us_min", r.time_us_min, "us"));
@@ -180,7 +180,7 @@ class KernelRunner final : public Runner {
           }
           if (!evidence_written[static_cast<size_t>(i)]) {
             evidence_written[static_cast<size_t>(i)] = true;
-            RETURN_IF_ERROR(sink.RecordEvidence(Evidence{
+            RETURN_IF_ERROR(sink.RecordEvidence(runner::Evidence{
                 cell.cell_id, process, "kernel_path",
                 {{"path", std::string(kernels::ToString(r.path))},
                  {"segments", r.segments},
@@ -202,6 +202,6 @@ absl::Status CheckKernelParams(const nlohmann::json& params) {
   return PointFromParams(params).status();
 }
 
-std::unique_ptr<Runner> MakeKernelRunner() { return std::make_unique<KernelRunner>(); }
+std::unique_ptr<runner::Runner> MakeKernelRunner() { return std::make_unique<KernelRunner>(); }
 
 }  // namespace ladder::agent

@@ -4,11 +4,11 @@
 
 #include <memory>
 
-#include "ladder/agent/runner.h"
+#include "ladder/runner/runner.h"
 
 namespace ladder::agent {
 
-std::unique_ptr<Runner> MakeKernelRunner();
+std::unique_ptr<runner::Runner> MakeKernelRunner();
 absl::Status CheckKernelParams(const nlohmann::json& params);
 
 }  // namespace ladder::agent

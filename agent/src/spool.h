@@ -12,7 +12,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "ladder/db/sqlite.h"
+#include "ladder/sqlite/sqlite.h"
 
 namespace ladder::agent {
 
@@ -64,9 +64,9 @@ class Spool {
   absl::StatusOr<std::string> Credential(const std::string& session_id);
 
  private:
-  explicit Spool(std::unique_ptr<db::Database> db) : db_(std::move(db)) {}
+  explicit Spool(std::unique_ptr<sqlite::Database> db) : db_(std::move(db)) {}
   std::mutex mu_;
-  std::unique_ptr<db::Database> db_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<sqlite::Database> db_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace ladder::agent

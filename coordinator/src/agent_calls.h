@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "ladder/coordinator/scheduler.h"
-#include "ladder/db/store.h"
+#include "ladder/store/store.h"
 #include "ladder/v1/agent.grpc.pb.h"
 
 namespace ladder::coordinator {
@@ -102,9 +102,9 @@ class LeaseDispatcher {
 class ReportIngestor {
  public:
   struct Call {
-    db::ReportIn report;
+    store::ReportIn report;
     // Records refused before the store saw them (their own fields break the contract).
-    std::vector<db::RefusedRecord> refused;
+    std::vector<store::RefusedRecord> refused;
     // Attempts the report completes, finished once its records are committed.
     std::vector<v1::FinishRequest> finishes;
     v1::ReportResponse* response = nullptr;

@@ -1,7 +1,7 @@
 #include "auth.h"
 
 #include "absl/strings/str_cat.h"
-#include "ladder/db/store.h"
+#include "ladder/store/store.h"
 #include "ladder/status_macros.h"
 
 namespace ladder::coordinator {
@@ -23,7 +23,7 @@ std::string BearerToken(const grpc::ServerContextBase& context) {
   return value.substr(kBearer.size());
 }
 
-Authenticator::Authenticator(std::unique_ptr<db::Database> db, const Clock* clock,
+Authenticator::Authenticator(std::unique_ptr<sqlite::Database> db, const Clock* clock,
                              bool require_tokens, double calls_per_second, double burst)
     : db_(std::move(db)),
       clock_(clock),
@@ -39,21 +39,21 @@ absl::Status Authenticator::CheckAdmin(const grpc::ServerContextBase& context) {
         "this coordinator requires an admin token: pass --token-file FILE or set LADDER_TOKEN");
   }
   std::lock_guard lock(mu_);
-  ASSIGN_OR_RETURN(db::TokenInfo info, db::VerifyToken(*db_, token, clock_->NowMs()));
-  if (info.role != db::Role::kAdmin) {
+  ASSIGN_OR_RETURN(store::TokenInfo info, store::VerifyToken(*db_, token, clock_->NowMs()));
+  if (info.role != store::Role::kAdmin) {
     return absl::PermissionDeniedError(
         absl::StrCat("token ", info.id, " is an agent token; this call needs an admin token"));
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::optional<db::SessionCredential>> Authenticator::CredentialLocked(
+absl::StatusOr<std::optional<store::SessionCredential>> Authenticator::CredentialLocked(
     const std::string& session_id) {
   if (auto it = credentials_.find(session_id); it != credentials_.end()) {
-    return std::optional<db::SessionCredential>(it->second);
+    return std::optional<store::SessionCredential>(it->second);
   }
   // After a coordinator restart the credentials come back from the sessions table.
-  ASSIGN_OR_RETURN(auto stored, db::LoadSessionCredential(*db_, session_id));
+  ASSIGN_OR_RETURN(auto stored, store::LoadSessionCredential(*db_, session_id));
   if (stored.has_value()) credentials_[session_id] = *stored;
   return stored;
 }
@@ -65,7 +65,7 @@ absl::StatusOr<bool> Authenticator::RevokedLocked(const std::string& token_id) {
                                                              kRevocationRecheck)) {
     return it->second.revoked;
   }
-  ASSIGN_OR_RETURN(bool revoked, db::TokenRevoked(*db_, token_id));
+  ASSIGN_OR_RETURN(bool revoked, store::TokenRevoked(*db_, token_id));
   revocations_[token_id] = RevocationCheck{revoked, now};
   return revoked;
 }
@@ -79,12 +79,12 @@ absl::StatusOr<std::string> Authenticator::AdmitRegister(const grpc::ServerConte
         "this coordinator requires a join token: start the agent with --token-file FILE");
   }
   std::lock_guard lock(mu_);
-  ASSIGN_OR_RETURN(db::TokenInfo info, db::VerifyToken(*db_, join_token, clock_->NowMs()));
+  ASSIGN_OR_RETURN(store::TokenInfo info, store::VerifyToken(*db_, join_token, clock_->NowMs()));
   ASSIGN_OR_RETURN(auto existing, CredentialLocked(session_id));
   if (existing.has_value()) {
     const std::string presented = BearerToken(context);
     const bool holds_credential =
-        !presented.empty() && db::ConstantTimeEquals(db::Sha256Hex(presented), existing->hash);
+        !presented.empty() && store::ConstantTimeEquals(store::Sha256Hex(presented), existing->hash);
     if (!holds_credential && existing->token_id != info.id) {
       return absl::AlreadyExistsError(absl::StrCat(
           "session ", session_id.substr(0, 8),
@@ -98,10 +98,10 @@ absl::StatusOr<std::string> Authenticator::AdmitRegister(const grpc::ServerConte
 absl::StatusOr<std::string> Authenticator::IssueCredential(const std::string& session_id,
                                                            const std::string& token_id) {
   if (!require_tokens_) return std::string();
-  const std::string credential = db::RandomHex(32);
-  db::SessionCredential stored{db::Sha256Hex(credential), token_id};
+  const std::string credential = store::RandomHex(32);
+  store::SessionCredential stored{store::Sha256Hex(credential), token_id};
   std::lock_guard lock(mu_);
-  RETURN_IF_ERROR(db::SetSessionCredential(*db_, session_id, stored));
+  RETURN_IF_ERROR(store::SetSessionCredential(*db_, session_id, stored));
   credentials_[session_id] = std::move(stored);
   return credential;
 }
@@ -118,7 +118,7 @@ absl::Status Authenticator::CheckSession(const grpc::ServerContextBase& context,
     if (!stored.has_value()) {
       return absl::UnauthenticatedError("unknown session or no credential issued");
     }
-    if (!db::ConstantTimeEquals(db::Sha256Hex(credential), stored->hash)) {
+    if (!store::ConstantTimeEquals(store::Sha256Hex(credential), stored->hash)) {
       return absl::PermissionDeniedError(
           "the credential presented does not belong to this session");
     }
@@ -131,21 +131,21 @@ absl::Status Authenticator::CheckSession(const grpc::ServerContextBase& context,
   return RateLimit(session_id);
 }
 
-absl::StatusOr<db::NewToken> Authenticator::CreateToken(db::Role role,
+absl::StatusOr<store::NewToken> Authenticator::CreateToken(store::Role role,
                                                         const std::string& description,
                                                         int64_t expires_in_ms) {
   std::lock_guard lock(mu_);
-  return db::CreateToken(*db_, role, description, expires_in_ms, clock_->NowMs());
+  return store::CreateToken(*db_, role, description, expires_in_ms, clock_->NowMs());
 }
 
-absl::StatusOr<std::vector<db::TokenInfo>> Authenticator::ListTokens() {
+absl::StatusOr<std::vector<store::TokenInfo>> Authenticator::ListTokens() {
   std::lock_guard lock(mu_);
-  return db::ListTokens(*db_);
+  return store::ListTokens(*db_);
 }
 
 absl::Status Authenticator::RevokeToken(const std::string& id) {
   std::lock_guard lock(mu_);
-  RETURN_IF_ERROR(db::RevokeToken(*db_, id, clock_->NowMs()));
+  RETURN_IF_ERROR(store::RevokeToken(*db_, id, clock_->NowMs()));
   revocations_[id] = RevocationCheck{true, std::chrono::steady_clock::now()};
   return absl::OkStatus();
 }

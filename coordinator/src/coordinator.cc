@@ -17,11 +17,11 @@
 #include "absl/strings/str_cat.h"
 #include "agent_calls.h"
 #include "auth.h"
-#include "ladder/db/tokens.h"
+#include "ladder/store/tokens.h"
 #include <fstream>
 #include <sstream>
-#include "ladder/db/query.h"
-#include "ladder/db/store.h"
+#include "ladder/store/query.h"
+#include "ladder/store/store.h"
 #include "ladder/runner/schema.h"
 #include "ladder/status_macros.h"
 #include "ladder/v1/admin.grpc.pb.h"
@@ -32,7 +32,7 @@ namespace {
 
 grpc::Status ToGrpc(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
-  if (db::IsDatabaseError(status)) {
+  if (sqlite::IsDatabaseError(status)) {
     // The coordinator's own database failed: the caller learns that and whether to retry, the
     // log gets the SQL. A read-only or unopenable file is not the caller's permission problem
     // (agents stop for good on PERMISSION_DENIED), so it reads as unavailable.
@@ -154,7 +154,7 @@ absl::Status CheckInventory(const v1::Inventory& inv) {
   return absl::OkStatus();
 }
 
-void FillSummary(const db::RunSummary& s, v1::RunSummary* out) {
+void FillSummary(const store::RunSummary& s, v1::RunSummary* out) {
   out->set_run_id(s.run_id);
   out->set_matrix_name(s.matrix_name);
   out->set_state(s.state);
@@ -187,7 +187,7 @@ void FillSummary(const db::RunSummary& s, v1::RunSummary* out) {
 // behind the writer.
 class Reader {
  public:
-  explicit Reader(std::unique_ptr<db::Database> db) : db_(std::move(db)) {}
+  explicit Reader(std::unique_ptr<sqlite::Database> db) : db_(std::move(db)) {}
   template <typename F>
   auto With(F&& f) {
     std::lock_guard lock(mu_);
@@ -196,7 +196,7 @@ class Reader {
 
  private:
   std::mutex mu_;
-  std::unique_ptr<db::Database> db_;
+  std::unique_ptr<sqlite::Database> db_;
 };
 
 // Failures of the coordinator itself (a full disk, a read-only or locked database) are logged
@@ -204,7 +204,7 @@ class Reader {
 grpc::Status StoreFailure(const absl::Status& status, const char* what,
                           const std::string& session_id) {
   // A refusal of the caller's own request (another session's attempt) is not a failure.
-  if (!db::IsDatabaseError(status) && status.code() == absl::StatusCode::kPermissionDenied) {
+  if (!sqlite::IsDatabaseError(status) && status.code() == absl::StatusCode::kPermissionDenied) {
     return ToGrpc(status);
   }
   switch (status.code()) {
@@ -377,7 +377,7 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
     }
     const auto& inv = request->inventory();
     if (auto s = CheckInventory(inv); !s.ok()) return ToGrpc(s);
-    db::SessionRow row;
+    store::SessionRow row;
     row.id = request->session_id();
     row.hostname = inv.hostname();
     row.machine_id = inv.machine_id().empty() ? inv.hostname() : inv.machine_id();
@@ -394,7 +394,7 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
     row.labels = inv.labels_json().empty() ? nlohmann::json::object()
                                            : nlohmann::json::parse(inv.labels_json());
     for (const auto& g : inv.gpus()) {
-      row.gpus.push_back(db::GpuRow{g.vendor(), g.name(), g.arch(), g.uuid(), g.driver(),
+      row.gpus.push_back(store::GpuRow{g.vendor(), g.name(), g.arch(), g.uuid(), g.driver(),
                                     g.memory_mib()});
     }
     // Check the token and the session id's owner before storing anything about the caller.
@@ -438,8 +438,8 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
   // break the contract (metric or kind name, a value that is not finite) is refused alone, in
   // `refused`; what only the design can judge is the store's to refuse.
   grpc::Status ParseReport(const grpc::CallbackServerContext& context,
-                           const v1::ReportRequest* request, db::ReportIn* report,
-                           std::vector<db::RefusedRecord>* refused) {
+                           const v1::ReportRequest* request, store::ReportIn* report,
+                           std::vector<store::RefusedRecord>* refused) {
     if (auto s = auth_->CheckSession(context, request->session_id()); !s.ok()) return ToGrpc(s);
     if (request->measurements_size() + request->evidence_size() + request->finishes_size() >
         options_.max_report_records) {
@@ -471,7 +471,7 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
         refused->push_back({m.uuid(), "unit: at most 16 bytes"});
         continue;
       }
-      report->measurements.push_back(db::MeasurementIn{m.uuid(), m.attempt_id(), m.cell_id(),
+      report->measurements.push_back(store::MeasurementIn{m.uuid(), m.attempt_id(), m.cell_id(),
                                                        m.process(), m.round(), m.metric(),
                                                        m.value(), m.unit(), m.measured_at_ms()});
     }
@@ -486,7 +486,7 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
         refused->push_back({e.uuid(), "evidence kinds match [a-z][a-z0-9_]{0,63}"});
         continue;
       }
-      report->evidence.push_back(db::EvidenceIn{e.uuid(), e.attempt_id(), e.cell_id(),
+      report->evidence.push_back(store::EvidenceIn{e.uuid(), e.attempt_id(), e.cell_id(),
                                                 e.process(), e.kind(), e.value_json(),
                                                 e.recorded_at_ms()});
     }
@@ -536,7 +536,7 @@ class AdminServiceImpl final : public v1::AdminService::Service {
   grpc::Status CreateToken(grpc::ServerContext* context, const v1::CreateTokenRequest* request,
                            v1::CreateTokenResponse* response) override {
     if (auto s = auth_->CheckAdmin(*context); !s.ok()) return ToGrpc(s);
-    auto role = db::ParseRole(request->role());
+    auto role = store::ParseRole(request->role());
     if (!role.ok()) return ToGrpc(role.status());
     auto created = auth_->CreateToken(*role, request->description(), request->expires_in_ms());
     if (!created.ok()) return ToGrpc(created.status());
@@ -596,7 +596,7 @@ class AdminServiceImpl final : public v1::AdminService::Service {
   // The run's summary as the wire shows it; NOT_FOUND (without the database's path) for an
   // unknown run.
   grpc::Status Summarize(int64_t run_id, v1::RunSummary* out) {
-    auto summary = reader_->With([&](db::Database& d) { return db::GetRunSummary(d, run_id); });
+    auto summary = reader_->With([&](sqlite::Database& d) { return store::GetRunSummary(d, run_id); });
     if (!summary.ok()) {
       if (summary.status().code() == absl::StatusCode::kNotFound) {
         return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("no run ", run_id));
@@ -619,7 +619,7 @@ class AdminServiceImpl final : public v1::AdminService::Service {
   grpc::Status ListRuns(grpc::ServerContext* context, const v1::ListRunsRequest* request,
                         v1::ListRunsResponse* response) override {
     if (auto s = auth_->CheckAdmin(*context); !s.ok()) return ToGrpc(s);
-    auto runs = reader_->With([&](db::Database& d) { return db::ListRuns(d, request->limit()); });
+    auto runs = reader_->With([&](sqlite::Database& d) { return store::ListRuns(d, request->limit()); });
     if (!runs.ok()) return ToGrpc(runs.status());
     for (const auto& r : *runs) FillSummary(r, response->add_runs());
     return grpc::Status::OK;
@@ -655,7 +655,7 @@ class AdminServiceImpl final : public v1::AdminService::Service {
   grpc::Status ListSessions(grpc::ServerContext* context, const v1::ListSessionsRequest*,
                             v1::ListSessionsResponse* response) override {
     if (auto s = auth_->CheckAdmin(*context); !s.ok()) return ToGrpc(s);
-    auto sessions = reader_->With([&](db::Database& d) { return db::ListSessions(d); });
+    auto sessions = reader_->With([&](sqlite::Database& d) { return store::ListSessions(d); });
     if (!sessions.ok()) return ToGrpc(sessions.status());
     for (const auto& s : *sessions) {
       auto* out = response->add_sessions();
@@ -674,7 +674,7 @@ class AdminServiceImpl final : public v1::AdminService::Service {
   grpc::Status Query(grpc::ServerContext* context, const v1::QueryRequest* request,
                      v1::QueryResponse* response) override {
     if (auto s = auth_->CheckAdmin(*context); !s.ok()) return ToGrpc(s);
-    db::QueryOptions options;
+    store::QueryOptions options;
     options.run_id = request->run_id();
     options.by.assign(request->by().begin(), request->by().end());
     options.metric = request->metric();
@@ -683,16 +683,16 @@ class AdminServiceImpl final : public v1::AdminService::Service {
     if (request->by_size() > 64) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "by: at most 64 axes");
     }
-    auto result = reader_->With([&](db::Database& d) { return db::QueryRun(d, options); });
+    auto result = reader_->With([&](sqlite::Database& d) { return store::QueryRun(d, options); });
     if (!result.ok()) return ToGrpc(result.status());
-    response->set_result_json(db::ToJson(*result).dump());
+    response->set_result_json(store::ToJson(*result).dump());
     return grpc::Status::OK;
   }
 
  private:
-  static void FillToken(const db::TokenInfo& t, v1::TokenInfo* out) {
+  static void FillToken(const store::TokenInfo& t, v1::TokenInfo* out) {
     out->set_id(t.id);
-    out->set_role(db::RoleName(t.role));
+    out->set_role(store::RoleName(t.role));
     out->set_description(t.description);
     out->set_created_at_ms(t.created_at_ms);
     out->set_expires_at_ms(t.expires_at_ms);
@@ -755,7 +755,7 @@ bool CoordinatorOptions::IsLoopback() const {
 struct Coordinator::Impl {
   CoordinatorOptions options;
   const Clock* clock = nullptr;
-  std::unique_ptr<db::Store> store;
+  std::unique_ptr<store::Store> store;
   std::unique_ptr<Reader> reader;
   std::unique_ptr<Authenticator> auth;
   std::unique_ptr<Scheduler> scheduler;
@@ -791,17 +791,17 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   impl->clock = options.clock != nullptr ? options.clock : &SystemClock();
-  ASSIGN_OR_RETURN(impl->store, db::Store::Open(options.db_path));
+  ASSIGN_OR_RETURN(impl->store, store::Store::Open(options.db_path));
   if (options.fault_db_growth_pages > 0) {
     RETURN_IF_ERROR(impl->store->LimitGrowthForTesting(options.fault_db_growth_pages));
     spdlog::warn("fault injection: the database may grow by {} pages only",
                  options.fault_db_growth_pages);
   }
-  ASSIGN_OR_RETURN(auto read_db, db::Database::Open(options.db_path, db::OpenMode::kReadWrite));
+  ASSIGN_OR_RETURN(auto read_db, sqlite::Database::Open(options.db_path, sqlite::OpenMode::kReadWrite));
   impl->reader = std::make_unique<Reader>(std::move(read_db));
   ASSIGN_OR_RETURN(impl->scheduler,
                    Scheduler::Create(impl->store.get(), impl->clock, options.scheduler));
-  ASSIGN_OR_RETURN(auto auth_db, db::Database::Open(options.db_path, db::OpenMode::kReadWrite));
+  ASSIGN_OR_RETURN(auto auth_db, sqlite::Database::Open(options.db_path, sqlite::OpenMode::kReadWrite));
   // Beyond loopback, tokens are always required.
   const bool require_tokens = options.require_tokens || !options.IsLoopback();
   impl->auth = std::make_unique<Authenticator>(std::move(auth_db), impl->clock, require_tokens,

@@ -30,9 +30,9 @@ class RealClock final : public Clock {
 };
 
 // The in-memory row of a unit just added to the store (adaptive replication, locate probes).
-db::UnitRow QueuedUnit(int64_t id, int64_t run_id, const std::string& group_key, int replicate,
+store::UnitRow QueuedUnit(int64_t id, int64_t run_id, const std::string& group_key, int replicate,
                        uint64_t seed, const std::vector<int64_t>& cell_ids) {
-  db::UnitRow row;
+  store::UnitRow row;
   row.id = id;
   row.run_id = run_id;
   row.replicate = replicate;
@@ -76,7 +76,7 @@ void AddBackendFeatures(matrices::Matrix& matrix) {
 
 // Why `session` cannot take units of a `runner` matrix with `req` ("" when it can).
 std::string Unmet(const std::string& runner, const matrices::Requirements& req,
-                  const db::SessionRow& session) {
+                  const store::SessionRow& session) {
   const auto& features = session.features;
   if (!HasFeature(features, runner)) return absl::StrCat("no ", runner, " runner");
   for (const auto& f : req.features) {
@@ -107,17 +107,17 @@ Clock& SystemClock() {
   return clock;
 }
 
-Scheduler::Scheduler(db::Store* store, const Clock* clock, SchedulerOptions options)
+Scheduler::Scheduler(store::Store* store, const Clock* clock, SchedulerOptions options)
     : store_(store), clock_(clock), options_(options) {}
 
-absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(db::Store* store, const Clock* clock,
+absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(store::Store* store, const Clock* clock,
                                                              SchedulerOptions options) {
   std::unique_ptr<Scheduler> scheduler(new Scheduler(store, clock, options));
   RETURN_IF_ERROR(scheduler->Load());
   return scheduler;
 }
 
-void Scheduler::AddRunLocked(const db::RunRow& run) {
+void Scheduler::AddRunLocked(const store::RunRow& run) {
   RunState state;
   state.row = run;
   // Written by this coordinator's store from a parsed matrix; a row that does not read back
@@ -133,7 +133,7 @@ void Scheduler::AddRunLocked(const db::RunRow& run) {
 }
 
 absl::Status Scheduler::Load() {
-  ASSIGN_OR_RETURN(db::SchedulingSnapshot snapshot, store_->LoadSchedulingState());
+  ASSIGN_OR_RETURN(store::SchedulingSnapshot snapshot, store_->LoadSchedulingState());
   std::lock_guard lock(mu_);
   const int64_t now = clock_->NowMs();
   for (const auto& run : snapshot.open_runs) AddRunLocked(run);
@@ -228,7 +228,7 @@ absl::StatusOr<SubmitResult> Scheduler::Submit(const std::string& yaml,
   ASSIGN_OR_RETURN(int64_t run_id,
                    store_->CreateRun(yaml, matrix, expansion, clock_->NowMs()));
   // Pick the new run's rows back up from the store so memory and disk agree on ids.
-  ASSIGN_OR_RETURN(db::SchedulingSnapshot snapshot, store_->LoadSchedulingState());
+  ASSIGN_OR_RETURN(store::SchedulingSnapshot snapshot, store_->LoadSchedulingState());
   {
     std::lock_guard lock(mu_);
     for (const auto& run : snapshot.open_runs) {
@@ -248,9 +248,9 @@ absl::StatusOr<SubmitResult> Scheduler::Submit(const std::string& yaml,
                       UnmetRequirements(matrix.runner, matrix.requirements)};
 }
 
-absl::Status Scheduler::RegisterSession(const db::SessionRow& session) {
+absl::Status Scheduler::RegisterSession(const store::SessionRow& session) {
   if (session.id.empty()) return absl::InvalidArgumentError("session_id is empty");
-  db::SessionRow row = session;
+  store::SessionRow row = session;
   row.started_at = clock_->NowMs();
   row.last_seen_at = row.started_at;
   row.state = "active";
@@ -283,7 +283,7 @@ bool Scheduler::Matches(const RunState& run, const SessionState& session) const 
   return Unmet(run.row.runner, run.requirements, session.row).empty();
 }
 
-db::MetricCheck Scheduler::MetricCheck() const {
+store::MetricCheck Scheduler::MetricCheck() const {
   const runner::RunnerSchemas* schemas = &runners();
   return [schemas](const std::string& runner, const std::string& metric,
                    const std::string& unit) -> std::string {
@@ -521,9 +521,9 @@ absl::StatusOr<std::vector<int64_t>> Scheduler::Heartbeat(const std::string& ses
   return stop;
 }
 
-absl::StatusOr<db::ReportOutcome> Scheduler::Report(
-    const std::string& session_id, const std::vector<db::MeasurementIn>& measurements,
-    const std::vector<db::EvidenceIn>& evidence) {
+absl::StatusOr<store::ReportOutcome> Scheduler::Report(
+    const std::string& session_id, const std::vector<store::MeasurementIn>& measurements,
+    const std::vector<store::EvidenceIn>& evidence) {
   std::vector<int64_t> live;
   {
     std::lock_guard lock(mu_);
@@ -541,15 +541,15 @@ absl::StatusOr<db::ReportOutcome> Scheduler::Report(
                         clock_->NowMs());
 }
 
-std::vector<absl::StatusOr<db::ReportOutcome>> Scheduler::ReportBatch(
-    std::vector<db::ReportIn> reports) {
-  std::vector<absl::StatusOr<db::ReportOutcome>> results(reports.size());
-  std::vector<db::ReportIn> known;
+std::vector<absl::StatusOr<store::ReportOutcome>> Scheduler::ReportBatch(
+    std::vector<store::ReportIn> reports) {
+  std::vector<absl::StatusOr<store::ReportOutcome>> results(reports.size());
+  std::vector<store::ReportIn> known;
   std::vector<size_t> known_index;
   {
     std::lock_guard lock(mu_);
     for (size_t i = 0; i < reports.size(); ++i) {
-      db::ReportIn& report = reports[i];
+      store::ReportIn& report = reports[i];
       if (!sessions_.count(report.session_id)) {
         results[i] = absl::NotFoundError(absl::StrCat("unknown session ", report.session_id));
         continue;
@@ -583,7 +583,7 @@ std::vector<absl::StatusOr<FinishResult>> Scheduler::FinishBatch(
   {
     std::unique_lock lock(mu_);
     // Successful ends are written together; their effects on memory follow the commit.
-    std::vector<db::Store::AttemptDone> done;
+    std::vector<store::Store::AttemptDone> done;
     std::vector<size_t> done_index;
     std::set<int64_t> seen;
     for (size_t i = 0; i < finishes.size(); ++i) {
@@ -673,7 +673,7 @@ std::vector<absl::StatusOr<FinishResult>> Scheduler::FinishBatch(
             " required metrics); report the rest, or finish it as failed"));
         continue;
       }
-      done.push_back(db::Store::AttemptDone{f.attempt_id, unit_id, units_.at(unit_id).row.attempts});
+      done.push_back(store::Store::AttemptDone{f.attempt_id, unit_id, units_.at(unit_id).row.attempts});
       done_index.push_back(i);
     }
     if (!done.empty()) {
@@ -724,7 +724,7 @@ absl::Status Scheduler::MaybeExtendGroupLocked(int64_t run_id, const std::string
   const std::vector<int64_t> cells = group.front()->row.cell_ids;
 
   // Comparisons: cells that differ only in the pair axes; the first of each is the baseline.
-  ASSIGN_OR_RETURN(std::vector<db::CellRow> cell_rows, store_->LoadCells(cells));
+  ASSIGN_OR_RETURN(std::vector<store::CellRow> cell_rows, store_->LoadCells(cells));
   std::set<std::string> pair_axes;
   for (const auto& axis : run.row.pair_axes) pair_axes.insert(axis.get<std::string>());
   std::map<std::string, std::vector<int64_t>> comparisons;  // context -> cells, baseline first
@@ -736,7 +736,7 @@ absl::Status Scheduler::MaybeExtendGroupLocked(int64_t run_id, const std::string
     }
     comparisons[context].push_back(cell.id);
   }
-  ASSIGN_OR_RETURN(std::vector<db::Observation> observations,
+  ASSIGN_OR_RETURN(std::vector<store::Observation> observations,
                    store_->ValidObservations(cells, run.row.metric));
   std::map<std::string, int64_t> session_index;
   std::map<int64_t, std::vector<stats::Observation>> by_cell;
@@ -884,7 +884,7 @@ bool Scheduler::IsLocateProbeGroupLocked(const RunState& run, const std::string&
   return false;
 }
 
-void Scheduler::QueueUnitLocked(db::UnitRow row) {
+void Scheduler::QueueUnitLocked(store::UnitRow row) {
   RunState& run = runs_.at(row.run_id);
   run.queued.insert(row.id);
   run.open_units++;
@@ -897,7 +897,7 @@ absl::Status Scheduler::LocateAfterUnitLocked(int64_t run_id,
   auto run = runs_.find(run_id);
   if (run == runs_.end() || run->second.row.locate.empty()) return absl::OkStatus();
   ASSIGN_OR_RETURN(const LocateConfig config, LocateConfig::FromJson(run->second.row.locate));
-  ASSIGN_OR_RETURN(const std::vector<db::CellRecord> cells, store_->RunCells(run_id));
+  ASSIGN_OR_RETURN(const std::vector<store::CellRecord> cells, store_->RunCells(run_id));
   const std::set<int64_t> ended(cell_ids.begin(), cell_ids.end());
   std::set<std::string> lines;
   for (const auto& cell : cells) {
@@ -911,7 +911,7 @@ absl::Status Scheduler::LocateAllLinesLocked(int64_t run_id) {
   auto run = runs_.find(run_id);
   if (run == runs_.end() || run->second.row.locate.empty()) return absl::OkStatus();
   ASSIGN_OR_RETURN(const LocateConfig config, LocateConfig::FromJson(run->second.row.locate));
-  ASSIGN_OR_RETURN(const std::vector<db::CellRecord> cells, store_->RunCells(run_id));
+  ASSIGN_OR_RETURN(const std::vector<store::CellRecord> cells, store_->RunCells(run_id));
   std::set<std::string> lines;
   for (const auto& cell : cells) lines.insert(LineKey(cell.key, config));
   for (const auto& line : lines) RETURN_IF_ERROR(LocateLineLocked(run_id, line, cells));
@@ -919,7 +919,7 @@ absl::Status Scheduler::LocateAllLinesLocked(int64_t run_id) {
 }
 
 absl::Status Scheduler::LocateLineLocked(int64_t run_id, const std::string& line_key,
-                                         const std::vector<db::CellRecord>& run_cells) {
+                                         const std::vector<store::CellRecord>& run_cells) {
   auto run_it = runs_.find(run_id);
   if (run_it == runs_.end()) return absl::OkStatus();
   const RunState& run = run_it->second;
@@ -927,8 +927,8 @@ absl::Status Scheduler::LocateLineLocked(int64_t run_id, const std::string& line
 
   // The line's rungs: both arms' cells at each depth.
   struct Rung {
-    const db::CellRecord* a = nullptr;
-    const db::CellRecord* b = nullptr;
+    const store::CellRecord* a = nullptr;
+    const store::CellRecord* b = nullptr;
     std::set<int64_t> units;
   };
   std::map<double, Rung> rungs;
@@ -954,7 +954,7 @@ absl::Status Scheduler::LocateLineLocked(int64_t run_id, const std::string& line
       rungs[d->second].units.insert(id);
     }
   }
-  ASSIGN_OR_RETURN(const std::vector<db::LocateDecisionRow> decisions,
+  ASSIGN_OR_RETURN(const std::vector<store::LocateDecisionRow> decisions,
                    store_->LocateDecisions(run_id, line_key));
   std::optional<double> current_probe;
   for (const auto& d : decisions) {
@@ -970,7 +970,7 @@ absl::Status Scheduler::LocateLineLocked(int64_t run_id, const std::string& line
       cell_ids.push_back(rung.b->id);
     }
   }
-  ASSIGN_OR_RETURN(const std::vector<db::Observation> observations,
+  ASSIGN_OR_RETURN(const std::vector<store::Observation> observations,
                    store_->ValidObservations(cell_ids, run.row.metric));
   std::map<std::string, int64_t> session_index;
   std::map<int64_t, std::vector<stats::Observation>> by_cell;
@@ -1007,7 +1007,7 @@ absl::Status Scheduler::LocateLineLocked(int64_t run_id, const std::string& line
   }
 
   const LocateStep step = DecideLocateStep(config, measured, current_probe);
-  db::LocateDecisionRow decision;
+  store::LocateDecisionRow decision;
   decision.line_key = line_key;
   decision.sessions = step.sessions;
   decision.half_width = step.half_width;
@@ -1048,11 +1048,11 @@ absl::Status Scheduler::LocateLineLocked(int64_t run_id, const std::string& line
   }
   if (model == nullptr) return absl::InternalError("locate: a probe on a line without rungs");
   const nlohmann::json value = config.ValueOf(step.depth);
-  std::vector<db::NewCell> cells;
-  for (const db::CellRecord* arm : {model->a, model->b}) {
+  std::vector<store::NewCell> cells;
+  for (const store::CellRecord* arm : {model->a, model->b}) {
     std::vector<std::string> order;
     for (const auto& [axis, unused] : KeyParts(arm->key)) order.push_back(axis);
-    db::NewCell cell;
+    store::NewCell cell;
     cell.axes = arm->axes;
     cell.axes[config.axis] = value;
     cell.params = arm->params;
@@ -1065,7 +1065,7 @@ absl::Status Scheduler::LocateLineLocked(int64_t run_id, const std::string& line
   for (int r = 0; r < run.row.sessions; ++r) seeds.push_back(ProbeSeed(group_key, r));
   decision.decision = "probe";
   decision.sessions = run.row.sessions;
-  ASSIGN_OR_RETURN(const db::Store::ProbeIds ids,
+  ASSIGN_OR_RETURN(const store::Store::ProbeIds ids,
                    store_->AddLocateProbe(run_id, cells, group_key, seeds, decision));
   for (size_t r = 0; r < ids.unit_ids.size(); ++r) {
     QueueUnitLocked(QueuedUnit(ids.unit_ids[r], run_id, group_key, static_cast<int>(r), seeds[r],

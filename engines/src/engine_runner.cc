@@ -24,11 +24,11 @@ using internal::Cat;
 using internal::ToStd;
 namespace {
 
-using agent::CellWork;
-using agent::Evidence;
-using agent::Measurement;
-using agent::MeasurementSink;
-using agent::UnitWork;
+using runner::CellWork;
+using runner::Evidence;
+using runner::Measurement;
+using runner::MeasurementSink;
+using runner::UnitWork;
 using Clock = std::chrono::steady_clock;
 
 enum class Residency { kTogether, kOneAtATime };
@@ -229,11 +229,7 @@ class UnitRun {
   }
 
   std::vector<int> Order(int count, int process, int round) const {
-    std::vector<int> order = options_.order ? options_.order(count, unit_.seed, process, round)
-                                            : SeededOrder(count, unit_.seed, process, round);
-    if (static_cast<int>(order.size()) != count) return SeededOrder(count, unit_.seed, process,
-                                                                    round);
-    return order;
+    return runner::InterleavedOrder(count, unit_.seed, process, round);
   }
 
   // ------------------------------------------------------------------------------------------
@@ -622,22 +618,10 @@ class UnitRun {
 
 }  // namespace
 
-std::vector<int> SeededOrder(int cell_count, uint64_t seed, int process, int round) {
-  std::vector<int> order(static_cast<size_t>(std::max(cell_count, 0)));
-  for (int i = 0; i < cell_count; ++i) order[static_cast<size_t>(i)] = i;
-  uint64_t state = MixSeed({seed, static_cast<uint64_t>(process), static_cast<uint64_t>(round)});
-  for (int i = cell_count - 1; i > 0; --i) {
-    state = MixSeed({state});
-    int j = static_cast<int>(state % static_cast<uint64_t>(i + 1));
-    std::swap(order[static_cast<size_t>(i)], order[static_cast<size_t>(j)]);
-  }
-  return order;
-}
-
 EngineRunner::EngineRunner(EngineRunnerOptions options) : options_(std::move(options)) {}
 EngineRunner::~EngineRunner() = default;
 
-absl::Status EngineRunner::Run(const agent::UnitWork& unit, agent::MeasurementSink& sink) {
+absl::Status EngineRunner::Run(const runner::UnitWork& unit, runner::MeasurementSink& sink) {
   UnitRun run(options_, unit, sink);
   return run.Run();
 }

@@ -8,8 +8,8 @@
 #include "ladder/agent/agent.h"
 #include "ladder/agent/cell_check.h"
 #include "ladder/coordinator/coordinator.h"
-#include "ladder/db/query.h"
-#include "ladder/db/sqlite.h"
+#include "ladder/store/query.h"
+#include "ladder/sqlite/sqlite.h"
 #include "process.h"
 
 namespace ladder::agent {
@@ -17,16 +17,16 @@ namespace {
 
 // A "kernel" runner that reports time_us but never time_us_min: every attempt it runs leaves
 // required slots of the design empty.
-class ForgetfulRunner final : public Runner {
+class ForgetfulRunner final : public runner::Runner {
  public:
   std::string_view name() const override { return "kernel"; }
-  absl::Status Run(const UnitWork& unit, MeasurementSink& sink) override {
+  absl::Status Run(const runner::UnitWork& unit, runner::MeasurementSink& sink) override {
     for (int p = 0; p < unit.processes; ++p) {
       for (int r = 0; r < unit.rounds; ++r) {
         for (const auto& cell : unit.cells) {
           for (const auto& [metric, u] : {std::pair{"time_us", "us"}, {"bytes_per_s", "B/s"},
                                           {"segments", "1"}}) {
-            if (auto s = sink.Record(Measurement{cell.cell_id, p, r, metric, 1.0, u}); !s.ok()) {
+            if (auto s = sink.Record(runner::Measurement{cell.cell_id, p, r, metric, 1.0, u}); !s.ok()) {
               return s;
             }
           }
@@ -67,9 +67,9 @@ TEST(Agent, ARunnerThatLeavesTheDesignUnfilledFailsItsCellsWithTheReason) {
       std::chrono::seconds(60));
   // The cell fails (exit 4) at once with the reason, instead of waiting for a lease to expire.
   EXPECT_EQ(submitted.exit_code, 4) << submitted.err;
-  auto db = db::Database::Open(dir.File("results.db"), db::OpenMode::kReadOnly);
+  auto db = sqlite::Database::Open(dir.File("results.db"), sqlite::OpenMode::kReadOnly);
   ASSERT_TRUE(db.ok());
-  auto summary = db::GetRunSummary(**db, 1);
+  auto summary = store::GetRunSummary(**db, 1);
   ASSERT_TRUE(summary.ok()) << summary.status();
   EXPECT_EQ(summary->cells_failed, 1);
   ASSERT_FALSE(summary->failure_reasons.empty());

@@ -10,7 +10,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "ladder/db/sqlite.h"
+#include "ladder/sqlite/sqlite.h"
 #include "scheduler_harness.h"
 
 namespace ladder::coordinator {
@@ -183,11 +183,11 @@ class KnownCurve {
 
 void CompleteOnCurve(Harness& h, KnownCurve& curve, const std::string& session,
                      const Lease& lease) {
-  std::vector<db::MeasurementIn> ms;
+  std::vector<store::MeasurementIn> ms;
   for (const auto& cell : lease.cells) {
     const auto params = nlohmann::json::parse(cell.params_json);
     for (int round = 0; round < 2; ++round) {
-      ms.push_back(db::MeasurementIn{
+      ms.push_back(store::MeasurementIn{
           "m-" + std::to_string(lease.attempt_id) + "-" + std::to_string(cell.id) + "-" +
               std::to_string(round),
           lease.attempt_id, cell.id, 0, round, "time_us",
@@ -228,7 +228,7 @@ struct DecisionRow {
 };
 
 std::vector<DecisionRow> LocateDecisions(Harness& h) {
-  auto db = db::Database::Open(h.dir.File("results.db"), db::OpenMode::kReadOnly);
+  auto db = sqlite::Database::Open(h.dir.File("results.db"), sqlite::OpenMode::kReadOnly);
   auto stmt = (*db)->Prepare(
       "SELECT group_key, decision, COALESCE(outcome, ''), reason, COALESCE(depth, -1), "
       "COALESCE(bracket_lower, -1), COALESCE(bracket_upper, -1) FROM adaptive_decisions "
@@ -242,7 +242,7 @@ std::vector<DecisionRow> LocateDecisions(Harness& h) {
 }
 
 int64_t Count(Harness& h, const std::string& sql) {
-  auto db = db::Database::Open(h.dir.File("results.db"), db::OpenMode::kReadOnly);
+  auto db = sqlite::Database::Open(h.dir.File("results.db"), sqlite::OpenMode::kReadOnly);
   auto stmt = (*db)->Prepare(sql);
   EXPECT_TRUE(stmt.ok()) << stmt.status();
   return *stmt->Step() ? stmt->Int(0) : -1;
@@ -317,11 +317,11 @@ TEST(SchedulerLocate, ARestartNeitherLosesNorDuplicatesAProbe) {
   CompleteOnCurve(h, curve, sessions[0], *first);
   auto second = h.LeaseNow(sessions[1]);
   ASSERT_TRUE(second);
-  std::vector<db::MeasurementIn> ms;
+  std::vector<store::MeasurementIn> ms;
   for (const auto& cell : second->cells) {
     const auto params = nlohmann::json::parse(cell.params_json);
     for (int round = 0; round < 2; ++round) {
-      ms.push_back(db::MeasurementIn{
+      ms.push_back(store::MeasurementIn{
           "k-" + std::to_string(cell.id) + "-" + std::to_string(round), second->attempt_id,
           cell.id, 0, round, "time_us",
           curve.Value(sessions[1], params["depth"].get<int64_t>(),

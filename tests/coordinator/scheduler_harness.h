@@ -10,7 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "ladder/coordinator/scheduler.h"
-#include "ladder/db/query.h"
+#include "ladder/store/query.h"
 #include "process.h"
 
 namespace ladder::coordinator::testing {
@@ -37,14 +37,14 @@ class FakeClock final : public Clock {
 struct Harness {
   TempDir dir;
   FakeClock clock;
-  std::unique_ptr<db::Store> store;
+  std::unique_ptr<store::Store> store;
   std::unique_ptr<Scheduler> scheduler;
   SchedulerOptions options;
 
   Harness() {
     options.lease_ms = 5000;
     options.runners = &TestSchemas();
-    store = std::move(*db::Store::Open(dir.File("results.db")));
+    store = std::move(*store::Store::Open(dir.File("results.db")));
     Restart();
   }
   void Restart() {
@@ -54,8 +54,8 @@ struct Harness {
     scheduler = std::move(*created);
   }
   void AddSession(const std::string& id, const std::string& host,
-                  std::vector<db::GpuRow> gpus = {}) {
-    db::SessionRow row;
+                  std::vector<store::GpuRow> gpus = {}) {
+    store::SessionRow row;
     row.id = id;
     row.hostname = host;
     row.machine_id = host;
@@ -75,9 +75,9 @@ struct Harness {
   }
   // Reports one measurement per cell and finishes the attempt successfully.
   void Complete(const std::string& session, const Lease& lease) {
-    std::vector<db::MeasurementIn> ms;
+    std::vector<store::MeasurementIn> ms;
     for (const auto& cell : lease.cells) {
-      ms.push_back(db::MeasurementIn{"m-" + std::to_string(lease.attempt_id) + "-" +
+      ms.push_back(store::MeasurementIn{"m-" + std::to_string(lease.attempt_id) + "-" +
                                          std::to_string(cell.id),
                                      lease.attempt_id, cell.id, 0, 0, "time_us", 1.0, "us", 0});
     }
@@ -87,9 +87,9 @@ struct Harness {
     ASSERT_TRUE(finish.ok()) << finish.status();
     EXPECT_TRUE(finish->accepted) << finish->detail;
   }
-  db::RunSummary Summary(int64_t run) {
-    auto db = db::Database::Open(dir.File("results.db"), db::OpenMode::kReadOnly);
-    return *db::GetRunSummary(**db, run);
+  store::RunSummary Summary(int64_t run) {
+    auto db = sqlite::Database::Open(dir.File("results.db"), sqlite::OpenMode::kReadOnly);
+    return *store::GetRunSummary(**db, run);
   }
 };
 

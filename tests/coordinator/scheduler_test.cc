@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "ladder/db/query.h"
+#include "ladder/store/query.h"
 #include "process.h"
 #include "scheduler_harness.h"
 
@@ -118,7 +118,7 @@ TEST(Scheduler, ExpiredLeaseIsRequeuedAndLateWorkIsStale) {
   EXPECT_TRUE(seen.count(lease->cells[0].key));
 
   // session-a's late results are stored but stale, and its Finish is not accepted.
-  std::vector<db::MeasurementIn> late = {db::MeasurementIn{
+  std::vector<store::MeasurementIn> late = {store::MeasurementIn{
       "late-1", lease->attempt_id, lease->cells[0].id, 0, 0, "time_us", 9.0, "us", 0}};
   auto outcome = h.scheduler->Report("session-a", late, {});
   ASSERT_TRUE(outcome.ok());
@@ -233,9 +233,9 @@ precision: {ratio_half_width: 5%, max_sessions: 4}
 // Completes a lease reporting `baseline` for the first cell and `treatment` for the others.
 void CompleteWith(Harness& h, const std::string& session, const Lease& lease, double baseline,
                   double treatment) {
-  std::vector<db::MeasurementIn> ms;
+  std::vector<store::MeasurementIn> ms;
   for (size_t i = 0; i < lease.cells.size(); ++i) {
-    ms.push_back(db::MeasurementIn{"m-" + std::to_string(lease.attempt_id) + "-" + std::to_string(i),
+    ms.push_back(store::MeasurementIn{"m-" + std::to_string(lease.attempt_id) + "-" + std::to_string(i),
                                    lease.attempt_id, lease.cells[i].id, 0, 0, "time_us",
                                    i == 0 ? baseline : treatment, "us", 0});
   }
@@ -245,7 +245,7 @@ void CompleteWith(Harness& h, const std::string& session, const Lease& lease, do
 }
 
 std::vector<std::string> Decisions(Harness& h) {
-  auto db = db::Database::Open(h.dir.File("results.db"), db::OpenMode::kReadOnly);
+  auto db = sqlite::Database::Open(h.dir.File("results.db"), sqlite::OpenMode::kReadOnly);
   auto stmt = (*db)->Prepare("SELECT decision || ': ' || reason FROM adaptive_decisions ORDER BY id");
   std::vector<std::string> out;
   while (*stmt->Step()) out.push_back(stmt->Text(0));
@@ -303,9 +303,9 @@ TEST(Scheduler, PrecisionDecidesAfterARestartWhatTheStoppedCoordinatorDidNot) {
   ASSERT_TRUE(a && b);
   CompleteWith(h, "session-a", *a, 100, 60);
   // session-b's unit ends in the store, but the coordinator "dies" before deciding.
-  std::vector<db::MeasurementIn> ms;
+  std::vector<store::MeasurementIn> ms;
   for (size_t i = 0; i < b->cells.size(); ++i) {
-    ms.push_back(db::MeasurementIn{"b-" + std::to_string(i), b->attempt_id, b->cells[i].id, 0, 0,
+    ms.push_back(store::MeasurementIn{"b-" + std::to_string(i), b->attempt_id, b->cells[i].id, 0, 0,
                                    "time_us", i == 0 ? 100.0 : 140.0, "us", 0});
   }
   ASSERT_TRUE(h.scheduler->Report("session-b", ms, {}).ok());
@@ -331,7 +331,7 @@ TEST(Scheduler, ARejectedMatrixStoresNothing) {
   EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(std::string(result.status().message()).find("bad.yaml:4:"), std::string::npos)
       << result.status();
-  auto db = db::Database::Open(h.dir.File("results.db"), db::OpenMode::kReadOnly);
+  auto db = sqlite::Database::Open(h.dir.File("results.db"), sqlite::OpenMode::kReadOnly);
   for (const char* table : {"matrices", "runs", "cells", "units", "unit_cells"}) {
     auto stmt = (*db)->Prepare(std::string("SELECT COUNT(*) FROM ") + table);
     ASSERT_TRUE(*stmt->Step());
@@ -346,14 +346,14 @@ TEST(Scheduler, AGpuBackendNeedsItsFeature) {
   Harness h;
   const int64_t cuda_run = h.Submit(
       "name: cuda-cells\nrunner: kernel\naxes: {depth: [256]}\nfixed: {backend: cuda}\n");
-  const std::vector<db::GpuRow> h100 = {
+  const std::vector<store::GpuRow> h100 = {
       {"nvidia", "NVIDIA H100 80GB HBM3", "sm_90", "u1", "", 81559}};
   h.AddSession("cpu-build-session", "host-a", h100);
   EXPECT_FALSE(h.LeaseNow("cpu-build-session").has_value());
   EXPECT_NE(h.scheduler->WhyWaiting(cuda_run).find("feature cuda"), std::string::npos)
       << h.scheduler->WhyWaiting(cuda_run);
 
-  db::SessionRow cuda;
+  store::SessionRow cuda;
   cuda.id = "cuda-build-session";
   cuda.hostname = cuda.machine_id = "host-b";
   cuda.features = {"kernel", "cpu", "cuda"};

@@ -19,14 +19,14 @@
 namespace ladder::engines {
 namespace {
 
-using agent::CellWork;
-using agent::Evidence;
-using agent::Measurement;
-using agent::UnitWork;
+using runner::CellWork;
+using runner::Evidence;
+using runner::Measurement;
+using runner::UnitWork;
 using ::testing::Contains;
 using ::testing::HasSubstr;
 
-class FakeSink final : public agent::MeasurementSink {
+class FakeSink final : public runner::MeasurementSink {
  public:
   absl::Status Record(const Measurement& m) override {
     std::lock_guard<std::mutex> lock(mu_);
@@ -316,17 +316,6 @@ TEST(EngineRunner, ExternalServerIsSharedAndNotRestartable) {
   EXPECT_EQ(restartable->value, false);
   EXPECT_THAT(sink.Find(5, "engine_process")->value["note"].get<std::string>(),
               HasSubstr("cannot restart"));
-}
-
-TEST(SeededOrder, IsAPermutationDeterministicInItsInputs) {
-  std::vector<int> a = SeededOrder(6, 9, 0, 0);
-  std::vector<int> sorted = a;
-  std::sort(sorted.begin(), sorted.end());
-  EXPECT_EQ(sorted, (std::vector<int>{0, 1, 2, 3, 4, 5}));
-  EXPECT_EQ(a, SeededOrder(6, 9, 0, 0));
-  bool differs = false;
-  for (int r = 1; r < 5; ++r) differs = differs || SeededOrder(6, 9, 0, r) != a;
-  EXPECT_TRUE(differs);
 }
 
 }  // namespace

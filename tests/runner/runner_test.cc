@@ -1,8 +1,12 @@
 // The runners' schemas and the one matrix validation every door uses.
+#include <algorithm>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 #include "ladder/agent/cell_check.h"
 #include "ladder/matrices/matrix.h"
+#include "ladder/runner/runner.h"
 #include "ladder/runner/schema.h"
 #include "ladder/runner/validate.h"
 
@@ -94,6 +98,26 @@ TEST(ValidateMatrix, EngineCellsAreCheckedByTheirRecipe) {
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(status.message().find("m.yaml:4:17: fixed.engine"), std::string::npos)
       << status.message();
+}
+
+// One seed gives one order, whichever runner asks (the engine runner had its own shuffle once,
+// so a seed named two orders): a permutation, the same for the same inputs, different across
+// rounds and processes.
+TEST(InterleavedOrder, IsOneSeededPermutationPerProcessAndRound) {
+  const std::vector<int> a = InterleavedOrder(6, 9, 0, 0);
+  std::vector<int> sorted = a;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(sorted, (std::vector<int>{0, 1, 2, 3, 4, 5}));
+  EXPECT_EQ(a, InterleavedOrder(6, 9, 0, 0));
+  bool rounds_differ = false, processes_differ = false;
+  for (int r = 1; r < 5; ++r) rounds_differ = rounds_differ || InterleavedOrder(6, 9, 0, r) != a;
+  for (int p = 1; p < 5; ++p) {
+    processes_differ = processes_differ || InterleavedOrder(6, 9, p, 0) != a;
+  }
+  EXPECT_TRUE(rounds_differ);
+  EXPECT_TRUE(processes_differ);
+  EXPECT_TRUE(InterleavedOrder(0, 9, 0, 0).empty());
+  EXPECT_EQ(InterleavedOrder(1, 9, 0, 0), (std::vector<int>{0}));
 }
 
 }  // namespace

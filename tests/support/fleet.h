@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "ladder/db/sqlite.h"
+#include "ladder/sqlite/sqlite.h"
 #include "process.h"
 
 namespace ladder::testing {
@@ -25,7 +25,7 @@ inline std::unique_ptr<ChildProcess> StartAgent(const TempDir& dir, int port,
 
 // One integer from a query on the results database (opened read-only for the query).
 inline int64_t QueryInt(const std::string& db_path, const std::string& sql) {
-  auto db = db::Database::Open(db_path, db::OpenMode::kReadOnly);
+  auto db = sqlite::Database::Open(db_path, sqlite::OpenMode::kReadOnly);
   if (!db.ok()) return -1;
   auto stmt = (*db)->Prepare(sql);
   if (!stmt.ok()) return -1;
@@ -35,7 +35,7 @@ inline int64_t QueryInt(const std::string& db_path, const std::string& sql) {
 }
 
 inline std::string QueryText(const std::string& db_path, const std::string& sql) {
-  auto db = db::Database::Open(db_path, db::OpenMode::kReadOnly);
+  auto db = sqlite::Database::Open(db_path, sqlite::OpenMode::kReadOnly);
   if (!db.ok()) return "";
   auto stmt = (*db)->Prepare(sql);
   if (!stmt.ok()) return "";

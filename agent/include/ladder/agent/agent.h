@@ -20,7 +20,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "ladder/agent/inventory.h"
-#include "ladder/agent/runner.h"
+#include "ladder/runner/runner.h"
 
 namespace ladder::agent {
 
@@ -63,7 +63,7 @@ class Agent {
   const std::string& session_id() const;
 
   // Adds or replaces a runner (the kernel runner is built in).
-  void AddRunner(std::unique_ptr<Runner> runner);
+  void AddRunner(std::unique_ptr<runner::Runner> runner);
 
  private:
   struct Impl;

@@ -27,7 +27,7 @@
 
 namespace ladder::coordinator {
 
-// The run's `locate` options, as stored in runs.locate (db::LocateJson).
+// The run's `locate` options, as stored in runs.locate (store::LocateJson).
 struct LocateConfig {
   std::string axis;       // the located axis
   std::string pair_axis;  // the compared arms' axis

@@ -10,7 +10,7 @@
 //     the session's host is preferred, so replicates spread over hosts where the fleet allows;
 //   - a lease lasts `lease_ms` past the last heartbeat; an expired or failed attempt re-queues
 //     its unit until `max_attempts` attempts have failed, then the unit's cells fail;
-//   - a record is stored only inside its attempt's design (db::Store::Report); a finished attempt
+//   - a record is stored only inside its attempt's design (store::Store::Report); a finished attempt
 //     is accepted as done only when every (cell, process, round, required metric) slot of its
 //     design is filled, whatever count the agent announces.
 //
@@ -32,7 +32,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "ladder/db/store.h"
+#include "ladder/store/store.h"
 #include "ladder/matrices/matrix.h"
 #include "ladder/runner/schema.h"
 
@@ -61,7 +61,7 @@ struct Lease {
   int64_t unit_id = 0;
   int64_t run_id = 0;
   std::string runner;
-  std::vector<db::CellRow> cells;
+  std::vector<store::CellRow> cells;
   int processes = 1;
   int rounds = 1;
   uint64_t seed = 0;
@@ -94,7 +94,7 @@ class Scheduler {
  public:
   // Loads the scheduling state from the store. Leases that were live when the previous
   // coordinator stopped stay live, with a fresh deadline, so their agents can finish them.
-  static absl::StatusOr<std::unique_ptr<Scheduler>> Create(db::Store* store, const Clock* clock,
+  static absl::StatusOr<std::unique_ptr<Scheduler>> Create(store::Store* store, const Clock* clock,
                                                           SchedulerOptions options);
 
   // Parses and expands a matrix; stores it, or stores nothing and returns InvalidArgument.
@@ -104,7 +104,7 @@ class Scheduler {
   absl::StatusOr<SubmitResult> Submit(const std::string& yaml, const std::string& filename,
                                       int64_t max_cells);
 
-  absl::Status RegisterSession(const db::SessionRow& session);
+  absl::Status RegisterSession(const store::SessionRow& session);
   bool KnowsSession(const std::string& session_id) const;
   // Live attempts the session holds now.
   int LiveAttemptsOf(const std::string& session_id) const;
@@ -144,12 +144,12 @@ class Scheduler {
   absl::StatusOr<std::vector<int64_t>> Heartbeat(const std::string& session_id,
                                                  const std::vector<int64_t>& attempt_ids);
 
-  absl::StatusOr<db::ReportOutcome> Report(const std::string& session_id,
-                                           const std::vector<db::MeasurementIn>& measurements,
-                                           const std::vector<db::EvidenceIn>& evidence);
+  absl::StatusOr<store::ReportOutcome> Report(const std::string& session_id,
+                                           const std::vector<store::MeasurementIn>& measurements,
+                                           const std::vector<store::EvidenceIn>& evidence);
   // Several sessions' reports in one store transaction (group commit); one result per report,
   // in order. Liveness is snapshotted per report as in Report.
-  std::vector<absl::StatusOr<db::ReportOutcome>> ReportBatch(std::vector<db::ReportIn> reports);
+  std::vector<absl::StatusOr<store::ReportOutcome>> ReportBatch(std::vector<store::ReportIn> reports);
 
   // Ends an attempt. FailedPrecondition while fewer results than announced are stored.
   absl::StatusOr<FinishResult> Finish(const std::string& session_id, int64_t attempt_id, bool ok,
@@ -175,13 +175,13 @@ class Scheduler {
 
  private:
   struct RunState {
-    db::RunRow row;
+    store::RunRow row;
     matrices::Requirements requirements;
     int64_t open_units = 0;       // queued or leased
     std::set<int64_t> queued;     // unit ids, in creation order
   };
   struct UnitState {
-    db::UnitRow row;
+    store::UnitRow row;
   };
   struct LiveAttempt {
     int64_t unit_id = 0;
@@ -189,19 +189,19 @@ class Scheduler {
     int64_t deadline_ms = 0;
   };
   struct SessionState {
-    db::SessionRow row;
+    store::SessionRow row;
     int64_t last_seen_ms = 0;
     bool lost = false;
   };
   using GroupKey = std::pair<int64_t, std::string>;  // run id, unit group key
 
-  Scheduler(db::Store* store, const Clock* clock, SchedulerOptions options);
+  Scheduler(store::Store* store, const Clock* clock, SchedulerOptions options);
   absl::Status Load() ABSL_LOCKS_EXCLUDED(mu_);
-  void AddRunLocked(const db::RunRow& run) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void AddRunLocked(const store::RunRow& run) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool Matches(const RunState& run, const SessionState& session) const;
   const runner::RunnerSchemas& runners() const;
   // Whether a metric and unit are what the runner declares (the store's record check).
-  db::MetricCheck MetricCheck() const;
+  store::MetricCheck MetricCheck() const;
   std::string UnmetLocked(const std::string& runner, const matrices::Requirements& requirements)
       const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<std::optional<Lease>> TryLeaseLocked(const std::string& session_id)
@@ -233,13 +233,13 @@ class Scheduler {
   // probe or a session at the probe (cells, units and the decision in one transaction) or
   // records why it stopped. Idempotent: with nothing new measured it changes nothing.
   absl::Status LocateLineLocked(int64_t run_id, const std::string& line_key,
-                                const std::vector<db::CellRecord>& run_cells)
+                                const std::vector<store::CellRecord>& run_cells)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // True when the unit group is a locate probe's (its replicates are locate's to add, not
   // precision's).
   bool IsLocateProbeGroupLocked(const RunState& run, const std::string& group_key) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void QueueUnitLocked(db::UnitRow row) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void QueueUnitLocked(store::UnitRow row) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Marks the run done and drops its units and group marks from memory.
   absl::Status CompleteRunLocked(int64_t run_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AddLiveLocked(int64_t attempt_id, LiveAttempt attempt) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -247,7 +247,7 @@ class Scheduler {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void TouchLocked(const std::string& session_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  db::Store* const store_;
+  store::Store* const store_;
   const Clock* const clock_;
   const SchedulerOptions options_;
 

@@ -53,26 +53,17 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "ladder/agent/runner.h"
+#include "ladder/runner/runner.h"
 #include "ladder/engines/process.h"
 #include "ladder/engines/recipe.h"
 
 namespace ladder::engines {
-
-// The visiting order of `cell_count` cells: a permutation of 0..cell_count-1, deterministic in
-// (seed, process, round). The agent passes ladder::agent::InterleavedOrder.
-using OrderFn = std::function<std::vector<int>(int cell_count, uint64_t seed, int process,
-                                               int round)>;
-
-// The order used when EngineRunnerOptions::order is empty: a seeded Fisher-Yates shuffle.
-std::vector<int> SeededOrder(int cell_count, uint64_t seed, int process, int round);
 
 struct EngineRunnerOptions {
   // Executables, bind host and engine versions. Its `port` is ignored (chosen per engine).
   RecipeContext recipe_context;
   // Recipes consulted before the built-ins, by name (tests add fakes; a site can add engines).
   std::vector<std::shared_ptr<const Recipe>> extra_recipes;
-  OrderFn order;  // empty: SeededOrder
   // Chooses an engine's port; empty: PickFreePort. Tests inject a taken port.
   std::function<absl::StatusOr<int>(const std::string& host)> pick_port;
   ProcessOptions process;  // probe_patterns is replaced by the cell's `probe_patterns` if given
@@ -82,13 +73,13 @@ struct EngineRunnerOptions {
   std::string log_dir;
 };
 
-class EngineRunner final : public agent::Runner {
+class EngineRunner final : public runner::Runner {
  public:
   explicit EngineRunner(EngineRunnerOptions options = {});
   ~EngineRunner() override;
 
   std::string_view name() const override { return "engine"; }
-  absl::Status Run(const agent::UnitWork& unit, agent::MeasurementSink& sink) override;
+  absl::Status Run(const runner::UnitWork& unit, runner::MeasurementSink& sink) override;
 
  private:
   EngineRunnerOptions options_;

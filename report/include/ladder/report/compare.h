@@ -1,0 +1,98 @@
+// `ladder compare A B`: a verdict between two runs, per cell present in both.
+//
+// Runs may be in one database or in two (each file is a complete record, so a baseline database
+// kept from last week compares against tonight's). Cells are matched by the values of their axes
+// (all axes by default, or a chosen subset: cells that agree on it are pooled, their processes
+// counted as distinct processes of the session). For each matched cell the ratio B / A of the
+// runs' geometric means of session means comes with Welch's interval on the log session means
+// (stats::UnpairedLogRatioInterval: sessions are the unit of replication across runs), and a
+// verdict against the band 1 ± threshold (VerdictText): "slower" / "faster" only when the whole
+// interval lies beyond the band, "no change" only when it lies within, else "inconclusive".
+//
+// Read-only over the databases; thread safety as AnalyzeRun. Errors: NotFound for an unknown run,
+// InvalidArgument for an unknown metric or axis, runs with different metrics or units, or a
+// direction that cannot be told from the unit; statistics that cannot be computed for one cell
+// (fewer than 2 sessions in a run) do not fail the comparison: the row's `error` says why.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/status/statusor.h"
+#include "ladder/report/analysis.h"
+#include "ladder/sqlite/sqlite.h"
+#include "ladder/stats/compare.h"
+#include "ladder/stats/interval.h"
+
+namespace ladder::report {
+
+struct CompareOptions {
+  std::string metric;            // empty: run A's metric (run B must have it too)
+  std::vector<std::string> by;   // axes to match on; empty: every axis (both runs must share them)
+  double threshold = 0.02;       // the band: ±2 %
+  double confidence = 0.95;      // in (0, 1)
+  // kUnknown: from the metric's unit (DirectionOfUnit); a unit that says nothing is an error
+  // unless a direction is given here.
+  Direction direction = Direction::kUnknown;
+  absl::Status Validate() const;
+};
+
+// Where a run is: a database and its id. `label` names it in the output ("run 3", or
+// "base.db run 3" when the runs are in different files).
+struct RunRef {
+  sqlite::Database* db = nullptr;
+  int64_t run_id = 0;
+  std::string label;
+};
+
+struct CompareRow {
+  std::string key;  // the matched axes' values: "depth=256,path=2d"
+  int64_t sessions_a = 0, sessions_b = 0;
+  int64_t n_a = 0, n_b = 0;  // measurements
+  // Geometric means of session means, in the metric's unit (NaN when there is no data).
+  double mean_a = 0, mean_b = 0;
+  // Session-to-session spread of each run: sd of log session means (≈ a relative sd; NaN with
+  // fewer than 2 sessions).
+  double spread_a = 0, spread_b = 0;
+  std::optional<stats::Interval> ratio;  // B / A
+  std::string error;                     // why there is no ratio
+  stats::ChangeClass change = stats::ChangeClass::kStraddles;
+  std::string verdict;  // VerdictText; "n/a" without a ratio
+  // True when a run's session-to-session spread exceeds the difference between the runs
+  // (|log ratio|): the difference is smaller than what separates two sessions of one run.
+  bool spread_exceeds_difference = false;
+};
+
+struct RunComparison {
+  std::string label_a, label_b;
+  int64_t run_a = 0, run_b = 0;
+  std::string metric, unit;
+  Direction direction = Direction::kUnknown;
+  std::string direction_source;  // "unit" or "given"
+  double threshold = 0.02, confidence = 0.95;
+  std::vector<std::string> by;
+  std::vector<CompareRow> rows;             // cells in both runs, in run A's cell order
+  std::vector<std::string> only_a, only_b;  // keys measured in one run only
+  std::map<std::string, int64_t> verdicts;  // verdict -> rows
+  std::vector<std::string> notes;
+};
+
+absl::StatusOr<RunComparison> CompareTwoRuns(const RunRef& a, const RunRef& b,
+                                             const CompareOptions& options = {});
+
+// A short paragraph saying what the table shows and how verdicts are decided.
+std::string ComparisonMethodText(const RunComparison& comparison);
+
+// Markdown: a heading, the method, a table (cell, sessions A/B, mean A/B, ratio B/A, change,
+// interval with df, verdict, flags) and a summary line of verdict counts.
+std::string RenderComparisonMarkdown(const RunComparison& comparison);
+
+// Stable keys; NaN/inf become null.
+nlohmann::json ToJson(const RunComparison& comparison);
+
+}  // namespace ladder::report

@@ -1,0 +1,62 @@
+// `ladder report`: one or more runs rendered as a self-contained HTML page (inline SVG chart and
+// script, no network) or as Markdown. Both formats render the same sections, built once
+// (BuildSections), so a figure in the Markdown is the figure in the page.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "ladder/report/analysis.h"
+#include "ladder/report/compare.h"
+#include "ladder/sqlite/sqlite.h"
+
+namespace ladder::report {
+
+struct Report {
+  std::vector<RunAnalysis> runs;                // in the order asked
+  std::vector<RunReproducibility> reproducibility;  // for each pair of runs that share cells
+  std::vector<std::string> notes;               // e.g. pairs that could not be compared
+  // For each pair of runs (i < j) that share cells: `ladder compare` of run j (B) against run i
+  // (A), the same rows and verdicts, with a flag where a run's session-to-session spread exceeds
+  // the difference between the runs.
+  std::vector<RunComparison> comparisons;
+};
+
+// Analyses each run and compares every pair (i < j) of runs that share measured cell keys
+// (reproducibility of the cell means, and CompareTwoRuns with options.threshold).
+// Errors: those of AnalyzeRun (unknown run, unknown metric); at least one run is required.
+absl::StatusOr<Report> BuildReport(sqlite::Database& db, const std::vector<int64_t>& run_ids,
+                                   const AnalysisOptions& options = {});
+
+// A table of text cells. `row_cells` optionally names, per row, the cell key the row is about
+// (HTML puts it in a data-row-cell attribute); `row_flagged` marks rows with a flag.
+struct Table {
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> row_cells;
+  std::vector<bool> row_flagged;
+};
+
+struct Section {
+  int level = 2;          // heading level (1 = the run's title)
+  std::string title;
+  std::string anchor;     // id for HTML
+  std::vector<std::string> paragraphs;  // plain text (escaped by the renderer)
+  Table table;            // may be empty
+  int64_t chart_run = 0;  // non-zero: the HTML places this run's ladder chart here
+};
+
+std::vector<Section> BuildSections(const Report& report);
+
+// Markdown: headings, paragraphs, pipe tables.
+std::string RenderMarkdown(const Report& report);
+
+// One HTML document, no external resources. Each point of the ladder chart is an SVG <circle
+// class="point"> with data-cell="<treatment cell key>" and data-tip (the tooltip text: both
+// arms' values, n, sessions, the interval, acceptance when recorded, flags); hovering or focusing
+// a point shows data-tip in #tooltip.
+std::string RenderHtml(const Report& report);
+
+}  // namespace ladder::report

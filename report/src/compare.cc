@@ -1,0 +1,343 @@
+#include "ladder/report/compare.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "internal.h"
+#include "ladder/stats/sample.h"
+#include "ladder/status_macros.h"
+
+namespace ladder::report {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// One run's valid measurements of the metric, grouped by the matched axes.
+struct Group {
+  std::vector<stats::Observation> observations;
+  std::set<std::string> sessions;
+};
+
+struct RunData {
+  std::string metric, unit;
+  std::vector<std::string> axes;
+  std::vector<std::string> order;  // group keys in cell order
+  std::map<std::string, Group> groups;
+};
+
+absl::StatusOr<RunData> ReadRun(const RunRef& ref, const std::string& metric_wanted,
+                                std::vector<std::string>* by) {
+  RunData out;
+  sqlite::Database& db = *ref.db;
+  {
+    ASSIGN_OR_RETURN(sqlite::Statement stmt, db.Prepare("SELECT metric, axes FROM runs WHERE id = ?1"));
+    stmt.Bind(1, ref.run_id);
+    ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) return absl::NotFoundError(absl::StrCat(ref.label, ": no such run in ", db.path()));
+    out.metric = metric_wanted.empty() ? stmt.Text(0) : metric_wanted;
+    auto axes = nlohmann::json::parse(stmt.Text(1), nullptr, false);
+    if (axes.is_array()) {
+      for (const auto& a : axes) {
+        if (a.is_string()) out.axes.push_back(a.get<std::string>());
+      }
+    }
+  }
+  {
+    ASSIGN_OR_RETURN(sqlite::Statement stmt, db.Prepare(
+        "SELECT metric, MIN(unit) FROM measurements WHERE run_id = ?1 GROUP BY metric "
+        "ORDER BY metric"));
+    stmt.Bind(1, ref.run_id);
+    std::vector<std::string> metrics;
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, stmt.Step());
+      if (!row) break;
+      metrics.push_back(stmt.Text(0));
+      if (metrics.back() == out.metric) out.unit = stmt.Text(1);
+    }
+    if (std::find(metrics.begin(), metrics.end(), out.metric) == metrics.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--metric: ", ref.label, " has no measurements of '", out.metric, "'",
+          metrics.empty() ? "" : "; it has: " + absl::StrJoin(metrics, ", ")));
+    }
+  }
+  if (by->empty()) *by = out.axes;
+  for (const auto& axis : *by) {
+    if (std::find(out.axes.begin(), out.axes.end(), axis) == out.axes.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("--by: ", ref.label, " has no axis '", axis,
+                                                     "'; its axes are: ",
+                                                     absl::StrJoin(out.axes, ", ")));
+    }
+  }
+  ASSIGN_OR_RETURN(sqlite::Statement stmt, db.Prepare(
+      "SELECT c.id, c.key, m.session_id, m.process, m.round, m.value FROM valid_measurements m "
+      "JOIN cells c ON c.id = m.cell_id WHERE m.run_id = ?1 AND m.metric = ?2 "
+      "ORDER BY c.idx, m.id"));
+  stmt.Bind(1, ref.run_id).Bind(2, out.metric);
+  std::map<std::string, int64_t> session_index;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) break;
+    std::map<std::string, std::string> values;
+    for (auto& [k, v] : SplitKey(stmt.Text(1))) values[k] = v;
+    std::vector<std::string> parts;
+    for (const auto& axis : *by) parts.push_back(axis + "=" + values[axis]);
+    const std::string key = absl::StrJoin(parts, ",");
+    auto [it, inserted] = out.groups.try_emplace(key);
+    if (inserted) out.order.push_back(key);
+    const std::string session = stmt.Text(2);
+    auto [sit, fresh] =
+        session_index.try_emplace(session, static_cast<int64_t>(session_index.size()));
+    (void)fresh;
+    it->second.sessions.insert(session);
+    // Cells pooled into one group are distinct processes of the session.
+    it->second.observations.push_back(
+        {sit->second, stmt.Int(0) * 1'000'000 + stmt.Int(3), stmt.Int(4), stmt.Double(5)});
+  }
+  return out;
+}
+
+// Session means (arithmetic means of process means) of one group, or why there are none.
+absl::StatusOr<std::vector<double>> SessionMeans(const Group& g) {
+  ASSIGN_OR_RETURN(stats::Hierarchy h,
+                   stats::BuildHierarchy(g.observations, stats::ValueDomain::kPositive));
+  std::vector<double> means;
+  for (const auto& s : h.sessions) means.push_back(stats::SessionMean(s));
+  return means;
+}
+
+void LogMoments(const std::vector<double>& values, double* geo, double* sd) {
+  double sum = 0;
+  for (double v : values) sum += std::log(v);
+  const double n = static_cast<double>(values.size());
+  const double mean = values.empty() ? kNaN : sum / n;
+  *geo = std::exp(mean);
+  if (values.size() < 2) {
+    *sd = kNaN;
+    return;
+  }
+  double ss = 0;
+  for (double v : values) ss += (std::log(v) - mean) * (std::log(v) - mean);
+  *sd = std::sqrt(ss / (n - 1));
+}
+
+std::string Percent(double x) { return std::isfinite(x) ? FormatNumber(100 * x) + " %" : "-"; }
+
+std::string SpreadFlag(const CompareRow& r, const std::string& label_a,
+                       const std::string& label_b) {
+  if (!r.spread_exceeds_difference || !r.ratio) return "";
+  const double diff = std::fabs(std::log(r.ratio->estimate));
+  const bool a = r.spread_a > diff;
+  return absl::StrCat("⚠ session-to-session spread in ", a ? label_a : label_b, " (",
+                      Percent(a ? r.spread_a : r.spread_b),
+                      ") is larger than the difference between the runs (", Percent(diff), ")");
+}
+
+}  // namespace
+
+absl::Status CompareOptions::Validate() const {
+  if (!(threshold >= 0 && threshold < 1)) {
+    return absl::InvalidArgumentError(absl::StrCat("--threshold must be in [0, 1), got ",
+                                                   threshold));
+  }
+  if (!(confidence > 0 && confidence < 1)) {
+    return absl::InvalidArgumentError(absl::StrCat("confidence must be in (0, 1), got ",
+                                                   confidence));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<RunComparison> CompareTwoRuns(const RunRef& a, const RunRef& b,
+                                             const CompareOptions& options) {
+  RETURN_IF_ERROR(options.Validate());
+  std::vector<std::string> by = options.by;
+  const bool by_given = !by.empty();
+  ASSIGN_OR_RETURN(RunData da, ReadRun(a, options.metric, &by));
+  ASSIGN_OR_RETURN(RunData rb, ReadRun(b, da.metric, &by));
+  if (!by_given) {
+    std::set<std::string> sa(da.axes.begin(), da.axes.end());
+    std::set<std::string> sb(rb.axes.begin(), rb.axes.end());
+    if (sa != sb) {
+      std::vector<std::string> common;
+      std::set_intersection(sa.begin(), sa.end(), sb.begin(), sb.end(),
+                            std::back_inserter(common));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the runs have different axes (", a.label, ": ", absl::StrJoin(da.axes, ", "), "; ",
+          b.label, ": ", absl::StrJoin(rb.axes, ", "), "); match on common ones with --by ",
+          absl::StrJoin(common, ",")));
+    }
+  }
+  if (da.unit != rb.unit) {
+    return absl::InvalidArgumentError(absl::StrCat("the runs record ", da.metric,
+                                                   " in different units (", da.unit, ", ",
+                                                   rb.unit, ")"));
+  }
+  RunComparison out;
+  out.label_a = a.label;
+  out.label_b = b.label;
+  out.run_a = a.run_id;
+  out.run_b = b.run_id;
+  out.metric = da.metric;
+  out.unit = da.unit;
+  out.threshold = options.threshold;
+  out.confidence = options.confidence;
+  out.by = by;
+  out.direction = options.direction;
+  out.direction_source = "given";
+  if (out.direction == Direction::kUnknown) {
+    out.direction = DirectionOfUnit(out.unit);
+    out.direction_source = "unit";
+    if (out.direction == Direction::kUnknown) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cannot tell whether higher or lower ", out.metric, " (unit '", out.unit,
+          "') is better: pass --higher-is-better or --lower-is-better"));
+    }
+  }
+  for (const auto& key : da.order) {
+    auto other = rb.groups.find(key);
+    if (other == rb.groups.end()) {
+      out.only_a.push_back(key);
+      continue;
+    }
+    const Group& ga = da.groups[key];
+    const Group& gb = other->second;
+    CompareRow row;
+    row.key = key;
+    row.sessions_a = static_cast<int64_t>(ga.sessions.size());
+    row.sessions_b = static_cast<int64_t>(gb.sessions.size());
+    row.n_a = static_cast<int64_t>(ga.observations.size());
+    row.n_b = static_cast<int64_t>(gb.observations.size());
+    row.mean_a = row.mean_b = row.spread_a = row.spread_b = kNaN;
+    auto ma = SessionMeans(ga);
+    auto mb = SessionMeans(gb);
+    if (!ma.ok() || !mb.ok()) {
+      row.error = std::string((!ma.ok() ? ma : mb).status().message());
+    } else {
+      LogMoments(*ma, &row.mean_a, &row.spread_a);
+      LogMoments(*mb, &row.mean_b, &row.spread_b);
+      auto ratio = stats::UnpairedLogRatioInterval(*ma, *mb, options.confidence);
+      if (ratio.ok()) {
+        row.ratio = *ratio;
+        row.change = stats::ClassifyChange(*ratio, options.threshold);
+        const double diff = std::fabs(std::log(ratio->estimate));
+        row.spread_exceeds_difference = (std::isfinite(row.spread_a) && row.spread_a > diff) ||
+                                        (std::isfinite(row.spread_b) && row.spread_b > diff);
+      } else {
+        row.error = std::string(ratio.status().message());
+      }
+    }
+    row.verdict = row.ratio ? VerdictText(row.change, out.direction) : "n/a";
+    ++out.verdicts[row.verdict];
+    out.rows.push_back(std::move(row));
+  }
+  for (const auto& key : rb.order) {
+    if (!da.groups.count(key)) out.only_b.push_back(key);
+  }
+  if (out.rows.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(a.label, " and ", b.label,
+                                                      " share no measured cell (matched on ",
+                                                      absl::StrJoin(by, ", "), ")"));
+  }
+  if (!out.only_a.empty() || !out.only_b.empty()) {
+    out.notes.push_back(absl::StrCat(out.only_a.size(), " cell(s) measured only in ", a.label,
+                                     ", ", out.only_b.size(), " only in ", b.label,
+                                     ": not compared"));
+  }
+  if (by_given) {
+    out.notes.push_back(absl::StrCat("cells matched on ", absl::StrJoin(by, ", "),
+                                     "; cells that agree on these are pooled"));
+  }
+  return out;
+}
+
+std::string ComparisonMethodText(const RunComparison& c) {
+  const std::string band = FormatDf(100 * c.threshold);
+  return absl::StrCat(
+      "Ratio B/A of ", c.metric, c.unit.empty() ? "" : " (" + c.unit + ", " +
+      DirectionText(c.direction) + ")", ", B = ", c.label_b, ", A = ", c.label_a,
+      ": the ratio of the runs' geometric means of session means, with a ",
+      FormatDf(100 * c.confidence), " % interval from Welch's t on the log session means "
+      "(sessions are the unit of replication across runs; df shown). Verdict against ±", band,
+      " %: slower or faster only when the whole interval lies beyond the band, no change only "
+      "when it lies within it, inconclusive otherwise (more sessions would tell).");
+}
+
+std::string RenderComparisonMarkdown(const RunComparison& c) {
+  std::string out = absl::StrCat("## ", c.label_b, " vs ", c.label_a, ": ", c.metric, "\n\n",
+                                 ComparisonMethodText(c), "\n\n");
+  const std::string unit = c.unit.empty() ? "" : " " + c.unit;
+  out += absl::StrCat("| cell | sessions A/B | A", unit, " | B", unit,
+                      " | ratio B/A | change | 95 % interval (df) | verdict | flags |\n");
+  out += "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
+  for (const auto& r : c.rows) {
+    std::string interval = "-";
+    if (r.ratio) {
+      interval = absl::StrCat(FormatInterval(*r.ratio), " (df ", FormatDf(r.ratio->df), ")");
+    }
+    std::string flags = SpreadFlag(r, c.label_a, c.label_b);
+    if (!r.error.empty()) flags = r.error;
+    out += absl::StrCat("| ", r.key, " | ", r.sessions_a, "/", r.sessions_b, " | ",
+                        FormatNumber(r.mean_a), " | ", FormatNumber(r.mean_b), " | ",
+                        r.ratio ? FormatNumber(r.ratio->estimate) : "-", " | ",
+                        r.ratio ? FormatChange(r.ratio->estimate) : "-", " | ", interval, " | ",
+                        r.verdict, " | ", flags.empty() ? " " : flags, " |\n");
+  }
+  std::vector<std::string> counts;
+  for (const char* v : {"slower", "faster", "higher", "lower", "no change", "inconclusive", "n/a"}) {
+    auto it = c.verdicts.find(v);
+    if (it != c.verdicts.end()) counts.push_back(absl::StrCat(it->second, " ", v));
+  }
+  out += absl::StrCat("\n", c.rows.size(), " cells compared: ", absl::StrJoin(counts, ", "),
+                      ".\n");
+  for (const auto& n : c.notes) out += "Note: " + n + ".\n";
+  return out;
+}
+
+nlohmann::json ToJson(const RunComparison& c) {
+  auto num = [](double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(); };
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& r : c.rows) {
+    nlohmann::json row = {{"cell", r.key},
+                          {"sessions_a", r.sessions_a},
+                          {"sessions_b", r.sessions_b},
+                          {"n_a", r.n_a},
+                          {"n_b", r.n_b},
+                          {"mean_a", num(r.mean_a)},
+                          {"mean_b", num(r.mean_b)},
+                          {"spread_a", num(r.spread_a)},
+                          {"spread_b", num(r.spread_b)},
+                          {"verdict", r.verdict},
+                          {"band", std::string(stats::ChangeClassName(r.change))},
+                          {"spread_exceeds_difference", r.spread_exceeds_difference}};
+    if (r.ratio) {
+      row["ratio"] = {{"estimate", num(r.ratio->estimate)},
+                      {"lower", num(r.ratio->lower)},
+                      {"upper", num(r.ratio->upper)},
+                      {"df", num(r.ratio->df)},
+                      {"confidence", r.ratio->confidence},
+                      {"estimand", r.ratio->estimand}};
+    }
+    if (!r.error.empty()) row["error"] = r.error;
+    rows.push_back(std::move(row));
+  }
+  return {{"a", {{"label", c.label_a}, {"run_id", c.run_a}}},
+          {"b", {{"label", c.label_b}, {"run_id", c.run_b}}},
+          {"metric", c.metric},
+          {"unit", c.unit},
+          {"direction", DirectionText(c.direction)},
+          {"direction_source", c.direction_source},
+          {"threshold", c.threshold},
+          {"confidence", c.confidence},
+          {"by", c.by},
+          {"method", ComparisonMethodText(c)},
+          {"rows", rows},
+          {"only_a", c.only_a},
+          {"only_b", c.only_b},
+          {"verdicts", c.verdicts},
+          {"notes", c.notes}};
+}
+
+}  // namespace ladder::report

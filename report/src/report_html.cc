@@ -1,0 +1,370 @@
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "internal.h"
+#include "ladder/report/report.h"
+
+namespace ladder::report {
+namespace {
+
+std::string Esc(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      case '\n': out += "&#10;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string Px(double v) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.1f", v);
+  return buffer;
+}
+
+// Axis labels: shortest form (0.5, 1, 4096).
+std::string TickText(double v) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%g", v);
+  return buffer;
+}
+
+constexpr const char* kPalette[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd",
+                                    "#ff7f0e", "#17becf", "#8c564b", "#e377c2"};
+
+std::string Tooltip(const RunAnalysis& a, const Comparison& cmp) {
+  const std::string unit = a.info.unit.empty() ? "" : " " + a.info.unit;
+  const CellStats* b = a.FindCell(cmp.treatment_key);
+  const CellStats* base = a.FindCell(cmp.baseline_key);
+  std::vector<std::string> lines;
+  lines.push_back(cmp.treatment_key);
+  lines.push_back(absl::StrCat("B ", cmp.pair_axis, "=", cmp.treatment_value, ": ",
+                               FormatNumber(cmp.mean_b), unit, " (n ", cmp.n_b, ")"));
+  lines.push_back(absl::StrCat("A ", cmp.pair_axis, "=", cmp.baseline_value, ": ",
+                               FormatNumber(cmp.mean_a), unit, " (n ", cmp.n_a, ")"));
+  std::string ratio = absl::StrCat("ratio B/A ", FormatNumber(cmp.Ratio()), " (",
+                                   FormatChange(cmp.Ratio()), ")");
+  if (cmp.t.interval) ratio += absl::StrCat(", 95 % ", FormatInterval(*cmp.t.interval));
+  lines.push_back(ratio);
+  lines.push_back(absl::StrCat("sessions ", cmp.sessions,
+                               cmp.sessions == 1 ? std::string(" — ") +
+                                                       std::string(stats::kWithinSessionNote)
+                                                 : ""));
+  for (const CellStats* c : {b, base}) {
+    if (!c) continue;
+    std::vector<std::string> acc;
+    if (c->acceptance_rate) acc.push_back("rate " + FormatNumber(*c->acceptance_rate));
+    if (c->mean_acceptance_length) {
+      acc.push_back("mean length " + FormatNumber(*c->mean_acceptance_length));
+    }
+    if (!acc.empty()) {
+      lines.push_back(absl::StrCat("acceptance (", c == b ? "B" : "A", "): ",
+                                   absl::StrJoin(acc, ", ")));
+    }
+  }
+  if (!cmp.flags.empty()) {
+    std::vector<std::string> parts;
+    for (const auto& f : cmp.flags) {
+      parts.push_back(f.detail.empty() ? f.kind : f.kind + ": " + f.detail);
+    }
+    lines.push_back("⚠ " + absl::StrJoin(parts, "; "));
+  }
+  return absl::StrJoin(lines, "\n");
+}
+
+std::string Chart(const RunAnalysis& a) {
+  const double width = 820, height = 420, left = 70, right = 20, top = 20, bottom = 56;
+  const bool log_x = !a.depth_axis.empty();
+  double xmin = INFINITY, xmax = -INFINITY, ymin = 1.0, ymax = 1.0;
+  auto estimate = [&](const Comparison& cmp) {
+    if (cmp.t.interval) return cmp.t.interval->estimate;
+    return cmp.mean_a > 0 ? cmp.mean_b / cmp.mean_a : NAN;
+  };
+  for (const auto& line : a.lines) {
+    for (size_t k = 0; k < line.points.size(); ++k) {
+      const Comparison& cmp = a.comparisons[line.points[k]];
+      xmin = std::min(xmin, line.depths[k]);
+      xmax = std::max(xmax, line.depths[k]);
+      const double e = estimate(cmp);
+      if (std::isfinite(e) && e > 0) {
+        ymin = std::min(ymin, e);
+        ymax = std::max(ymax, e);
+      }
+      if (cmp.t.interval && cmp.t.interval->bounds == stats::Boundedness::kBounded) {
+        if (cmp.t.interval->lower > 0) ymin = std::min(ymin, cmp.t.interval->lower);
+        if (std::isfinite(cmp.t.interval->upper)) ymax = std::max(ymax, cmp.t.interval->upper);
+      }
+    }
+  }
+  if (!std::isfinite(xmin)) return "";
+  auto xt = [&](double x) { return log_x ? std::log2(x) : x; };
+  double x0 = xt(xmin), x1 = xt(xmax);
+  if (x1 - x0 < 1e-9) {
+    x0 -= 1;
+    x1 += 1;
+  }
+  const double xpad = (x1 - x0) * 0.06;
+  x0 -= xpad;
+  x1 += xpad;
+  double y0 = std::log(ymin), y1 = std::log(ymax);
+  if (y1 - y0 < 0.02) {
+    y0 -= 0.01;
+    y1 += 0.01;
+  }
+  const double ypad = (y1 - y0) * 0.08;
+  y0 -= ypad;
+  y1 += ypad;
+  auto X = [&](double x) { return left + (xt(x) - x0) / (x1 - x0) * (width - left - right); };
+  auto Y = [&](double y) {
+    return top + (1.0 - (std::log(y) - y0) / (y1 - y0)) * (height - top - bottom);
+  };
+  std::string svg = absl::StrCat(
+      "<svg class=\"ladder\" id=\"chart-", a.info.run_id, "\" viewBox=\"0 0 ", Px(width), " ",
+      Px(height), "\" width=\"", Px(width), "\" height=\"", Px(height),
+      "\" role=\"img\" aria-label=\"ratio against ", Esc(a.depth_axis), "\">\n");
+  // Axes and gridlines.
+  svg += absl::StrCat("<rect x=\"", Px(left), "\" y=\"", Px(top), "\" width=\"",
+                      Px(width - left - right), "\" height=\"", Px(height - top - bottom),
+                      "\" class=\"frame\"/>\n");
+  static const double kTicks[] = {0.01, 0.02, 0.05, 0.1, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6,
+                                  0.7,  0.8,  0.9,  0.95, 1.0, 1.05, 1.1, 1.2, 1.25, 1.5,
+                                  2.0,  3.0,  4.0,  5.0, 10.0, 20.0, 50.0, 100.0};
+  std::vector<double> ticks;
+  for (double t : kTicks) {
+    if (std::log(t) >= y0 && std::log(t) <= y1) ticks.push_back(t);
+  }
+  double last_y = -1e9;
+  for (double t : ticks) {
+    const double y = Y(t);
+    if (std::fabs(y - last_y) < 14 && t != 1.0) continue;
+    last_y = y;
+    svg += absl::StrCat("<line class=\"grid\" x1=\"", Px(left), "\" x2=\"", Px(width - right),
+                        "\" y1=\"", Px(y), "\" y2=\"", Px(y), "\"/><text class=\"tick\" x=\"",
+                        Px(left - 6), "\" y=\"", Px(y + 4), "\" text-anchor=\"end\">",
+                        TickText(t), "</text>\n");
+  }
+  std::vector<double> xs;
+  for (const auto& line : a.lines) xs.insert(xs.end(), line.depths.begin(), line.depths.end());
+  std::sort(xs.begin(), xs.end());
+  xs.erase(std::unique(xs.begin(), xs.end()), xs.end());
+  if (log_x) {
+    for (double x : xs) {
+      svg += absl::StrCat("<text class=\"tick\" x=\"", Px(X(x)), "\" y=\"",
+                          Px(height - bottom + 16), "\" text-anchor=\"middle\">",
+                          TickText(x), "</text>\n");
+    }
+    svg += absl::StrCat("<text class=\"label\" x=\"", Px(left + (width - left - right) / 2),
+                        "\" y=\"", Px(height - 14), "\" text-anchor=\"middle\">", Esc(a.depth_axis),
+                        " (log scale)</text>\n");
+  }
+  svg += absl::StrCat("<text class=\"label\" transform=\"rotate(-90)\" x=\"",
+                      Px(-(top + (height - top - bottom) / 2)), "\" y=\"16\" "
+                      "text-anchor=\"middle\">ratio B/A of ", Esc(a.info.metric),
+                      " (log scale)</text>\n");
+  // The zero-gain line.
+  svg += absl::StrCat("<line class=\"unity\" x1=\"", Px(left), "\" x2=\"", Px(width - right),
+                      "\" y1=\"", Px(Y(1.0)), "\" y2=\"", Px(Y(1.0)), "\"/>\n");
+  // Crossovers.
+  for (size_t l = 0; l < a.lines.size(); ++l) {
+    const LadderLine& line = a.lines[l];
+    if (!line.crossing || !log_x) continue;
+    const std::string color = kPalette[l % 8];
+    const double bx0 = X(line.crossing->bracket_lower), bx1 = X(line.crossing->bracket_upper);
+    svg += absl::StrCat("<rect class=\"bracket\" data-line=\"", l, "\" x=\"", Px(bx0),
+                        "\" y=\"", Px(top), "\" width=\"", Px(bx1 - bx0), "\" height=\"",
+                        Px(height - top - bottom), "\" fill=\"", color, "\"><title>",
+                        Esc(line.label), ": sign change between ",
+                        FormatNumber(line.crossing->bracket_lower), " and ",
+                        FormatNumber(line.crossing->bracket_upper), "</title></rect>\n");
+    if (line.crossover_fit && line.crossover_fit->bounds == stats::Boundedness::kBounded &&
+        line.crossover_fit->estimate >= xmin && line.crossover_fit->estimate <= xmax) {
+      const double cx = X(line.crossover_fit->estimate);
+      svg += absl::StrCat("<line class=\"crossover\" data-line=\"", l, "\" x1=\"", Px(cx),
+                          "\" x2=\"", Px(cx), "\" y1=\"", Px(top), "\" y2=\"",
+                          Px(height - bottom), "\" stroke=\"", color, "\"/><text class=\"tick\" x=\"",
+                          Px(cx + 3), "\" y=\"", Px(top + 12 + 12 * static_cast<double>(l)),
+                          "\" fill=\"", color, "\">crossover ≈ ",
+                          FormatNumber(line.crossover_fit->estimate), "</text>\n");
+    }
+  }
+  // Lines, whiskers and points.
+  const double nlines = static_cast<double>(a.lines.size());
+  for (size_t l = 0; l < a.lines.size(); ++l) {
+    const LadderLine& line = a.lines[l];
+    const std::string color = kPalette[l % 8];
+    // Lines sharing a depth are spread apart so that no point hides another (r = 5).
+    const double spread = std::min(11.0, 60.0 / std::max(1.0, nlines));
+    const double offset = (static_cast<double>(l) - (nlines - 1) / 2) * spread;
+    std::string path;
+    std::string marks;
+    for (size_t k = 0; k < line.points.size(); ++k) {
+      const Comparison& cmp = a.comparisons[line.points[k]];
+      const double e = estimate(cmp);
+      const double x = X(line.depths[k]) + offset;
+      const bool placed = std::isfinite(e) && e > 0;
+      const double y = placed ? Y(e) : top + 6;
+      if (placed) path += absl::StrCat(path.empty() ? "M" : " L", Px(x), " ", Px(y));
+      if (cmp.t.interval && cmp.t.interval->bounds == stats::Boundedness::kBounded &&
+          cmp.t.interval->lower > 0) {
+        const double ylo = Y(cmp.t.interval->lower), yhi = Y(cmp.t.interval->upper);
+        marks += absl::StrCat("<path class=\"whisker\" stroke=\"", color, "\" d=\"M", Px(x),
+                              " ", Px(ylo), " L", Px(x), " ", Px(yhi), " M", Px(x - 4), " ",
+                              Px(ylo), " L", Px(x + 4), " ", Px(ylo), " M", Px(x - 4), " ",
+                              Px(yhi), " L", Px(x + 4), " ", Px(yhi), "\"/>\n");
+      }
+      const bool flagged = !cmp.flags.empty();
+      // A depth the coordinator's `locate` probed is drawn hollow (class "probe").
+      const bool probe = line.located &&
+                         std::find(line.located->probes.begin(), line.located->probes.end(),
+                                   line.depths[k]) != line.located->probes.end();
+      marks += absl::StrCat("<circle class=\"point", flagged ? " flagged" : "",
+                            probe ? " probe" : "",
+                            "\" tabindex=\"0\" data-cell=\"", Esc(cmp.treatment_key),
+                            "\" data-line=\"", l, "\" data-ratio=\"", FormatNumber(e),
+                            "\" data-tip=\"", Esc(Tooltip(a, cmp)), "\" cx=\"", Px(x),
+                            "\" cy=\"", Px(y), "\" r=\"5\" fill=\"", color, "\" stroke=\"", color,
+                            "\"/>\n");
+      if (flagged) {
+        marks += absl::StrCat("<text class=\"flagmark\" x=\"", Px(x + 7), "\" y=\"", Px(y - 6),
+                              "\">⚠</text>\n");
+      }
+    }
+    svg += absl::StrCat("<path class=\"series", line.aa ? " aa" : "", "\" stroke=\"", color,
+                        "\" d=\"", path, "\"/>\n", marks);
+  }
+  svg += "</svg>\n<ul class=\"legend\">\n";
+  for (size_t l = 0; l < a.lines.size(); ++l) {
+    svg += absl::StrCat("<li><span class=\"swatch\" style=\"background:", kPalette[l % 8],
+                        "\"></span>", Esc(a.lines[l].label),
+                        a.lines[l].aa ? " — A/A control (should sit on 1)" : "", "</li>\n");
+  }
+  svg += "</ul>\n";
+  return svg;
+}
+
+constexpr const char* kStyle = R"css(
+body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 1200px; color: #222; padding: 0 1em; }
+h1 { border-bottom: 2px solid #ccc; padding-bottom: .2em; margin-top: 1.6em; }
+table { border-collapse: collapse; margin: .6em 0 1.4em; font-size: 13px; }
+th, td { border: 1px solid #ddd; padding: 3px 7px; text-align: left; vertical-align: top; }
+th { background: #f4f4f4; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+tr.flagged td { background: #fff3f0; }
+.flag { color: #b00020; }
+svg.ladder { background: #fff; max-width: 100%; height: auto; }
+svg .frame { fill: none; stroke: #999; }
+svg .grid { stroke: #eee; }
+svg .unity { stroke: #555; stroke-dasharray: 6 4; }
+svg .tick { font-size: 11px; fill: #444; }
+svg .label { font-size: 12px; fill: #222; }
+svg .series { fill: none; stroke-width: 1.8; }
+svg .series.aa { stroke-dasharray: 3 3; }
+svg .whisker { fill: none; stroke-width: 1.2; }
+svg .point { stroke: #fff; stroke-width: 1.5; cursor: pointer; }
+svg .point.flagged { stroke: #b00020; stroke-width: 2.5; }
+svg .point.probe { fill: #fff; stroke-width: 2.5; }
+svg .point.active, svg .point:focus { r: 7; outline: none; }
+svg .bracket { opacity: .08; }
+svg .crossover { stroke-dasharray: 2 3; stroke-width: 1.5; }
+svg .flagmark { font-size: 12px; fill: #b00020; }
+ul.legend { list-style: none; padding: 0; display: flex; flex-wrap: wrap; gap: .3em 1.4em; }
+.swatch { display: inline-block; width: 14px; height: 4px; margin-right: 6px; vertical-align: middle; }
+#tooltip { position: absolute; display: none; background: #222; color: #fff; padding: 6px 9px; border-radius: 4px; font-size: 12px; white-space: pre-line; pointer-events: none; max-width: 460px; z-index: 10; }
+)css";
+
+constexpr const char* kScript = R"js(
+(function () {
+  'use strict';
+  var tip = document.getElementById('tooltip');
+  function show(event) {
+    var el = event.currentTarget;
+    tip.textContent = el.getAttribute('data-tip');
+    tip.style.display = 'block';
+    var box = el.getBoundingClientRect();
+    tip.style.left = (window.scrollX + box.right + 10) + 'px';
+    tip.style.top = (window.scrollY + box.top - 10) + 'px';
+    el.classList.add('active');
+  }
+  function hide(event) {
+    tip.style.display = 'none';
+    event.currentTarget.classList.remove('active');
+  }
+  var points = document.querySelectorAll('circle.point');
+  for (var i = 0; i < points.length; i++) {
+    points[i].addEventListener('mouseenter', show);
+    points[i].addEventListener('mouseleave', hide);
+    points[i].addEventListener('focus', show);
+    points[i].addEventListener('blur', hide);
+  }
+})();
+)js";
+
+bool LooksNumeric(const std::string& text) {
+  if (text.empty() || text == "-") return text == "-";
+  char* end = nullptr;
+  std::strtod(text.c_str(), &end);
+  return end == text.c_str() + text.size();
+}
+
+}  // namespace
+
+std::string RenderHtml(const Report& report) {
+  std::vector<std::string> titles;
+  for (const auto& run : report.runs) {
+    titles.push_back(absl::StrCat("run ", run.info.run_id, " ", run.info.matrix_name));
+  }
+  std::string html = absl::StrCat(
+      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+      "<meta name=\"generator\" content=\"", kAnalysisVersion, "\">\n<title>ladder report — ",
+      Esc(absl::StrJoin(titles, ", ")), "</title>\n<style>", kStyle, "</style>\n</head>\n<body>\n",
+      "<div id=\"tooltip\" role=\"tooltip\"></div>\n");
+  for (const auto& s : BuildSections(report)) {
+    const std::string tag = absl::StrCat("h", s.level);
+    html += absl::StrCat("<section id=\"", Esc(s.anchor), "\">\n<", tag, ">", Esc(s.title), "</",
+                         tag, ">\n");
+    for (const auto& p : s.paragraphs) html += "<p>" + Esc(p) + "</p>\n";
+    if (s.chart_run != 0) {
+      for (const auto& run : report.runs) {
+        if (run.info.run_id == s.chart_run) html += Chart(run);
+      }
+    }
+    if (!s.table.header.empty()) {
+      html += "<table>\n<thead><tr>";
+      for (const auto& h : s.table.header) html += "<th>" + Esc(h) + "</th>";
+      html += "</tr></thead>\n<tbody>\n";
+      for (size_t r = 0; r < s.table.rows.size(); ++r) {
+        const bool flagged = r < s.table.row_flagged.size() && s.table.row_flagged[r];
+        const std::string cell = r < s.table.row_cells.size() ? s.table.row_cells[r] : "";
+        html += "<tr";
+        if (flagged) html += " class=\"flagged\"";
+        if (!cell.empty()) html += " data-row-cell=\"" + Esc(cell) + "\"";
+        html += ">";
+        for (const auto& text : s.table.rows[r]) {
+          const bool warn = text.rfind("⚠", 0) == 0;
+          html += absl::StrCat("<td", LooksNumeric(text) ? " class=\"num\"" : "",
+                               warn ? " class=\"flag\"" : "", ">", Esc(text), "</td>");
+        }
+        html += "</tr>\n";
+      }
+      html += "</tbody>\n</table>\n";
+    }
+    html += "</section>\n";
+  }
+  html += absl::StrCat("<script>", kScript, "</script>\n</body>\n</html>\n");
+  return html;
+}
+
+}  // namespace ladder::report

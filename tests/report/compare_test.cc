@@ -1,0 +1,207 @@
+// `ladder compare` over real SQLite databases whose truth is known (synthetic_run.h): planted
+// differences of 0, 1, 5 and 20 % and an A/A pair come out with the right verdicts, for a time
+// (lower is better) and for a rate (higher is better), in one database or across two files; and
+// the report of two runs shows the same verdicts and flags a spread larger than the difference.
+#include "ladder/report/compare.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+
+#include "ladder/report/report.h"
+#include "ladder/store/store.h"
+#include "process.h"
+#include "synthetic_run.h"
+
+namespace ladder::testing {
+namespace {
+
+using report::CompareOptions;
+using report::CompareTwoRuns;
+using report::RunComparison;
+
+constexpr const char* kYaml = R"(name: compare-synthetic
+runner: kernel
+axes:
+  depth: [1024, 4096]
+  path: [2d, 3d]
+pair: [path]
+replicates: {sessions: 5, processes: 2, rounds: 3}
+metric: time_us
+)";
+
+// A multiplicative normal effect, the same for the same key.
+double Noise(uint64_t key, double sd) {
+  std::mt19937_64 gen(key * 0x9e3779b97f4a7c15ULL + 1);
+  std::normal_distribution<double> normal(0.0, sd);
+  return std::exp(normal(gen));
+}
+
+// A quiet fleet: 0.3 % between sessions, 0.2 % between processes, 0.2 % between rounds. `run`
+// salts the noise so that two runs are independent draws.
+double Value(const CellAxes& a, int s, int p, int r, uint64_t run, double factor,
+             double session_sd = 0.003) {
+  const uint64_t d = std::stoull(a.at("depth"));
+  const uint64_t arm = a.at("path") == "3d" ? 2 : 1;
+  const double base = static_cast<double>(d) / 10.0 * (arm == 2 ? 0.9 : 1.0);
+  const uint64_t cell = d * 10 + arm;
+  const uint64_t k = run * 1'000'000'000ULL + cell * 10'000;
+  return base * factor * Noise(k + static_cast<uint64_t>(s), session_sd) *
+         Noise(k + 1000 + static_cast<uint64_t>(s * 10 + p), 0.002) *
+         Noise(k + 5000 + static_cast<uint64_t>(s * 100 + p * 10 + r), 0.002);
+}
+
+class CompareTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<store::Store> OpenStore(const std::string& name) {
+    auto store = store::Store::Open(dir_.File(name));
+    EXPECT_TRUE(store.ok()) << store.status();
+    return store.ok() ? std::move(*store) : nullptr;
+  }
+  std::unique_ptr<sqlite::Database> Reader(const std::string& name) {
+    auto db = sqlite::Database::Open(dir_.File(name), sqlite::OpenMode::kReadOnly);
+    EXPECT_TRUE(db.ok()) << db.status();
+    return db.ok() ? std::move(*db) : nullptr;
+  }
+  // A run whose every value is `factor` times the baseline's distribution.
+  int64_t Run(store::Store& store, uint64_t salt, double factor, const std::string& unit = "us",
+              double session_sd = 0.003) {
+    SyntheticOptions options;
+    options.unit = unit;
+    options.value = [=](const CellAxes& a, int s, int p, int r) {
+      return Value(a, s, p, r, salt, factor, session_sd);
+    };
+    return BuildSyntheticRun(store, kYaml, options);
+  }
+  RunComparison Compare(sqlite::Database& db, int64_t a, int64_t b, CompareOptions options = {}) {
+    auto c = CompareTwoRuns({&db, a, "run A"}, {&db, b, "run B"}, options);
+    EXPECT_TRUE(c.ok()) << c.status();
+    return c.ok() ? *c : RunComparison{};
+  }
+  static void ExpectAll(const RunComparison& c, const std::string& verdict) {
+    ASSERT_EQ(c.rows.size(), 4u);
+    for (const auto& row : c.rows) {
+      EXPECT_EQ(row.verdict, verdict) << row.key << " ratio " << row.ratio->estimate << " ["
+                                      << row.ratio->lower << ", " << row.ratio->upper << "]";
+      ASSERT_TRUE(row.ratio.has_value());
+      EXPECT_GT(row.ratio->lower, 0);
+      EXPECT_GT(row.ratio->df, 4.0);  // Welch from 5 + 5 sessions
+      EXPECT_LE(row.ratio->df, 8.0);
+      EXPECT_EQ(row.sessions_a, 5);
+      EXPECT_EQ(row.sessions_b, 5);
+    }
+  }
+
+  TempDir dir_;
+};
+
+TEST_F(CompareTest, PlantedDifferencesGetTheRightVerdicts) {
+  auto store = OpenStore("results.db");
+  const int64_t base = Run(*store, 1, 1.00);
+  const int64_t aa = Run(*store, 2, 1.00);
+  const int64_t one = Run(*store, 3, 1.01);
+  const int64_t five = Run(*store, 4, 1.05);
+  const int64_t twenty = Run(*store, 5, 1.20);
+  const int64_t faster = Run(*store, 6, 0.90);
+  auto db = Reader("results.db");
+  ExpectAll(Compare(*db, base, aa), "no change");     // A/A
+  ExpectAll(Compare(*db, base, one), "no change");    // 1 % is inside the ±2 % band
+  ExpectAll(Compare(*db, base, five), "slower");      // a time 5 % higher
+  ExpectAll(Compare(*db, base, twenty), "slower");
+  ExpectAll(Compare(*db, base, faster), "faster");
+  // The same 5 % with a tighter band than the data can resolve is not called no change.
+  const RunComparison c = Compare(*db, base, five);
+  for (const auto& row : c.rows) {
+    EXPECT_NEAR(row.ratio->estimate, 1.05, 0.01) << row.key;
+    EXPECT_TRUE(row.ratio->Contains(1.05)) << row.key;
+    EXPECT_FALSE(row.spread_exceeds_difference) << row.key;
+  }
+  EXPECT_EQ(c.verdicts.at("slower"), 4);
+  const nlohmann::json j = report::ToJson(c);
+  EXPECT_EQ(j["rows"][0]["verdict"], "slower");
+  EXPECT_EQ(j["direction"], "lower is better");
+  EXPECT_EQ(j["rows"][0]["ratio"]["estimand"],
+            "B/A: ratio of the runs' geometric means of session means");
+}
+
+TEST_F(CompareTest, ForARateHigherIsFaster) {
+  auto store = OpenStore("results.db");
+  const int64_t base = Run(*store, 1, 1.00, "tok/s");
+  const int64_t more = Run(*store, 2, 1.05, "tok/s");
+  const int64_t less = Run(*store, 3, 0.95, "tok/s");
+  auto db = Reader("results.db");
+  ExpectAll(Compare(*db, base, more), "faster");
+  ExpectAll(Compare(*db, base, less), "slower");
+  // A flag overrides the unit.
+  CompareOptions lower;
+  lower.direction = report::Direction::kLowerIsBetter;
+  ExpectAll(Compare(*db, base, more, lower), "slower");
+}
+
+TEST_F(CompareTest, ANoisyFleetIsInconclusiveAndFlagsSpreadLargerThanTheDifference) {
+  auto store = OpenStore("results.db");
+  // 5 % between sessions, a planted 1 %: the interval reaches across the band.
+  const int64_t base = Run(*store, 1, 1.00, "us", 0.05);
+  const int64_t one = Run(*store, 2, 1.01, "us", 0.05);
+  auto db = Reader("results.db");
+  const RunComparison c = Compare(*db, base, one);
+  ASSERT_EQ(c.rows.size(), 4u);
+  int flagged = 0;
+  for (const auto& row : c.rows) {
+    EXPECT_EQ(row.verdict, "inconclusive") << row.key;
+    flagged += row.spread_exceeds_difference;
+  }
+  EXPECT_GE(flagged, 3);
+  // The report of the two runs shows the same verdicts and the flag.
+  auto report = report::BuildReport(*db, {base, one});
+  ASSERT_TRUE(report.ok()) << report.status();
+  ASSERT_EQ(report->comparisons.size(), 1u);
+  EXPECT_EQ(report->comparisons[0].rows.size(), 4u);
+  const std::string md = report::RenderMarkdown(*report);
+  EXPECT_NE(md.find("# Comparison: run 2 vs run 1"), std::string::npos) << md;
+  EXPECT_NE(md.find("is larger than the difference between the runs"), std::string::npos) << md;
+  EXPECT_NE(md.find("| inconclusive |"), std::string::npos) << md;
+}
+
+TEST_F(CompareTest, TwoDatabaseFilesAndBadInput) {
+  auto first = OpenStore("base.db");
+  auto second = OpenStore("tonight.db");
+  const int64_t a = Run(*first, 1, 1.00);
+  const int64_t b = Run(*second, 2, 1.20);
+  auto db_a = Reader("base.db");
+  auto db_b = Reader("tonight.db");
+  auto c = CompareTwoRuns({db_a.get(), a, "base.db run 1"}, {db_b.get(), b, "tonight.db run 1"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  ExpectAll(*c, "slower");
+  // Matching on a subset of axes pools the cells that agree on it.
+  CompareOptions by_depth;
+  by_depth.by = {"depth"};
+  auto pooled = CompareTwoRuns({db_a.get(), a, "A"}, {db_b.get(), b, "B"}, by_depth);
+  ASSERT_TRUE(pooled.ok()) << pooled.status();
+  ASSERT_EQ(pooled->rows.size(), 2u);
+  EXPECT_EQ(pooled->rows[0].key, "depth=1024");
+  EXPECT_EQ(pooled->rows[0].n_a, 60);  // 2 cells x 5 sessions x 2 processes x 3 rounds
+  // Unknown run, metric, axis; a unit that does not say which way is better.
+  EXPECT_EQ(CompareTwoRuns({db_a.get(), 9, "A"}, {db_b.get(), b, "B"}).status().code(),
+            absl::StatusCode::kNotFound);
+  CompareOptions metric;
+  metric.metric = "nope";
+  EXPECT_EQ(CompareTwoRuns({db_a.get(), a, "A"}, {db_b.get(), b, "B"}, metric).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  CompareOptions axis;
+  axis.by = {"dpth"};
+  EXPECT_EQ(CompareTwoRuns({db_a.get(), a, "A"}, {db_b.get(), b, "B"}, axis).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  auto third = OpenStore("counts.db");
+  const int64_t x = Run(*third, 1, 1.0, "1");
+  const int64_t y = Run(*third, 2, 1.0, "1");
+  auto db_c = Reader("counts.db");
+  auto unknown = CompareTwoRuns({db_c.get(), x, "A"}, {db_c.get(), y, "B"});
+  EXPECT_EQ(unknown.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(unknown.status().message().find("--higher-is-better"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ladder::testing
