@@ -15,6 +15,7 @@
 
 #include "analysis_common.h"
 #include "commands.h"
+#include "exit_codes.h"
 #include "format.h"
 #include "ladder/report/analysis.h"
 #include "ladder/report/report.h"
@@ -81,7 +82,7 @@ report::AnalysisOptions ToOptions(const AnalysisFlags& flags) {
     costs.round = flags.cost_round > 0 ? flags.cost_round : 1.0;
     options.costs = costs;
   }
-  if (auto status = options.Validate(); !status.ok()) Fail(status, 2);
+  if (auto status = options.Validate(); !status.ok()) Fail(status, ExitCode::kBadInput);
   return options;
 }
 
@@ -95,12 +96,11 @@ std::unique_ptr<sqlite::Database> OpenDatabase(std::string path) {
       path = "ladder.db";
     } else {
       Fail("--db FILE is required: report and verify read the results database directly (the "
-           "coordinator's --db file, or a copy of it)",
-           2);
+           "coordinator's --db file, or a copy of it)", ExitCode::kBadInput);
     }
   }
   if (access(path.c_str(), R_OK) != 0) {
-    Fail("--db: cannot read " + path + ": " + std::strerror(errno), 2);
+    Fail("--db: cannot read " + path + ": " + std::strerror(errno), ExitCode::kBadInput);
   }
   auto database = sqlite::Database::Open(path, sqlite::OpenMode::kReadOnly);
   if (!database.ok()) Fail(database.status());
@@ -113,13 +113,13 @@ int64_t RunIdIn(sqlite::Database& database, const std::string& text) {
     if (!stmt.ok()) Fail(stmt.status());
     auto row = stmt->Step();
     if (!row.ok()) Fail(row.status());
-    if (!*row || stmt->IsNull(0)) Fail("latest: " + database.path() + " has no run", 2);
+    if (!*row || stmt->IsNull(0)) Fail("latest: " + database.path() + " has no run", ExitCode::kBadInput);
     return stmt->Int(0);
   }
   char* end = nullptr;
   const long long value = std::strtoll(text.c_str(), &end, 10);
   if (text.empty() || *end != '\0' || value <= 0) {
-    Fail("RUN: expected a run id (a positive integer) or `latest`, got '" + text + "'", 2);
+    Fail("RUN: expected a run id (a positive integer) or `latest`, got '" + text + "'", ExitCode::kBadInput);
   }
   return value;
 }
@@ -144,10 +144,10 @@ void WriteOutput(const std::string& path, const std::string& text) {
   {
     std::ofstream out(tmp, std::ios::binary);
     out << text;
-    if (!out) Fail("cannot write " + tmp, 1);
+    if (!out) Fail("cannot write " + tmp, ExitCode::kError);
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    Fail("cannot rename " + tmp + " to " + path + ": " + std::strerror(errno), 1);
+    Fail("cannot rename " + tmp + " to " + path + ": " + std::strerror(errno), ExitCode::kError);
   }
   std::cerr << "wrote " << path << "\n";
 }
@@ -275,7 +275,8 @@ void AddReport(CLI::App& app) {
     for (const auto& r : flags->runs) ids.push_back(RunIdIn(*database, r));
     auto report = report::BuildReport(*database, ids, options);
     if (!report.ok()) {
-      Fail(report.status(), report.status().code() == absl::StatusCode::kInvalidArgument ? 2 : 1);
+      Fail(report.status(), report.status().code() == absl::StatusCode::kInvalidArgument ? ExitCode::kBadInput
+                                                   : ExitCode::kError);
     }
     std::string text;
     std::set<std::string> only;
@@ -339,13 +340,13 @@ void AddVerify(CLI::App& app) {
   AddAnalysisFlags(cmd, *flags, false);
   cmd->callback([flags] {
     std::ifstream in(flags->doc, std::ios::binary);
-    if (!in) Fail("cannot read " + flags->doc + ": " + std::strerror(errno), 2);
+    if (!in) Fail("cannot read " + flags->doc + ": " + std::strerror(errno), ExitCode::kBadInput);
     std::stringstream buffer;
     buffer << in.rdbuf();
     const auto options = ToOptions(*flags);
     auto database = OpenDatabase(flags->db);
     auto checks = report::VerifyDocument(*database, buffer.str(), flags->doc, options);
-    if (!checks.ok()) Fail(checks.status(), 2);
+    if (!checks.ok()) Fail(checks.status(), ExitCode::kBadInput);
     int failed = 0;
     for (const auto& check : *checks) {
       if (!check.ok) {
@@ -363,7 +364,7 @@ void AddVerify(CLI::App& app) {
               << " figures hold\n";
     if (failed > 0) {
       std::cerr << "error: " << failed << " figure(s) drifted or could not be checked\n";
-      throw CLI::RuntimeError(1);
+      ExitWith(ExitCode::kError);
     }
   });
 }

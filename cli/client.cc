@@ -10,7 +10,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "commands.h"
+#include "exit_codes.h"
 #include "format.h"
+#include "ladder/proto/tls.h"
 
 namespace ladder::cli {
 namespace {
@@ -45,18 +47,13 @@ AdminClient::AdminClient(const ClientOptions& options)
     : address_(options.address), token_(options.token) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(256 << 20);
-  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
-  if (options.tls || !options.tls_ca_file.empty()) {
-    grpc::SslCredentialsOptions ssl;
-    if (!options.tls_ca_file.empty()) {
-      std::ifstream in(options.tls_ca_file);
-      std::stringstream buffer;
-      buffer << in.rdbuf();
-      ssl.pem_root_certs = buffer.str();
-    }
-    credentials = grpc::SslCredentials(ssl);
-  }
-  stub_ = v1::AdminService::NewStub(grpc::CreateCustomChannel(address_, credentials, args));
+  // An unreadable or empty CA file is bad input, never a silent fall back to the system roots.
+  proto::ClientTls tls;
+  tls.enabled = options.tls;
+  tls.ca_file = options.tls_ca_file;
+  auto credentials = proto::MakeChannelCredentials(tls);
+  if (!credentials.ok()) Fail(credentials.status(), ExitCode::kBadInput);
+  stub_ = v1::AdminService::NewStub(grpc::CreateCustomChannel(address_, *credentials, args));
 }
 
 void AdminClient::Authorize(grpc::ClientContext& context) const {
@@ -219,7 +216,7 @@ ClientOptions ClientFlags::Options() const {
   options.tls_ca_file = tls_ca;
   if (!token_file.empty()) {
     std::ifstream in(token_file);
-    if (!in) Fail("--token-file: cannot read " + token_file, 2);
+    if (!in) Fail("--token-file: cannot read " + token_file, ExitCode::kBadInput);
     std::getline(in, options.token);
   } else if (const char* env = std::getenv("LADDER_TOKEN"); env && *env) {
     options.token = env;

@@ -25,8 +25,9 @@ struct ClientOptions {
 
 class AdminClient {
  public:
-  explicit AdminClient(const std::string& address)
-      : AdminClient(ClientOptions{address, "", false, ""}) {}
+  explicit AdminClient(const std::string& address) : AdminClient(PlainOptions(address)) {}
+  // Opens a channel (no RPC yet). Leaves the CLI with ExitCode::kBadInput when a TLS file
+  // cannot be read.
   explicit AdminClient(const ClientOptions& options);
 
   absl::StatusOr<v1::ValidateResponse> Validate(const std::string& yaml,
@@ -50,6 +51,11 @@ class AdminClient {
   const std::string& address() const { return address_; }
 
  private:
+  static ClientOptions PlainOptions(const std::string& address) {
+    ClientOptions options;
+    options.address = address;
+    return options;
+  }
   std::string address_;
   std::string token_;
   std::unique_ptr<v1::AdminService::Stub> stub_;

@@ -10,6 +10,7 @@
 
 #include "client.h"
 #include "commands.h"
+#include "exit_codes.h"
 #include "format.h"
 #include "ladder/agent/cell_check.h"
 #include "ladder/runner/validate.h"
@@ -27,7 +28,7 @@ std::string ReadMatrixFile(const std::string& path) {
     return buffer.str();
   }
   std::ifstream in(path);
-  if (!in) Fail("cannot read " + path + ": " + std::strerror(errno), 2);
+  if (!in) Fail("cannot read " + path + ": " + std::strerror(errno), ExitCode::kBadInput);
   std::stringstream buffer;
   buffer << in.rdbuf();
   return buffer.str();
@@ -64,7 +65,7 @@ int64_t ParseRunId(const std::string& text) {
   char* end = nullptr;
   long long value = std::strtoll(text.c_str(), &end, 10);
   if (text.empty() || *end != '\0' || value <= 0) {
-    Fail("RUN: expected a run id (a positive integer), got '" + text + "'", 2);
+    Fail("RUN: expected a run id (a positive integer), got '" + text + "'", ExitCode::kBadInput);
   }
   return value;
 }
@@ -97,16 +98,16 @@ void AddClientCommands(CLI::App& app) {
       if (flags->max_cells > 0) options.max_cells = flags->max_cells;
       auto matrix = matrices::ParseMatrix(yaml, flags->path == "-" ? "<stdin>" : flags->path,
                                           options);
-      if (!matrix.ok()) Fail(matrix.status(), 2);
+      if (!matrix.ok()) Fail(matrix.status(), ExitCode::kBadInput);
       auto expansion = matrices::Expand(*matrix, options);
-      if (!expansion.ok()) Fail(expansion.status(), 2);
+      if (!expansion.ok()) Fail(expansion.status(), ExitCode::kBadInput);
       // The same check the coordinator's Submit makes (runner/validate.h).
       if (auto checked = runner::ValidateMatrix(*matrix, *expansion,
                                                 flags->runner_check
                                                     ? agent::RunnerSchemasWithChecks()
                                                     : runner::BuiltinMetricSchemas());
           !checked.ok()) {
-        Fail(checked, 2);
+        Fail(checked, ExitCode::kBadInput);
       }
       const size_t per_cell = static_cast<size_t>(matrix->replicates.processes) *
                               static_cast<size_t>(matrix->replicates.rounds);
@@ -152,7 +153,7 @@ void AddClientCommands(CLI::App& app) {
       AdminClient client(flags->Options());
       auto submitted = client.Submit(yaml, flags->path == "-" ? "<stdin>" : flags->path,
                                      flags->max_cells);
-      if (!submitted.ok()) Fail(submitted.status(), 2);
+      if (!submitted.ok()) Fail(submitted.status(), ExitCode::kBadInput);
       std::cerr << "submitted: " << submitted->cell_count() << " cells in "
                 << submitted->unit_count() << " units\n";
       if (!submitted->warning().empty()) std::cerr << "warning: " << submitted->warning() << "\n";
@@ -165,7 +166,7 @@ void AddClientCommands(CLI::App& app) {
                   << summary->cells_done() << "/" << summary->cells_total() << " cells done, "
                   << summary->cells_failed() << " failed\n";
         std::cout << submitted->run_id() << "\n";
-        if (summary->cells_failed() > 0) throw CLI::RuntimeError(4);
+        if (summary->cells_failed() > 0) ExitWith(ExitCode::kCellsFailed);
         return;
       }
       std::cout << submitted->run_id() << "\n";
@@ -233,7 +234,7 @@ void AddClientCommands(CLI::App& app) {
       auto summary = WatchUntilDone(client, ParseRunId(flags->run), false, &interrupted);
       if (!summary.ok()) Fail(summary.status());
       PrintSummary(*summary);
-      if (summary->cells_failed() > 0) throw CLI::RuntimeError(4);
+      if (summary->cells_failed() > 0) ExitWith(ExitCode::kCellsFailed);
     });
   }
   {
@@ -324,7 +325,7 @@ void AddClientCommands(CLI::App& app) {
       nlohmann::json result;
       if (!flags->db.empty()) {
         if (access(flags->db.c_str(), R_OK) != 0) {
-          Fail("--db: cannot read " + flags->db + ": " + std::strerror(errno), 2);
+          Fail("--db: cannot read " + flags->db + ": " + std::strerror(errno), ExitCode::kBadInput);
         }
         auto database = sqlite::Database::Open(flags->db, sqlite::OpenMode::kReadOnly);
         if (!database.ok()) Fail(database.status());
@@ -371,7 +372,7 @@ void AddClientCommands(CLI::App& app) {
     cmd->callback([flags] {
       const int64_t run_id = ParseRunId(flags->run);
       if (access(flags->db.c_str(), R_OK) != 0) {
-        Fail("--db: cannot read " + flags->db + ": " + std::strerror(errno), 2);
+        Fail("--db: cannot read " + flags->db + ": " + std::strerror(errno), ExitCode::kBadInput);
       }
       auto database = sqlite::Database::Open(flags->db, sqlite::OpenMode::kReadOnly);
       if (!database.ok()) Fail(database.status());
@@ -395,10 +396,10 @@ void AddClientCommands(CLI::App& app) {
       {
         std::ofstream out(tmp, std::ios::binary);
         out << text;
-        if (!out) Fail("cannot write " + tmp, 1);
+        if (!out) Fail("cannot write " + tmp, ExitCode::kError);
       }
       if (std::rename(tmp.c_str(), flags->out.c_str()) != 0) {
-        Fail("cannot rename " + tmp + " to " + flags->out, 1);
+        Fail("cannot rename " + tmp + " to " + flags->out, ExitCode::kError);
       }
       std::cerr << "wrote " << flags->out << "\n";
     });

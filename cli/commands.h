@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/status/status.h"
+#include "exit_codes.h"
 
 namespace ladder::cli {
 
@@ -22,9 +23,11 @@ void AddEngineCommand(CLI::App& app);    // engine synthetic
 void AddAnalysisCommands(CLI::App& app);  // report, verify, compare
 void AddTokenCommands(CLI::App& app);     // token create | list | revoke
 
-// Prints "error: <message>" to stderr and throws CLI::RuntimeError(exit_code).
-[[noreturn]] void Fail(const absl::Status& status, int exit_code = 1);
-[[noreturn]] void Fail(const std::string& message, int exit_code = 1);
+// Prints "error: <message>" to stderr and leaves with `exit_code` (ExitWith).
+[[noreturn]] void Fail(const absl::Status& status, ExitCode exit_code = ExitCode::kError);
+[[noreturn]] void Fail(const std::string& message, ExitCode exit_code = ExitCode::kError);
+// Throws CLI::RuntimeError(exit_code), which main() turns into the process's exit status.
+[[noreturn]] void ExitWith(ExitCode exit_code);
 
 // The coordinator address: the flag when given, else $LADDER_COORDINATOR, else 127.0.0.1:7400.
 std::string DefaultCoordinator();

@@ -9,13 +9,13 @@
 
 #include "analysis_common.h"
 #include "commands.h"
+#include "exit_codes.h"
 #include "ladder/report/compare.h"
 
 namespace ladder::cli {
 namespace {
 
 // The exit status of `--fail-on` when a cell has one of the named verdicts (README: exit codes).
-constexpr int kVerdictExit = 5;
 
 struct CompareFlags {
   std::string run_a, run_b;
@@ -71,8 +71,7 @@ void AddCompareCommand(CLI::App& app) {
     for (std::string v : SplitList(flags->fail_on)) {
       if (v == "no-change") v = "no change";
       if (v != "slower" && v != "faster" && v != "inconclusive" && v != "no change") {
-        Fail("--fail-on: expected slower, faster, inconclusive or no-change, got '" + v + "'",
-             2);
+        Fail("--fail-on: expected slower, faster, inconclusive or no-change, got '" + v + "'", ExitCode::kBadInput);
       }
       fail_on.insert(v);
     }
@@ -106,8 +105,8 @@ void AddCompareCommand(CLI::App& app) {
       Fail(comparison.status(), code == absl::StatusCode::kInvalidArgument ||
                                         code == absl::StatusCode::kNotFound ||
                                         code == absl::StatusCode::kFailedPrecondition
-                                    ? 2
-                                    : 1);
+                                    ? ExitCode::kBadInput
+                                    : ExitCode::kError);
     }
     if (flags->json) {
       std::cout << report::ToJson(*comparison).dump(2) << "\n";
@@ -122,7 +121,7 @@ void AddCompareCommand(CLI::App& app) {
       std::cerr << "compare: " << failing.size() << " cell(s) with a verdict named by --fail-on";
       for (const auto& f : failing) std::cerr << "\n  " << f;
       std::cerr << "\n";
-      throw CLI::RuntimeError(kVerdictExit);
+      ExitWith(ExitCode::kVerdict);
     }
   });
 }

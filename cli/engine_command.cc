@@ -1,5 +1,6 @@
 // `ladder engine ...`: inference engines run by the agent.
 #include "commands.h"
+#include "exit_codes.h"
 
 #ifdef LADDER_HAVE_ENGINES
 #include "ladder/engines/synthetic_engine.h"
@@ -27,7 +28,7 @@ void AddEngineCommand(CLI::App& app) {
   });
 #else
   auto* cmd = app.add_subcommand("engine", "Inference engines (not built into this binary).");
-  cmd->callback([] { Fail("this ladder was built without engine support (LADDER_ENGINES=OFF)", 2); });
+  cmd->callback([] { Fail("this ladder was built without engine support (LADDER_ENGINES=OFF)", ExitCode::kBadInput); });
 #endif
 }
 

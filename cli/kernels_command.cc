@@ -3,6 +3,8 @@
 
 #include "client.h"
 #include "commands.h"
+#include "exit_codes.h"
+#include "ladder/common/size.h"
 #include "format.h"
 #include "ladder/kernels/bench.h"
 #include "ladder/kernels/cases.h"
@@ -12,26 +14,14 @@ namespace {
 
 template <typename T>
 T OrFail(kernels::Result<T> result, const std::string& what) {
-  if (!result.ok()) Fail(what + ": " + result.error().message, 2);
+  if (!result.ok()) Fail(what + ": " + result.error().message, ExitCode::kBadInput);
   return std::move(result).value();
 }
 
-std::vector<int> ParseSizes(const std::string& text, const std::string& flag) {
-  std::vector<int> out;
-  for (std::string part : SplitCsv(text)) {
-    int multiplier = 1;
-    if (!part.empty() && (part.back() == 'K' || part.back() == 'k')) {
-      multiplier = 1024;
-      part.pop_back();
-    }
-    char* end = nullptr;
-    long value = std::strtol(part.c_str(), &end, 10);
-    if (part.empty() || *end != '\0' || value <= 0) {
-      Fail(flag + ": expected positive integers like 1024 or 32K, got '" + text + "'", 2);
-    }
-    out.push_back(static_cast<int>(value * multiplier));
-  }
-  return out;
+std::vector<int> ParseSizesOrFail(const std::string& text, const std::string& flag) {
+  auto sizes = ParseSizeList(text);
+  if (!sizes.ok()) Fail(flag + ": " + std::string(sizes.status().message()), ExitCode::kBadInput);
+  return *std::move(sizes);
 }
 
 }  // namespace
@@ -80,8 +70,8 @@ void AddKernelsCommand(CLI::App& app) {
       kernels::SweepOptions options;
       options.backend = OrFail(kernels::ParseBackend(flags->backend), "--backend");
       options.presets = SplitCsv(flags->presets);
-      options.depths = ParseSizes(flags->depths, "--depths");
-      options.query_rows = ParseSizes(flags->rows, "--rows");
+      options.depths = ParseSizesOrFail(flags->depths, "--depths");
+      options.query_rows = ParseSizesOrFail(flags->rows, "--rows");
       options.policies.clear();
       for (const auto& p : SplitCsv(flags->policies)) {
         options.policies.push_back(OrFail(kernels::ParsePolicy(p), "--policy"));
@@ -96,10 +86,10 @@ void AddKernelsCommand(CLI::App& app) {
       options.flush_l2 = flags->flush_l2;
       options.timing = flags->graph ? kernels::Timing::kGraph : kernels::Timing::kStream;
       options.graph_calls = flags->graph_calls;
-      if (auto valid = options.Validate(); !valid.ok()) Fail(valid.error().message, 2);
+      if (auto valid = options.Validate(); !valid.ok()) Fail(valid.error().message, ExitCode::kBadInput);
       if (!kernels::BackendAvailable(options.backend)) {
         Fail("backend " + flags->backend + " is not available here (not compiled in, or no "
-             "device)", 2);
+             "device)", ExitCode::kBadInput);
       }
       const size_t total = options.Points().size();
       size_t done = 0;
@@ -113,7 +103,7 @@ void AddKernelsCommand(CLI::App& app) {
         }
       });
       if (flags->json) std::cerr << "\n";
-      if (!results.ok()) Fail(results.error().message, 1);
+      if (!results.ok()) Fail(results.error().message, ExitCode::kError);
       if (flags->json) std::cout << kernels::FormatJsonArray(*results) << "\n";
       else std::cout << kernels::FormatTableFooter(*results) << std::flush;
     });
@@ -130,7 +120,7 @@ void AddKernelsCommand(CLI::App& app) {
     cmd->callback([flags] {
       auto backend = OrFail(kernels::ParseBackend(flags->backend), "--backend");
       if (!kernels::BackendAvailable(backend)) {
-        Fail("backend " + flags->backend + " is not available here", 2);
+        Fail("backend " + flags->backend + " is not available here", ExitCode::kBadInput);
       }
       int failed = 0, passed = 0;
       for (const auto& spec : kernels::Cases()) {
@@ -149,7 +139,7 @@ void AddKernelsCommand(CLI::App& app) {
         }
       }
       std::cout << passed << " passed, " << failed << " failed\n";
-      if (failed) throw CLI::RuntimeError(1);
+      if (failed) ExitWith(ExitCode::kError);
     });
   }
 }

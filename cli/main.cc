@@ -16,14 +16,16 @@
 
 namespace ladder::cli {
 
-void Fail(const absl::Status& status, int exit_code) {
+void ExitWith(ExitCode exit_code) { throw CLI::RuntimeError(static_cast<int>(exit_code)); }
+
+void Fail(const absl::Status& status, ExitCode exit_code) {
   std::cerr << "error: " << status.message() << "\n";
-  throw CLI::RuntimeError(exit_code);
+  ExitWith(exit_code);
 }
 
-void Fail(const std::string& message, int exit_code) {
+void Fail(const std::string& message, ExitCode exit_code) {
   std::cerr << "error: " << message << "\n";
-  throw CLI::RuntimeError(exit_code);
+  ExitWith(exit_code);
 }
 
 std::string DefaultCoordinator() {

@@ -14,6 +14,7 @@
 
 #include "client.h"
 #include "commands.h"
+#include "exit_codes.h"
 #include "format.h"
 #include "ladder/agent/agent.h"
 #include "ladder/agent/cell_check.h"
@@ -65,14 +66,14 @@ void RunAgent(AgentFlags flags) {
     auto text = agent::DescribeSpool(
         flags.options.spool_path.empty() ? "ladder-spool.db" : flags.options.spool_path,
         flags.json);
-    if (!text.ok()) Fail(text.status(), 2);
+    if (!text.ok()) Fail(text.status(), ExitCode::kBadInput);
     std::cout << *text;
     return;
   }
   for (const auto& label : flags.labels) {
     auto eq = label.find('=');
     if (eq == std::string::npos || eq == 0) {
-      Fail("--label: expected KEY=VALUE, got '" + label + "'", 2);
+      Fail("--label: expected KEY=VALUE, got '" + label + "'", ExitCode::kBadInput);
     }
     flags.options.labels[label.substr(0, eq)] = label.substr(eq + 1);
   }
@@ -92,7 +93,11 @@ void RunAgent(AgentFlags flags) {
   if (!created.ok()) Fail(created.status());
   instance = std::move(*created);
   if (signals_seen > 0) instance->Stop(agent::StopMode::kRelease);
-  if (auto status = instance->Run(); !status.ok()) Fail(status, 3);
+  if (auto status = instance->Run(); !status.ok()) {
+    const bool refused = status.code() == absl::StatusCode::kUnauthenticated ||
+                         status.code() == absl::StatusCode::kPermissionDenied;
+    Fail(status, refused ? ExitCode::kRefused : ExitCode::kError);
+  }
 }
 
 struct LocalFlags {
@@ -107,7 +112,7 @@ struct LocalFlags {
 
 std::string ReadFileOrFail(const std::string& path) {
   std::ifstream in(path);
-  if (!in) Fail("cannot read " + path + ": " + std::strerror(errno), 2);
+  if (!in) Fail("cannot read " + path + ": " + std::strerror(errno), ExitCode::kBadInput);
   std::stringstream buffer;
   buffer << in.rdbuf();
   return buffer.str();
@@ -122,16 +127,16 @@ void RunLocal(LocalFlags flags) {
     matrices::ParseOptions parse_options;
     if (flags.max_cells > 0) parse_options.max_cells = flags.max_cells;
     auto matrix = matrices::ParseMatrix(yaml, filename, parse_options);
-    if (!matrix.ok()) Fail(matrix.status(), 2);
+    if (!matrix.ok()) Fail(matrix.status(), ExitCode::kBadInput);
     if (flags.agents == 0) flags.agents = std::max(2, matrix->replicates.sessions);
     if (matrix->replicates.sessions > flags.agents) {
       Fail("matrix asks for " + std::to_string(matrix->replicates.sessions) +
                " distinct sessions per cell but --agents is " + std::to_string(flags.agents) +
                "; raise --agents",
-           2);
+           ExitCode::kBadInput);
     }
   }
-  if (flags.agents < 1 || flags.agents > 64) Fail("--agents: expected 1 to 64", 2);
+  if (flags.agents < 1 || flags.agents > 64) Fail("--agents: expected 1 to 64", ExitCode::kBadInput);
   // The progress bar says what the logs would; keep only warnings unless asked otherwise.
   if (spdlog::get_level() == spdlog::level::info) spdlog::set_level(spdlog::level::warn);
 
@@ -181,10 +186,10 @@ void RunLocal(LocalFlags flags) {
 
   AdminClient client(address);
   auto submitted = client.Submit(yaml, filename, flags.max_cells);
-  int exit_code = 0;
+  ExitCode exit_code = ExitCode::kOk;
   if (!submitted.ok()) {
     std::cerr << "error: " << submitted.status().message() << "\n";
-    exit_code = 2;
+    exit_code = ExitCode::kBadInput;
   } else {
     const int64_t run_id = submitted->run_id();
     if (!flags.json) {
@@ -194,14 +199,14 @@ void RunLocal(LocalFlags flags) {
     auto final_summary = WatchUntilDone(client, run_id, /*quiet=*/flags.json, &interrupted);
     if (!final_summary.ok()) {
       std::cerr << "error: " << final_summary.status().message() << "\n";
-      exit_code = 1;
+      exit_code = ExitCode::kError;
     } else {
       std::vector<std::string> by;
       if (!flags.by.empty()) by = SplitCsv(flags.by);
       auto result = client.Query(run_id, by, flags.metric);
       if (!result.ok()) {
         std::cerr << "error: " << result.status().message() << "\n";
-        exit_code = 1;
+        exit_code = ExitCode::kError;
       } else if (flags.json) {
         std::cout << result->dump(2) << "\n";
       } else {
@@ -214,7 +219,7 @@ void RunLocal(LocalFlags flags) {
                   << " --by <axes>   |   sqlite3 " << flags.db
                   << " 'SELECT * FROM valid_measurements LIMIT 5'\n";
       }
-      if (final_summary->cells_failed() > 0) exit_code = 4;
+      if (final_summary->cells_failed() > 0) exit_code = ExitCode::kCellsFailed;
     }
   }
   {
@@ -225,8 +230,8 @@ void RunLocal(LocalFlags flags) {
   server->Shutdown();
   std::error_code ignored;
   std::filesystem::remove_all(spool_dir, ignored);
-  if (interrupted) exit_code = 130;
-  if (exit_code != 0) throw CLI::RuntimeError(exit_code);
+  if (interrupted) exit_code = ExitCode::kInterrupted;
+  if (exit_code != ExitCode::kOk) ExitWith(exit_code);
 }
 
 }  // namespace

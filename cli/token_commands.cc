@@ -4,18 +4,15 @@
 
 #include "client.h"
 #include "commands.h"
+#include "exit_codes.h"
 #include "format.h"
+#include "ladder/common/time.h"
 #include "ladder/store/schema.h"
 #include "ladder/store/tokens.h"
 
 namespace ladder::cli {
 namespace {
 
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 }  // namespace
 
@@ -45,14 +42,14 @@ void AddTokenCommands(CLI::App& app) {
     AddClientFlags(cmd, *flags);
     cmd->callback([flags] {
       auto expires = store::ParseDurationMs(flags->expires);
-      if (!expires.ok()) Fail(expires.status(), 2);
+      if (!expires.ok()) Fail(expires.status(), ExitCode::kBadInput);
       auto role = store::ParseRole(flags->role);
-      if (!role.ok()) Fail(role.status(), 2);
+      if (!role.ok()) Fail(role.status(), ExitCode::kBadInput);
       if (!flags->db.empty()) {
         auto database = sqlite::Database::Open(flags->db, sqlite::OpenMode::kReadWrite);
         if (!database.ok()) Fail(database.status());
         if (auto migrated = store::Migrate(**database); !migrated.ok()) Fail(migrated);
-        auto created = store::CreateToken(**database, *role, flags->description, *expires, NowMs());
+        auto created = store::CreateToken(**database, *role, flags->description, *expires, UnixNowMs());
         if (!created.ok()) Fail(created.status());
         std::cerr << "created " << flags->role << " token " << created->info.id
                   << " (shown once)\n";

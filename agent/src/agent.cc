@@ -22,6 +22,8 @@
 #include "kernel_runner.h"
 #include "ladder/status_macros.h"
 #include "ladder/v1/agent.grpc.pb.h"
+#include "ladder/common/time.h"
+#include "ladder/proto/tls.h"
 #include "spool.h"
 
 #ifdef LADDER_HAVE_ENGINES
@@ -30,12 +32,6 @@
 
 namespace ladder::agent {
 namespace {
-
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 absl::Status FromGrpc(const grpc::Status& status, std::string_view what) {
   if (status.ok()) return absl::OkStatus();
@@ -150,7 +146,7 @@ struct Agent::Impl {
       record.set_metric(m.metric);
       record.set_value(m.value);
       record.set_unit(m.unit);
-      record.set_measured_at_ms(NowMs());
+      record.set_measured_at_ms(UnixNowMs());
       RETURN_IF_ERROR(impl_->spool->AddResult(SpooledResult{
           record.uuid(), impl_->session_id, attempt_id_, false, record.SerializeAsString()}));
       ++measurements;
@@ -165,7 +161,7 @@ struct Agent::Impl {
       record.set_process(e.process);
       record.set_kind(e.kind);
       record.set_value_json(e.value.dump());
-      record.set_recorded_at_ms(NowMs());
+      record.set_recorded_at_ms(UnixNowMs());
       RETURN_IF_ERROR(impl_->spool->AddResult(SpooledResult{
           record.uuid(), impl_->session_id, attempt_id_, true, record.SerializeAsString()}));
       ++evidence;
@@ -731,14 +727,10 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(const AgentOptions& options
   // Reconnect quickly after a coordinator restart.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 5000);
-  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
-  if (options.tls || !options.tls_ca_file.empty() || !options.tls_cert_file.empty()) {
-    grpc::SslCredentialsOptions ssl;
-    ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadTextFile(options.tls_ca_file, "--tls-ca"));
-    ASSIGN_OR_RETURN(ssl.pem_cert_chain, ReadTextFile(options.tls_cert_file, "--tls-cert"));
-    ASSIGN_OR_RETURN(ssl.pem_private_key, ReadTextFile(options.tls_key_file, "--tls-key"));
-    credentials = grpc::SslCredentials(ssl);
-  }
+  ASSIGN_OR_RETURN(std::shared_ptr<grpc::ChannelCredentials> credentials,
+                   proto::MakeChannelCredentials(proto::ClientTls{
+                       options.tls, options.tls_ca_file, options.tls_cert_file,
+                       options.tls_key_file}));
   if (!options.token_file.empty()) {
     ASSIGN_OR_RETURN(std::string token, ReadTextFile(options.token_file, "--token-file"));
     while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ')) {

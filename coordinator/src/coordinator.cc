@@ -23,6 +23,7 @@
 #include "ladder/store/query.h"
 #include "ladder/store/store.h"
 #include "ladder/runner/schema.h"
+#include "ladder/proto/tls.h"
 #include "ladder/status_macros.h"
 #include "ladder/v1/admin.grpc.pb.h"
 #include "ladder/v1/agent.grpc.pb.h"
@@ -705,17 +706,6 @@ class AdminServiceImpl final : public v1::AdminService::Service {
   std::atomic<bool>* stopping_;
 };
 
-std::string ReadPem(const std::string& path, absl::Status* status) {
-  std::ifstream in(path);
-  if (!in) {
-    *status = absl::NotFoundError(absl::StrCat("cannot read ", path));
-    return "";
-  }
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
-
 }  // namespace
 
 absl::Status CoordinatorOptions::Validate() const {
@@ -811,22 +801,9 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(
                                                            impl->auth.get(), impl->options);
   impl->admin_service = std::make_unique<AdminServiceImpl>(
       impl->scheduler.get(), impl->reader.get(), impl->auth.get(), &impl->stopping);
-  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
-  if (!options.tls_cert_file.empty()) {
-    absl::Status read_status;
-    grpc::SslServerCredentialsOptions ssl(
-        options.tls_client_ca_file.empty()
-            ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
-            : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
-    grpc::SslServerCredentialsOptions::PemKeyCertPair pair{
-        ReadPem(options.tls_key_file, &read_status), ReadPem(options.tls_cert_file, &read_status)};
-    ssl.pem_key_cert_pairs.push_back(pair);
-    if (!options.tls_client_ca_file.empty()) {
-      ssl.pem_root_certs = ReadPem(options.tls_client_ca_file, &read_status);
-    }
-    RETURN_IF_ERROR(read_status);
-    credentials = grpc::SslServerCredentials(ssl);
-  }
+  ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
+                   proto::MakeServerCredentials(proto::ServerTls{
+                       options.tls_cert_file, options.tls_key_file, options.tls_client_ca_file}));
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

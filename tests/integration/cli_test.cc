@@ -48,6 +48,31 @@ TEST(Cli, MissingFileAndUnreachableCoordinatorAreExplained) {
   EXPECT_NE(bad_run.err.find("RUN: expected a run id"), std::string::npos) << bad_run.err;
 }
 
+// A CA file the CLI cannot use is bad input (exit 2) naming the file, never a silent fall back
+// to the system's roots (which the CLI once did, so a typo in --tls-ca still "worked" against a
+// publicly signed coordinator and failed confusingly against a private one). The coordinator's
+// agent side reads its files through the same helper (ladder/proto/tls.h).
+TEST(Cli, AnUnreadableOrEmptyCaFileIsAnError) {
+  TempDir dir;
+  auto missing = RunCommand({LadderBinary(), "status", "--coordinator", "127.0.0.1:1",
+                             "--tls-ca", dir.File("absent.pem")});
+  EXPECT_EQ(missing.exit_code, 2) << missing.err;
+  EXPECT_NE(missing.err.find("--tls-ca: cannot read " + dir.File("absent.pem")), std::string::npos)
+      << missing.err;
+  WriteFile(dir.File("empty.pem"), "");
+  auto empty = RunCommand({LadderBinary(), "status", "--coordinator", "127.0.0.1:1", "--tls-ca",
+                           dir.File("empty.pem")});
+  EXPECT_EQ(empty.exit_code, 2) << empty.err;
+  EXPECT_NE(empty.err.find("holds no PEM block"), std::string::npos) << empty.err;
+  auto coordinator = RunCommand({LadderBinary(), "coordinator", "--listen", "127.0.0.1:0", "--db",
+                                 dir.File("c.db"), "--tls-cert", dir.File("empty.pem"),
+                                 "--tls-key", dir.File("empty.pem")});
+  EXPECT_NE(coordinator.exit_code, 0);
+  EXPECT_NE(coordinator.err.find("--tls-key: " + dir.File("empty.pem") + " holds no PEM block"),
+            std::string::npos)
+      << coordinator.err;
+}
+
 TEST(Cli, LocalRunsTheBuiltInDemoEndToEnd) {
   TempDir dir;
   const std::string db = dir.File("ladder.db");
