@@ -1,7 +1,6 @@
 // `ladder kernels bench|check`: the attention kernels on this machine, no coordinator.
 #include <iostream>
 
-#include "client.h"
 #include "commands.h"
 #include "exit_codes.h"
 #include "ladder/common/size.h"

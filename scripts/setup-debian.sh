@@ -34,7 +34,7 @@ if [[ "$mode" == full ]]; then
     python3 openssl procps
     patchelf binutils curl
     chromium
-    clang-14 libclang-rt-14-dev
+    clang-14 libclang-rt-14-dev clang-format-14
     hipcc
   )
 fi
