@@ -177,7 +177,7 @@ absl::StatusOr<std::vector<store::NewCell>> ProbeCells(const Rungs& rungs,
 
 }  // namespace
 
-bool SchedulerImpl::IsLocateProbeGroupLocked(const RunState& run, const std::string& group_key) const {
+bool SchedulerImpl::IsLocateProbeGroupLocked(const OpenRun& run, const std::string& group_key) const {
   if (run.row.locate.empty()) return false;
   auto config = LocateConfig::FromJson(run.row.locate);
   if (!config.ok()) return false;
@@ -225,7 +225,7 @@ bool SchedulerImpl::LineUnitsEndedLocked(int64_t run_id,
     for (int64_t cell : unit.row.cell_ids) {
       auto depth = depth_of_cell.find(cell);
       if (depth == depth_of_cell.end()) continue;
-      if (unit.row.state == "queued" || unit.row.state == "leased") return false;
+      if (store::IsOpen(unit.row.state)) return false;
       (*units_at_depth)[depth->second].insert(id);
     }
   }
@@ -236,7 +236,7 @@ absl::Status SchedulerImpl::LocateLineLocked(int64_t run_id, const std::string& 
                                              const std::vector<store::CellRecord>& run_cells) {
   auto run_it = runs_.find(run_id);
   if (run_it == runs_.end()) return absl::OkStatus();
-  const RunState& run = run_it->second;
+  const OpenRun& run = run_it->second;
   ASSIGN_OR_RETURN(const LocateConfig config, LocateConfig::FromJson(run.row.locate));
 
   std::map<int64_t, double> depth_of_cell;

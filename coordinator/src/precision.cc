@@ -42,7 +42,7 @@ std::vector<std::vector<int64_t>> Comparisons(const std::vector<store::CellRow>&
 absl::Status SchedulerImpl::MaybeExtendGroupLocked(int64_t run_id, const std::string& group_key) {
   auto run_it = runs_.find(run_id);
   if (run_it == runs_.end()) return absl::OkStatus();
-  RunState& run = run_it->second;
+  OpenRun& run = run_it->second;
   const nlohmann::json& precision = run.row.precision;
   if (!precision.is_object() || !precision.contains("ratio_half_width")) return absl::OkStatus();
   if (IsLocateProbeGroupLocked(run, group_key)) return absl::OkStatus();
@@ -50,15 +50,15 @@ absl::Status SchedulerImpl::MaybeExtendGroupLocked(int64_t run_id, const std::st
   const int max_sessions = precision.value("max_sessions", run.row.sessions);
 
   // Decide once every replicate of the group has ended.
-  std::vector<const UnitState*> group;
+  std::vector<const UnitEntry*> group;
   for (const auto& [id, unit] : units_) {
     if (unit.row.run_id != run_id || unit.row.group_key != group_key) continue;
-    if (unit.row.state == "queued" || unit.row.state == "leased") return absl::OkStatus();
+    if (store::IsOpen(unit.row.state)) return absl::OkStatus();
     group.push_back(&unit);
   }
   if (group.empty()) return absl::OkStatus();
   int sessions = 0;
-  for (const UnitState* unit : group) sessions += unit->row.state == "done" ? 1 : 0;
+  for (const UnitEntry* unit : group) sessions += unit->row.state == store::UnitState::kDone ? 1 : 0;
   const std::vector<int64_t> cells = group.front()->row.cell_ids;
 
   ASSIGN_OR_RETURN(std::vector<store::CellRow> cell_rows, store_->LoadCells(cells));
@@ -112,9 +112,8 @@ absl::Status SchedulerImpl::DecideUndecidedGroupsLocked() {
     auto run = runs_.find(unit.row.run_id);
     if (run == runs_.end() || !run->second.row.precision.contains("ratio_half_width")) continue;
     GroupProgress& progress = groups[GroupKey{unit.row.run_id, unit.row.group_key}];
-    progress.done_units += unit.row.state == "done" ? 1 : 0;
-    progress.any_open =
-        progress.any_open || unit.row.state == "queued" || unit.row.state == "leased";
+    progress.done_units += unit.row.state == store::UnitState::kDone ? 1 : 0;
+    progress.any_open = progress.any_open || store::IsOpen(unit.row.state);
   }
   for (const auto& [group, progress] : groups) {
     if (progress.any_open) continue;

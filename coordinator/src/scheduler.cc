@@ -119,7 +119,7 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(store::Store* store
 }
 
 void SchedulerImpl::AddRunLocked(const store::RunRow& run) {
-  RunState state;
+  OpenRun state;
   state.row = run;
   // Written by this coordinator's store from a parsed matrix; a row that does not read back
   // (edited by hand) matches no session rather than every one.
@@ -141,14 +141,14 @@ absl::Status SchedulerImpl::Load() {
   for (auto& unit : snapshot.units) {
     auto run = runs_.find(unit.run_id);
     if (run == runs_.end()) continue;
-    if (unit.state == "queued") run->second.queued.insert(unit.id);
-    if (unit.state == "queued" || unit.state == "leased") run->second.open_units++;
-    units_[unit.id] = UnitState{std::move(unit)};
+    if (unit.state == store::UnitState::kQueued) run->second.queued.insert(unit.id);
+    if (store::IsOpen(unit.state)) run->second.open_units++;
+    units_[unit.id] = UnitEntry{std::move(unit)};
   }
   for (auto& session : snapshot.sessions) {
-    SessionState state;
+    SessionEntry state;
     state.last_seen_ms = session.last_seen_at;
-    state.lost = session.state == "lost";
+    state.lost = session.state == store::SessionState::kLost;
     state.row = std::move(session);
     sessions_[state.row.id] = std::move(state);
   }
@@ -160,7 +160,7 @@ absl::Status SchedulerImpl::Load() {
     if (auto s = sessions_.find(attempt.session_id); s != sessions_.end()) {
       group_hosts_[group].insert(s->second.row.machine_id);
     }
-    if (attempt.state == "leased") {
+    if (attempt.state == store::AttemptState::kLeased) {
       // The agent may still be working: give it a full lease from now to check in.
       AddLiveLocked(attempt.id,
                     LiveAttempt{attempt.unit_id, attempt.session_id, now + options_.lease_ms});
@@ -222,12 +222,12 @@ absl::StatusOr<SubmitResult> SchedulerImpl::Submit(const std::string& yaml,
     for (const auto& run : snapshot.open_runs) {
       if (run.id == run_id) AddRunLocked(run);
     }
-    RunState& run = runs_[run_id];
+    OpenRun& run = runs_[run_id];
     for (auto& unit : snapshot.units) {
       if (unit.run_id != run_id) continue;
       run.queued.insert(unit.id);
       run.open_units++;
-      units_[unit.id] = UnitState{std::move(unit)};
+      units_[unit.id] = UnitEntry{std::move(unit)};
     }
   }
   work_available_.NotifyAll();
@@ -241,11 +241,11 @@ absl::Status SchedulerImpl::RegisterSession(const store::SessionRow& session) {
   store::SessionRow row = session;
   row.started_at = clock_->NowMs();
   row.last_seen_at = row.started_at;
-  row.state = "active";
+  row.state = store::SessionState::kActive;
   RETURN_IF_ERROR(store_->UpsertSession(row));
   {
     absl::MutexLock lock(&mu_);
-    SessionState state;
+    SessionEntry state;
     state.row = std::move(row);
     state.last_seen_ms = state.row.last_seen_at;
     sessions_[state.row.id] = std::move(state);
@@ -267,7 +267,7 @@ void SchedulerImpl::TouchLocked(const std::string& session_id) {
   touched_.insert(session_id);
 }
 
-bool SchedulerImpl::Matches(const RunState& run, const SessionState& session) const {
+bool SchedulerImpl::Matches(const OpenRun& run, const SessionEntry& session) const {
   return Unmet(run.row.runner, run.requirements, session.row).empty();
 }
 
@@ -299,7 +299,7 @@ std::string SchedulerImpl::UnmetLocked(const std::string& runner,
   int connected = 0;
   std::map<std::string, int> reasons;  // reason -> sessions failing for it
   for (const auto& [id, session] : sessions_) {
-    if (session.lost || session.row.state != "active") continue;
+    if (session.lost || session.row.state != store::SessionState::kActive) continue;
     ++connected;
     const std::string why = Unmet(runner, requirements, session.row);
     if (why.empty()) return "";
@@ -353,19 +353,19 @@ absl::StatusOr<std::optional<Lease>> SchedulerImpl::TryLeaseLocked(const std::st
 
 int64_t SchedulerImpl::ChooseUnitLocked(const std::string& session_id,
                                     const std::set<int64_t>& taken) const {
-  const SessionState& session = sessions_.at(session_id);
+  const SessionEntry& session = sessions_.at(session_id);
   // Runs the session can take, in creation order: Matches is a property of (run, session), so
   // it is evaluated once per run here, not once per queued unit.
-  std::vector<const RunState*> eligible;
+  std::vector<const OpenRun*> eligible;
   for (const auto& [run_id, run] : runs_) {
     if (!run.queued.empty() && Matches(run, session)) eligible.push_back(&run);
   }
   // Two passes: first a unit whose group has not run on this host, then any eligible unit.
   for (int pass = 0; pass < 2; ++pass) {
-    for (const RunState* run : eligible) {
+    for (const OpenRun* run : eligible) {
       for (int64_t unit_id : run->queued) {
         if (taken.count(unit_id)) continue;
-        const UnitState& unit = units_.at(unit_id);
+        const UnitEntry& unit = units_.at(unit_id);
         const GroupKey group{unit.row.run_id, unit.row.group_key};
         if (auto g = group_sessions_.find(group);
             g != group_sessions_.end() && g->second.count(session_id)) {
@@ -418,12 +418,12 @@ std::vector<absl::StatusOr<std::optional<Lease>>> SchedulerImpl::LeaseBatchLocke
   }
   for (size_t k = 0; k < chosen.size(); ++k) {
     const auto& [unit_id, session_id] = chosen[k];
-    UnitState& unit = units_.at(unit_id);
-    RunState& run = runs_.at(unit.row.run_id);
+    UnitEntry& unit = units_.at(unit_id);
+    OpenRun& run = runs_.at(unit.row.run_id);
     auto cells = store_->LoadCells(unit.row.cell_ids);
     const int64_t attempt_id = (*attempt_ids)[k];
     run.queued.erase(unit_id);
-    unit.row.state = "leased";
+    unit.row.state = store::UnitState::kLeased;
     const GroupKey group{unit.row.run_id, unit.row.group_key};
     group_sessions_[group].insert(session_id);
     group_hosts_[group].insert(sessions_.at(session_id).row.machine_id);
@@ -556,12 +556,8 @@ std::vector<absl::StatusOr<store::ReportOutcome>> SchedulerImpl::ReportBatch(
   return results;
 }
 
-absl::StatusOr<FinishResult> SchedulerImpl::Finish(const std::string& session_id, int64_t attempt_id,
-                                               bool ok, const std::string& failure_reason,
-                                               int64_t measurement_count,
-                                               int64_t evidence_count) {
-  return std::move(FinishBatch({FinishIn{session_id, attempt_id, ok, failure_reason,
-                                         measurement_count, evidence_count}})[0]);
+absl::StatusOr<FinishResult> SchedulerImpl::Finish(const FinishIn& finish) {
+  return std::move(FinishBatch({finish})[0]);
 }
 
 std::vector<absl::StatusOr<FinishResult>> SchedulerImpl::FinishBatch(
@@ -615,10 +611,10 @@ std::vector<absl::StatusOr<FinishResult>> SchedulerImpl::FinishBatch(
                                 "re-leased); its results are stale")};
         continue;
       }
-      if (!f.ok) {
+      if (f.outcome == AttemptOutcome::kFailed) {
         absl::Status s = EndUnsuccessfulLocked(
-            f.attempt_id, "failed", f.failure_reason.empty() ? "runner failed" : f.failure_reason,
-            /*counts_as_failure=*/true);
+            f.attempt_id, store::AttemptState::kFailed, f.failure_reason.empty() ? "runner failed" : f.failure_reason,
+            FailureCount::kCounts);
         if (s.ok()) {
           results[i] = FinishResult{true, "failure recorded"};
           requeued = true;
@@ -630,8 +626,8 @@ std::vector<absl::StatusOr<FinishResult>> SchedulerImpl::FinishBatch(
       const int64_t unit_id = it->second.unit_id;
       // The design decides completeness: every (cell, process, round) of the unit holds each
       // metric its runner requires. The agent's announced counts only say "not yet".
-      const UnitState& unit = units_.at(unit_id);
-      const RunState& run = runs_.at(unit.row.run_id);
+      const UnitEntry& unit = units_.at(unit_id);
+      const OpenRun& run = runs_.at(unit.row.run_id);
       std::vector<std::string> required;
       if (const runner::RunnerSchema* schema = runners().Find(run.row.runner)) {
         for (const auto& m : schema->metrics) {
@@ -672,9 +668,9 @@ std::vector<absl::StatusOr<FinishResult>> SchedulerImpl::FinishBatch(
     }
     for (size_t k = 0; k < done.size(); ++k) {
       auto it = live_.find(done[k].attempt_id);
-      UnitState& unit = units_.at(done[k].unit_id);
+      UnitEntry& unit = units_.at(done[k].unit_id);
       EraseLiveLocked(it);
-      unit.row.state = "done";
+      unit.row.state = store::UnitState::kDone;
       absl::Status s = MaybeExtendGroupLocked(unit.row.run_id, unit.row.group_key);
       if (s.ok()) s = LocateAfterUnitLocked(unit.row.run_id, unit.row.cell_ids);
       if (s.ok()) s = UnitTerminalLocked(unit.row.run_id);
@@ -690,17 +686,18 @@ std::vector<absl::StatusOr<FinishResult>> SchedulerImpl::FinishBatch(
 }
 
 absl::Status SchedulerImpl::EndUnsuccessfulLocked(int64_t attempt_id,
-                                              const std::string& attempt_state,
+                                              store::AttemptState attempt_state,
                                               const std::string& reason,
-                                              bool counts_as_failure) {
+                                              FailureCount failure_count) {
   auto it = live_.find(attempt_id);
   if (it == live_.end()) return absl::OkStatus();
   const LiveAttempt attempt = it->second;
-  UnitState& unit = units_.at(attempt.unit_id);
-  RunState& run = runs_.at(unit.row.run_id);
-  const int failures = unit.row.attempts + (counts_as_failure ? 1 : 0);
+  UnitEntry& unit = units_.at(attempt.unit_id);
+  OpenRun& run = runs_.at(unit.row.run_id);
+  const int failures = unit.row.attempts + (failure_count == FailureCount::kCounts ? 1 : 0);
   const bool give_up = failures >= run.row.max_attempts;
-  const std::string unit_state = give_up ? "failed" : "queued";
+  const store::UnitState unit_state =
+      give_up ? store::UnitState::kFailed : store::UnitState::kQueued;
   const std::string unit_reason =
       give_up ? absl::StrCat(reason, " (after ", failures, " attempts)") : reason;
   RETURN_IF_ERROR(store_->EndAttempt(attempt_id, attempt_state, unit_reason, attempt.unit_id,
@@ -740,12 +737,12 @@ void SchedulerImpl::QueueNewUnitLocked(int64_t unit_id, int64_t run_id,
   row.replicate = replicate;
   row.group_key = group_key;
   row.seed = seed;
-  row.state = "queued";
+  row.state = store::UnitState::kQueued;
   row.cell_ids = cell_ids;
-  RunState& run = runs_.at(run_id);
+  OpenRun& run = runs_.at(run_id);
   run.queued.insert(unit_id);
   run.open_units++;
-  units_[unit_id] = UnitState{std::move(row)};
+  units_[unit_id] = UnitEntry{std::move(row)};
   work_available_.NotifyAll();
 }
 
@@ -773,7 +770,7 @@ absl::Status SchedulerImpl::UnitTerminalLocked(int64_t run_id) {
 absl::Status SchedulerImpl::CompleteRunLocked(int64_t run_id) {
   auto run = runs_.find(run_id);
   if (run == runs_.end()) return absl::OkStatus();
-  RETURN_IF_ERROR(store_->SetRunState(run_id, "done", clock_->NowMs()));
+  RETURN_IF_ERROR(store_->SetRunState(run_id, store::RunState::kDone, clock_->NowMs()));
   // The run is finished: drop its units from memory.
   for (auto it = units_.begin(); it != units_.end();) {
     it = it->second.row.run_id == run_id ? units_.erase(it) : std::next(it);
@@ -797,13 +794,13 @@ absl::Status SchedulerImpl::Release(const std::string& session_id, const std::st
     }
     for (int64_t id : mine) {
       RETURN_IF_ERROR(EndUnsuccessfulLocked(
-          id, "failed", absl::StrCat("released by agent: ", reason.empty() ? "stopping" : reason),
-          /*counts_as_failure=*/false));
+          id, store::AttemptState::kFailed, absl::StrCat("released by agent: ", reason.empty() ? "stopping" : reason),
+          FailureCount::kDoesNotCount));
     }
     if (auto s = sessions_.find(session_id); s != sessions_.end()) {
       // A touch queued before the release must not mark the session active again.
       touched_.erase(session_id);
-      RETURN_IF_ERROR(store_->SetSessionState(session_id, "gone"));
+      RETURN_IF_ERROR(store_->SetSessionState(session_id, store::SessionState::kGone));
       sessions_.erase(s);
     }
   }
@@ -843,16 +840,16 @@ absl::Status SchedulerImpl::Tick() {
     }
     for (const auto& [id, session] : expired) {
       RETURN_IF_ERROR(EndUnsuccessfulLocked(
-          id, "expired",
+          id, store::AttemptState::kExpired,
           absl::StrCat("lease expired: session ", session.substr(0, 8), " silent for ",
                        options_.lease_ms / 1000.0, " s"),
-          /*counts_as_failure=*/true));
+          FailureCount::kCounts));
       requeued = true;
     }
     for (auto& [id, session] : sessions_) {
       if (!session.lost && now - session.last_seen_ms > options_.session_lost_ms) {
         session.lost = true;
-        RETURN_IF_ERROR(store_->SetSessionState(id, "lost"));
+        RETURN_IF_ERROR(store_->SetSessionState(id, store::SessionState::kLost));
       }
     }
     touched.assign(touched_.begin(), touched_.end());

@@ -70,10 +70,7 @@ class SchedulerImpl final : public Scheduler {
       override ABSL_LOCKS_EXCLUDED(mu_);
   std::vector<absl::StatusOr<store::ReportOutcome>> ReportBatch(
       std::vector<store::ReportIn> reports) override ABSL_LOCKS_EXCLUDED(mu_);
-  absl::StatusOr<FinishResult> Finish(const std::string& session_id, int64_t attempt_id, bool ok,
-                                      const std::string& failure_reason,
-                                      int64_t measurement_count, int64_t evidence_count) override
-      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<FinishResult> Finish(const FinishIn& finish) override ABSL_LOCKS_EXCLUDED(mu_);
   std::vector<absl::StatusOr<FinishResult>> FinishBatch(const std::vector<FinishIn>& finishes)
       override ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status Release(const std::string& session_id, const std::string& reason) override
@@ -86,13 +83,13 @@ class SchedulerImpl final : public Scheduler {
 
  private:
   // A run still open (queued or running), with what leasing needs of it.
-  struct RunState {
+  struct OpenRun {
     store::RunRow row;
     matrices::Requirements requirements;
     int64_t open_units = 0;       // queued or leased
     std::set<int64_t> queued;     // unit ids, in creation order
   };
-  struct UnitState {
+  struct UnitEntry {
     store::UnitRow row;
   };
   struct LiveAttempt {
@@ -100,7 +97,7 @@ class SchedulerImpl final : public Scheduler {
     std::string session_id;
     int64_t deadline_ms = 0;
   };
-  struct SessionState {
+  struct SessionEntry {
     store::SessionRow row;
     int64_t last_seen_ms = 0;
     bool lost = false;
@@ -109,7 +106,7 @@ class SchedulerImpl final : public Scheduler {
 
   // ---- Leasing (scheduler.cc) ----
   void AddRunLocked(const store::RunRow& run) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  bool Matches(const RunState& run, const SessionState& session) const;
+  bool Matches(const OpenRun& run, const SessionEntry& session) const;
   const runner::RunnerSchemas& runners() const;
   // Whether a metric and unit are what the runner declares (the store's record check).
   store::MetricCheck MetricCheck() const;
@@ -122,9 +119,14 @@ class SchedulerImpl final : public Scheduler {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::vector<absl::StatusOr<std::optional<Lease>>> LeaseBatchLocked(
       const std::vector<std::string>& session_ids) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether an unsuccessful end counts toward the run's max_attempts.
+  enum class FailureCount {
+    kCounts,        // the runner failed or the lease expired
+    kDoesNotCount,  // the agent released it (stopping): not the unit's fault
+  };
   // Ends a live attempt that did not succeed; re-queues or fails its unit.
-  absl::Status EndUnsuccessfulLocked(int64_t attempt_id, const std::string& attempt_state,
-                                     const std::string& reason, bool counts_as_failure)
+  absl::Status EndUnsuccessfulLocked(int64_t attempt_id, store::AttemptState attempt_state,
+                                     const std::string& reason, FailureCount failure_count)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A unit of the run became done or failed; completes the run when it was the last open one.
   absl::Status UnitTerminalLocked(int64_t run_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -164,7 +166,7 @@ class SchedulerImpl final : public Scheduler {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // True when the unit group is a locate probe's (its replicates are locate's to add, not
   // precision's).
-  bool IsLocateProbeGroupLocked(const RunState& run, const std::string& group_key) const
+  bool IsLocateProbeGroupLocked(const OpenRun& run, const std::string& group_key) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether every unit of the run holding a cell of `depth_of_cell` has ended; when so, the
   // units at each depth are in `units_at_depth`.
@@ -192,12 +194,12 @@ class SchedulerImpl final : public Scheduler {
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
   // Open runs in id order; each keeps its queued units, so a lease scans only the runs whose
   // requirements the session meets (unit ids grow with run ids: run order is creation order).
-  std::map<int64_t, RunState> runs_ ABSL_GUARDED_BY(mu_);
-  std::map<int64_t, UnitState> units_ ABSL_GUARDED_BY(mu_);
+  std::map<int64_t, OpenRun> runs_ ABSL_GUARDED_BY(mu_);
+  std::map<int64_t, UnitEntry> units_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, LiveAttempt> live_ ABSL_GUARDED_BY(mu_);
   // live_ indexed by session, so Report does not scan every live attempt.
   std::map<std::string, std::set<int64_t>> live_by_session_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, SessionState> sessions_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, SessionEntry> sessions_ ABSL_GUARDED_BY(mu_);
   // Sessions and hosts holding a live or done attempt of a cell group.
   std::map<GroupKey, std::set<std::string>> group_sessions_ ABSL_GUARDED_BY(mu_);
   std::map<GroupKey, std::set<std::string>> group_hosts_ ABSL_GUARDED_BY(mu_);

@@ -197,8 +197,10 @@ void CompleteOnCurve(Harness& h, KnownCurve& curve, const std::string& session,
     }
   }
   ASSERT_TRUE(h.scheduler->Report(session, ms, {}).ok());
-  auto finish = h.scheduler->Finish(session, lease.attempt_id, true, "",
-                                    static_cast<int64_t>(ms.size()), 0);
+  auto finish = h.scheduler->Finish(FinishIn{.session_id = session,
+                                             .attempt_id = lease.attempt_id,
+                                             .outcome = AttemptOutcome::kSucceeded,
+                                             .measurement_count = static_cast<int64_t>(ms.size())});
   ASSERT_TRUE(finish.ok()) << finish.status();
   EXPECT_TRUE(finish->accepted) << finish->detail;
 }
@@ -290,7 +292,7 @@ TEST(SchedulerLocate, LocatesAKnownCrossoverWithinTheResolution) {
         << depth;
     EXPECT_EQ(static_cast<int64_t>(d.depth) % 256, 0);
   }
-  EXPECT_EQ(h.Summary(run).state, "done");
+  EXPECT_EQ(h.Summary(run).state, store::RunState::kDone);
   EXPECT_EQ(Count(h, "SELECT COUNT(*) FROM units WHERE state != 'done'"), 0);
   EXPECT_EQ(Count(h, "SELECT COUNT(*) FROM units"), units);
   // Planned: 2 units; each probe: 2 units plus any added session.
@@ -331,8 +333,8 @@ TEST(SchedulerLocate, ARestartNeitherLosesNorDuplicatesAProbe) {
   }
   ASSERT_TRUE(h.scheduler->Report(sessions[1], ms, {}).ok());
   ASSERT_TRUE(h.store
-                  ->EndAttempt(second->attempt_id, "done", "", second->unit_id, "done", 0,
-                               h.clock.now)
+                  ->EndAttempt(second->attempt_id, store::AttemptState::kDone, "", second->unit_id,
+                               store::UnitState::kDone, 0, h.clock.now)
                   .ok());
   EXPECT_TRUE(LocateDecisions(h).empty());
 
@@ -363,7 +365,7 @@ TEST(SchedulerLocate, ARestartNeitherLosesNorDuplicatesAProbe) {
   EXPECT_EQ(Count(h, "SELECT COUNT(*) FROM cells"), 8 + 2 * static_cast<int64_t>(probed.size()));
   EXPECT_EQ(Count(h, "SELECT COUNT(*) FROM (SELECT key FROM cells GROUP BY key HAVING COUNT(*) > 1)"),
             0);
-  EXPECT_EQ(h.Summary(run).state, "done");
+  EXPECT_EQ(h.Summary(run).state, store::RunState::kDone);
 }
 
 TEST(SchedulerLocate, LinesOfAPlainAxisAreLocatedIndependently) {
@@ -412,7 +414,7 @@ locate: {axis: depth, resolution: 0.25 octave, min_step: 256, max_sessions: 4}
                      "JOIN cells c ON c.id = uc.cell_id WHERE "
                      "c.key != u.group_key || ',path=' || json_extract(c.axes, '$.path')"),
             0);
-  EXPECT_EQ(h.Summary(run).state, "done");
+  EXPECT_EQ(h.Summary(run).state, store::RunState::kDone);
 }
 
 TEST(SchedulerLocate, PrecisionLeavesProbeGroupsToLocate) {

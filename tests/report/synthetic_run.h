@@ -89,8 +89,10 @@ inline int64_t BuildSyntheticRun(store::Store& store, const std::string& yaml,
     if (!attempt.ok()) return 0;
     if (!options.fail_group.empty() && unit.group_key == options.fail_group &&
         unit.replicate == 0) {
-      EXPECT_TRUE(store.EndAttempt(*attempt, "failed", "synthetic failure: out of memory",
-                                   unit.id, "failed", 1, ++now)
+      EXPECT_TRUE(store
+                      .EndAttempt(*attempt, store::AttemptState::kFailed,
+                                  "synthetic failure: out of memory", unit.id,
+                                  store::UnitState::kFailed, 1, ++now)
                       .ok());
       continue;
     }
@@ -139,9 +141,12 @@ inline int64_t BuildSyntheticRun(store::Store& store, const std::string& yaml,
     }
     auto outcome = store.Report(session.id, measurements, evidence, {*attempt}, {}, ++now);
     EXPECT_TRUE(outcome.ok()) << outcome.status();
-    EXPECT_TRUE(store.EndAttempt(*attempt, "done", "", unit.id, "done", 0, ++now).ok());
+    EXPECT_TRUE(store
+                    .EndAttempt(*attempt, store::AttemptState::kDone, "", unit.id,
+                                store::UnitState::kDone, 0, ++now)
+                    .ok());
   }
-  EXPECT_TRUE(store.SetRunState(*run, "done", ++now).ok());
+  EXPECT_TRUE(store.SetRunState(*run, store::RunState::kDone, ++now).ok());
   return *run;
 }
 

@@ -76,11 +76,18 @@ struct FinishResult {
   std::string detail;
 };
 
+// How the agent says an attempt ended.
+enum class AttemptOutcome {
+  kSucceeded,  // done: accepted only once every slot of its design is filled
+  kFailed,     // the runner failed; counts toward the run's max_attempts
+};
+
+// One attempt's end, as the agent announces it.
 struct FinishIn {
   std::string session_id;
   int64_t attempt_id = 0;
-  bool ok = true;
-  std::string failure_reason;
+  AttemptOutcome outcome = AttemptOutcome::kSucceeded;
+  std::string failure_reason;  // kFailed: why (at most 4096 bytes)
   int64_t measurement_count = 0;
   int64_t evidence_count = 0;
 };
@@ -149,10 +156,7 @@ class Scheduler {
       std::vector<store::ReportIn> reports) = 0;
 
   // Ends an attempt. FailedPrecondition while fewer results than announced are stored.
-  virtual absl::StatusOr<FinishResult> Finish(const std::string& session_id, int64_t attempt_id,
-                                              bool ok, const std::string& failure_reason,
-                                              int64_t measurement_count,
-                                              int64_t evidence_count) = 0;
+  virtual absl::StatusOr<FinishResult> Finish(const FinishIn& finish) = 0;
   // Several ends at once: the successful ones in one store transaction (group commit). One
   // result per entry, in order, each as Finish would return it.
   virtual std::vector<absl::StatusOr<FinishResult>> FinishBatch(
