@@ -10,7 +10,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/strings/str_split.h"
 #include "ladder/coordinator/locate.h"
 #include "ladder/stats/adaptive.h"
 #include "ladder/stats/ratio.h"
@@ -21,38 +20,15 @@ namespace ladder::coordinator {
 namespace {
 
 
-// "axis=value" parts of a cell key (values never contain ',' or '=').
-std::vector<std::pair<std::string, std::string>> KeyParts(const std::string& key) {
-  std::vector<std::pair<std::string, std::string>> parts;
-  for (absl::string_view part : absl::StrSplit(key, ',', absl::SkipEmpty())) {
-    const size_t eq = part.find('=');
-    parts.emplace_back(std::string(part.substr(0, eq)),
-                       eq == absl::string_view::npos ? "" : std::string(part.substr(eq + 1)));
-  }
-  return parts;
-}
-
-// The key without the parts of `drop_a` and `drop_b` (either may be empty).
-std::string KeyWithout(const std::string& key, const std::string& drop_a,
-                       const std::string& drop_b) {
-  std::string out;
-  for (const auto& [axis, value] : KeyParts(key)) {
-    if (axis == drop_a || axis == drop_b) continue;
-    if (!out.empty()) out += ",";
-    out += axis + "=" + value;
-  }
-  return out;
-}
-
 // A line: the cells that differ only in the located axis and the pair axis.
 std::string LineKey(const std::string& cell_key, const LocateConfig& config) {
-  return KeyWithout(cell_key, config.axis, config.pair_axis);
+  return matrices::CellKeyWithout(cell_key, {config.axis, config.pair_axis});
 }
 
 // The unit group of a probe: one (line, depth), so each probe's replicates go to distinct
 // sessions while a session that measured the ladder may still measure the probe.
 std::string ProbeGroupKey(const std::string& cell_key, const LocateConfig& config) {
-  return KeyWithout(cell_key, config.pair_axis, "");
+  return matrices::CellKeyWithout(cell_key, {config.pair_axis});
 }
 
 uint64_t ProbeSeed(const std::string& group_key, int replicate) {
@@ -163,7 +139,7 @@ absl::StatusOr<std::vector<store::NewCell>> ProbeCells(const Rungs& rungs,
   std::vector<store::NewCell> cells;
   for (const store::CellRecord* arm : {model->second.a, model->second.b}) {
     std::vector<std::string> order;
-    for (const auto& [axis, unused] : KeyParts(arm->key)) order.push_back(axis);
+    for (const auto& part : matrices::ParseCellKey(arm->key)) order.push_back(part.axis);
     store::NewCell cell;
     cell.axes = arm->axes;
     cell.axes[config.axis] = value;
@@ -179,11 +155,11 @@ absl::StatusOr<std::vector<store::NewCell>> ProbeCells(const Rungs& rungs,
 
 bool SchedulerImpl::IsLocateProbeGroupLocked(const OpenRun& run, const std::string& group_key) const {
   if (run.row.locate.empty()) return false;
-  auto config = LocateConfig::FromJson(run.row.locate);
+  auto config = matrices::LocateFromJson(run.row.locate);
   if (!config.ok()) return false;
-  for (const auto& part : KeyParts(group_key)) {
-    if (part.first != config->axis) continue;
-    const std::string& value = part.second;  // (clang 14 cannot capture a structured binding)
+  for (const auto& part : matrices::ParseCellKey(group_key)) {
+    if (part.axis != config->axis) continue;
+    const std::string& value = part.value;
     return std::none_of(config->declared.begin(), config->declared.end(),
                         [&](const nlohmann::json& v) { return matrices::ValueToString(v) == value; });
   }
@@ -194,7 +170,7 @@ absl::Status SchedulerImpl::LocateAfterUnitLocked(int64_t run_id,
                                               const std::vector<int64_t>& cell_ids) {
   auto run = runs_.find(run_id);
   if (run == runs_.end() || run->second.row.locate.empty()) return absl::OkStatus();
-  ASSIGN_OR_RETURN(const LocateConfig config, LocateConfig::FromJson(run->second.row.locate));
+  ASSIGN_OR_RETURN(const LocateConfig config, matrices::LocateFromJson(run->second.row.locate));
   ASSIGN_OR_RETURN(const std::vector<store::CellRecord> cells, store_->RunCells(run_id));
   const std::set<int64_t> ended(cell_ids.begin(), cell_ids.end());
   std::set<std::string> lines;
@@ -208,7 +184,7 @@ absl::Status SchedulerImpl::LocateAfterUnitLocked(int64_t run_id,
 absl::Status SchedulerImpl::LocateAllLinesLocked(int64_t run_id) {
   auto run = runs_.find(run_id);
   if (run == runs_.end() || run->second.row.locate.empty()) return absl::OkStatus();
-  ASSIGN_OR_RETURN(const LocateConfig config, LocateConfig::FromJson(run->second.row.locate));
+  ASSIGN_OR_RETURN(const LocateConfig config, matrices::LocateFromJson(run->second.row.locate));
   ASSIGN_OR_RETURN(const std::vector<store::CellRecord> cells, store_->RunCells(run_id));
   std::set<std::string> lines;
   for (const auto& cell : cells) lines.insert(LineKey(cell.key, config));
@@ -237,7 +213,7 @@ absl::Status SchedulerImpl::LocateLineLocked(int64_t run_id, const std::string& 
   auto run_it = runs_.find(run_id);
   if (run_it == runs_.end()) return absl::OkStatus();
   const OpenRun& run = run_it->second;
-  ASSIGN_OR_RETURN(const LocateConfig config, LocateConfig::FromJson(run.row.locate));
+  ASSIGN_OR_RETURN(const LocateConfig config, matrices::LocateFromJson(run.row.locate));
 
   std::map<int64_t, double> depth_of_cell;
   Rungs rungs = LineRungs(config, line_key, run_cells, &depth_of_cell);

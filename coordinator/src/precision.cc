@@ -4,12 +4,10 @@
 // each decision with its reason.
 #include <cmath>
 #include <map>
-#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_split.h"
 #include "ladder/stats/adaptive.h"
 #include "ladder/status_macros.h"
 #include "scheduler_impl.h"
@@ -21,16 +19,11 @@ namespace {
 // (in unit order) the baseline A that the others are compared with.
 std::vector<std::vector<int64_t>> Comparisons(const std::vector<store::CellRow>& cells,
                                               const nlohmann::json& pair_axes_json) {
-  std::set<std::string> pair_axes;
-  for (const auto& axis : pair_axes_json) pair_axes.insert(axis.get<std::string>());
+  std::vector<std::string> pair_axes;
+  for (const auto& axis : pair_axes_json) pair_axes.push_back(axis.get<std::string>());
   std::map<std::string, std::vector<int64_t>> by_context;
   for (const auto& cell : cells) {
-    std::string context;
-    for (absl::string_view part : absl::StrSplit(cell.key, ',')) {
-      const std::string axis(part.substr(0, part.find('=')));
-      if (!pair_axes.count(axis)) context += std::string(part) + ",";
-    }
-    by_context[context].push_back(cell.id);
+    by_context[matrices::CellKeyWithout(cell.key, pair_axes)].push_back(cell.id);
   }
   std::vector<std::vector<int64_t>> comparisons;
   for (auto& [context, members] : by_context) comparisons.push_back(std::move(members));

@@ -105,7 +105,7 @@ absl::StatusOr<int64_t> Store::CreateRun(const std::string& yaml, const matrices
                                        {"max_sessions", matrix.precision->max_sessions}}
                             .dump()
                       : std::string("{}"))
-        .Bind(13, LocateJson(matrix).dump());
+        .Bind(13, matrices::LocateToJson(matrix).dump());
     RETURN_IF_ERROR(insert->Run());
   }
   const int64_t run_id = db.LastInsertRowId();

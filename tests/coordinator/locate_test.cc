@@ -132,19 +132,6 @@ TEST(LocateStep, StepLimitedWhenNoMultipleOfMinStepFits) {
   EXPECT_EQ(step.outcome, "step_limited") << step.reason;
 }
 
-TEST(LocateStep, ConfigReadsTheStoredJsonAndTypesProbes) {
-  auto c = LocateConfig::FromJson(nlohmann::json::parse(
-      R"({"axis":"depth","pair_axis":"path","arms":["2d","3d"],"values":[1024,4096],)"
-      R"("resolution_octaves":0.25,"min_step":256,"max_sessions":4})"));
-  ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->ValueOf(2816.0), nlohmann::json(2816));
-  EXPECT_TRUE(c->ValueOf(2816.0).is_number_integer());
-  EXPECT_EQ(LocateConfig::FromJson(nlohmann::json::object()).status().code(),
-            absl::StatusCode::kNotFound);
-  EXPECT_EQ(LocateConfig::FromJson(nlohmann::json{{"axis", "depth"}}).status().code(),
-            absl::StatusCode::kInvalidArgument);
-}
-
 // ---- The scheduler, over a real store ----
 
 constexpr double kCrossover = 3000;  // tokens: where the 3d path starts to lose (rows=1)

@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "ladder/store/store.h"
 #include "ladder/matrices/matrix.h"
 
@@ -47,10 +46,7 @@ struct SyntheticOptions {
 
 inline CellAxes ParseKey(const std::string& key) {
   CellAxes out;
-  for (absl::string_view part : absl::StrSplit(key, ',')) {
-    std::pair<std::string, std::string> kv = absl::StrSplit(part, absl::MaxSplits('=', 1));
-    out[kv.first] = kv.second;
-  }
+  for (auto& part : matrices::ParseCellKey(key)) out[part.axis] = std::move(part.value);
   return out;
 }
 

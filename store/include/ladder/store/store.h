@@ -57,7 +57,7 @@ struct RunRow {
   nlohmann::json requirements;  // matrices::Requirements as JSON
   nlohmann::json pair_axes = nlohmann::json::array();
   nlohmann::json precision = nlohmann::json::object();  // {} or {ratio_half_width, max_sessions}
-  nlohmann::json locate = nlohmann::json::object();     // {} or LocateJson's object
+  nlohmann::json locate = nlohmann::json::object();     // matrices::LocateToJson's object
 };
 
 struct Observation {
@@ -204,9 +204,6 @@ struct LocateDecisionRow {
   std::string reason;
   int64_t decided_at = 0;
 };
-
-// The JSON stored in runs.locate for a matrix with `locate` ({} without).
-nlohmann::json LocateJson(const matrices::Matrix& matrix);
 
 class Store {
  public:
