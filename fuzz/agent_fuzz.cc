@@ -176,8 +176,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<ladder::coordinator::FinishIn> finishes;
   for (const auto& f : request.finishes()) {
     finishes.push_back(ladder::coordinator::FinishIn{
-        session, Fold(f.attempt_id(), world.first_attempt, 3), f.ok(), f.failure_reason(),
-        f.measurement_count(), f.evidence_count()});
+        .session_id = session,
+        .attempt_id = Fold(f.attempt_id(), world.first_attempt, 3),
+        .outcome = f.ok() ? ladder::coordinator::AttemptOutcome::kSucceeded
+                          : ladder::coordinator::AttemptOutcome::kFailed,
+        .failure_reason = f.failure_reason(),
+        .measurement_count = f.measurement_count(),
+        .evidence_count = f.evidence_count()});
   }
   for (const auto& result : world.scheduler->FinishBatch(finishes)) {
     if (!result.ok()) Check(!result.status().message().empty());

@@ -7,6 +7,17 @@
 #include "absl/strings/str_cat.h"
 
 namespace ladder::coordinator {
+
+FinishIn FinishFromRequest(const std::string& session_id, const v1::FinishRequest& request) {
+  FinishIn finish;
+  finish.session_id = session_id;
+  finish.attempt_id = request.attempt_id();
+  finish.outcome = request.ok() ? AttemptOutcome::kSucceeded : AttemptOutcome::kFailed;
+  finish.failure_reason = request.failure_reason();
+  finish.measurement_count = request.measurement_count();
+  finish.evidence_count = request.evidence_count();
+  return finish;
+}
 namespace {
 
 // A dispatcher pass also runs this often with no signal, to answer calls whose wait is over.
@@ -236,8 +247,7 @@ void ReportIngestor::Write(std::vector<Call> batch) {
                    (call.refused.empty() ? outcome->refused : call.refused).front().reason);
     }
     for (const auto& f : call.finishes) {
-      finishes.push_back(FinishIn{sessions[i], f.attempt_id(), f.ok(), f.failure_reason(),
-                                  f.measurement_count(), f.evidence_count()});
+      finishes.push_back(FinishFromRequest(sessions[i], f));
       v1::FinishOutcome* out = call.response->add_finished();
       out->set_attempt_id(f.attempt_id());
       finish_outcomes.push_back(out);

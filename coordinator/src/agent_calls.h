@@ -29,6 +29,9 @@
 
 namespace ladder::coordinator {
 
+// The scheduler's view of a finish on the wire (a Finish call, or one riding on a Report).
+FinishIn FinishFromRequest(const std::string& session_id, const v1::FinishRequest& request);
+
 // One Lease RPC. Exactly one party finishes it: the handler, the dispatcher or a cancellation.
 // Whoever moves it from kWaiting owns it until it is finished or put back.
 class LeaseCall final : public grpc::ServerUnaryReactor {

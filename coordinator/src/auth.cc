@@ -24,10 +24,10 @@ std::string BearerToken(const grpc::ServerContextBase& context) {
 }
 
 Authenticator::Authenticator(std::unique_ptr<sqlite::Database> db, const Clock* clock,
-                             bool require_tokens, double calls_per_second, double burst)
+                             TokenPolicy tokens, double calls_per_second, double burst)
     : db_(std::move(db)),
       clock_(clock),
-      require_tokens_(require_tokens),
+      require_tokens_(tokens == TokenPolicy::kRequired),
       calls_per_second_(calls_per_second),
       burst_(burst) {}
 

@@ -32,7 +32,11 @@ namespace ladder::coordinator {
 class Authenticator {
  public:
   // `db` is a connection of the authenticator's own; `clock` outlives it.
-  Authenticator(std::unique_ptr<sqlite::Database> db, const Clock* clock, bool require_tokens,
+  enum class TokenPolicy {
+    kOff,       // loopback without --require-tokens: every caller is admitted
+    kRequired,  // every call carries a valid token
+  };
+  Authenticator(std::unique_ptr<sqlite::Database> db, const Clock* clock, TokenPolicy tokens,
                 double calls_per_second, double burst);
 
   bool required() const { return require_tokens_; }

@@ -158,7 +158,7 @@ absl::Status CheckInventory(const v1::Inventory& inv) {
 void FillSummary(const store::RunSummary& s, v1::RunSummary* out) {
   out->set_run_id(s.run_id);
   out->set_matrix_name(s.matrix_name);
-  out->set_state(s.state);
+  out->set_state(std::string(store::ToString(s.state)));
   out->set_cells_total(s.cells_total);
   out->set_cells_done(s.cells_done);
   out->set_cells_failed(s.cells_failed);
@@ -173,7 +173,7 @@ void FillSummary(const store::RunSummary& s, v1::RunSummary* out) {
   out->set_matrix_sha256(s.matrix_sha256);
   for (const auto& r : s.failure_reasons) out->add_failure_reasons(r);
   const int64_t remaining = s.units_queued + s.units_leased;
-  if (s.state == "done" || s.state == "cancelled") {
+  if (store::IsFinished(s.state)) {
     out->set_eta_seconds(0);
   } else if (s.mean_unit_seconds > 0) {
     // Units run in parallel roughly as many as are leased now.
@@ -497,9 +497,7 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
   grpc::Status FinishNow(const grpc::CallbackServerContext& context,
                          const v1::FinishRequest* request, v1::FinishResponse* response) {
     if (auto s = auth_->CheckSession(context, request->session_id()); !s.ok()) return ToGrpc(s);
-    auto result = scheduler_->Finish(request->session_id(), request->attempt_id(), request->ok(),
-                                     request->failure_reason(), request->measurement_count(),
-                                     request->evidence_count());
+    auto result = scheduler_->Finish(FinishFromRequest(request->session_id(), *request));
     if (!result.ok()) {
       if (result.status().code() == absl::StatusCode::kFailedPrecondition ||
           result.status().code() == absl::StatusCode::kInvalidArgument ||
@@ -605,7 +603,7 @@ class AdminServiceImpl final : public v1::AdminService::Service {
       return ToGrpc(summary.status());
     }
     FillSummary(*summary, out);
-    if (summary->state == "queued" || summary->state == "running") {
+    if (!store::IsFinished(summary->state)) {
       out->set_waiting_reason(scheduler_->WhyWaiting(run_id));
     }
     return grpc::Status::OK;
@@ -638,7 +636,10 @@ class AdminServiceImpl final : public v1::AdminService::Service {
         if (!writer->Write(message)) return grpc::Status::OK;
         last = std::move(serialized);
       }
-      if (message.state() == "done" || message.state() == "cancelled") return grpc::Status::OK;
+      if (auto state = store::ParseRunState(message.state());
+          state.ok() && store::IsFinished(*state)) {
+        return grpc::Status::OK;
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(250));
     }
     return grpc::Status(grpc::StatusCode::UNAVAILABLE, "coordinator is shutting down");
@@ -662,7 +663,7 @@ class AdminServiceImpl final : public v1::AdminService::Service {
       auto* out = response->add_sessions();
       out->set_session_id(s.session_id);
       out->set_hostname(s.hostname);
-      out->set_state(s.state);
+      out->set_state(std::string(store::ToString(s.state)));
       out->set_started_at_ms(s.started_at_ms);
       out->set_last_seen_ms(s.last_seen_ms);
       out->set_inventory_json(s.inventory.dump());
@@ -794,7 +795,9 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(
   ASSIGN_OR_RETURN(auto auth_db, sqlite::Database::Open(options.db_path, sqlite::OpenMode::kReadWrite));
   // Beyond loopback, tokens are always required.
   const bool require_tokens = options.require_tokens || !options.IsLoopback();
-  impl->auth = std::make_unique<Authenticator>(std::move(auth_db), impl->clock, require_tokens,
+  impl->auth = std::make_unique<Authenticator>(std::move(auth_db), impl->clock,
+                                               require_tokens ? Authenticator::TokenPolicy::kRequired
+                                                              : Authenticator::TokenPolicy::kOff,
                                                options.session_calls_per_second,
                                                std::max(50.0, options.session_calls_per_second));
   impl->agent_service = std::make_unique<AgentServiceImpl>(impl->scheduler.get(),

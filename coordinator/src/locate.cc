@@ -34,36 +34,6 @@ std::string Ratio(const stats::Interval& r) {
 
 }  // namespace
 
-absl::StatusOr<LocateConfig> LocateConfig::FromJson(const nlohmann::json& json) {
-  if (!json.is_object() || json.empty()) return absl::NotFoundError("the run has no locate");
-  LocateConfig c;
-  try {
-    c.axis = json.at("axis").get<std::string>();
-    c.pair_axis = json.at("pair_axis").get<std::string>();
-    const auto& arms = json.at("arms");
-    if (!arms.is_array() || arms.size() != 2) {
-      return absl::InvalidArgumentError("locate.arms must name two arms");
-    }
-    c.arm_a = arms[0].get<std::string>();
-    c.arm_b = arms[1].get<std::string>();
-    for (const auto& v : json.at("values")) {
-      c.declared.push_back(v);
-      if (!v.is_number_integer()) c.integer_axis = false;
-    }
-    c.resolution_octaves = json.at("resolution_octaves").get<double>();
-    c.min_step = json.at("min_step").get<int64_t>();
-    c.max_sessions = json.at("max_sessions").get<int>();
-  } catch (const nlohmann::json::exception& e) {
-    return absl::InvalidArgumentError(absl::StrFormat("runs.locate: %s", e.what()));
-  }
-  return c;
-}
-
-nlohmann::json LocateConfig::ValueOf(double depth) const {
-  if (integer_axis) return static_cast<int64_t>(std::llround(depth));
-  return depth;
-}
-
 LocateStep DecideLocateStep(const LocateConfig& config, const std::vector<LocateRung>& rungs,
                             std::optional<double> current_probe) {
   LocateStep step;

@@ -1,21 +1,22 @@
+// Leasing: which unit goes to which session, for how long, and what happens when an attempt
+// ends. Adaptive replication and crossover location, which add units as attempts end, are in
+// precision.cc and crossover.cc.
 #include "ladder/coordinator/scheduler.h"
 
 #include <fnmatch.h>
 
 #include <algorithm>
 #include <chrono>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "ladder/runner/validate.h"
-#include "absl/strings/str_split.h"
-#include "ladder/coordinator/locate.h"
-#include "ladder/stats/ratio.h"
-#include <cmath>
-#include <limits>
 #include "ladder/status_macros.h"
+#include "scheduler_impl.h"
 
 namespace ladder::coordinator {
 namespace {
@@ -28,20 +29,6 @@ class RealClock final : public Clock {
         .count();
   }
 };
-
-// The in-memory row of a unit just added to the store (adaptive replication, locate probes).
-store::UnitRow QueuedUnit(int64_t id, int64_t run_id, const std::string& group_key, int replicate,
-                       uint64_t seed, const std::vector<int64_t>& cell_ids) {
-  store::UnitRow row;
-  row.id = id;
-  row.run_id = run_id;
-  row.replicate = replicate;
-  row.group_key = group_key;
-  row.seed = seed;
-  row.state = "queued";
-  row.cell_ids = cell_ids;
-  return row;
-}
 
 bool HasFeature(const nlohmann::json& features, const std::string& name) {
   if (!features.is_array()) return false;
@@ -107,18 +94,32 @@ Clock& SystemClock() {
   return clock;
 }
 
-Scheduler::Scheduler(store::Store* store, const Clock* clock, SchedulerOptions options)
+SchedulerImpl::SchedulerImpl(store::Store* store, const Clock* clock, SchedulerOptions options)
     : store_(store), clock_(clock), options_(options) {}
 
-absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(store::Store* store, const Clock* clock,
+std::map<int64_t, std::vector<stats::Observation>> ObservationsByCell(
+    const std::vector<store::Observation>& observations) {
+  std::map<std::string, int64_t> session_index;
+  std::map<int64_t, std::vector<stats::Observation>> by_cell;
+  for (const auto& o : observations) {
+    const int64_t session =
+        session_index.emplace(o.session_id, static_cast<int64_t>(session_index.size()))
+            .first->second;
+    by_cell[o.cell_id].push_back(stats::Observation{session, o.process, o.round, o.value});
+  }
+  return by_cell;
+}
+
+absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(store::Store* store,
+                                                             const Clock* clock,
                                                              SchedulerOptions options) {
-  std::unique_ptr<Scheduler> scheduler(new Scheduler(store, clock, options));
+  auto scheduler = std::make_unique<SchedulerImpl>(store, clock, options);
   RETURN_IF_ERROR(scheduler->Load());
   return scheduler;
 }
 
-void Scheduler::AddRunLocked(const store::RunRow& run) {
-  RunState state;
+void SchedulerImpl::AddRunLocked(const store::RunRow& run) {
+  OpenRun state;
   state.row = run;
   // Written by this coordinator's store from a parsed matrix; a row that does not read back
   // (edited by hand) matches no session rather than every one.
@@ -132,22 +133,22 @@ void Scheduler::AddRunLocked(const store::RunRow& run) {
   runs_[run.id] = std::move(state);
 }
 
-absl::Status Scheduler::Load() {
+absl::Status SchedulerImpl::Load() {
   ASSIGN_OR_RETURN(store::SchedulingSnapshot snapshot, store_->LoadSchedulingState());
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   const int64_t now = clock_->NowMs();
   for (const auto& run : snapshot.open_runs) AddRunLocked(run);
   for (auto& unit : snapshot.units) {
     auto run = runs_.find(unit.run_id);
     if (run == runs_.end()) continue;
-    if (unit.state == "queued") run->second.queued.insert(unit.id);
-    if (unit.state == "queued" || unit.state == "leased") run->second.open_units++;
-    units_[unit.id] = UnitState{std::move(unit)};
+    if (unit.state == store::UnitState::kQueued) run->second.queued.insert(unit.id);
+    if (store::IsOpen(unit.state)) run->second.open_units++;
+    units_[unit.id] = UnitEntry{std::move(unit)};
   }
   for (auto& session : snapshot.sessions) {
-    SessionState state;
+    SessionEntry state;
     state.last_seen_ms = session.last_seen_at;
-    state.lost = session.state == "lost";
+    state.lost = session.state == store::SessionState::kLost;
     state.row = std::move(session);
     sessions_[state.row.id] = std::move(state);
   }
@@ -159,7 +160,7 @@ absl::Status Scheduler::Load() {
     if (auto s = sessions_.find(attempt.session_id); s != sessions_.end()) {
       group_hosts_[group].insert(s->second.row.machine_id);
     }
-    if (attempt.state == "leased") {
+    if (attempt.state == store::AttemptState::kLeased) {
       // The agent may still be working: give it a full lease from now to check in.
       AddLiveLocked(attempt.id,
                     LiveAttempt{attempt.unit_id, attempt.session_id, now + options_.lease_ms});
@@ -174,20 +175,7 @@ absl::Status Scheduler::Load() {
   for (int64_t id : locating) RETURN_IF_ERROR(LocateAllLinesLocked(id));
   // Likewise for `precision`: a group whose last unit ended just before the stop, with no
   // decision recorded at its session count, is decided now.
-  std::map<GroupKey, std::pair<int, bool>> groups;  // -> (done units, any open)
-  for (const auto& [id, unit] : units_) {
-    auto run = runs_.find(unit.row.run_id);
-    if (run == runs_.end() || !run->second.row.precision.contains("ratio_half_width")) continue;
-    auto& [done, open] = groups[GroupKey{unit.row.run_id, unit.row.group_key}];
-    done += unit.row.state == "done" ? 1 : 0;
-    open = open || unit.row.state == "queued" || unit.row.state == "leased";
-  }
-  for (const auto& [group, state] : groups) {
-    if (state.second) continue;
-    ASSIGN_OR_RETURN(bool decided, store_->PrecisionDecided(group.first, group.second,
-                                                            state.first));
-    if (!decided) RETURN_IF_ERROR(MaybeExtendGroupLocked(group.first, group.second));
-  }
+  RETURN_IF_ERROR(DecideUndecidedGroupsLocked());
   // A run whose units are all terminal but which was not marked done (killed in between).
   std::vector<int64_t> finished;
   for (const auto& [id, run] : runs_) {
@@ -197,7 +185,7 @@ absl::Status Scheduler::Load() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<SubmitResult> Scheduler::Validate(const std::string& yaml,
+absl::StatusOr<SubmitResult> SchedulerImpl::Validate(const std::string& yaml,
                                                  const std::string& filename,
                                                  int64_t max_cells) const {
   matrices::ParseOptions parse_options;
@@ -214,7 +202,7 @@ absl::StatusOr<SubmitResult> Scheduler::Validate(const std::string& yaml,
   return result;
 }
 
-absl::StatusOr<SubmitResult> Scheduler::Submit(const std::string& yaml,
+absl::StatusOr<SubmitResult> SchedulerImpl::Submit(const std::string& yaml,
                                                const std::string& filename, int64_t max_cells) {
   matrices::ParseOptions parse_options;
   parse_options.max_cells = max_cells > 0 ? max_cells : options_.max_cells;
@@ -230,48 +218,48 @@ absl::StatusOr<SubmitResult> Scheduler::Submit(const std::string& yaml,
   // Pick the new run's rows back up from the store so memory and disk agree on ids.
   ASSIGN_OR_RETURN(store::SchedulingSnapshot snapshot, store_->LoadSchedulingState());
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     for (const auto& run : snapshot.open_runs) {
       if (run.id == run_id) AddRunLocked(run);
     }
-    RunState& run = runs_[run_id];
+    OpenRun& run = runs_[run_id];
     for (auto& unit : snapshot.units) {
       if (unit.run_id != run_id) continue;
       run.queued.insert(unit.id);
       run.open_units++;
-      units_[unit.id] = UnitState{std::move(unit)};
+      units_[unit.id] = UnitEntry{std::move(unit)};
     }
   }
-  work_available_.notify_all();
+  work_available_.NotifyAll();
   return SubmitResult{run_id, static_cast<int64_t>(expansion.cells.size()),
                       static_cast<int64_t>(expansion.units.size()), matrix.name,
                       UnmetRequirements(matrix.runner, matrix.requirements)};
 }
 
-absl::Status Scheduler::RegisterSession(const store::SessionRow& session) {
+absl::Status SchedulerImpl::RegisterSession(const store::SessionRow& session) {
   if (session.id.empty()) return absl::InvalidArgumentError("session_id is empty");
   store::SessionRow row = session;
   row.started_at = clock_->NowMs();
   row.last_seen_at = row.started_at;
-  row.state = "active";
+  row.state = store::SessionState::kActive;
   RETURN_IF_ERROR(store_->UpsertSession(row));
   {
-    std::lock_guard lock(mu_);
-    SessionState state;
+    absl::MutexLock lock(&mu_);
+    SessionEntry state;
     state.row = std::move(row);
     state.last_seen_ms = state.row.last_seen_at;
     sessions_[state.row.id] = std::move(state);
   }
-  work_available_.notify_all();
+  work_available_.NotifyAll();
   return absl::OkStatus();
 }
 
-bool Scheduler::KnowsSession(const std::string& session_id) const {
-  std::lock_guard lock(mu_);
+bool SchedulerImpl::KnowsSession(const std::string& session_id) const {
+  absl::MutexLock lock(&mu_);
   return sessions_.count(session_id) > 0;
 }
 
-void Scheduler::TouchLocked(const std::string& session_id) {
+void SchedulerImpl::TouchLocked(const std::string& session_id) {
   auto it = sessions_.find(session_id);
   if (it == sessions_.end()) return;
   it->second.last_seen_ms = clock_->NowMs();
@@ -279,11 +267,11 @@ void Scheduler::TouchLocked(const std::string& session_id) {
   touched_.insert(session_id);
 }
 
-bool Scheduler::Matches(const RunState& run, const SessionState& session) const {
+bool SchedulerImpl::Matches(const OpenRun& run, const SessionEntry& session) const {
   return Unmet(run.row.runner, run.requirements, session.row).empty();
 }
 
-store::MetricCheck Scheduler::MetricCheck() const {
+store::MetricCheck SchedulerImpl::MetricCheck() const {
   const runner::RunnerSchemas* schemas = &runners();
   return [schemas](const std::string& runner, const std::string& metric,
                    const std::string& unit) -> std::string {
@@ -302,16 +290,16 @@ store::MetricCheck Scheduler::MetricCheck() const {
   };
 }
 
-const runner::RunnerSchemas& Scheduler::runners() const {
+const runner::RunnerSchemas& SchedulerImpl::runners() const {
   return options_.runners != nullptr ? *options_.runners : runner::BuiltinMetricSchemas();
 }
 
-std::string Scheduler::UnmetLocked(const std::string& runner,
+std::string SchedulerImpl::UnmetLocked(const std::string& runner,
                                    const matrices::Requirements& requirements) const {
   int connected = 0;
   std::map<std::string, int> reasons;  // reason -> sessions failing for it
   for (const auto& [id, session] : sessions_) {
-    if (session.lost || session.row.state != "active") continue;
+    if (session.lost || session.row.state != store::SessionState::kActive) continue;
     ++connected;
     const std::string why = Unmet(runner, requirements, session.row);
     if (why.empty()) return "";
@@ -340,44 +328,44 @@ std::string Scheduler::UnmetLocked(const std::string& runner,
                       most_common.empty() ? "" : absl::StrCat(" (", most_common, ")"));
 }
 
-std::string Scheduler::UnmetRequirements(const std::string& runner,
+std::string SchedulerImpl::UnmetRequirements(const std::string& runner,
                                          const matrices::Requirements& requirements) const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   return UnmetLocked(runner, requirements);
 }
 
-std::string Scheduler::WhyWaiting(int64_t run_id) const {
-  std::lock_guard lock(mu_);
+std::string SchedulerImpl::WhyWaiting(int64_t run_id) const {
+  absl::MutexLock lock(&mu_);
   auto run = runs_.find(run_id);
   if (run == runs_.end() || run->second.queued.empty()) return "";
   return UnmetLocked(run->second.row.runner, run->second.requirements);
 }
 
-int Scheduler::LiveAttemptsOf(const std::string& session_id) const {
-  std::lock_guard lock(mu_);
+int SchedulerImpl::LiveAttemptsOf(const std::string& session_id) const {
+  absl::MutexLock lock(&mu_);
   auto it = live_by_session_.find(session_id);
   return it == live_by_session_.end() ? 0 : static_cast<int>(it->second.size());
 }
 
-absl::StatusOr<std::optional<Lease>> Scheduler::TryLeaseLocked(const std::string& session_id) {
+absl::StatusOr<std::optional<Lease>> SchedulerImpl::TryLeaseLocked(const std::string& session_id) {
   return std::move(LeaseBatchLocked({session_id})[0]);
 }
 
-int64_t Scheduler::ChooseUnitLocked(const std::string& session_id,
+int64_t SchedulerImpl::ChooseUnitLocked(const std::string& session_id,
                                     const std::set<int64_t>& taken) const {
-  const SessionState& session = sessions_.at(session_id);
+  const SessionEntry& session = sessions_.at(session_id);
   // Runs the session can take, in creation order: Matches is a property of (run, session), so
   // it is evaluated once per run here, not once per queued unit.
-  std::vector<const RunState*> eligible;
+  std::vector<const OpenRun*> eligible;
   for (const auto& [run_id, run] : runs_) {
     if (!run.queued.empty() && Matches(run, session)) eligible.push_back(&run);
   }
   // Two passes: first a unit whose group has not run on this host, then any eligible unit.
   for (int pass = 0; pass < 2; ++pass) {
-    for (const RunState* run : eligible) {
+    for (const OpenRun* run : eligible) {
       for (int64_t unit_id : run->queued) {
         if (taken.count(unit_id)) continue;
-        const UnitState& unit = units_.at(unit_id);
+        const UnitEntry& unit = units_.at(unit_id);
         const GroupKey group{unit.row.run_id, unit.row.group_key};
         if (auto g = group_sessions_.find(group);
             g != group_sessions_.end() && g->second.count(session_id)) {
@@ -396,7 +384,7 @@ int64_t Scheduler::ChooseUnitLocked(const std::string& session_id,
   return 0;
 }
 
-std::vector<absl::StatusOr<std::optional<Lease>>> Scheduler::LeaseBatchLocked(
+std::vector<absl::StatusOr<std::optional<Lease>>> SchedulerImpl::LeaseBatchLocked(
     const std::vector<std::string>& session_ids) {
   std::vector<absl::StatusOr<std::optional<Lease>>> results(session_ids.size());
   // Choose a unit for each session, then write every lease in one transaction, then update
@@ -430,12 +418,12 @@ std::vector<absl::StatusOr<std::optional<Lease>>> Scheduler::LeaseBatchLocked(
   }
   for (size_t k = 0; k < chosen.size(); ++k) {
     const auto& [unit_id, session_id] = chosen[k];
-    UnitState& unit = units_.at(unit_id);
-    RunState& run = runs_.at(unit.row.run_id);
+    UnitEntry& unit = units_.at(unit_id);
+    OpenRun& run = runs_.at(unit.row.run_id);
     auto cells = store_->LoadCells(unit.row.cell_ids);
     const int64_t attempt_id = (*attempt_ids)[k];
     run.queued.erase(unit_id);
-    unit.row.state = "leased";
+    unit.row.state = store::UnitState::kLeased;
     const GroupKey group{unit.row.run_id, unit.row.group_key};
     group_sessions_[group].insert(session_id);
     group_hosts_[group].insert(sessions_.at(session_id).row.machine_id);
@@ -461,9 +449,9 @@ std::vector<absl::StatusOr<std::optional<Lease>>> Scheduler::LeaseBatchLocked(
   return results;
 }
 
-std::vector<absl::StatusOr<std::optional<Lease>>> Scheduler::TryLeaseBatch(
+std::vector<absl::StatusOr<std::optional<Lease>>> SchedulerImpl::TryLeaseBatch(
     const std::vector<std::string>& session_ids) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (shutdown_) {
     return std::vector<absl::StatusOr<std::optional<Lease>>>(
         session_ids.size(), absl::UnavailableError("coordinator is shutting down"));
@@ -472,13 +460,13 @@ std::vector<absl::StatusOr<std::optional<Lease>>> Scheduler::TryLeaseBatch(
   return LeaseBatchLocked(session_ids);
 }
 
-absl::StatusOr<std::optional<Lease>> Scheduler::LeaseFor(const std::string& session_id,
+absl::StatusOr<std::optional<Lease>> SchedulerImpl::LeaseFor(const std::string& session_id,
                                                          int wait_ms) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
   while (true) {
     uint64_t seen = 0;
     {
-      std::lock_guard lock(mu_);
+      absl::MutexLock lock(&mu_);
       if (shutdown_) return absl::UnavailableError("coordinator is shutting down");
       TouchLocked(session_id);
       ASSIGN_OR_RETURN(std::optional<Lease> lease, TryLeaseLocked(session_id));
@@ -489,21 +477,21 @@ absl::StatusOr<std::optional<Lease>> Scheduler::LeaseFor(const std::string& sess
   }
 }
 
-absl::StatusOr<std::optional<Lease>> Scheduler::TryLease(const std::string& session_id) {
-  std::lock_guard lock(mu_);
+absl::StatusOr<std::optional<Lease>> SchedulerImpl::TryLease(const std::string& session_id) {
+  absl::MutexLock lock(&mu_);
   if (shutdown_) return absl::UnavailableError("coordinator is shutting down");
   TouchLocked(session_id);
   return TryLeaseLocked(session_id);
 }
 
-bool Scheduler::shutting_down() const {
-  std::lock_guard lock(mu_);
+bool SchedulerImpl::shutting_down() const {
+  absl::MutexLock lock(&mu_);
   return shutdown_;
 }
 
-absl::StatusOr<std::vector<int64_t>> Scheduler::Heartbeat(const std::string& session_id,
+absl::StatusOr<std::vector<int64_t>> SchedulerImpl::Heartbeat(const std::string& session_id,
                                                           const std::vector<int64_t>& attempt_ids) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (!sessions_.count(session_id)) {
     return absl::NotFoundError(absl::StrCat("unknown session ", session_id));
   }
@@ -521,12 +509,12 @@ absl::StatusOr<std::vector<int64_t>> Scheduler::Heartbeat(const std::string& ses
   return stop;
 }
 
-absl::StatusOr<store::ReportOutcome> Scheduler::Report(
+absl::StatusOr<store::ReportOutcome> SchedulerImpl::Report(
     const std::string& session_id, const std::vector<store::MeasurementIn>& measurements,
     const std::vector<store::EvidenceIn>& evidence) {
   std::vector<int64_t> live;
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (!sessions_.count(session_id)) {
       return absl::NotFoundError(absl::StrCat("unknown session ", session_id));
     }
@@ -541,13 +529,13 @@ absl::StatusOr<store::ReportOutcome> Scheduler::Report(
                         clock_->NowMs());
 }
 
-std::vector<absl::StatusOr<store::ReportOutcome>> Scheduler::ReportBatch(
+std::vector<absl::StatusOr<store::ReportOutcome>> SchedulerImpl::ReportBatch(
     std::vector<store::ReportIn> reports) {
   std::vector<absl::StatusOr<store::ReportOutcome>> results(reports.size());
   std::vector<store::ReportIn> known;
   std::vector<size_t> known_index;
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     for (size_t i = 0; i < reports.size(); ++i) {
       store::ReportIn& report = reports[i];
       if (!sessions_.count(report.session_id)) {
@@ -568,20 +556,16 @@ std::vector<absl::StatusOr<store::ReportOutcome>> Scheduler::ReportBatch(
   return results;
 }
 
-absl::StatusOr<FinishResult> Scheduler::Finish(const std::string& session_id, int64_t attempt_id,
-                                               bool ok, const std::string& failure_reason,
-                                               int64_t measurement_count,
-                                               int64_t evidence_count) {
-  return std::move(FinishBatch({FinishIn{session_id, attempt_id, ok, failure_reason,
-                                         measurement_count, evidence_count}})[0]);
+absl::StatusOr<FinishResult> SchedulerImpl::Finish(const FinishIn& finish) {
+  return std::move(FinishBatch({finish})[0]);
 }
 
-std::vector<absl::StatusOr<FinishResult>> Scheduler::FinishBatch(
+std::vector<absl::StatusOr<FinishResult>> SchedulerImpl::FinishBatch(
     const std::vector<FinishIn>& finishes) {
   std::vector<absl::StatusOr<FinishResult>> results(finishes.size());
   bool requeued = false;
   {
-    std::unique_lock lock(mu_);
+    absl::MutexLock lock(&mu_);
     // Successful ends are written together; their effects on memory follow the commit.
     std::vector<store::Store::AttemptDone> done;
     std::vector<size_t> done_index;
@@ -627,10 +611,10 @@ std::vector<absl::StatusOr<FinishResult>> Scheduler::FinishBatch(
                                 "re-leased); its results are stale")};
         continue;
       }
-      if (!f.ok) {
+      if (f.outcome == AttemptOutcome::kFailed) {
         absl::Status s = EndUnsuccessfulLocked(
-            f.attempt_id, "failed", f.failure_reason.empty() ? "runner failed" : f.failure_reason,
-            /*counts_as_failure=*/true);
+            f.attempt_id, store::AttemptState::kFailed, f.failure_reason.empty() ? "runner failed" : f.failure_reason,
+            FailureCount::kCounts);
         if (s.ok()) {
           results[i] = FinishResult{true, "failure recorded"};
           requeued = true;
@@ -642,8 +626,8 @@ std::vector<absl::StatusOr<FinishResult>> Scheduler::FinishBatch(
       const int64_t unit_id = it->second.unit_id;
       // The design decides completeness: every (cell, process, round) of the unit holds each
       // metric its runner requires. The agent's announced counts only say "not yet".
-      const UnitState& unit = units_.at(unit_id);
-      const RunState& run = runs_.at(unit.row.run_id);
+      const UnitEntry& unit = units_.at(unit_id);
+      const OpenRun& run = runs_.at(unit.row.run_id);
       std::vector<std::string> required;
       if (const runner::RunnerSchema* schema = runners().Find(run.row.runner)) {
         for (const auto& m : schema->metrics) {
@@ -684,9 +668,9 @@ std::vector<absl::StatusOr<FinishResult>> Scheduler::FinishBatch(
     }
     for (size_t k = 0; k < done.size(); ++k) {
       auto it = live_.find(done[k].attempt_id);
-      UnitState& unit = units_.at(done[k].unit_id);
+      UnitEntry& unit = units_.at(done[k].unit_id);
       EraseLiveLocked(it);
-      unit.row.state = "done";
+      unit.row.state = store::UnitState::kDone;
       absl::Status s = MaybeExtendGroupLocked(unit.row.run_id, unit.row.group_key);
       if (s.ok()) s = LocateAfterUnitLocked(unit.row.run_id, unit.row.cell_ids);
       if (s.ok()) s = UnitTerminalLocked(unit.row.run_id);
@@ -697,106 +681,23 @@ std::vector<absl::StatusOr<FinishResult>> Scheduler::FinishBatch(
       }
     }
   }
-  if (requeued) work_available_.notify_all();
+  if (requeued) work_available_.NotifyAll();
   return results;
 }
 
-absl::Status Scheduler::MaybeExtendGroupLocked(int64_t run_id, const std::string& group_key) {
-  auto run_it = runs_.find(run_id);
-  if (run_it == runs_.end()) return absl::OkStatus();
-  RunState& run = run_it->second;
-  const nlohmann::json& precision = run.row.precision;
-  if (!precision.is_object() || !precision.contains("ratio_half_width")) return absl::OkStatus();
-  if (IsLocateProbeGroupLocked(run, group_key)) return absl::OkStatus();
-  const double target = precision["ratio_half_width"].get<double>();
-  const int max_sessions = precision.value("max_sessions", run.row.sessions);
-
-  // Decide once every replicate of the group has ended.
-  std::vector<const UnitState*> group;
-  for (const auto& [id, unit] : units_) {
-    if (unit.row.run_id != run_id || unit.row.group_key != group_key) continue;
-    if (unit.row.state == "queued" || unit.row.state == "leased") return absl::OkStatus();
-    group.push_back(&unit);
-  }
-  if (group.empty()) return absl::OkStatus();
-  int sessions = 0;
-  for (const UnitState* unit : group) sessions += unit->row.state == "done" ? 1 : 0;
-  const std::vector<int64_t> cells = group.front()->row.cell_ids;
-
-  // Comparisons: cells that differ only in the pair axes; the first of each is the baseline.
-  ASSIGN_OR_RETURN(std::vector<store::CellRow> cell_rows, store_->LoadCells(cells));
-  std::set<std::string> pair_axes;
-  for (const auto& axis : run.row.pair_axes) pair_axes.insert(axis.get<std::string>());
-  std::map<std::string, std::vector<int64_t>> comparisons;  // context -> cells, baseline first
-  for (const auto& cell : cell_rows) {
-    std::string context;
-    for (absl::string_view part : absl::StrSplit(cell.key, ',')) {
-      const std::string axis(part.substr(0, part.find('=')));
-      if (!pair_axes.count(axis)) context += std::string(part) + ",";
-    }
-    comparisons[context].push_back(cell.id);
-  }
-  ASSIGN_OR_RETURN(std::vector<store::Observation> observations,
-                   store_->ValidObservations(cells, run.row.metric));
-  std::map<std::string, int64_t> session_index;
-  std::map<int64_t, std::vector<stats::Observation>> by_cell;
-  for (const auto& o : observations) {
-    const int64_t session = session_index.emplace(o.session_id, session_index.size()).first->second;
-    by_cell[o.cell_id].push_back(stats::Observation{session, o.process, o.round, o.value});
-  }
-  double widest = 0;
-  for (const auto& [context, members] : comparisons) {
-    for (size_t i = 1; i < members.size(); ++i) {
-      stats::PairedSample sample{by_cell[members[0]], by_cell[members[i]]};
-      auto interval = stats::PairedRatioInterval(sample, stats::RatioOptions{});
-      // One session says nothing about the spread between sessions: it cannot be narrow enough.
-      const double width = !interval.ok() || interval->scope != stats::IntervalScope::kBetweenSessions
-                               ? std::numeric_limits<double>::infinity()
-                               : interval->RelativeHalfWidth();
-      widest = std::max(widest, width);
-    }
-  }
-  const int64_t now = clock_->NowMs();
-  const std::string widest_text = std::isfinite(widest)
-                                      ? absl::StrFormat("%.2f%%", 100 * widest)
-                                      : std::string("unbounded");
-  if (widest <= target) {
-    return store_->RecordDecision(
-        run_id, group_key, sessions, widest, target, "stop",
-        absl::StrFormat("precision reached: widest ratio half-width %s <= target %.2f%%",
-                        widest_text, 100 * target),
-        now);
-  }
-  if (sessions >= max_sessions) {
-    return store_->RecordDecision(
-        run_id, group_key, sessions, widest, target, "stop",
-        absl::StrFormat("budget spent: %d of max_sessions %d; widest half-width still %s",
-                        sessions, max_sessions, widest_text),
-        now);
-  }
-  const int replicate = static_cast<int>(group.size());
-  const uint64_t seed = group.front()->row.seed ^ (0x9e3779b97f4a7c15ULL * (replicate + 1));
-  ASSIGN_OR_RETURN(int64_t unit_id, store_->AddUnit(run_id, group_key, replicate, seed, cells));
-  QueueUnitLocked(QueuedUnit(unit_id, run_id, group_key, replicate, seed, cells));
-  return store_->RecordDecision(
-      run_id, group_key, sessions, widest, target, "add_session",
-      absl::StrFormat("widest ratio half-width %s > target %.2f%%: session %d of at most %d",
-                      widest_text, 100 * target, sessions + 1, max_sessions),
-      now);
-}
-
-absl::Status Scheduler::EndUnsuccessfulLocked(int64_t attempt_id,
-                                              const std::string& attempt_state,
+absl::Status SchedulerImpl::EndUnsuccessfulLocked(int64_t attempt_id,
+                                              store::AttemptState attempt_state,
                                               const std::string& reason,
-                                              bool counts_as_failure) {
+                                              FailureCount failure_count) {
   auto it = live_.find(attempt_id);
   if (it == live_.end()) return absl::OkStatus();
   const LiveAttempt attempt = it->second;
-  UnitState& unit = units_.at(attempt.unit_id);
-  RunState& run = runs_.at(unit.row.run_id);
-  const int failures = unit.row.attempts + (counts_as_failure ? 1 : 0);
+  UnitEntry& unit = units_.at(attempt.unit_id);
+  OpenRun& run = runs_.at(unit.row.run_id);
+  const int failures = unit.row.attempts + (failure_count == FailureCount::kCounts ? 1 : 0);
   const bool give_up = failures >= run.row.max_attempts;
-  const std::string unit_state = give_up ? "failed" : "queued";
+  const store::UnitState unit_state =
+      give_up ? store::UnitState::kFailed : store::UnitState::kQueued;
   const std::string unit_reason =
       give_up ? absl::StrCat(reason, " (after ", failures, " attempts)") : reason;
   RETURN_IF_ERROR(store_->EndAttempt(attempt_id, attempt_state, unit_reason, attempt.unit_id,
@@ -827,259 +728,30 @@ absl::Status Scheduler::EndUnsuccessfulLocked(int64_t attempt_id,
   return absl::OkStatus();
 }
 
-// ---- Crossover location (`locate`) ----
-
-namespace {
-
-// "axis=value" parts of a cell key (values never contain ',' or '=').
-std::vector<std::pair<std::string, std::string>> KeyParts(const std::string& key) {
-  std::vector<std::pair<std::string, std::string>> parts;
-  for (absl::string_view part : absl::StrSplit(key, ',', absl::SkipEmpty())) {
-    const size_t eq = part.find('=');
-    parts.emplace_back(std::string(part.substr(0, eq)),
-                       eq == absl::string_view::npos ? "" : std::string(part.substr(eq + 1)));
-  }
-  return parts;
-}
-
-// The key without the parts of `drop_a` and `drop_b` (either may be empty).
-std::string KeyWithout(const std::string& key, const std::string& drop_a,
-                       const std::string& drop_b) {
-  std::string out;
-  for (const auto& [axis, value] : KeyParts(key)) {
-    if (axis == drop_a || axis == drop_b) continue;
-    if (!out.empty()) out += ",";
-    out += axis + "=" + value;
-  }
-  return out;
-}
-
-// A line: the cells that differ only in the located axis and the pair axis.
-std::string LineKey(const std::string& cell_key, const LocateConfig& config) {
-  return KeyWithout(cell_key, config.axis, config.pair_axis);
-}
-
-// The unit group of a probe: one (line, depth), so each probe's replicates go to distinct
-// sessions while a session that measured the ladder may still measure the probe.
-std::string ProbeGroupKey(const std::string& cell_key, const LocateConfig& config) {
-  return KeyWithout(cell_key, config.pair_axis, "");
-}
-
-uint64_t ProbeSeed(const std::string& group_key, int replicate) {
-  return matrices::UnitSeed(matrices::DefaultSeed(group_key), 0, replicate);
-}
-
-}  // namespace
-
-bool Scheduler::IsLocateProbeGroupLocked(const RunState& run, const std::string& group_key) const {
-  if (run.row.locate.empty()) return false;
-  auto config = LocateConfig::FromJson(run.row.locate);
-  if (!config.ok()) return false;
-  for (const auto& part : KeyParts(group_key)) {
-    if (part.first != config->axis) continue;
-    const std::string& value = part.second;  // (clang 14 cannot capture a structured binding)
-    return std::none_of(config->declared.begin(), config->declared.end(),
-                        [&](const nlohmann::json& v) { return matrices::ValueToString(v) == value; });
-  }
-  return false;
-}
-
-void Scheduler::QueueUnitLocked(store::UnitRow row) {
-  RunState& run = runs_.at(row.run_id);
-  run.queued.insert(row.id);
+void SchedulerImpl::QueueNewUnitLocked(int64_t unit_id, int64_t run_id,
+                                       const std::string& group_key, int replicate,
+                                       uint64_t seed, const std::vector<int64_t>& cell_ids) {
+  store::UnitRow row;
+  row.id = unit_id;
+  row.run_id = run_id;
+  row.replicate = replicate;
+  row.group_key = group_key;
+  row.seed = seed;
+  row.state = store::UnitState::kQueued;
+  row.cell_ids = cell_ids;
+  OpenRun& run = runs_.at(run_id);
+  run.queued.insert(unit_id);
   run.open_units++;
-  units_[row.id] = UnitState{std::move(row)};
-  work_available_.notify_all();
+  units_[unit_id] = UnitEntry{std::move(row)};
+  work_available_.NotifyAll();
 }
 
-absl::Status Scheduler::LocateAfterUnitLocked(int64_t run_id,
-                                              const std::vector<int64_t>& cell_ids) {
-  auto run = runs_.find(run_id);
-  if (run == runs_.end() || run->second.row.locate.empty()) return absl::OkStatus();
-  ASSIGN_OR_RETURN(const LocateConfig config, LocateConfig::FromJson(run->second.row.locate));
-  ASSIGN_OR_RETURN(const std::vector<store::CellRecord> cells, store_->RunCells(run_id));
-  const std::set<int64_t> ended(cell_ids.begin(), cell_ids.end());
-  std::set<std::string> lines;
-  for (const auto& cell : cells) {
-    if (ended.count(cell.id)) lines.insert(LineKey(cell.key, config));
-  }
-  for (const auto& line : lines) RETURN_IF_ERROR(LocateLineLocked(run_id, line, cells));
-  return absl::OkStatus();
-}
-
-absl::Status Scheduler::LocateAllLinesLocked(int64_t run_id) {
-  auto run = runs_.find(run_id);
-  if (run == runs_.end() || run->second.row.locate.empty()) return absl::OkStatus();
-  ASSIGN_OR_RETURN(const LocateConfig config, LocateConfig::FromJson(run->second.row.locate));
-  ASSIGN_OR_RETURN(const std::vector<store::CellRecord> cells, store_->RunCells(run_id));
-  std::set<std::string> lines;
-  for (const auto& cell : cells) lines.insert(LineKey(cell.key, config));
-  for (const auto& line : lines) RETURN_IF_ERROR(LocateLineLocked(run_id, line, cells));
-  return absl::OkStatus();
-}
-
-absl::Status Scheduler::LocateLineLocked(int64_t run_id, const std::string& line_key,
-                                         const std::vector<store::CellRecord>& run_cells) {
-  auto run_it = runs_.find(run_id);
-  if (run_it == runs_.end()) return absl::OkStatus();
-  const RunState& run = run_it->second;
-  ASSIGN_OR_RETURN(const LocateConfig config, LocateConfig::FromJson(run.row.locate));
-
-  // The line's rungs: both arms' cells at each depth.
-  struct Rung {
-    const store::CellRecord* a = nullptr;
-    const store::CellRecord* b = nullptr;
-    std::set<int64_t> units;
-  };
-  std::map<double, Rung> rungs;
-  std::map<int64_t, double> depth_of;
-  for (const auto& cell : run_cells) {
-    if (LineKey(cell.key, config) != line_key) continue;
-    const nlohmann::json value = cell.axes.value(config.axis, nlohmann::json());
-    if (!value.is_number()) continue;
-    const double depth = value.get<double>();
-    const std::string arm =
-        matrices::ValueToString(cell.axes.value(config.pair_axis, nlohmann::json()));
-    if (arm == config.arm_a) rungs[depth].a = &cell;
-    if (arm == config.arm_b) rungs[depth].b = &cell;
-    depth_of[cell.id] = depth;
-  }
-  // Decide only once every unit holding the line's cells has ended.
-  for (const auto& [id, unit] : units_) {
-    if (unit.row.run_id != run_id) continue;
-    for (int64_t cell : unit.row.cell_ids) {
-      auto d = depth_of.find(cell);
-      if (d == depth_of.end()) continue;
-      if (unit.row.state == "queued" || unit.row.state == "leased") return absl::OkStatus();
-      rungs[d->second].units.insert(id);
-    }
-  }
-  ASSIGN_OR_RETURN(const std::vector<store::LocateDecisionRow> decisions,
-                   store_->LocateDecisions(run_id, line_key));
-  std::optional<double> current_probe;
-  for (const auto& d : decisions) {
-    if (d.decision == "stop") return absl::OkStatus();  // this line is finished
-    if (d.decision == "probe") current_probe = d.depth;
-  }
-
-  // Paired ratio B / A at each depth, over the sessions that measured both arms.
-  std::vector<int64_t> cell_ids;
-  for (const auto& [depth, rung] : rungs) {
-    if (rung.a && rung.b) {
-      cell_ids.push_back(rung.a->id);
-      cell_ids.push_back(rung.b->id);
-    }
-  }
-  ASSIGN_OR_RETURN(const std::vector<store::Observation> observations,
-                   store_->ValidObservations(cell_ids, run.row.metric));
-  std::map<std::string, int64_t> session_index;
-  std::map<int64_t, std::vector<stats::Observation>> by_cell;
-  std::map<int64_t, std::set<int64_t>> sessions_of_cell;
-  for (const auto& o : observations) {
-    const int64_t session = session_index.emplace(o.session_id, session_index.size()).first->second;
-    by_cell[o.cell_id].push_back(stats::Observation{session, o.process, o.round, o.value});
-    sessions_of_cell[o.cell_id].insert(session);
-  }
-  std::vector<LocateRung> measured;
-  for (const auto& [depth, rung] : rungs) {
-    if (!rung.a || !rung.b) continue;
-    LocateRung r;
-    r.depth = depth;
-    r.units = static_cast<int>(rung.units.size());
-    // A session that measured one arm only (its other attempt failed) cannot be paired.
-    const auto& sa = sessions_of_cell[rung.a->id];
-    const auto& sb = sessions_of_cell[rung.b->id];
-    stats::PairedSample sample;
-    for (const auto& o : by_cell[rung.a->id]) {
-      if (sb.count(o.session)) sample.a.push_back(o);
-    }
-    for (const auto& o : by_cell[rung.b->id]) {
-      if (sa.count(o.session)) sample.b.push_back(o);
-    }
-    if (sample.a.empty() || sample.b.empty()) {
-      r.error = "no session measured both arms";
-    } else if (auto interval = stats::PairedRatioInterval(sample); interval.ok()) {
-      r.ratio = *interval;
-    } else {
-      r.error = std::string(interval.status().message());
-    }
-    measured.push_back(std::move(r));
-  }
-
-  const LocateStep step = DecideLocateStep(config, measured, current_probe);
-  store::LocateDecisionRow decision;
-  decision.line_key = line_key;
-  decision.sessions = step.sessions;
-  decision.half_width = step.half_width;
-  decision.target = config.resolution_octaves;
-  decision.depth = step.depth;
-  decision.bracket_lower = step.bracket_lower;
-  decision.bracket_upper = step.bracket_upper;
-  decision.reason = step.reason;
-  decision.decided_at = clock_->NowMs();
-  switch (step.action) {
-    case LocateAction::kStop:
-      decision.decision = "stop";
-      decision.outcome = step.outcome;
-      return store_->RecordLocateDecision(run_id, decision);
-    case LocateAction::kAddSession: {
-      const Rung& rung = rungs.at(step.depth);
-      const std::string group_key = ProbeGroupKey(rung.a->key, config);
-      const int replicate = step.sessions;
-      const uint64_t seed = ProbeSeed(group_key, replicate);
-      const std::vector<int64_t> cells = {rung.a->id, rung.b->id};
-      decision.decision = "add_session";
-      ASSIGN_OR_RETURN(const int64_t unit_id,
-                       store_->AddLocateReplicate(run_id, group_key, replicate, seed, cells,
-                                                  decision));
-      QueueUnitLocked(QueuedUnit(unit_id, run_id, group_key, replicate, seed, cells));
-      return absl::OkStatus();
-    }
-    case LocateAction::kProbe:
-      break;
-  }
-  // A probe: both arms at the new depth, every other parameter as on the line's rungs.
-  const Rung* model = nullptr;
-  for (const auto& [depth, rung] : rungs) {
-    if (rung.a && rung.b) {
-      model = &rung;
-      break;
-    }
-  }
-  if (model == nullptr) return absl::InternalError("locate: a probe on a line without rungs");
-  const nlohmann::json value = config.ValueOf(step.depth);
-  std::vector<store::NewCell> cells;
-  for (const store::CellRecord* arm : {model->a, model->b}) {
-    std::vector<std::string> order;
-    for (const auto& [axis, unused] : KeyParts(arm->key)) order.push_back(axis);
-    store::NewCell cell;
-    cell.axes = arm->axes;
-    cell.axes[config.axis] = value;
-    cell.params = arm->params;
-    cell.params[config.axis] = value;
-    cell.key = matrices::CellKey(order, cell.axes);
-    cells.push_back(std::move(cell));
-  }
-  const std::string group_key = ProbeGroupKey(cells.front().key, config);
-  std::vector<uint64_t> seeds;
-  for (int r = 0; r < run.row.sessions; ++r) seeds.push_back(ProbeSeed(group_key, r));
-  decision.decision = "probe";
-  decision.sessions = run.row.sessions;
-  ASSIGN_OR_RETURN(const store::Store::ProbeIds ids,
-                   store_->AddLocateProbe(run_id, cells, group_key, seeds, decision));
-  for (size_t r = 0; r < ids.unit_ids.size(); ++r) {
-    QueueUnitLocked(QueuedUnit(ids.unit_ids[r], run_id, group_key, static_cast<int>(r), seeds[r],
-                               ids.cell_ids));
-  }
-  return absl::OkStatus();
-}
-
-void Scheduler::AddLiveLocked(int64_t attempt_id, LiveAttempt attempt) {
+void SchedulerImpl::AddLiveLocked(int64_t attempt_id, LiveAttempt attempt) {
   live_by_session_[attempt.session_id].insert(attempt_id);
   live_[attempt_id] = std::move(attempt);
 }
 
-void Scheduler::EraseLiveLocked(std::map<int64_t, LiveAttempt>::iterator it) {
+void SchedulerImpl::EraseLiveLocked(std::map<int64_t, LiveAttempt>::iterator it) {
   if (auto s = live_by_session_.find(it->second.session_id); s != live_by_session_.end()) {
     s->second.erase(it->first);
     if (s->second.empty()) live_by_session_.erase(s);
@@ -1087,7 +759,7 @@ void Scheduler::EraseLiveLocked(std::map<int64_t, LiveAttempt>::iterator it) {
   live_.erase(it);
 }
 
-absl::Status Scheduler::UnitTerminalLocked(int64_t run_id) {
+absl::Status SchedulerImpl::UnitTerminalLocked(int64_t run_id) {
   auto run = runs_.find(run_id);
   if (run == runs_.end()) return absl::OkStatus();
   // Counted, not recounted: a scan of every unit here made each Finish O(units in memory).
@@ -1095,10 +767,10 @@ absl::Status Scheduler::UnitTerminalLocked(int64_t run_id) {
   return CompleteRunLocked(run_id);
 }
 
-absl::Status Scheduler::CompleteRunLocked(int64_t run_id) {
+absl::Status SchedulerImpl::CompleteRunLocked(int64_t run_id) {
   auto run = runs_.find(run_id);
   if (run == runs_.end()) return absl::OkStatus();
-  RETURN_IF_ERROR(store_->SetRunState(run_id, "done", clock_->NowMs()));
+  RETURN_IF_ERROR(store_->SetRunState(run_id, store::RunState::kDone, clock_->NowMs()));
   // The run is finished: drop its units from memory.
   for (auto it = units_.begin(); it != units_.end();) {
     it = it->second.row.run_id == run_id ? units_.erase(it) : std::next(it);
@@ -1113,31 +785,31 @@ absl::Status Scheduler::CompleteRunLocked(int64_t run_id) {
   return absl::OkStatus();
 }
 
-absl::Status Scheduler::Release(const std::string& session_id, const std::string& reason) {
+absl::Status SchedulerImpl::Release(const std::string& session_id, const std::string& reason) {
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     std::vector<int64_t> mine;
     if (auto it = live_by_session_.find(session_id); it != live_by_session_.end()) {
       mine.assign(it->second.begin(), it->second.end());
     }
     for (int64_t id : mine) {
       RETURN_IF_ERROR(EndUnsuccessfulLocked(
-          id, "failed", absl::StrCat("released by agent: ", reason.empty() ? "stopping" : reason),
-          /*counts_as_failure=*/false));
+          id, store::AttemptState::kFailed, absl::StrCat("released by agent: ", reason.empty() ? "stopping" : reason),
+          FailureCount::kDoesNotCount));
     }
     if (auto s = sessions_.find(session_id); s != sessions_.end()) {
       // A touch queued before the release must not mark the session active again.
       touched_.erase(session_id);
-      RETURN_IF_ERROR(store_->SetSessionState(session_id, "gone"));
+      RETURN_IF_ERROR(store_->SetSessionState(session_id, store::SessionState::kGone));
       sessions_.erase(s);
     }
   }
-  work_available_.notify_all();
+  work_available_.NotifyAll();
   return absl::OkStatus();
 }
 
-absl::Status Scheduler::Cancel(int64_t run_id) {
-  std::lock_guard lock(mu_);
+absl::Status SchedulerImpl::Cancel(int64_t run_id) {
+  absl::MutexLock lock(&mu_);
   auto run = runs_.find(run_id);
   if (run == runs_.end()) {
     return absl::FailedPreconditionError(
@@ -1156,11 +828,11 @@ absl::Status Scheduler::Cancel(int64_t run_id) {
   return absl::OkStatus();
 }
 
-absl::Status Scheduler::Tick() {
+absl::Status SchedulerImpl::Tick() {
   std::vector<std::string> touched;
   bool requeued = false;
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     const int64_t now = clock_->NowMs();
     std::vector<std::pair<int64_t, std::string>> expired;
     for (const auto& [id, attempt] : live_) {
@@ -1168,37 +840,37 @@ absl::Status Scheduler::Tick() {
     }
     for (const auto& [id, session] : expired) {
       RETURN_IF_ERROR(EndUnsuccessfulLocked(
-          id, "expired",
+          id, store::AttemptState::kExpired,
           absl::StrCat("lease expired: session ", session.substr(0, 8), " silent for ",
                        options_.lease_ms / 1000.0, " s"),
-          /*counts_as_failure=*/true));
+          FailureCount::kCounts));
       requeued = true;
     }
     for (auto& [id, session] : sessions_) {
       if (!session.lost && now - session.last_seen_ms > options_.session_lost_ms) {
         session.lost = true;
-        RETURN_IF_ERROR(store_->SetSessionState(id, "lost"));
+        RETURN_IF_ERROR(store_->SetSessionState(id, store::SessionState::kLost));
       }
     }
     touched.assign(touched_.begin(), touched_.end());
     touched_.clear();
   }
-  if (requeued) work_available_.notify_all();
+  if (requeued) work_available_.NotifyAll();
   return store_->TouchSessions(touched, clock_->NowMs());
 }
 
-void Scheduler::WakeAll() { work_available_.notify_all(); }
+void SchedulerImpl::WakeAll() { work_available_.NotifyAll(); }
 
-void Scheduler::Shutdown() {
+void SchedulerImpl::Shutdown() {
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     shutdown_ = true;
   }
-  work_available_.notify_all();
+  work_available_.NotifyAll();
 }
 
-int64_t Scheduler::live_attempts() const {
-  std::lock_guard lock(mu_);
+int64_t SchedulerImpl::live_attempts() const {
+  absl::MutexLock lock(&mu_);
   return static_cast<int64_t>(live_.size());
 }
 

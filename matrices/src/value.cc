@@ -1,4 +1,6 @@
+#include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -46,6 +48,36 @@ std::string CellKey(const std::vector<std::string>& axis_order, const nlohmann::
   return key;
 }
 
+std::vector<CellKeyPart> ParseCellKey(std::string_view key) {
+  std::vector<CellKeyPart> parts;
+  size_t start = 0;
+  while (start < key.size()) {
+    size_t end = key.find(',', start);
+    if (end == std::string_view::npos) end = key.size();
+    const std::string_view part = key.substr(start, end - start);
+    start = end + 1;
+    if (part.empty()) continue;
+    const size_t eq = part.find('=');
+    if (eq == std::string_view::npos) {
+      parts.push_back(CellKeyPart{std::string(part), ""});
+    } else {
+      parts.push_back(
+          CellKeyPart{std::string(part.substr(0, eq)), std::string(part.substr(eq + 1))});
+    }
+  }
+  return parts;
+}
+
+std::string CellKeyWithout(std::string_view key, const std::vector<std::string>& drop) {
+  std::string out;
+  for (const CellKeyPart& part : ParseCellKey(key)) {
+    if (std::find(drop.begin(), drop.end(), part.axis) != drop.end()) continue;
+    if (!out.empty()) out += ",";
+    out += part.axis + "=" + part.value;
+  }
+  return out;
+}
+
 uint64_t DefaultSeed(std::string_view name) { return internal::Fnv1a64(name); }
 
 uint64_t UnitSeed(uint64_t matrix_seed, int group_index, int replicate) {
@@ -77,6 +109,58 @@ absl::StatusOr<Requirements> RequirementsFromJson(const nlohmann::json& j) {
     return absl::InvalidArgumentError(std::string("requires: ") + e.what());
   }
   return r;
+}
+
+Value LocateConfig::ValueOf(double depth) const {
+  if (integer_axis) return static_cast<int64_t>(std::llround(depth));
+  return depth;
+}
+
+nlohmann::json LocateToJson(const Matrix& matrix) {
+  if (!matrix.locate) return nlohmann::json::object();
+  const Locate& l = *matrix.locate;
+  nlohmann::json arms = nlohmann::json::array();
+  nlohmann::json values = nlohmann::json::array();
+  for (const auto& axis : matrix.axes) {
+    if (axis.name == l.pair_axis) {
+      for (const auto& v : axis.values) arms.push_back(ValueToString(v));
+    }
+    if (axis.name == l.axis) {
+      for (const auto& v : axis.values) values.push_back(v);
+    }
+  }
+  return {{"axis", l.axis},
+          {"pair_axis", l.pair_axis},
+          {"arms", arms},      // rendered as in cell keys; the ratio is arms[1] / arms[0]
+          {"values", values},  // the declared rungs; any other value of the axis is a probe
+          {"resolution_octaves", l.resolution_octaves},
+          {"min_step", l.min_step},
+          {"max_sessions", l.max_sessions}};
+}
+
+absl::StatusOr<LocateConfig> LocateFromJson(const nlohmann::json& json) {
+  if (!json.is_object() || json.empty()) return absl::NotFoundError("the run has no locate");
+  LocateConfig c;
+  try {
+    c.axis = json.at("axis").get<std::string>();
+    c.pair_axis = json.at("pair_axis").get<std::string>();
+    const auto& arms = json.at("arms");
+    if (!arms.is_array() || arms.size() != 2) {
+      return absl::InvalidArgumentError("locate.arms must name two arms");
+    }
+    c.arm_a = arms[0].get<std::string>();
+    c.arm_b = arms[1].get<std::string>();
+    for (const auto& v : json.at("values")) {
+      c.declared.push_back(v);
+      if (!v.is_number_integer()) c.integer_axis = false;
+    }
+    c.resolution_octaves = json.at("resolution_octaves").get<double>();
+    c.min_step = json.at("min_step").get<int64_t>();
+    c.max_sessions = json.at("max_sessions").get<int>();
+  } catch (const nlohmann::json::exception& e) {
+    return absl::InvalidArgumentError(std::string("runs.locate: ") + e.what());
+  }
+  return c;
 }
 
 namespace internal {

@@ -148,14 +148,8 @@ const CellStats* RunAnalysis::FindCell(const std::string& key) const {
 
 std::vector<std::pair<std::string, std::string>> SplitKey(const std::string& key) {
   std::vector<std::pair<std::string, std::string>> out;
-  if (key.empty()) return out;
-  for (absl::string_view part : absl::StrSplit(key, ',')) {
-    const size_t eq = part.find('=');
-    if (eq == absl::string_view::npos) {
-      out.emplace_back(std::string(part), "");
-    } else {
-      out.emplace_back(std::string(part.substr(0, eq)), std::string(part.substr(eq + 1)));
-    }
+  for (auto& part : matrices::ParseCellKey(key)) {
+    out.emplace_back(std::move(part.axis), std::move(part.value));
   }
   return out;
 }

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <limits>
+#include <set>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -15,6 +18,32 @@ bool NeedsMoreSessions(const Interval& ratio, double target_relative_half_width)
   if (ratio.bounds == Boundedness::kUnbounded) return true;
   const double hw = ratio.RelativeHalfWidth();
   return !(hw <= target_relative_half_width);  // NaN counts as "needs more"
+}
+
+double WidestRatioHalfWidth(std::span<const PairedSample> comparisons) {
+  double widest = 0;
+  for (const PairedSample& sample : comparisons) {
+    auto interval = PairedRatioInterval(sample, RatioOptions{});
+    const double width = !interval.ok() || interval->scope != IntervalScope::kBetweenSessions
+                             ? std::numeric_limits<double>::infinity()
+                             : interval->RelativeHalfWidth();
+    widest = std::max(widest, width);
+  }
+  return widest;
+}
+
+PairedSample OnlyPairedSessions(const PairedSample& sample) {
+  std::set<std::int64_t> in_a, in_b;
+  for (const Observation& o : sample.a) in_a.insert(o.session);
+  for (const Observation& o : sample.b) in_b.insert(o.session);
+  PairedSample paired;
+  for (const Observation& o : sample.a) {
+    if (in_b.count(o.session)) paired.a.push_back(o);
+  }
+  for (const Observation& o : sample.b) {
+    if (in_a.count(o.session)) paired.b.push_back(o);
+  }
+  return paired;
 }
 
 ProbeVerdict ClassifyProbe(const Interval& ratio, double tolerance) {

@@ -59,7 +59,7 @@ absl::StatusOr<RunSummary> GetRunSummary(sqlite::Database& db, int64_t run_id) {
     if (!row) return absl::NotFoundError(absl::StrCat("run ", run_id, " not found"));
     s.matrix_name = stmt.Text(0);
     s.matrix_sha256 = stmt.Text(1);
-    s.state = stmt.Text(2);
+    ASSIGN_OR_RETURN(s.state, ParseRunState(stmt.Text(2)));
     s.runner = stmt.Text(3);
     s.metric = stmt.Text(4);
     s.created_at_ms = stmt.Int(5);
@@ -73,14 +73,16 @@ absl::StatusOr<RunSummary> GetRunSummary(sqlite::Database& db, int64_t run_id) {
     while (true) {
       ASSIGN_OR_RETURN(bool row, stmt.Step());
       if (!row) break;
-      const std::string state = stmt.Text(0);
+      ASSIGN_OR_RETURN(const UnitState state, ParseUnitState(stmt.Text(0)));
       const int64_t count = stmt.Int(1);
       s.units_total += count;
-      if (state == "done") s.units_done = count;
-      if (state == "leased") s.units_leased = count;
-      if (state == "queued") s.units_queued = count;
-      if (state == "failed") s.units_failed = count;
-      if (state == "cancelled") s.units_cancelled = count;
+      switch (state) {
+        case UnitState::kDone: s.units_done = count; break;
+        case UnitState::kLeased: s.units_leased = count; break;
+        case UnitState::kQueued: s.units_queued = count; break;
+        case UnitState::kFailed: s.units_failed = count; break;
+        case UnitState::kCancelled: s.units_cancelled = count; break;
+      }
     }
   }
   {
@@ -162,7 +164,7 @@ absl::StatusOr<std::vector<SessionSummary>> ListSessions(sqlite::Database& db) {
     SessionSummary s;
     s.session_id = stmt.Text(0);
     s.hostname = stmt.Text(1);
-    s.state = stmt.Text(2);
+    ASSIGN_OR_RETURN(s.state, ParseSessionState(stmt.Text(2)));
     s.started_at_ms = stmt.Int(3);
     s.last_seen_ms = stmt.Int(4);
     s.attempts_done = stmt.Int(5);

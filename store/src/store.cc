@@ -105,7 +105,7 @@ absl::StatusOr<int64_t> Store::CreateRun(const std::string& yaml, const matrices
                                        {"max_sessions", matrix.precision->max_sessions}}
                             .dump()
                       : std::string("{}"))
-        .Bind(13, LocateJson(matrix).dump());
+        .Bind(13, matrices::LocateToJson(matrix).dump());
     RETURN_IF_ERROR(insert->Run());
   }
   const int64_t run_id = db.LastInsertRowId();
@@ -169,7 +169,7 @@ absl::StatusOr<SchedulingSnapshot> Store::LoadSchedulingState() {
       if (!row) break;
       RunRow run;
       run.id = stmt.Int(0);
-      run.state = stmt.Text(1);
+      ASSIGN_OR_RETURN(run.state, ParseRunState(stmt.Text(1)));
       run.runner = stmt.Text(2);
       run.metric = stmt.Text(3);
       run.max_attempts = static_cast<int>(stmt.Int(4));
@@ -199,7 +199,7 @@ absl::StatusOr<SchedulingSnapshot> Store::LoadSchedulingState() {
       unit.replicate = static_cast<int>(stmt.Int(3));
       unit.group_key = stmt.Text(4);
       unit.seed = static_cast<uint64_t>(stmt.Int(5));
-      unit.state = stmt.Text(6);
+      ASSIGN_OR_RETURN(unit.state, ParseUnitState(stmt.Text(6)));
       unit.attempts = static_cast<int>(stmt.Int(7));
       unit_index[unit.id] = snapshot.units.size();
       snapshot.units.push_back(std::move(unit));
@@ -225,8 +225,9 @@ absl::StatusOr<SchedulingSnapshot> Store::LoadSchedulingState() {
     while (true) {
       ASSIGN_OR_RETURN(bool row, stmt.Step());
       if (!row) break;
-      snapshot.attempts.push_back(AttemptRow{stmt.Int(0), stmt.Int(1), stmt.Text(2),
-                                             stmt.Text(3), stmt.Int(4)});
+      ASSIGN_OR_RETURN(const AttemptState state, ParseAttemptState(stmt.Text(3)));
+      snapshot.attempts.push_back(
+          AttemptRow{stmt.Int(0), stmt.Int(1), stmt.Text(2), state, stmt.Int(4)});
     }
   }
   {
@@ -255,7 +256,7 @@ absl::StatusOr<SchedulingSnapshot> Store::LoadSchedulingState() {
       s.agent_version = stmt.Text(11);
       s.started_at = stmt.Int(12);
       s.last_seen_at = stmt.Int(13);
-      s.state = stmt.Text(14);
+      ASSIGN_OR_RETURN(s.state, ParseSessionState(stmt.Text(14)));
       gpus.Reset();
       gpus.Bind(1, s.id);
       while (true) {
@@ -309,7 +310,7 @@ absl::Status Store::UpsertSession(const SessionRow& s) {
       .Bind(12, s.agent_version)
       .Bind(13, s.started_at)
       .Bind(14, s.last_seen_at)
-      .Bind(15, s.state);
+      .Bind(15, ToString(s.state));
   RETURN_IF_ERROR(upsert->Run());
   ASSIGN_OR_RETURN(sqlite::Statement* gpu, db.Cached(
       "INSERT OR IGNORE INTO session_gpus(session_id, idx, vendor, name, arch, uuid, memory_mib, "
@@ -344,10 +345,10 @@ absl::Status Store::TouchSessions(const std::vector<std::string>& session_ids, i
   return tx.Commit();
 }
 
-absl::Status Store::SetSessionState(const std::string& session_id, const std::string& state) {
+absl::Status Store::SetSessionState(const std::string& session_id, SessionState state) {
   std::lock_guard lock(mu_);
   ASSIGN_OR_RETURN(sqlite::Statement* stmt, db_->Cached("UPDATE sessions SET state = ?2 WHERE id = ?1"));
-  return stmt->Bind(1, session_id).Bind(2, state).Run();
+  return stmt->Bind(1, session_id).Bind(2, ToString(state)).Run();
 }
 
 absl::StatusOr<int64_t> Store::LeaseUnit(int64_t unit_id, const std::string& session_id,
@@ -393,9 +394,9 @@ absl::StatusOr<int64_t> Store::LeaseUnitLocked(int64_t unit_id, const std::strin
   return attempt_id;
 }
 
-absl::Status Store::EndAttempt(int64_t attempt_id, const std::string& attempt_state,
-                               const std::string& reason, int64_t unit_id,
-                               const std::string& unit_state, int unit_attempts, int64_t now_ms) {
+absl::Status Store::EndAttempt(int64_t attempt_id, AttemptState attempt_state,
+                               const std::string& reason, int64_t unit_id, UnitState unit_state,
+                               int unit_attempts, int64_t now_ms) {
   std::lock_guard lock(mu_);
   ASSIGN_OR_RETURN(sqlite::Transaction tx, sqlite::Transaction::Begin(*db_));
   RETURN_IF_ERROR(EndAttemptLocked(attempt_id, attempt_state, reason, unit_id, unit_state,
@@ -408,20 +409,23 @@ absl::Status Store::EndAttemptsDone(const std::vector<AttemptDone>& done, int64_
   ASSIGN_OR_RETURN(sqlite::Transaction tx, sqlite::Transaction::Begin(*db_));
   for (const AttemptDone& d : done) {
     RETURN_IF_ERROR(
-        EndAttemptLocked(d.attempt_id, "done", "", d.unit_id, "done", d.unit_attempts, now_ms));
+        EndAttemptLocked(d.attempt_id, AttemptState::kDone, "", d.unit_id, UnitState::kDone,
+                         d.unit_attempts, now_ms));
   }
   return tx.Commit();
 }
 
-absl::Status Store::EndAttemptLocked(int64_t attempt_id, const std::string& attempt_state,
+absl::Status Store::EndAttemptLocked(int64_t attempt_id, AttemptState attempt_state,
                                      const std::string& reason, int64_t unit_id,
-                                     const std::string& unit_state, int unit_attempts,
-                                     int64_t now_ms) {
+                                     UnitState unit_state, int unit_attempts, int64_t now_ms) {
+  if (attempt_state == AttemptState::kLeased) {
+    return absl::InvalidArgumentError(absl::StrCat("attempt ", attempt_id, ": an end is not leased"));
+  }
   sqlite::Database& db = *db_;
   ASSIGN_OR_RETURN(sqlite::Statement* attempt, db.Cached(
       "UPDATE attempts SET state = ?2, reason = ?3, ended_at = ?4 "
       "WHERE id = ?1 AND state = 'leased'"));
-  attempt->Bind(1, attempt_id).Bind(2, attempt_state).Bind(4, now_ms);
+  attempt->Bind(1, attempt_id).Bind(2, ToString(attempt_state)).Bind(4, now_ms);
   if (reason.empty()) {
     attempt->BindNull(3);
   } else {
@@ -435,7 +439,7 @@ absl::Status Store::EndAttemptLocked(int64_t attempt_id, const std::string& atte
       "UPDATE units SET state = ?2, attempts = ?3, "
       "fail_reason = CASE WHEN ?4 = '' THEN fail_reason ELSE ?4 END WHERE id = ?1"));
   return unit->Bind(1, unit_id)
-      .Bind(2, unit_state)
+      .Bind(2, ToString(unit_state))
       .Bind(3, unit_attempts)
       .Bind(4, reason)
       .Run();
@@ -721,12 +725,12 @@ absl::StatusOr<AttemptFill> Store::CountResults(int64_t attempt_id,
   return fill;
 }
 
-absl::Status Store::SetRunState(int64_t run_id, const std::string& state, int64_t now_ms) {
+absl::Status Store::SetRunState(int64_t run_id, RunState state, int64_t now_ms) {
   std::lock_guard lock(mu_);
   ASSIGN_OR_RETURN(sqlite::Statement* stmt, db_->Cached(
       "UPDATE runs SET state = ?2, finished_at = CASE WHEN ?2 IN ('done','cancelled') THEN ?3 "
       "ELSE finished_at END WHERE id = ?1"));
-  return stmt->Bind(1, run_id).Bind(2, state).Bind(3, now_ms).Run();
+  return stmt->Bind(1, run_id).Bind(2, ToString(state)).Bind(3, now_ms).Run();
 }
 
 absl::StatusOr<int64_t> Store::AddUnit(int64_t run_id, const std::string& group_key,

@@ -72,28 +72,6 @@ absl::StatusOr<int64_t> InsertQueuedUnit(sqlite::Database& db, int64_t run_id,
 
 }  // namespace internal
 
-nlohmann::json LocateJson(const matrices::Matrix& matrix) {
-  if (!matrix.locate) return nlohmann::json::object();
-  const matrices::Locate& l = *matrix.locate;
-  nlohmann::json arms = nlohmann::json::array();
-  nlohmann::json values = nlohmann::json::array();
-  for (const auto& axis : matrix.axes) {
-    if (axis.name == l.pair_axis) {
-      for (const auto& v : axis.values) arms.push_back(matrices::ValueToString(v));
-    }
-    if (axis.name == l.axis) {
-      for (const auto& v : axis.values) values.push_back(v);
-    }
-  }
-  return {{"axis", l.axis},
-          {"pair_axis", l.pair_axis},
-          {"arms", arms},      // rendered as in cell keys; the ratio is arms[1] / arms[0]
-          {"values", values},  // the declared rungs; any other value of the axis is a probe
-          {"resolution_octaves", l.resolution_octaves},
-          {"min_step", l.min_step},
-          {"max_sessions", l.max_sessions}};
-}
-
 absl::StatusOr<std::vector<CellRecord>> Store::RunCells(int64_t run_id) {
   std::lock_guard lock(mu_);
   ASSIGN_OR_RETURN(sqlite::Statement stmt, db_->Prepare(

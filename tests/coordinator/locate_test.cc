@@ -132,19 +132,6 @@ TEST(LocateStep, StepLimitedWhenNoMultipleOfMinStepFits) {
   EXPECT_EQ(step.outcome, "step_limited") << step.reason;
 }
 
-TEST(LocateStep, ConfigReadsTheStoredJsonAndTypesProbes) {
-  auto c = LocateConfig::FromJson(nlohmann::json::parse(
-      R"({"axis":"depth","pair_axis":"path","arms":["2d","3d"],"values":[1024,4096],)"
-      R"("resolution_octaves":0.25,"min_step":256,"max_sessions":4})"));
-  ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->ValueOf(2816.0), nlohmann::json(2816));
-  EXPECT_TRUE(c->ValueOf(2816.0).is_number_integer());
-  EXPECT_EQ(LocateConfig::FromJson(nlohmann::json::object()).status().code(),
-            absl::StatusCode::kNotFound);
-  EXPECT_EQ(LocateConfig::FromJson(nlohmann::json{{"axis", "depth"}}).status().code(),
-            absl::StatusCode::kInvalidArgument);
-}
-
 // ---- The scheduler, over a real store ----
 
 constexpr double kCrossover = 3000;  // tokens: where the 3d path starts to lose (rows=1)
@@ -197,8 +184,10 @@ void CompleteOnCurve(Harness& h, KnownCurve& curve, const std::string& session,
     }
   }
   ASSERT_TRUE(h.scheduler->Report(session, ms, {}).ok());
-  auto finish = h.scheduler->Finish(session, lease.attempt_id, true, "",
-                                    static_cast<int64_t>(ms.size()), 0);
+  auto finish = h.scheduler->Finish(FinishIn{.session_id = session,
+                                             .attempt_id = lease.attempt_id,
+                                             .outcome = AttemptOutcome::kSucceeded,
+                                             .measurement_count = static_cast<int64_t>(ms.size())});
   ASSERT_TRUE(finish.ok()) << finish.status();
   EXPECT_TRUE(finish->accepted) << finish->detail;
 }
@@ -290,7 +279,7 @@ TEST(SchedulerLocate, LocatesAKnownCrossoverWithinTheResolution) {
         << depth;
     EXPECT_EQ(static_cast<int64_t>(d.depth) % 256, 0);
   }
-  EXPECT_EQ(h.Summary(run).state, "done");
+  EXPECT_EQ(h.Summary(run).state, store::RunState::kDone);
   EXPECT_EQ(Count(h, "SELECT COUNT(*) FROM units WHERE state != 'done'"), 0);
   EXPECT_EQ(Count(h, "SELECT COUNT(*) FROM units"), units);
   // Planned: 2 units; each probe: 2 units plus any added session.
@@ -331,8 +320,8 @@ TEST(SchedulerLocate, ARestartNeitherLosesNorDuplicatesAProbe) {
   }
   ASSERT_TRUE(h.scheduler->Report(sessions[1], ms, {}).ok());
   ASSERT_TRUE(h.store
-                  ->EndAttempt(second->attempt_id, "done", "", second->unit_id, "done", 0,
-                               h.clock.now)
+                  ->EndAttempt(second->attempt_id, store::AttemptState::kDone, "", second->unit_id,
+                               store::UnitState::kDone, 0, h.clock.now)
                   .ok());
   EXPECT_TRUE(LocateDecisions(h).empty());
 
@@ -363,7 +352,7 @@ TEST(SchedulerLocate, ARestartNeitherLosesNorDuplicatesAProbe) {
   EXPECT_EQ(Count(h, "SELECT COUNT(*) FROM cells"), 8 + 2 * static_cast<int64_t>(probed.size()));
   EXPECT_EQ(Count(h, "SELECT COUNT(*) FROM (SELECT key FROM cells GROUP BY key HAVING COUNT(*) > 1)"),
             0);
-  EXPECT_EQ(h.Summary(run).state, "done");
+  EXPECT_EQ(h.Summary(run).state, store::RunState::kDone);
 }
 
 TEST(SchedulerLocate, LinesOfAPlainAxisAreLocatedIndependently) {
@@ -412,7 +401,7 @@ locate: {axis: depth, resolution: 0.25 octave, min_step: 256, max_sessions: 4}
                      "JOIN cells c ON c.id = uc.cell_id WHERE "
                      "c.key != u.group_key || ',path=' || json_extract(c.axes, '$.path')"),
             0);
-  EXPECT_EQ(h.Summary(run).state, "done");
+  EXPECT_EQ(h.Summary(run).state, store::RunState::kDone);
 }
 
 TEST(SchedulerLocate, PrecisionLeavesProbeGroupsToLocate) {

@@ -71,8 +71,11 @@ TEST(SchedulerConcurrency, SessionsLeasingReportingAndFinishingTogetherDoEachUni
                 (*lease)->attempt_id, cell.id, 0, round, "time_us", 1.0 + round, "us", 0});
           }
         }
-        finishes.push_back(FinishIn{session, (*lease)->attempt_id, true, "",
-                                    static_cast<int64_t>(report.measurements.size()), 0});
+        finishes.push_back(
+            FinishIn{.session_id = session,
+                     .attempt_id = (*lease)->attempt_id,
+                     .outcome = AttemptOutcome::kSucceeded,
+                     .measurement_count = static_cast<int64_t>(report.measurements.size())});
         reports.push_back(std::move(report));
         if (reports.size() == 3) flush();
         h.scheduler->Heartbeat(session, {}).IgnoreError();
@@ -86,7 +89,7 @@ TEST(SchedulerConcurrency, SessionsLeasingReportingAndFinishingTogetherDoEachUni
 
   EXPECT_EQ(finished, kUnits);
   const store::RunSummary summary = h.Summary(run);
-  EXPECT_EQ(summary.state, "done");
+  EXPECT_EQ(summary.state, store::RunState::kDone);
   EXPECT_EQ(summary.units_done, kUnits);
   EXPECT_EQ(summary.measurements, kUnits * 2 * 2);
   EXPECT_EQ(h.scheduler->live_attempts(), 0);

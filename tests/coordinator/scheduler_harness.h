@@ -82,8 +82,10 @@ struct Harness {
                                      lease.attempt_id, cell.id, 0, 0, "time_us", 1.0, "us", 0});
     }
     ASSERT_TRUE(scheduler->Report(session, ms, {}).ok());
-    auto finish = scheduler->Finish(session, lease.attempt_id, true, "",
-                                    static_cast<int64_t>(ms.size()), 0);
+    auto finish = scheduler->Finish(FinishIn{.session_id = session,
+                                             .attempt_id = lease.attempt_id,
+                                             .outcome = AttemptOutcome::kSucceeded,
+                                             .measurement_count = static_cast<int64_t>(ms.size())});
     ASSERT_TRUE(finish.ok()) << finish.status();
     EXPECT_TRUE(finish->accepted) << finish->detail;
   }

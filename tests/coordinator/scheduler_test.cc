@@ -123,7 +123,10 @@ TEST(Scheduler, ExpiredLeaseIsRequeuedAndLateWorkIsStale) {
   auto outcome = h.scheduler->Report("session-a", late, {});
   ASSERT_TRUE(outcome.ok());
   EXPECT_EQ(outcome->stale.size(), 1u);
-  auto finish = h.scheduler->Finish("session-a", lease->attempt_id, true, "", 1, 0);
+  auto finish = h.scheduler->Finish(FinishIn{.session_id = "session-a",
+                                             .attempt_id = lease->attempt_id,
+                                             .outcome = AttemptOutcome::kSucceeded,
+                                             .measurement_count = 1});
   ASSERT_TRUE(finish.ok());
   EXPECT_FALSE(finish->accepted);
   EXPECT_EQ(h.Summary(run).units_done, 2);
@@ -137,13 +140,21 @@ TEST(Scheduler, FailedAttemptsAreRetriedThenTheCellsFail) {
   h.AddSession("session-c", "host-c");
   auto first = h.LeaseNow("session-a");
   ASSERT_TRUE(first);
-  ASSERT_TRUE(h.scheduler->Finish("session-a", first->attempt_id, false, "engine crashed", 0, 0)
+  ASSERT_TRUE(h.scheduler
+                  ->Finish(FinishIn{.session_id = "session-a",
+                                    .attempt_id = first->attempt_id,
+                                    .outcome = AttemptOutcome::kFailed,
+                                    .failure_reason = "engine crashed"})
                   ->accepted);
   // Re-queued: the next session asking gets the same unit back first.
   auto second = h.LeaseNow("session-b");
   ASSERT_TRUE(second);
   EXPECT_EQ(second->unit_id, first->unit_id);
-  ASSERT_TRUE(h.scheduler->Finish("session-b", second->attempt_id, false, "engine crashed", 0, 0)
+  ASSERT_TRUE(h.scheduler
+                  ->Finish(FinishIn{.session_id = "session-b",
+                                    .attempt_id = second->attempt_id,
+                                    .outcome = AttemptOutcome::kFailed,
+                                    .failure_reason = "engine crashed"})
                   .ok());
   auto summary = h.Summary(run);
   EXPECT_EQ(summary.units_failed, 1);
@@ -162,7 +173,7 @@ TEST(Scheduler, FailedAttemptsAreRetriedThenTheCellsFail) {
     if (!any) break;
   }
   summary = h.Summary(run);
-  EXPECT_EQ(summary.state, "done");
+  EXPECT_EQ(summary.state, store::RunState::kDone);
   EXPECT_EQ(summary.cells_failed, 2);
   EXPECT_EQ(summary.cells_done, 2);
 }
@@ -172,7 +183,10 @@ TEST(Scheduler, FinishWaitsForEveryAnnouncedResult) {
   h.Submit(kPaired);
   h.AddSession("session-a", "host-a");
   auto lease = h.LeaseNow("session-a");
-  auto early = h.scheduler->Finish("session-a", lease->attempt_id, true, "", 2, 0);
+  auto early = h.scheduler->Finish(FinishIn{.session_id = "session-a",
+                                            .attempt_id = lease->attempt_id,
+                                            .outcome = AttemptOutcome::kSucceeded,
+                                            .measurement_count = 2});
   EXPECT_EQ(early.status().code(), absl::StatusCode::kFailedPrecondition);
   h.Complete("session-a", *lease);
 }
@@ -187,7 +201,7 @@ TEST(Scheduler, CancelStopsLeasingAndTellsAgents) {
   EXPECT_FALSE(h.LeaseNow("session-b").has_value());
   EXPECT_EQ(*h.scheduler->Heartbeat("session-a", {lease->attempt_id}),
             std::vector<int64_t>{lease->attempt_id});
-  EXPECT_EQ(h.Summary(run).state, "cancelled");
+  EXPECT_EQ(h.Summary(run).state, store::RunState::kCancelled);
   EXPECT_EQ(h.scheduler->Cancel(run).code(), absl::StatusCode::kFailedPrecondition);
 }
 
@@ -240,7 +254,10 @@ void CompleteWith(Harness& h, const std::string& session, const Lease& lease, do
                                    i == 0 ? baseline : treatment, "us", 0});
   }
   ASSERT_TRUE(h.scheduler->Report(session, ms, {}).ok());
-  auto finish = h.scheduler->Finish(session, lease.attempt_id, true, "", 2, 0);
+  auto finish = h.scheduler->Finish(FinishIn{.session_id = session,
+                                             .attempt_id = lease.attempt_id,
+                                             .outcome = AttemptOutcome::kSucceeded,
+                                             .measurement_count = 2});
   ASSERT_TRUE(finish.ok()) << finish.status();
 }
 
@@ -272,7 +289,7 @@ TEST(Scheduler, PrecisionAddsPairedSessionsUntilTheBudgetIsSpent) {
   EXPECT_NE(decisions[1].find("add_session"), std::string::npos) << decisions[1];
   EXPECT_NE(decisions[2].find("stop: budget spent: 4 of max_sessions 4"), std::string::npos)
       << decisions[2];
-  EXPECT_EQ(h.Summary(run).state, "done");
+  EXPECT_EQ(h.Summary(run).state, store::RunState::kDone);
   EXPECT_EQ(h.Summary(run).units_done, 4);
 }
 
@@ -290,7 +307,7 @@ TEST(Scheduler, PrecisionStopsAsSoonAsTheIntervalIsNarrow) {
   auto decisions = Decisions(h);
   ASSERT_EQ(decisions.size(), 1u);
   EXPECT_NE(decisions[0].find("stop: precision reached"), std::string::npos) << decisions[0];
-  EXPECT_EQ(h.Summary(run).state, "done");
+  EXPECT_EQ(h.Summary(run).state, store::RunState::kDone);
 }
 
 TEST(Scheduler, PrecisionDecidesAfterARestartWhatTheStoppedCoordinatorDidNot) {
@@ -309,7 +326,10 @@ TEST(Scheduler, PrecisionDecidesAfterARestartWhatTheStoppedCoordinatorDidNot) {
                                    "time_us", i == 0 ? 100.0 : 140.0, "us", 0});
   }
   ASSERT_TRUE(h.scheduler->Report("session-b", ms, {}).ok());
-  ASSERT_TRUE(h.store->EndAttempt(b->attempt_id, "done", "", b->unit_id, "done", 0, 1).ok());
+  ASSERT_TRUE(h.store
+                  ->EndAttempt(b->attempt_id, store::AttemptState::kDone, "", b->unit_id,
+                               store::UnitState::kDone, 0, 1)
+                  .ok());
   EXPECT_TRUE(Decisions(h).empty());
   h.Restart();
   auto decisions = Decisions(h);
@@ -320,7 +340,7 @@ TEST(Scheduler, PrecisionDecidesAfterARestartWhatTheStoppedCoordinatorDidNot) {
   h.Restart();
   EXPECT_EQ(Decisions(h).size(), 1u);
   EXPECT_EQ(h.Summary(run).units_queued, 1);
-  EXPECT_EQ(h.Summary(run).state, "running");
+  EXPECT_EQ(h.Summary(run).state, store::RunState::kRunning);
 }
 
 TEST(Scheduler, ARejectedMatrixStoresNothing) {

@@ -99,5 +99,74 @@ pair: [path]
   EXPECT_EQ(CellKey(order, probe), "depth=1024,rate=0.5,path=2d,exact=true");
 }
 
+TEST(MatrixLocate, ParseCellKeyInvertsCellKey) {
+  const Matrix m = MustParse(R"(name: m
+runner: kernel
+axes:
+  depth: [256, 4096]
+  rate: [0.5, 2.0]
+  path: [2d, 3d]
+fixed: {backend: cpu}
+pair: [path]
+)");
+  const Expansion e = MustExpand(m);
+  std::vector<std::string> order;
+  for (const Axis& axis : m.axes) order.push_back(axis.name);
+  for (const Cell& cell : e.cells) {
+    const std::vector<CellKeyPart> parts = ParseCellKey(cell.key);
+    ASSERT_EQ(parts.size(), order.size()) << cell.key;
+    for (size_t i = 0; i < parts.size(); ++i) {
+      EXPECT_EQ(parts[i].axis, order[i]);
+      EXPECT_EQ(parts[i].value, ValueToString(cell.axes.at(order[i])));
+    }
+  }
+  EXPECT_TRUE(ParseCellKey("").empty());
+  const std::vector<CellKeyPart> odd = ParseCellKey("a=1,,b");
+  ASSERT_EQ(odd.size(), 2u);
+  EXPECT_EQ(odd[1].axis, "b");
+  EXPECT_EQ(odd[1].value, "");
+}
+
+TEST(MatrixLocate, CellKeyWithoutDropsTheNamedAxesInOrder) {
+  EXPECT_EQ(CellKeyWithout("depth=1024,rate=0.5,path=2d", {"depth", "path"}), "rate=0.5");
+  EXPECT_EQ(CellKeyWithout("depth=1024,rate=0.5,path=2d", {"path"}), "depth=1024,rate=0.5");
+  EXPECT_EQ(CellKeyWithout("depth=1024,rate=0.5", {}), "depth=1024,rate=0.5");
+  EXPECT_EQ(CellKeyWithout("depth=1024", {"depth"}), "");
+}
+
+TEST(MatrixLocate, StoredJsonRoundTripsAndTypesProbes) {
+  const Matrix m = MustParse(std::string(kLadder) +
+                             "locate: {axis: depth, where: ratio = 1, resolution: 0.25 octave, "
+                             "min_step: 256, max_sessions: 4}\n");
+  const nlohmann::json stored = LocateToJson(m);
+  auto c = LocateFromJson(stored);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->axis, "depth");
+  EXPECT_EQ(c->pair_axis, "spec");
+  EXPECT_EQ(c->arm_a, "off");
+  EXPECT_EQ(c->arm_b, "mtp-k1");
+  ASSERT_EQ(c->declared.size(), 4u);
+  EXPECT_EQ(c->declared[3], nlohmann::json(8192));
+  EXPECT_EQ(c->min_step, 256);
+  EXPECT_EQ(c->max_sessions, 4);
+  EXPECT_DOUBLE_EQ(c->resolution_octaves, 0.25);
+  EXPECT_TRUE(c->integer_axis);
+  EXPECT_EQ(c->ValueOf(2816.0), nlohmann::json(2816));
+  EXPECT_TRUE(c->ValueOf(2816.0).is_number_integer());
+}
+
+TEST(MatrixLocate, StoredJsonWithoutLocateOrWithMissingFieldsIsRefused) {
+  EXPECT_TRUE(LocateToJson(MustParse(kLadder)).empty());
+  EXPECT_EQ(LocateFromJson(nlohmann::json::object()).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(LocateFromJson(nlohmann::json{{"axis", "depth"}}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(LocateFromJson(nlohmann::json::parse(
+                               R"({"axis":"depth","pair_axis":"path","arms":["2d"],"values":[1],)"
+                               R"("resolution_octaves":0.25,"min_step":256,"max_sessions":4})"))
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace ladder::matrices

@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "ladder/store/store.h"
 #include "ladder/matrices/matrix.h"
 
@@ -47,10 +46,7 @@ struct SyntheticOptions {
 
 inline CellAxes ParseKey(const std::string& key) {
   CellAxes out;
-  for (absl::string_view part : absl::StrSplit(key, ',')) {
-    std::pair<std::string, std::string> kv = absl::StrSplit(part, absl::MaxSplits('=', 1));
-    out[kv.first] = kv.second;
-  }
+  for (auto& part : matrices::ParseCellKey(key)) out[part.axis] = std::move(part.value);
   return out;
 }
 
@@ -89,8 +85,10 @@ inline int64_t BuildSyntheticRun(store::Store& store, const std::string& yaml,
     if (!attempt.ok()) return 0;
     if (!options.fail_group.empty() && unit.group_key == options.fail_group &&
         unit.replicate == 0) {
-      EXPECT_TRUE(store.EndAttempt(*attempt, "failed", "synthetic failure: out of memory",
-                                   unit.id, "failed", 1, ++now)
+      EXPECT_TRUE(store
+                      .EndAttempt(*attempt, store::AttemptState::kFailed,
+                                  "synthetic failure: out of memory", unit.id,
+                                  store::UnitState::kFailed, 1, ++now)
                       .ok());
       continue;
     }
@@ -139,9 +137,12 @@ inline int64_t BuildSyntheticRun(store::Store& store, const std::string& yaml,
     }
     auto outcome = store.Report(session.id, measurements, evidence, {*attempt}, {}, ++now);
     EXPECT_TRUE(outcome.ok()) << outcome.status();
-    EXPECT_TRUE(store.EndAttempt(*attempt, "done", "", unit.id, "done", 0, ++now).ok());
+    EXPECT_TRUE(store
+                    .EndAttempt(*attempt, store::AttemptState::kDone, "", unit.id,
+                                store::UnitState::kDone, 0, ++now)
+                    .ok());
   }
-  EXPECT_TRUE(store.SetRunState(*run, "done", ++now).ok());
+  EXPECT_TRUE(store.SetRunState(*run, store::RunState::kDone, ++now).ok());
   return *run;
 }
 

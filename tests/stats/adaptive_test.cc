@@ -1,4 +1,5 @@
 #include "ladder/stats/adaptive.h"
+#include "ladder/stats/ratio.h"
 
 #include <cmath>
 #include <cstdio>
@@ -169,6 +170,55 @@ TEST(CrossoverFromLinearFit, FlatDifferenceIsUnbounded) {
   ASSERT_TRUE(root.ok());
   EXPECT_EQ(root->bounds, Boundedness::kUnbounded);
   EXPECT_FALSE(root->note.empty());
+}
+
+// Arm A at 100 and arm B at 100 * ratio[s] in session s, two rounds each (one process).
+PairedSample SessionsWithRatios(const std::vector<double>& ratios) {
+  PairedSample sample;
+  for (size_t s = 0; s < ratios.size(); ++s) {
+    for (int round = 0; round < 2; ++round) {
+      const double jitter = round == 0 ? 0.999 : 1.001;
+      sample.a.push_back(Observation{static_cast<int64_t>(s), 0, round, 100.0 * jitter});
+      sample.b.push_back(Observation{static_cast<int64_t>(s), 0, round, 100.0 * ratios[s] * jitter});
+    }
+  }
+  return sample;
+}
+
+TEST(WidestRatioHalfWidth, TakesTheWidestComparison) {
+  const PairedSample tight = SessionsWithRatios({1.10, 1.11, 1.09, 1.10});
+  const PairedSample loose = SessionsWithRatios({1.0, 1.3, 0.8, 1.1});
+  const std::vector<PairedSample> tight_only = {tight};
+  const std::vector<PairedSample> both = {tight, loose};
+  const double tight_width = WidestRatioHalfWidth(tight_only);
+  const double both_width = WidestRatioHalfWidth(both);
+  EXPECT_TRUE(std::isfinite(tight_width));
+  EXPECT_GT(tight_width, 0.0);
+  EXPECT_LT(tight_width, 0.05);
+  EXPECT_GT(both_width, tight_width);
+  EXPECT_DOUBLE_EQ(both_width, PairedRatioInterval(loose)->RelativeHalfWidth());
+  EXPECT_EQ(WidestRatioHalfWidth(std::vector<PairedSample>{}), 0.0);
+}
+
+TEST(WidestRatioHalfWidth, OneSessionIsNeverNarrowEnough) {
+  const std::vector<PairedSample> one = {SessionsWithRatios({1.10})};
+  EXPECT_TRUE(std::isinf(WidestRatioHalfWidth(one)));
+  const std::vector<PairedSample> empty_arm = {PairedSample{}};
+  EXPECT_TRUE(std::isinf(WidestRatioHalfWidth(empty_arm)));
+}
+
+TEST(OnlyPairedSessions, DropsSessionsMeasuredInOneArm) {
+  PairedSample sample = SessionsWithRatios({1.1, 1.2, 1.3});
+  sample.a.push_back(Observation{7, 0, 0, 50.0});  // session 7 measured A only
+  sample.b.erase(sample.b.begin(), sample.b.begin() + 2);  // session 0 lost its B
+  const PairedSample paired = OnlyPairedSessions(sample);
+  ASSERT_EQ(paired.a.size(), 4u);
+  ASSERT_EQ(paired.b.size(), 4u);
+  for (const auto* arm : {&paired.a, &paired.b}) {
+    for (const Observation& o : *arm) {
+      EXPECT_TRUE(o.session == 1 || o.session == 2) << o.session;
+    }
+  }
 }
 
 }  // namespace

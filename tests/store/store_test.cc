@@ -104,7 +104,7 @@ TEST(Store, CreateRunStoresMatrixCellsAndUnits) {
   // 2 depth groups x 2 replicates, each unit holding both paths.
   ASSERT_EQ(snapshot->units.size(), 4u);
   for (const auto& unit : snapshot->units) {
-    EXPECT_EQ(unit.state, "queued");
+    EXPECT_EQ(unit.state, UnitState::kQueued);
     EXPECT_EQ(unit.cell_ids.size(), 2u);
   }
   auto cells = f.store->LoadCells(snapshot->units[0].cell_ids);
@@ -148,7 +148,9 @@ TEST(Store, RoundTripsSessionsAttemptsMeasurementsAndEvidence) {
   EXPECT_EQ(fill->measurements, 4);
   EXPECT_EQ(fill->evidence, 1);
   EXPECT_EQ(fill->required_filled, 4);  // 2 cells x 1 process x 2 rounds
-  ASSERT_TRUE(f.store->EndAttempt(*attempt, "done", "", unit.id, "done", 0, 3000).ok());
+  ASSERT_TRUE(
+      f.store->EndAttempt(*attempt, AttemptState::kDone, "", unit.id, UnitState::kDone, 0, 3000)
+          .ok());
 
   auto db = sqlite::Database::Open(f.dir.File("results.db"), sqlite::OpenMode::kReadOnly);
   auto sessions = ListSessions(**db);
@@ -306,7 +308,9 @@ TEST(Store, LateResultsAreKeptAsStaleAndNeverCount) {
   f.Session("session-a");
   auto unit = f.store->LoadSchedulingState()->units[0];
   auto attempt = *f.store->LeaseUnit(unit.id, "session-a", 2000);
-  ASSERT_TRUE(f.store->EndAttempt(attempt, "expired", "lease expired", unit.id, "queued", 1, 3)
+  ASSERT_TRUE(f.store
+                  ->EndAttempt(attempt, AttemptState::kExpired, "lease expired", unit.id,
+                               UnitState::kQueued, 1, 3)
                   .ok());
   std::vector<MeasurementIn> ms = {
       MeasurementIn{"late", attempt, unit.cell_ids[0], 0, 0, "time_us", 1.0, "us", 1}};
@@ -394,10 +398,12 @@ TEST(Store, CancelEndsLiveAttemptsAndQueuedUnits) {
   ASSERT_TRUE(f.store->CancelRun(f.run_id, 5000).ok());
   auto db = sqlite::Database::Open(f.dir.File("results.db"), sqlite::OpenMode::kReadOnly);
   auto summary = GetRunSummary(**db, f.run_id);
-  EXPECT_EQ(summary->state, "cancelled");
+  EXPECT_EQ(summary->state, RunState::kCancelled);
   EXPECT_EQ(summary->units_cancelled, 4);
   // A cancelled attempt cannot be finished.
-  EXPECT_FALSE(f.store->EndAttempt(attempt, "done", "", unit.id, "done", 0, 6000).ok());
+  EXPECT_FALSE(
+      f.store->EndAttempt(attempt, AttemptState::kDone, "", unit.id, UnitState::kDone, 0, 6000)
+          .ok());
   EXPECT_TRUE(f.store->LoadSchedulingState()->open_runs.empty());
 }
 
@@ -411,6 +417,48 @@ TEST(Query, UnknownAxisOrMetricNamesWhatExists) {
       << bad_axis.status();
   auto missing = QueryRun(**db, QueryOptions{f.run_id + 7, {}, ""});
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(States, EachStateRoundTripsThroughItsStoredText) {
+  for (RunState s :
+       {RunState::kQueued, RunState::kRunning, RunState::kDone, RunState::kCancelled}) {
+    EXPECT_EQ(*ParseRunState(ToString(s)), s) << ToString(s);
+  }
+  for (UnitState s : {UnitState::kQueued, UnitState::kLeased, UnitState::kDone, UnitState::kFailed,
+                      UnitState::kCancelled}) {
+    EXPECT_EQ(*ParseUnitState(ToString(s)), s) << ToString(s);
+  }
+  for (AttemptState s : {AttemptState::kLeased, AttemptState::kDone, AttemptState::kFailed,
+                         AttemptState::kExpired, AttemptState::kCancelled}) {
+    EXPECT_EQ(*ParseAttemptState(ToString(s)), s) << ToString(s);
+  }
+  for (SessionState s : {SessionState::kActive, SessionState::kLost, SessionState::kGone}) {
+    EXPECT_EQ(*ParseSessionState(ToString(s)), s) << ToString(s);
+  }
+  // The text is the schema's: what older databases hold and the wire carries.
+  EXPECT_EQ(ToString(RunState::kRunning), "running");
+  EXPECT_EQ(ToString(AttemptState::kExpired), "expired");
+}
+
+TEST(States, TextOfAnotherKindIsRefused) {
+  EXPECT_EQ(ParseUnitState("running").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseRunState("leased").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseSessionState("").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(ParseAttemptState("Done").status().message().find("\"Done\""), std::string::npos);
+}
+
+TEST(Store, AnAttemptCannotEndAsLeased) {
+  Fixture f;
+  f.Session("session-a");
+  auto unit = f.store->LoadSchedulingState()->units[0];
+  auto attempt = *f.store->LeaseUnit(unit.id, "session-a", 2000);
+  EXPECT_EQ(
+      f.store->EndAttempt(attempt, AttemptState::kLeased, "", unit.id, UnitState::kQueued, 0, 3)
+          .code(),
+      absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(
+      f.store->EndAttempt(attempt, AttemptState::kFailed, "x", unit.id, UnitState::kQueued, 1, 4)
+          .ok());
 }
 
 }  // namespace

@@ -20,29 +20,15 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "absl/status/statusor.h"
+#include "ladder/matrices/matrix.h"
 #include "ladder/stats/interval.h"
 
 namespace ladder::coordinator {
 
-// The run's `locate` options, as stored in runs.locate (store::LocateJson).
-struct LocateConfig {
-  std::string axis;       // the located axis
-  std::string pair_axis;  // the compared arms' axis
-  std::string arm_a, arm_b;       // its two values, rendered; the ratio is B / A
-  std::vector<nlohmann::json> declared;  // the declared rungs; other values are probes
-  double resolution_octaves = 0.25;
-  int64_t min_step = 1;
-  int max_sessions = 2;   // units (paired sessions) per probe, at most
-  bool integer_axis = true;  // every declared value is an integer: probes are integers too
-
-  // InvalidArgument when `json` lacks a field; `{}` (no locate) is NotFound.
-  static absl::StatusOr<LocateConfig> FromJson(const nlohmann::json& json);
-  // The axis value for a depth, typed like the declared values.
-  nlohmann::json ValueOf(double depth) const;
-};
+// The run's `locate` options, as stored in runs.locate: matrices owns them and their JSON
+// (matrices::LocateToJson / LocateFromJson).
+using matrices::LocateConfig;
 
 // One depth of a line as measured so far.
 struct LocateRung {

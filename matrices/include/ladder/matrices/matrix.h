@@ -147,6 +147,19 @@ absl::StatusOr<Expansion> Expand(const Matrix& matrix, const ParseOptions& optio
 // cells it adds later (crossover probes). An axis missing from `axes` is skipped.
 std::string CellKey(const std::vector<std::string>& axis_order, const nlohmann::json& axes);
 
+// One "axis=value" part of a cell key; the value as ValueToString rendered it.
+struct CellKeyPart {
+  std::string axis;
+  std::string value;
+};
+// The parts of a cell key (or of a unit group key, which has the same form), in key order. The
+// one parser of keys: CellKey's values never contain ',' and axis names never contain '='. A part
+// without '=' has an empty value.
+std::vector<CellKeyPart> ParseCellKey(std::string_view key);
+// `key` without the parts of the axes in `drop` (lines, comparisons and probe groups are keys
+// with some axes left out), in key order.
+std::string CellKeyWithout(std::string_view key, const std::vector<std::string>& drop);
+
 // Renders a value the way cell keys show it: integers plain, strings unquoted.
 // Doubles use the shortest text that reads back to the same double, with ".0" appended when
 // that text would otherwise look like an integer (1.0 -> "1.0", 0.25 -> "0.25"); bools are
@@ -158,6 +171,26 @@ std::string ValueToString(const Value& value);
 // fields of the wrong type.
 nlohmann::json RequirementsToJson(const Requirements& requirements);
 absl::StatusOr<Requirements> RequirementsFromJson(const nlohmann::json& json);
+
+// A run's `locate` as stored with the run (runs.locate) and read back by the coordinator to step
+// its lines without the matrix: the design's Locate plus what it needs of the axes.
+struct LocateConfig {
+  std::string axis;       // the located axis
+  std::string pair_axis;  // the compared arms' axis
+  std::string arm_a, arm_b;  // its two values, rendered as in cell keys; the ratio is B / A
+  std::vector<Value> declared;  // the declared rungs; other values of the axis are probes
+  double resolution_octaves = 0.25;
+  int64_t min_step = 1;
+  int max_sessions = 2;      // units (paired sessions) per probe, at most
+  bool integer_axis = true;  // every declared value is an integer: probes are integers too
+
+  // The axis value for a depth, typed like the declared values.
+  Value ValueOf(double depth) const;
+};
+// The one encoding, both ways. ToJson: `{}` for a matrix without `locate`. FromJson: NotFound
+// for `{}` (no locate), InvalidArgument when a field is missing or of the wrong type.
+nlohmann::json LocateToJson(const Matrix& matrix);
+absl::StatusOr<LocateConfig> LocateFromJson(const nlohmann::json& json);
 
 // The seed a matrix gets when its YAML has no `seed`: the 64-bit FNV-1a hash of its name.
 uint64_t DefaultSeed(std::string_view name);

@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "ladder/stats/interval.h"
+#include "ladder/stats/sample.h"
 
 namespace ladder::stats {
 
@@ -15,6 +16,16 @@ namespace ladder::stats {
 // ratio.RelativeHalfWidth() > target_relative_half_width (0.02 = ±2 %); always true for an
 // unbounded interval.
 bool NeedsMoreSessions(const Interval& ratio, double target_relative_half_width);
+
+// The precision rule's measure of a cell group: the widest relative half-width among the
+// PairedRatioInterval of each of `comparisons`. An interval that cannot be computed, or that
+// rests on one session (scope kWithinSessionOnly: it says nothing about the spread between
+// sessions), counts as infinitely wide. 0 for no comparisons.
+double WidestRatioHalfWidth(std::span<const PairedSample> comparisons);
+
+// `sample` without the observations of sessions that measured one arm only (a session whose other
+// arm failed cannot be paired).
+PairedSample OnlyPairedSessions(const PairedSample& sample);
 
 // The verdict on one probe of a crossover search: decided once its interval excludes 1, or once
 // it lies within 1 ± tolerance (the ratio is 1 to within what matters).

@@ -14,13 +14,15 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/status/statusor.h"
+#include "ladder/store/states.h"
 #include "ladder/sqlite/sqlite.h"
 
 namespace ladder::store {
 
 struct RunSummary {
   int64_t run_id = 0;
-  std::string matrix_name, matrix_sha256, state, runner, metric;
+  std::string matrix_name, matrix_sha256, runner, metric;
+  RunState state = RunState::kQueued;
   int64_t cells_total = 0, cells_done = 0, cells_failed = 0;
   int64_t units_total = 0, units_done = 0, units_leased = 0, units_queued = 0,
           units_failed = 0, units_cancelled = 0;
@@ -34,7 +36,8 @@ absl::StatusOr<RunSummary> GetRunSummary(sqlite::Database& db, int64_t run_id);
 absl::StatusOr<std::vector<RunSummary>> ListRuns(sqlite::Database& db, int limit);
 
 struct SessionSummary {
-  std::string session_id, hostname, state;
+  std::string session_id, hostname;
+  SessionState state = SessionState::kActive;
   int64_t started_at_ms = 0, last_seen_ms = 0;
   int64_t attempts_done = 0, attempts_live = 0;
   nlohmann::json inventory;  // host, cpu, gpus, software

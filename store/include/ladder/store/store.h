@@ -24,6 +24,7 @@
 #include "absl/status/statusor.h"
 #include "ladder/sqlite/sqlite.h"
 #include "ladder/matrices/matrix.h"
+#include "ladder/store/states.h"
 
 namespace ladder::store {
 
@@ -43,12 +44,12 @@ struct SessionRow {
   std::vector<GpuRow> gpus;
   int64_t started_at = 0;
   int64_t last_seen_at = 0;
-  std::string state = "active";
+  SessionState state = SessionState::kActive;
 };
 
 struct RunRow {
   int64_t id = 0;
-  std::string state;       // queued | running | done | cancelled
+  RunState state = RunState::kQueued;
   std::string runner;
   std::string metric;
   int max_attempts = 3;
@@ -56,7 +57,7 @@ struct RunRow {
   nlohmann::json requirements;  // matrices::Requirements as JSON
   nlohmann::json pair_axes = nlohmann::json::array();
   nlohmann::json precision = nlohmann::json::object();  // {} or {ratio_half_width, max_sessions}
-  nlohmann::json locate = nlohmann::json::object();     // {} or LocateJson's object
+  nlohmann::json locate = nlohmann::json::object();     // matrices::LocateToJson's object
 };
 
 struct Observation {
@@ -73,7 +74,7 @@ struct UnitRow {
   int replicate = 0;
   std::string group_key;
   uint64_t seed = 0;
-  std::string state;       // queued | leased | done | failed | cancelled
+  UnitState state = UnitState::kQueued;
   int attempts = 0;        // attempts that ended without success
   std::vector<int64_t> cell_ids;  // in unit order
 };
@@ -82,7 +83,7 @@ struct AttemptRow {
   int64_t id = 0;
   int64_t unit_id = 0;
   std::string session_id;
-  std::string state;
+  AttemptState state = AttemptState::kLeased;
   int64_t leased_at = 0;
 };
 
@@ -204,9 +205,6 @@ struct LocateDecisionRow {
   int64_t decided_at = 0;
 };
 
-// The JSON stored in runs.locate for a matrix with `locate` ({} without).
-nlohmann::json LocateJson(const matrices::Matrix& matrix);
-
 class Store {
  public:
   // Opens or creates the database and migrates it to the latest schema.
@@ -225,7 +223,7 @@ class Store {
 
   absl::Status UpsertSession(const SessionRow& session);
   absl::Status TouchSessions(const std::vector<std::string>& session_ids, int64_t now_ms);
-  absl::Status SetSessionState(const std::string& session_id, const std::string& state);
+  absl::Status SetSessionState(const std::string& session_id, SessionState state);
 
   // Creates an attempt, marks the unit leased and the run running. Returns the attempt id.
   absl::StatusOr<int64_t> LeaseUnit(int64_t unit_id, const std::string& session_id,
@@ -235,11 +233,11 @@ class Store {
   absl::StatusOr<std::vector<int64_t>> LeaseUnits(
       const std::vector<std::pair<int64_t, std::string>>& leases, int64_t now_ms);
 
-  // Ends a live attempt: `attempt_state` in {done, failed, expired, cancelled}. The unit moves
-  // to `unit_state` with `unit_attempts` failed attempts; `unit_reason` is kept when it failed.
-  absl::Status EndAttempt(int64_t attempt_id, const std::string& attempt_state,
-                          const std::string& reason, int64_t unit_id,
-                          const std::string& unit_state, int unit_attempts, int64_t now_ms);
+  // Ends a live attempt: `attempt_state` is not kLeased. The unit moves to `unit_state` with
+  // `unit_attempts` failed attempts; `reason` is kept when it is not empty.
+  absl::Status EndAttempt(int64_t attempt_id, AttemptState attempt_state,
+                          const std::string& reason, int64_t unit_id, UnitState unit_state,
+                          int unit_attempts, int64_t now_ms);
   // Group commit of successful ends: each attempt and its unit become `done`, all in one
   // transaction, all or nothing.
   struct AttemptDone {
@@ -276,7 +274,7 @@ class Store {
   absl::StatusOr<AttemptFill> CountResults(int64_t attempt_id,
                                            const std::vector<std::string>& required_metrics);
 
-  absl::Status SetRunState(int64_t run_id, const std::string& state, int64_t now_ms);
+  absl::Status SetRunState(int64_t run_id, RunState state, int64_t now_ms);
 
   // Adaptive replication: one more replicate unit of a cell group (queued); its id.
   absl::StatusOr<int64_t> AddUnit(int64_t run_id, const std::string& group_key, int replicate,
@@ -324,9 +322,9 @@ class Store {
   Store(std::unique_ptr<sqlite::Database> db, std::string path);
   absl::StatusOr<int64_t> LeaseUnitLocked(int64_t unit_id, const std::string& session_id,
                                           int64_t now_ms) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status EndAttemptLocked(int64_t attempt_id, const std::string& attempt_state,
-                                const std::string& reason, int64_t unit_id,
-                                const std::string& unit_state, int unit_attempts, int64_t now_ms)
+  absl::Status EndAttemptLocked(int64_t attempt_id, AttemptState attempt_state,
+                                const std::string& reason, int64_t unit_id, UnitState unit_state,
+                                int unit_attempts, int64_t now_ms)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Report's statements, inside the caller's transaction.
   absl::StatusOr<ReportOutcome> ReportLocked(const std::string& session_id,
