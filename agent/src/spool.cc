@@ -2,11 +2,20 @@
 
 #include <sys/stat.h>
 
+#include "absl/strings/str_cat.h"
 #include "ladder/status_macros.h"
 
 namespace ladder::agent {
 
-absl::StatusOr<std::unique_ptr<Spool>> Spool::Open(const std::string& path) {
+namespace {
+
+// SQLite's messages ("file is not a database", "unable to open database file") do not say which
+// file, and an operator reading the agent's log needs to know it is the spool at `path`.
+absl::Status AboutSpool(const std::string& path, const absl::Status& status) {
+  return absl::Status(status.code(), absl::StrCat("spool ", path, ": ", status.message()));
+}
+
+absl::StatusOr<std::unique_ptr<sqlite::Database>> OpenSpoolDatabase(const std::string& path) {
   ASSIGN_OR_RETURN(auto db, sqlite::Database::Open(path, sqlite::OpenMode::kReadWrite));
   RETURN_IF_ERROR(db->Exec(R"sql(
     CREATE TABLE IF NOT EXISTS results (
@@ -32,9 +41,17 @@ absl::StatusOr<std::unique_ptr<Spool>> Spool::Open(const std::string& path) {
       credential  TEXT NOT NULL
     ) STRICT;
   )sql"));
+  return db;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Spool>> Spool::Open(const std::string& path) {
+  auto db = OpenSpoolDatabase(path);
+  if (!db.ok()) return AboutSpool(path, db.status());
   // The spool holds session credentials: keep it private to the agent's user.
   chmod(path.c_str(), 0600);
-  return std::unique_ptr<Spool>(new Spool(std::move(db)));
+  return std::unique_ptr<Spool>(new Spool(std::move(*db)));
 }
 
 absl::Status Spool::AddResult(const SpooledResult& r) {

@@ -35,6 +35,9 @@ struct SpooledFinish {
 
 class Spool {
  public:
+  // Opens (creating when absent) the spool file at `path`; what an earlier process of this agent
+  // wrote and the coordinator did not acknowledge is still pending. A file that is not a spool
+  // (not SQLite) or a path that cannot be written gives an error whose message names `path`.
   static absl::StatusOr<std::unique_ptr<Spool>> Open(const std::string& path);
 
   absl::Status AddResult(const SpooledResult& result);
@@ -50,6 +53,7 @@ class Spool {
     int64_t finishes = 0;
   };
   absl::StatusOr<std::vector<SessionBacklog>> Backlog();
+  // The acknowledgement: the results are stored by the coordinator and leave the spool.
   absl::Status Remove(const std::vector<std::string>& uuids);
   absl::StatusOr<int64_t> PendingCount(int64_t attempt_id);
   absl::StatusOr<int64_t> TotalPending();
