@@ -11,7 +11,7 @@
 //   B = P^T, K-major (keys contiguous per column), no swizzle: core matrix (columns 8n..,
 //       keys 8b..) at (2n + b) * 128 B, column rows of 16 B inside: LBO 128, SBO 256.
 // Prints the largest error against a double reference, twice accumulated (scale-d 0 then 1).
-// Build: nvcc -O2 -gencode arch=compute_90a,code=sm_90a -o wgmma_layout benchmarks/probes/wgmma_layout.cu
+// Build: nvcc -O2 -gencode arch=compute_90a,code=sm_90a -o wgmma_layout kernels/probes/wgmma_layout.cu
 #include <cuda_bf16.h>
 #include <cmath>
 #include <cstdint>
