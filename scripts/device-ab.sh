@@ -14,8 +14,9 @@
 # Writes OUT/device.txt (GPU, driver, clocks, build), OUT/check.txt (the case table and the GPU
 # tests: a variant that computes wrong answers has no speed worth reporting), OUT/local.txt (what
 # each `ladder local` printed), OUT/ab.db (every measurement) and OUT/report.md (`ladder report`:
-# paired ratios per matrix; with REPEAT=1 the first matrix runs twice and `ladder compare` gives
-# the spread between the two runs). Exit status: that of the first step that failed.
+# paired ratios per matrix and the crossover a `locate` matrix found; with REPEAT=1 the first
+# matrix runs twice and `ladder compare` gives the spread between the two runs). SANITIZE=1 adds
+# compute-sanitizer runs to check.txt. Exit status: that of the first step that failed.
 set -uo pipefail
 out=${1:?usage: device-ab.sh OUT [MATRIX.yaml ...]}
 shift
@@ -53,6 +54,15 @@ step() {  # step NAME COMMAND...: runs it, notes a failure, goes on
   for t in kernels_gpu_tests kernels_device_gpu_tests; do
     if [ -x "$here/$t" ]; then step "$t" "$here/$t" --gtest_brief=1; fi
   done
+  # SANITIZE=1: compute-sanitizer over the head-512 cases (memcheck) and one team-kernel case
+  # (racecheck), where the toolkit has it.
+  sanitizer=${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer
+  if [ "${SANITIZE:-0}" = 1 ] && [ -x "$sanitizer" ] && [ -x "$here/kernels_gpu_tests" ]; then
+    step memcheck timeout 200 "$sanitizer" --tool memcheck --error-exitcode 1 "$here/kernels_gpu_tests" --gtest_brief=1 \
+      --gtest_filter='*GpuCaseTable*d512*'
+    step racecheck timeout 150 "$sanitizer" --tool racecheck --error-exitcode 1 "$here/kernels_gpu_tests" --gtest_brief=1 \
+      --gtest_filter='*GpuCaseTable*decode_d512_gqa8_4k:*GpuCaseTable*spec4_d512_bs32_1234'
+  fi
   # Warm-up: clocks up and every kernel loaded before the first timed point of a matrix.
   step warm-up "$ladder" kernels bench --backend cuda --preset gemma4-31b-global --depths 32K --rows 1,4 \
     --warmup 2000 --repeats 200
@@ -73,7 +83,7 @@ fi
     run=$((run + 1))
     echo "## run $run: $name"
     echo
-    step "report $run" "$ladder" report "$run" --db "$db" --format md --sections ratios,variance
+    step "report $run" "$ladder" report "$run" --db "$db" --format md --sections locate,ratios,variance
     echo
   done
   if [ "${REPEAT:-0}" = 1 ]; then
