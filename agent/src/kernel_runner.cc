@@ -1,5 +1,6 @@
 #include "kernel_runner.h"
 
+#include <mutex>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -17,7 +18,11 @@ const std::set<std::string>& KnownParams() {
   static const std::set<std::string> known = {
       "backend", "preset", "q_heads", "kv_heads", "head_dim", "depth", "query_rows",
       "num_seqs", "block_size", "window", "softcap", "dtype", "policy", "path", "warmup",
-      "repeats", "flush_l2", "seed", "decode_query_len", "seq_threshold_3d"};
+      "repeats", "flush_l2", "seed", "decode_query_len", "seq_threshold_3d", "timing",
+      "graph_calls",
+      // kernels::TuningConfig, one parameter per field: an A/B of kernels or launch options is
+      // a matrix whose paired axis is one of these.
+      "head512", "bulk_copies", "merge_in_kernel", "merge_overlap", "evict_first"};
   return known;
 }
 
@@ -48,6 +53,29 @@ absl::StatusOr<std::string> StringParam(const nlohmann::json& params, const char
         name, absl::StrCat("parameter ", name, ": expected a string, got ", v.dump()));
   }
   return v.get<std::string>();
+}
+
+// The TuningConfig fields given as cell parameters; what is absent keeps its default.
+absl::Status TuningFromParams(const nlohmann::json& params, kernels::TuningConfig* tuning) {
+  ASSIGN_OR_RETURN(std::string head512, StringParam(params, "head512", "auto"));
+  auto kernel = kernels::ParseHead512Kernel(head512);
+  if (!kernel.ok()) return FromKernel(kernel.error(), "parameter head512", "head512");
+  tuning->head512 = *kernel;
+  struct SwitchParam {
+    const char* name;
+    kernels::Switch* field;
+  };
+  for (const SwitchParam& s : {SwitchParam{"bulk_copies", &tuning->bulk_copies},
+                               SwitchParam{"merge_in_kernel", &tuning->merge_in_kernel},
+                               SwitchParam{"merge_overlap", &tuning->merge_overlap},
+                               SwitchParam{"evict_first", &tuning->evict_first}}) {
+    ASSIGN_OR_RETURN(std::string value, StringParam(params, s.name, "auto"));
+    auto parsed = kernels::ParseSwitch(value);
+    if (!parsed.ok()) return FromKernel(parsed.error(), absl::StrCat("parameter ", s.name), s.name);
+    *s.field = *parsed;
+  }
+  if (auto valid = tuning->Validate(); !valid.ok()) return FromKernel(valid.error(), "cell");
+  return absl::OkStatus();
 }
 
 absl::StatusOr<kernels::BenchPoint> PointFromParams(const nlohmann::json& params) {
@@ -120,11 +148,28 @@ absl::StatusOr<kernels::BenchPoint> PointFromParams(const nlohmann::json& params
     }
     point.policy = *parsed;
   }
+  ASSIGN_OR_RETURN(std::string timing, StringParam(params, "timing", "stream"));
+  if (timing == "graph") {
+    point.timing = kernels::Timing::kGraph;
+  } else if (timing != "stream") {
+    return runner::ParamError("timing", absl::StrCat("parameter timing: expected stream or graph, got '",
+                                                     timing, "'"));
+  }
+  ASSIGN_OR_RETURN(point.graph_calls, IntParam(params, "graph_calls", point.graph_calls));
+  RETURN_IF_ERROR(TuningFromParams(params, &point.tuning));
   if (params.contains("seed") && params["seed"].is_number_integer()) {
     point.seed = params["seed"].get<uint64_t>();
   }
   if (auto valid = point.Validate(); !valid.ok()) return FromKernel(valid.error(), "cell");
   return point;
+}
+
+// The agents of one process (`ladder local` runs several) take turns on the device a point at a
+// time: a timed call must not share the GPU with another agent's, and RunBenchPoint may be called
+// from one thread at a time per process (bench.h).
+std::mutex& DeviceTurn() {
+  static std::mutex mu;
+  return mu;
 }
 
 class KernelRunner final : public runner::Runner {
@@ -156,7 +201,10 @@ class KernelRunner final : public runner::Runner {
           kernels::BenchPoint point = points[static_cast<size_t>(i)];
           // Fresh data per process, the same data across rounds of one process.
           point.seed = point.seed * 1000003u + static_cast<uint64_t>(process);
-          auto result = kernels::RunBenchPoint(point);
+          auto result = [&] {
+            std::lock_guard<std::mutex> turn(DeviceTurn());
+            return kernels::RunBenchPoint(point);
+          }();
           if (!result.ok()) {
             return absl::InternalError(
                 absl::StrCat("cell ", cell.key, ": ", result.error().ToString()));
@@ -187,6 +235,8 @@ class KernelRunner final : public runner::Runner {
                  {"grid", r.grid},
                  {"reason", r.reason},
                  {"device", r.device},
+                 {"tuning", point.tuning.ToString()},
+                 {"timing_method", r.timing_method},
                  {"policy", std::string(kernels::ToString(point.policy))}}}));
           }
         }

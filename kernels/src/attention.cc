@@ -372,6 +372,7 @@ Result<RunInfo> RunAttention(Backend backend, const HostProblem& problem, const 
                              HostTensor* out) {
   if (out == nullptr) return Error(ErrorCode::kInvalidArgument, "out is null");
   LADDER_K_TRY(problem.Validate());
+  LADDER_K_TRY(options.tuning.Validate());
   *out = HostTensor(problem.shape.dtype,
                     static_cast<size_t>(problem.num_tokens()) * problem.shape.q_heads * problem.shape.head_dim);
   if (backend != Backend::kCpu) return RunOnGpu(backend, problem, options, out);

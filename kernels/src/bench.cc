@@ -195,12 +195,12 @@ Result<BenchResult> RunGpuPoint(const BenchPoint& pt) {
   const int units = pt.num_seqs * pt.kv_heads * internal::GpuQBlocks(group, pt.query_rows);
   PolicyConfig config = pt.config;
   if (config.ctas_from_occupancy) {
-    const Result<int> ctas = gpu::CtasPerSm(shape, pt.query_rows);
+    const Result<int> ctas = gpu::CtasPerSm(shape, pt.query_rows, pt.tuning);
     if (ctas.ok()) config.ctas_per_sm = *ctas;
   }
   const PathDecision dec = ChoosePath(pt.policy, config, pt.num_seqs, pt.query_rows, pt.depth,
                                       pt.kv_heads, units, info.sm_count);
-  LADDER_K_ASSIGN_OR_RETURN(gpu::LaunchPlan plan, gpu::MakePlan(dp, dec.path, dec.segments));
+  LADDER_K_ASSIGN_OR_RETURN(gpu::LaunchPlan plan, gpu::MakePlan(dp, dec.path, dec.segments, pt.tuning));
   const size_t ws_bytes = gpu::WorkspaceBytes(dp, plan);
   LADDER_K_ASSIGN_OR_RETURN(DeviceBuffer ws, DeviceBuffer::Alloc(std::max<size_t>(ws_bytes, 16)));
   DeviceBuffer flush;
@@ -287,6 +287,7 @@ Status BenchPoint::Validate() const {
   if (repeats < 1 || warmup < 0) return Error(ErrorCode::kInvalidArgument, "repeats >= 1, warmup >= 0");
   if (backend != Backend::kCpu && dtype == DType::kF32)
     return Error(ErrorCode::kUnsupported, "GPU backends take bf16 or f16");
+  LADDER_K_TRY(tuning.Validate());
   if (timing == Timing::kGraph) {
     if (backend == Backend::kCpu) return Error(ErrorCode::kUnsupported, "graph timing needs a GPU backend");
     if (graph_calls < 1) return Error(ErrorCode::kInvalidArgument, "graph_calls must be >= 1");
@@ -338,6 +339,7 @@ std::vector<BenchPoint> SweepOptions::Points() const {
           p.graph_calls = graph_calls;
           p.seed = seed;
           p.config = config;
+          p.tuning = tuning;
           pts.push_back(p);
         }
   }
@@ -415,7 +417,7 @@ std::string FormatJson(const BenchResult& r) {
                 "{\"backend\":\"%s\",\"device\":\"%s\",\"preset\":\"%s\",\"q_heads\":%d,\"kv_heads\":%d,"
                 "\"head_dim\":%d,\"depth\":%d,\"query_rows\":%d,\"num_seqs\":%d,\"block_size\":%d,\"window\":%d,"
                 "\"softcap\":%g,\"dtype\":\"%s\",\"policy\":\"%s\",\"path\":\"%s\",\"segments\":%d,"
-                "\"grid\":\"%s\",\"reason\":\"%s\",\"warmup\":%d,\"repeats\":%d,\"flush_l2\":%s,"
+                "\"grid\":\"%s\",\"tuning\":\"%s\",\"reason\":\"%s\",\"warmup\":%d,\"repeats\":%d,\"flush_l2\":%s,"
                 "\"timing\":\"%s\",\"graph_calls\":%d,\"timing_method\":\"%s\","
                 "\"time_us_median\":%.3f,\"time_us_min\":%.3f,\"bytes_moved\":%.0f,\"bytes_per_s\":%.6g,"
                 "\"copy_ceiling_bytes_per_s\":%.6g,\"fraction_of_ceiling\":%.4f,\"sm_clock_mhz\":%.0f,"
@@ -424,7 +426,7 @@ std::string FormatJson(const BenchResult& r) {
                 p.q_heads, p.kv_heads, p.head_dim, p.depth, p.query_rows, p.num_seqs, p.block_size, p.window,
                 p.softcap, std::string(ToString(p.dtype)).c_str(), std::string(ToString(p.policy)).c_str(),
                 std::string(ToString(r.path)).c_str(), r.segments, JsonEscape(r.grid).c_str(),
-                JsonEscape(r.reason).c_str(), p.warmup, p.repeats, p.flush_l2 ? "true" : "false",
+                JsonEscape(p.tuning.ToString()).c_str(), JsonEscape(r.reason).c_str(), p.warmup, p.repeats, p.flush_l2 ? "true" : "false",
                 std::string(ToString(p.timing)).c_str(), p.timing == Timing::kGraph ? p.graph_calls : 0,
                 JsonEscape(r.timing_method).c_str(),
                 r.time_us_median, r.time_us_min, r.bytes_moved, r.bytes_per_s, r.copy_ceiling_bytes_per_s,

@@ -98,7 +98,8 @@ std::string CaseResult::Line() const {
   return buf;
 }
 
-Result<CaseResult> RunCase(Backend backend, const CaseSpec& spec, int repeats, int cpu_threads) {
+Result<CaseResult> RunCase(Backend backend, const CaseSpec& spec, int repeats, int cpu_threads,
+                           const TuningConfig& tuning) {
   const auto t0 = std::chrono::steady_clock::now();
   CaseResult res;
   res.name = spec.name;
@@ -129,6 +130,7 @@ Result<CaseResult> RunCase(Backend backend, const CaseSpec& spec, int repeats, i
     // segments there too.
     if (backend == Backend::kCpu) opt.config.ctas_per_sm = 8;
     opt.cpu_threads = cpu_threads;
+    opt.tuning = tuning;
     HostTensor out;
     outc->path = path;
     outc->deterministic = true;

@@ -35,16 +35,18 @@ class DeviceFacts {
   }
 
   // Occupancy of the kernel that (shape, rows) selects; nullopt when it cannot be asked.
-  std::optional<int> CtasPerSm(const AttentionShape& shape, int max_query_len) {
+  std::optional<int> CtasPerSm(const AttentionShape& shape, int max_query_len, const TuningConfig& tuning) {
     const int group = shape.q_heads / shape.kv_heads;
     // The kernel is chosen by block rows and score columns (query rows x q heads per KV head).
     const int score_cols = std::min(internal::GpuRowsPerQBlock(group, max_query_len), max_query_len) * group;
+    // (The tuning's kernel choice counts too: head512 and bulk_copies pick among the table's rows.)
     const auto key = std::make_tuple(static_cast<int>(shape.dtype), shape.head_dim,
-                                     internal::GpuBlockM(group, max_query_len) * 100 + score_cols);
+                                     internal::GpuBlockM(group, max_query_len) * 100 + score_cols,
+                                     static_cast<int>(tuning.head512) * 10 + static_cast<int>(tuning.bulk_copies));
     std::lock_guard<std::mutex> lock(mu_);
     auto it = ctas_.find(key);
     if (it == ctas_.end()) {
-      const Result<int> ctas = gpu::CtasPerSm(shape, max_query_len);
+      const Result<int> ctas = gpu::CtasPerSm(shape, max_query_len, tuning);
       it = ctas_.emplace(key, ctas.ok() ? std::optional<int>(*ctas) : std::nullopt).first;
     }
     return it->second;
@@ -53,7 +55,7 @@ class DeviceFacts {
  private:
   std::mutex mu_;
   std::optional<DeviceInfo> device_;                               // guarded by mu_
-  std::map<std::tuple<int, int, int>, std::optional<int>> ctas_;  // guarded by mu_
+  std::map<std::tuple<int, int, int, int>, std::optional<int>> ctas_;  // guarded by mu_
 };
 
 Status ValidateArgs(const DeviceAttentionArgs& a) {
@@ -108,15 +110,17 @@ Result<DeviceAttentionPlan> PlanDeviceAttention(Backend backend, const DeviceAtt
   const int units = args.num_seqs * args.shape.kv_heads * internal::GpuQBlocks(group, args.max_query_len);
   PolicyConfig config = options.config;
   if (config.ctas_from_occupancy) {
-    if (const std::optional<int> ctas = facts.CtasPerSm(args.shape, args.max_query_len)) config.ctas_per_sm = *ctas;
+    if (const std::optional<int> ctas = facts.CtasPerSm(args.shape, args.max_query_len, options.tuning))
+      config.ctas_per_sm = *ctas;
   }
   const PathDecision dec = ChoosePath(options.policy, config, args.num_seqs, args.max_query_len, args.max_kv_len,
                                       args.shape.kv_heads, units, device.sm_count);
   const gpu::DeviceProblem dp = ToDeviceProblem(args);
-  LADDER_K_ASSIGN_OR_RETURN(gpu::LaunchPlan launch, gpu::MakePlan(dp, dec.path, dec.segments));
+  LADDER_K_ASSIGN_OR_RETURN(gpu::LaunchPlan launch, gpu::MakePlan(dp, dec.path, dec.segments, options.tuning));
   DeviceAttentionPlan plan;
   plan.info = RunInfo{launch.path, launch.segments, launch.grid, dec.reason};
   plan.workspace_bytes = gpu::WorkspaceBytes(dp, launch);
+  plan.tuning = options.tuning;
   return plan;
 }
 
@@ -131,7 +135,7 @@ Status LaunchDeviceAttention(Backend backend, const DeviceAttentionArgs& args, c
   // The same launch as planned (merge inside the kernel included), rebuilt from the plan's path
   // and segments: host-only work.
   const gpu::DeviceProblem dp = ToDeviceProblem(args);
-  LADDER_K_ASSIGN_OR_RETURN(const gpu::LaunchPlan launch, gpu::MakePlan(dp, plan.info.path, plan.info.segments));
+  LADDER_K_ASSIGN_OR_RETURN(const gpu::LaunchPlan launch, gpu::MakePlan(dp, plan.info.path, plan.info.segments, plan.tuning));
   return gpu::Launch(dp, launch, workspace, workspace_bytes, stream);
 }
 

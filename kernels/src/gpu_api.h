@@ -11,6 +11,7 @@
 
 #include "ladder/kernels/attention.h"
 #include "ladder/kernels/result.h"
+#include "ladder/kernels/tuning.h"
 
 namespace ladder::kernels::gpu {
 
@@ -18,9 +19,10 @@ namespace ladder::kernels::gpu {
 Backend CompiledBackend();
 // Device 0 of the compiled backend; kUnavailable when none is present.
 Result<DeviceInfo> QueryDevice();
-// Work groups of the attention kernel that `shape` and `max_query_len` select that fit on one
-// multiprocessor at once (the runtime's occupancy calculator): the policy's ctas_per_sm.
-Result<int> CtasPerSm(const AttentionShape& shape, int max_query_len);
+// Work groups of the attention kernel that `shape`, `max_query_len` and `tuning` select that
+// fit on one multiprocessor at once (the runtime's occupancy calculator): the policy's
+// ctas_per_sm.
+Result<int> CtasPerSm(const AttentionShape& shape, int max_query_len, const TuningConfig& tuning);
 
 // Move-only owner of one device allocation.
 class DeviceBuffer {
@@ -61,17 +63,24 @@ struct DeviceProblem {
   void* out = nullptr;
 };
 
+// Every decision of a launch, made once by MakePlan: Launch only executes it.
 struct LaunchPlan {
   Path path = Path::k2D;
   int segments = 1;
   std::string grid;
+  // The row of the dispatch table that runs (an entry owned by the backend, valid for the
+  // process); nullptr: not made by MakePlan.
+  const void* kernel = nullptr;
   // 3D with the head-512 team kernel where all its work groups fit on the device at once: the
   // work groups merge the partials themselves (a cooperative launch), no merge kernel.
   bool merge_in_kernel = false;
+  bool merge_overlap = false;  // 3D: the merge kernel by programmatic dependent launch
+  bool evict_first = false;    // K/V copies under an L2 evict-first policy
 };
 
-// Checks the shape against the dispatch table and fills the grid description.
-Result<LaunchPlan> MakePlan(const DeviceProblem& p, Path path, int segments);
+// Finds the kernel in the dispatch table (kUnsupported naming the combination when the table
+// has none: see TuningConfig) and decides everything else the launch needs.
+Result<LaunchPlan> MakePlan(const DeviceProblem& p, Path path, int segments, const TuningConfig& tuning);
 // Bytes of caller-owned workspace the 3D path needs (0 for 2D): per query token x q head x
 // segment, a head_dim fp32 accumulator plus max and sum.
 size_t WorkspaceBytes(const DeviceProblem& p, const LaunchPlan& plan);
@@ -100,7 +109,7 @@ Result<std::vector<double>> TimeGraphReplays(const DeviceProblem& p, const Launc
 // The device spin ahead of each timed call or replay, in ns: it holds the stream so that the
 // host has queued the start event, the call and the end event before the GPU reaches them, and
 // the events time the GPU's work rather than the host's launch calls. 0 where there is none
-// (HIP, or LADDER_KERNELS_HOLD=0).
+// (HIP).
 unsigned long long HoldNs();
 // Device-to-device copy of `bytes`, median of `repeats`; returns (read + written) bytes/s.
 Result<double> MeasureCopyBytesPerS(size_t bytes, int repeats);

@@ -11,7 +11,7 @@ KernelError NoGpu() {
 
 Backend CompiledBackend() { return Backend::kCpu; }
 Result<DeviceInfo> QueryDevice() { return NoGpu(); }
-Result<int> CtasPerSm(const AttentionShape&, int) { return NoGpu(); }
+Result<int> CtasPerSm(const AttentionShape&, int, const TuningConfig&) { return NoGpu(); }
 Result<DeviceBuffer> DeviceBuffer::Alloc(size_t) { return NoGpu(); }
 DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
   p_ = std::exchange(o.p_, nullptr);
@@ -22,7 +22,7 @@ DeviceBuffer::~DeviceBuffer() = default;
 Status CopyToDevice(void*, const void*, size_t) { return NoGpu(); }
 Status CopyToHost(void*, const void*, size_t) { return NoGpu(); }
 Status FillRandom(void*, size_t, DType, uint64_t, float) { return NoGpu(); }
-Result<LaunchPlan> MakePlan(const DeviceProblem&, Path, int) { return NoGpu(); }
+Result<LaunchPlan> MakePlan(const DeviceProblem&, Path, int, const TuningConfig&) { return NoGpu(); }
 size_t WorkspaceBytes(const DeviceProblem&, const LaunchPlan&) { return 0; }
 Status Launch(const DeviceProblem&, const LaunchPlan&, void*, size_t, void*) { return NoGpu(); }
 Status Synchronize() { return NoGpu(); }

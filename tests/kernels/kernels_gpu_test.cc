@@ -2,6 +2,9 @@
 // Labelled `gpu` in CTest; skips cleanly when no backend or device is present.
 #include <gtest/gtest.h>
 
+#include <cctype>
+#include <string>
+
 #include "ladder/kernels/attention.h"
 #include "ladder/kernels/bench.h"
 #include "ladder/kernels/cases.h"
@@ -61,6 +64,74 @@ TEST(GpuBench, GraphReplaysAreTimedPerCall) {
     EXPECT_NE(r->timing_method.find("graph replay: 5 calls"), std::string::npos) << r->timing_method;
     EXPECT_NE(lk::FormatJson(*r).find("\"timing\":\"graph\",\"graph_calls\":5"), std::string::npos);
   }
+}
+
+// Every row of the dispatch table that a head-512 case reaches, forced through the tuning: each
+// kernel that runs must pass the case table as the defaults do. A kernel the table has no row for
+// at a case's score columns (or that this device cannot run) is refused with kUnsupported and
+// skipped; the defaults must run every case.
+class GpuHead512Table : public ::testing::TestWithParam<lk::TuningConfig> {};
+
+TEST_P(GpuHead512Table, EveryReachableKernelPassesTheHead512Cases) {
+  const lk::Backend b = GpuBackend();
+  if (!lk::BackendAvailable(b)) GTEST_SKIP() << "no GPU backend with a device in this binary";
+  const lk::TuningConfig& tuning = GetParam();
+  const bool defaults = tuning.ToString() == "defaults";
+  int ran = 0;
+  for (const lk::CaseSpec& c : lk::Cases()) {
+    if (c.shape.head_dim != 512 || c.cpu_only) continue;
+    auto r = lk::RunCase(b, c, /*repeats=*/3, /*cpu_threads=*/2, tuning);
+    if (!r.ok() && r.error().code == lk::ErrorCode::kUnsupported && !defaults) continue;
+    ASSERT_TRUE(r.ok()) << c.name << " under " << tuning.ToString() << ": " << r.error().ToString();
+    EXPECT_TRUE(r->passed) << tuning.ToString() << ": " << r->Line();
+    ++ran;
+  }
+  // The generic kernel runs everywhere; team kernels only on Hopper.
+  if (defaults || tuning.head512 == lk::Head512Kernel::kGeneric) EXPECT_GT(ran, 0);
+  if (ran == 0) GTEST_SKIP() << tuning.ToString() << " runs on no head-512 case on this device";
+}
+
+lk::TuningConfig Tuned(lk::Head512Kernel kernel, lk::Switch bulk = lk::Switch::kAuto,
+                       lk::Switch merge_in_kernel = lk::Switch::kAuto) {
+  lk::TuningConfig t;
+  t.head512 = kernel;
+  t.bulk_copies = bulk;
+  t.merge_in_kernel = merge_in_kernel;
+  return t;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Kernels, GpuHead512Table,
+    ::testing::Values(lk::TuningConfig{}, Tuned(lk::Head512Kernel::kGeneric),
+                      Tuned(lk::Head512Kernel::kTeamByDims), Tuned(lk::Head512Kernel::kTeamByDims, lk::Switch::kOn),
+                      Tuned(lk::Head512Kernel::kTeamByColumn), Tuned(lk::Head512Kernel::kTeamSplit),
+                      Tuned(lk::Head512Kernel::kTeamSplitWgmma),
+                      Tuned(lk::Head512Kernel::kAuto, lk::Switch::kAuto, lk::Switch::kOff)),
+    [](const ::testing::TestParamInfo<lk::TuningConfig>& info) {
+      std::string name = info.param.ToString();
+      for (char& ch : name)
+        if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+      return name;
+    });
+
+// A forced kernel at score columns it has no instantiation for fails at plan time, naming the
+// combination, instead of running another kernel.
+TEST(GpuDispatch, AnUnsupportedCombinationIsRefusedByName) {
+  const lk::Backend b = GpuBackend();
+  if (!lk::BackendAvailable(b)) GTEST_SKIP() << "no GPU backend with a device in this binary";
+  lk::AttentionShape shape;
+  shape.q_heads = 16;
+  shape.kv_heads = 2;
+  shape.head_dim = 512;
+  auto problem = lk::MakeProblem(shape, {{2, 300}}, 7);  // 2 rows x GQA 8: 16 score columns
+  ASSERT_TRUE(problem.ok());
+  lk::RunOptions options;
+  options.tuning.head512 = lk::Head512Kernel::kTeamByDims;  // instantiated for <= 8 columns only
+  lk::HostTensor out;
+  auto r = lk::RunAttention(b, *problem, options, &out);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, lk::ErrorCode::kUnsupported);
+  EXPECT_NE(r.error().message.find("team-by-dims"), std::string::npos) << r.error().message;
 }
 
 INSTANTIATE_TEST_SUITE_P(Kernels, GpuCaseTable, ::testing::ValuesIn(lk::Cases().begin(), lk::Cases().end()),

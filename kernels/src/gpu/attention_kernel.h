@@ -20,8 +20,6 @@
 
 namespace ladder::kernels::gpu {
 
-constexpr int kTimelineFields = 5;
-
 struct KernelParams {
   const uint16_t* q;
   const uint16_t* k;
@@ -41,17 +39,9 @@ struct KernelParams {
   int rows_per_qblock, num_qblocks;
   int segments;
   int write_partial;  // 1: 3D partials; 0: final output (2D)
-  // Timing diagnostics of the head-512 team kernel (LADDER_KERNELS_DIAG; results are garbage):
-  // 1 = stream K/V but skip the arithmetic, 2 = compute on stale stages without loading them,
-  // 3 = no merge after the 3D kernel.
-  int diag;
   // K/V copies under an L2 evict-first policy: the stream is read once, and the 3D partials
-  // written near the end stay in L2 for the merge (LADDER_KERNELS_EVICT_FIRST=0: no hint).
+  // written near the end stay in L2 for the merge (TuningConfig::evict_first).
   int evict_first;
-  // LADDER_KERNELS_TIMELINE: the team kernel's work groups record kTimelineFields values here:
-  // start, end of the key loop, partials written (merge in the kernel only, else 0), end (ns)
-  // and the SM.
-  unsigned long long* timeline;
   // merge_in_kernel (3D, team kernel, cooperative launch): each work group publishes
   // merge_flags[group][segment] = epoch once its partials are written, waits for its group's
   // other segments, then merges a share of the group's outputs. epoch grows with every such
@@ -477,65 +467,6 @@ __global__ void __launch_bounds__(NT, MINB) UnifiedAttentionKernel(KernelParams 
     p.seg_max[head * p.segments + seg] = row_max[tid];
     p.seg_sum[head * p.segments + seg] = row_sum[tid];
   }
-}
-
-// Merge of the 3D partials (maxima in log2 units). Work group (query token, q head, chunk of
-// kMergeThreads output dims), one thread per output element. Segment weights and sums go to
-// shared memory first (dynamic, 2 x segments floats); then every thread sums its element over
-// the segments in segment order, loading kMergeBatch partials before it adds any, so the loads
-// overlap instead of waiting on each other. An empty segment (max -inf, sum 0, accumulator 0)
-// has weight 0 and contributes nothing.
-constexpr int kMergeThreads = 128;
-constexpr int kMergeBatch = 8;
-template <class E>
-// (`discard`: as MergeSegmentsGroupedKernel's; this two-pass fallback keeps its lines.)
-__global__ void __launch_bounds__(kMergeThreads) MergeSegmentsKernel(const float* seg_acc, const float* seg_max,
-                                                                     const float* seg_sum, uint16_t* out,
-                                                                     int q_heads, int segments, int head_dim,
-                                                                     int discard) {
-  (void)discard;
-  extern __shared__ float merge_smem[];  // [segments] weights, [segments] sums
-  float* w = merge_smem;
-  float* sums = merge_smem + segments;
-  __shared__ float red[kMergeThreads / 32];
-  const int tid = threadIdx.x;
-  const size_t head = static_cast<size_t>(blockIdx.x) * q_heads + blockIdx.y;
-  const size_t slot0 = head * segments;
-  dev::WaitForPriorGrid();  // the attention kernel's partials are complete and visible
-  float m = -INFINITY;
-  for (int s = tid; s < segments; s += kMergeThreads) m = fmaxf(m, seg_max[slot0 + s]);
-  m = dev::GroupMax<32>(m);  // max is exact in any order
-  if (tid % 32 == 0) red[tid / 32] = m;
-  __syncthreads();
-  float gmax = red[0];
-#pragma unroll
-  for (int i = 1; i < kMergeThreads / 32; ++i) gmax = fmaxf(gmax, red[i]);
-  for (int s = tid; s < segments; s += kMergeThreads) {
-    const float ms = seg_max[slot0 + s];
-    w[s] = ms == -INFINITY ? 0.0f : exp2f(ms - gmax);
-    sums[s] = seg_sum[slot0 + s];
-  }
-  __syncthreads();
-  const int d = blockIdx.z * kMergeThreads + tid;
-  if (d >= head_dim) return;
-  float den = 0.0f, num = 0.0f;
-  const float* a = seg_acc + slot0 * head_dim + d;
-  int s = 0;
-  for (; s + kMergeBatch <= segments; s += kMergeBatch) {
-    float v[kMergeBatch];
-#pragma unroll
-    for (int u = 0; u < kMergeBatch; ++u) v[u] = a[static_cast<size_t>(s + u) * head_dim];
-#pragma unroll
-    for (int u = 0; u < kMergeBatch; ++u) {
-      den = fmaf(w[s + u], sums[s + u], den);
-      num = fmaf(w[s + u], v[u], num);
-    }
-  }
-  for (; s < segments; ++s) {
-    den = fmaf(w[s], sums[s], den);
-    num = fmaf(w[s], a[static_cast<size_t>(s) * head_dim], num);
-  }
-  out[head * head_dim + d] = E::FromFloat(den > 0.0f ? num / den : 0.0f);
 }
 
 // The merge in one L2 round trip: work group (query token, q head, 128 output dims), thread

@@ -179,23 +179,14 @@ __device__ inline void CopyAsync4(void* smem, const void* gmem) {
   *static_cast<int*>(smem) = *static_cast<const int*>(gmem);
 #endif
 }
-// Nanosecond clock shared by all SMs, and the SM a work group runs on (timeline diagnostics).
+// Nanosecond clock shared by all SMs (the bench's stream hold).
 __device__ inline unsigned long long GlobalTimerNs() {
 #if defined(LADDER_KERNELS_HIP)
-  return static_cast<unsigned long long>(__clock64());  // cycles, not ns (timelines are CUDA-only)
+  return static_cast<unsigned long long>(__clock64());  // cycles, not ns (unused: HIP times without a hold)
 #else
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
-#endif
-}
-__device__ inline unsigned SmId() {
-#if defined(LADDER_KERNELS_HIP)
-  return 0;
-#else
-  unsigned id;
-  asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
-  return id;
 #endif
 }
 // Loads through L2, past this SM's L1 (data another SM wrote during this kernel).
@@ -399,7 +390,7 @@ __device__ inline uint32_t MovMatrixTrans(uint32_t a) {
 // D[64 x 32] (+)= A[64 x 16] B[16 x 32], fp32 accumulators in mma.sync's C layout per 8-column
 // block (thread t of the warpgroup: rows 16 (t / 32) + (t % 32) / 4 (+8), columns 2 (t % 4)
 // (+1)), A MN-major and B K-major in shared memory without swizzle (core matrices of 8 x 16
-// bytes, 128 bytes each; benchmarks/probes/wgmma_layout.cu checks the layouts).
+// bytes, 128 bytes each; kernels/probes/wgmma_layout.cu checks the layouts).
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL) && !defined(LADDER_KERNELS_HIP)
 #define LADDER_DEVICE_HAS_WGMMA 1
 #else

@@ -126,7 +126,6 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
   size_t* fin_off = reinterpret_cast<size_t*>(fin_head + 32);        // [32] output (partial) row offsets
 
   const int tid = threadIdx.x;
-  const unsigned long long t_start = p.timeline != nullptr ? dev::GlobalTimerNs() : 0;
   const WorkItem w = WorkItemOf(p);
   if (w.empty) return;
   const int seq = w.seq, kvh = w.kvh, seg = w.seg, q_start = w.q_start, row0 = w.row0;
@@ -240,7 +239,7 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
       constexpr int kCopyWarp1 = NT == 2 && kScoring == TeamScoring::kByColumn ? 0
                                  : NT == 2 && kScoring == TeamScoring::kSplit  ? 3
                                                                                : 2;
-      if (k < team_chunks && p.diag != 2 && tw == (team == 0 ? kCopyWarp0 : kCopyWarp1)) {
+      if (k < team_chunks && tw == (team == 0 ? kCopyWarp0 : kCopyWarp1)) {
         unsigned long long* bar = bars + k % TS;
         if (lane == 0) dev::MbarrierArriveExpectTx(bar, 2 * CK * D * 2);
         __syncwarp();
@@ -253,12 +252,12 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
       }
       return;
     }
-    if (k < team_chunks && p.diag != 2) {
+    if (k < team_chunks) {
       uint16_t* st = team_stages + static_cast<size_t>(k % TS) * 2 * CK * LD;
       // K as [key][LD]; V the same, or (wgmma) as wgmma's MN-major A operand with the 128-byte
       // swizzle: 64-dim panels 2 KB apart, key row r of a panel at r * 128 bytes, its 16-byte
       // piece c at (c ^ the row's address bits 7-9) * 16 (descriptor base offset 0: checked on
-      // the H200 by benchmarks/probes/wgmma_layout.cu, also for panels off 1024-byte boundaries).
+      // the H200 by kernels/probes/wgmma_layout.cu, also for panels off 1024-byte boundaries).
       uint16_t* sk = st + ld_row * LD + ld_piece * 8;
       uint16_t* sv = sk + CK * LD;
       if constexpr (kWg) {
@@ -324,7 +323,7 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
   for (int k = 0; k < team_chunks; ++k) {
     const int s = k % TS;
     if constexpr (kBulk) {
-      if (p.diag != 2) dev::MbarrierWait(bars + s, (k / TS) & 1);  // chunk k has landed
+      dev::MbarrierWait(bars + s, (k / TS) & 1);  // chunk k has landed
       dev::CopyAsyncWait<0>();  // this thread's page-ring refills, if any
     } else {
       dev::CopyAsyncWait<TS - 2>();  // this thread's copies of chunk k have landed
@@ -343,8 +342,7 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
     // (With wgmma they come after this warp has waited for the previous chunk's MMAs, which read
     // the stage they refill: one warpgroup operation, complete for every warp of the team.)
     constexpr bool kIssueLate = !kBulk && kSplit && NT == 4;
-    if (!kIssueLate || p.diag == 1) issue(k + TS - 1);
-    if (p.diag == 1) continue;
+    if (!kIssueLate) issue(k + TS - 1);
     const int i = 2 * k + team;  // chunk of the segment
     const uint16_t* ks = team_stages + static_cast<size_t>(s) * 2 * CK * LD;
     [[maybe_unused]] const uint16_t* vs = ks + CK * LD;
@@ -535,7 +533,6 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
     run_team(team);
   }
   dev::CopyAsyncWait<0>();  // (only empty groups and page entries past the end are left)
-  const unsigned long long t_loop = p.timeline != nullptr ? dev::GlobalTimerNs() : 0;
 #pragma unroll
   for (int q = 0; q < kSTiles; ++q)
 #pragma unroll
@@ -613,9 +610,7 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
     p.seg_max[head * p.segments + seg] = fin_max[tid];
     p.seg_sum[head * p.segments + seg] = fin_sum[tid];
   }
-  unsigned long long t_written = 0;
   if (p.write_partial && p.merge_in_kernel) {
-    if (p.timeline != nullptr) t_written = dev::GlobalTimerNs();
     // ---- the merge, inside the kernel: every work group of the grid is resident (cooperative
     // launch), so waiting for the group's other segments cannot deadlock -------------------
     __threadfence();  // this work group's partials, before its flag
@@ -648,11 +643,6 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1) TeamAttention512Ke
     if constexpr (S::kMergeUnits >= 2)
       if (mine == 2) MergeGroupedUnits<E, 2, kGroupedMergePer>(p.seg_acc, p.seg_max, p.seg_sum, p.out, 2, unit_at(seg), p.segments, D, scratch,
                                                                p.evict_first != 0);
-  }
-  if (p.timeline != nullptr && tid == 0) {
-    unsigned long long* t =
-        p.timeline + kTimelineFields * ((static_cast<size_t>(blockIdx.z) * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x);
-    t[0] = t_start, t[1] = t_loop, t[2] = t_written, t[3] = dev::GlobalTimerNs(), t[4] = dev::SmId();
   }
 #endif
 }

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "ladder/kernels/result.h"
+#include "ladder/kernels/tuning.h"
 
 namespace ladder::kernels {
 
@@ -171,6 +172,7 @@ Result<HostProblem> MakeProblem(const AttentionShape& shape, const std::vector<S
 struct RunOptions {
   Policy policy = Policy::kAuto;
   PolicyConfig config;
+  TuningConfig tuning;  // GPU backends: which kernel and launch options (tuning.h)
   int cpu_threads = 2;  // CPU backend: worker threads (sequence x KV head x segment items)
 };
 

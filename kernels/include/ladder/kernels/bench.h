@@ -69,6 +69,7 @@ struct BenchPoint {
   int graph_calls = 20;         // kGraph: calls per captured graph
   uint64_t seed = 0;
   PolicyConfig config;
+  TuningConfig tuning;  // GPU backends (tuning.h)
 
   static Result<BenchPoint> FromPreset(std::string_view preset, Backend backend);
   Status Validate() const;
@@ -115,6 +116,7 @@ struct SweepOptions {
   int graph_calls = 20;
   uint64_t seed = 0;
   PolicyConfig config;
+  TuningConfig tuning;
 
   Status Validate() const;
   std::vector<BenchPoint> Points() const;  // the cross product, presets outermost

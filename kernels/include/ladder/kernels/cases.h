@@ -65,9 +65,10 @@ struct CaseResult {
   std::string Line() const;  // one line for the check tool
 };
 
-// Runs one case. Errors are for infrastructure failures (device errors); a failed check is a
-// CaseResult with passed == false.
+// Runs one case under `tuning` (GPU backends). Errors are for infrastructure failures (device
+// errors) and for a tuning the dispatch table has no kernel for (kUnsupported); a failed check
+// is a CaseResult with passed == false.
 Result<CaseResult> RunCase(Backend backend, const CaseSpec& spec, int repeats = 10,
-                           int cpu_threads = 2);
+                           int cpu_threads = 2, const TuningConfig& tuning = {});
 
 }  // namespace ladder::kernels

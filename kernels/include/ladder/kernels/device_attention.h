@@ -41,10 +41,12 @@ struct DeviceAttentionArgs {
 struct DeviceAttentionPlan {
   RunInfo info;                // path, segments, grid and the policy's reason (as RunAttention)
   size_t workspace_bytes = 0;  // the 3D segment buffer; 0 for 2D
+  TuningConfig tuning;         // RunOptions::tuning of the plan: the launch runs the same kernel
 };
 
-// InvalidArgument for inconsistent arguments, Unavailable when `backend` is the CPU, not
-// compiled in, or has no device.
+// InvalidArgument for inconsistent arguments or tuning, Unavailable when `backend` is the CPU,
+// not compiled in, or has no device; Unsupported when the dispatch table has no kernel for the
+// shape under options.tuning (tuning.h).
 Result<DeviceAttentionPlan> PlanDeviceAttention(Backend backend, const DeviceAttentionArgs& args,
                                                 const RunOptions& options);
 

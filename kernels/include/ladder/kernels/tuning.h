@@ -1,0 +1,71 @@
+// Tuning of the GPU attention kernels: which kernel of the dispatch table runs, and how its 3D
+// merge and copies are launched. The defaults are what won the A/B runs on the H200
+// (docs/kernels.md, docs/performance.md); a caller sets a field only to compare against them.
+// The library reads no environment variable: a tuning reaches the kernels through
+// RunOptions::tuning (attention.h) or BenchPoint::tuning (bench.h), and the kernel runner takes
+// it as cell parameters, so an A/B of tunings is a matrix whose paired axis is the tuning.
+//
+// A tuning is a request: a combination the dispatch table has no kernel for (e.g. team kernel
+// by dims at 16 score columns) fails at plan time with kUnsupported naming the combination;
+// Validate() refuses only what no shape could ever run.
+//
+// Every field is ignored by the CPU backend.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "ladder/kernels/result.h"
+
+namespace ladder::kernels {
+
+// The head-512 kernel. Score columns = query rows x q heads per KV head in one work item.
+enum class Head512Kernel {
+  // The team kernel wherever a work group may hold its ~210 KB of shared memory (Hopper):
+  // by dims at <= 8 score columns, by column at <= 16, split scores with the O^T product by
+  // warpgroup MMA above 16 where the sm_90a machine code runs (split scores without it);
+  // elsewhere (Ampere, HIP) the generic kernel.
+  kAuto,
+  kGeneric,            // the one kernel body every head dim uses (attention_kernel.h)
+  kTeamByDims,         // team kernel scoring by dims: <= 8 score columns only
+  kTeamByColumn,       // team kernel scoring by column: 9..16 score columns only
+  kTeamSplit,          // team kernel, scores by dims, softmax by column: 17..32 columns
+  kTeamSplitWgmma,     // kTeamSplit with O^T by wgmma: 17..32 columns, sm_90a only
+};
+
+// A choice the defaults make by rule, forced one way for an A/B run.
+enum class Switch { kAuto, kOff, kOn };
+
+struct TuningConfig {
+  Head512Kernel head512 = Head512Kernel::kAuto;
+  // The head-512 team kernels' K/V loads as bulk copies (one warp issues each chunk's 1 KB
+  // rows) instead of cp.async from every warp. kAuto: by column (16 columns) only, where
+  // the non-scoring warps wait anyway. kOn: also by dims (8 columns); kOff: by dims only (the
+  // by-column kernel without bulk copies lost and was deleted). Split kernels have none.
+  Switch bulk_copies = Switch::kAuto;
+  // 3D with a team kernel: the work groups merge the segments themselves (a cooperative
+  // launch) instead of a merge kernel. kAuto: where every work group is resident and each
+  // merges at most its kernel's merge units; kOff: always the merge kernel. (kOn is kAuto:
+  // the conditions are what makes the merge inside the kernel correct.)
+  Switch merge_in_kernel = Switch::kAuto;
+  // The merge kernel launched by programmatic dependent launch, overlapping the attention
+  // kernel's tail. kAuto: on compute capability 9 and newer (CUDA); kOff: a plain launch.
+  Switch merge_overlap = Switch::kAuto;
+  // K/V copies under an L2 evict-first policy (CUDA). kAuto: where the K/V a call reads is
+  // larger than L2, so the stream would evict the 3D partials before the merge reads them.
+  Switch evict_first = Switch::kAuto;
+
+  // InvalidArgument for combinations no shape can run (bulk copies with the generic or a
+  // split kernel, the merge inside the generic kernel, kOn for merge_in_kernel /
+  // merge_overlap, which only kAuto can decide safely).
+  Status Validate() const;
+  // "head512=team-by-dims bulk_copies=on" -- the non-default fields; "defaults" when none.
+  std::string ToString() const;
+};
+
+std::string_view ToString(Head512Kernel k);  // "auto" | "generic" | "team-by-dims" | ...
+std::string_view ToString(Switch s);         // "auto" | "off" | "on"
+Result<Head512Kernel> ParseHead512Kernel(std::string_view s);
+Result<Switch> ParseSwitch(std::string_view s);
+
+}  // namespace ladder::kernels

@@ -1,0 +1,94 @@
+// TuningConfig: parsing, validation and its one-line description (host only; the dispatch
+// table's answers to each tuning are tested on the GPU in kernels_gpu_test.cc).
+#include <gtest/gtest.h>
+
+#include "ladder/kernels/attention.h"
+#include "ladder/kernels/tuning.h"
+
+namespace lk = ladder::kernels;
+
+namespace {
+
+TEST(Tuning, DefaultsAreValidAndSayDefaults) {
+  const lk::TuningConfig t;
+  EXPECT_TRUE(t.Validate().ok());
+  EXPECT_EQ(t.ToString(), "defaults");
+}
+
+TEST(Tuning, EveryKernelNameParsesBackToItself) {
+  for (lk::Head512Kernel k : {lk::Head512Kernel::kAuto, lk::Head512Kernel::kGeneric, lk::Head512Kernel::kTeamByDims,
+                              lk::Head512Kernel::kTeamByColumn, lk::Head512Kernel::kTeamSplit,
+                              lk::Head512Kernel::kTeamSplitWgmma}) {
+    auto parsed = lk::ParseHead512Kernel(lk::ToString(k));
+    ASSERT_TRUE(parsed.ok()) << lk::ToString(k);
+    EXPECT_EQ(*parsed, k);
+  }
+  for (lk::Switch s : {lk::Switch::kAuto, lk::Switch::kOff, lk::Switch::kOn}) {
+    auto parsed = lk::ParseSwitch(lk::ToString(s));
+    ASSERT_TRUE(parsed.ok());
+    EXPECT_EQ(*parsed, s);
+  }
+}
+
+TEST(Tuning, UnknownNamesAreRefusedListingTheKnownOnes) {
+  auto k = lk::ParseHead512Kernel("variant3");
+  ASSERT_FALSE(k.ok());
+  EXPECT_EQ(k.error().code, lk::ErrorCode::kInvalidArgument);
+  EXPECT_NE(k.error().message.find("team-split-wgmma"), std::string::npos) << k.error().message;
+  auto s = lk::ParseSwitch("1");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("auto, off or on"), std::string::npos) << s.error().message;
+}
+
+TEST(Tuning, CombinationsNoShapeCanRunAreRefused) {
+  lk::TuningConfig bulk_generic;
+  bulk_generic.head512 = lk::Head512Kernel::kGeneric;
+  bulk_generic.bulk_copies = lk::Switch::kOn;
+  EXPECT_EQ(bulk_generic.Validate().error().code, lk::ErrorCode::kInvalidArgument);
+
+  lk::TuningConfig bulk_split;
+  bulk_split.head512 = lk::Head512Kernel::kTeamSplitWgmma;
+  bulk_split.bulk_copies = lk::Switch::kOn;
+  EXPECT_FALSE(bulk_split.Validate().ok());
+
+  lk::TuningConfig column_without_bulk;
+  column_without_bulk.head512 = lk::Head512Kernel::kTeamByColumn;
+  column_without_bulk.bulk_copies = lk::Switch::kOff;
+  EXPECT_FALSE(column_without_bulk.Validate().ok());
+
+  lk::TuningConfig forced_merge;
+  forced_merge.merge_in_kernel = lk::Switch::kOn;
+  EXPECT_NE(forced_merge.Validate().error().message.find("merge_in_kernel"), std::string::npos);
+
+  lk::TuningConfig forced_overlap;
+  forced_overlap.merge_overlap = lk::Switch::kOn;
+  EXPECT_FALSE(forced_overlap.Validate().ok());
+}
+
+TEST(Tuning, ValidCombinationsPassAndAreDescribed) {
+  lk::TuningConfig t;
+  t.head512 = lk::Head512Kernel::kTeamByDims;
+  t.bulk_copies = lk::Switch::kOn;
+  t.merge_in_kernel = lk::Switch::kOff;
+  t.evict_first = lk::Switch::kOff;
+  EXPECT_TRUE(t.Validate().ok());
+  EXPECT_EQ(t.ToString(), "head512=team-by-dims bulk_copies=on merge_in_kernel=off evict_first=off");
+}
+
+// The CPU backend ignores tunings, but an invalid one is still refused: a matrix that runs on the
+// CPU in CI must not hide a tuning that every GPU would refuse.
+TEST(Tuning, RunAttentionRefusesAnInvalidTuningOnEveryBackend) {
+  lk::AttentionShape shape;
+  shape.dtype = lk::DType::kF32;
+  auto problem = lk::MakeProblem(shape, {{1, 64}}, 1);
+  ASSERT_TRUE(problem.ok());
+  lk::RunOptions options;
+  lk::HostTensor out;
+  ASSERT_TRUE(lk::RunAttention(lk::Backend::kCpu, *problem, options, &out).ok());
+  options.tuning.merge_overlap = lk::Switch::kOn;
+  auto refused = lk::RunAttention(lk::Backend::kCpu, *problem, options, &out);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, lk::ErrorCode::kInvalidArgument);
+}
+
+}  // namespace
