@@ -15,10 +15,17 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "ladder/engines/client.h"
+#include "ladder/engines/engine_version.h"
 #include "ladder/status_macros.h"
 #include "params.h"
 
 namespace ladder::engines {
+
+struct EngineRunner::DetectedVersions {
+  std::mutex mu;
+  // engine -> version, or the reason it could not be read.
+  std::map<std::string, absl::StatusOr<std::string>> by_engine;  // guarded by mu
+};
 
 using internal::Cat;
 using internal::ToStd;
@@ -119,8 +126,10 @@ absl::Status Annotate(const absl::Status& status, std::string_view context) {
 // Runs one unit; owns the live engines and the cancellation watchdog.
 class UnitRun {
  public:
-  UnitRun(const EngineRunnerOptions& options, const UnitWork& unit, MeasurementSink& sink)
-      : options_(options), unit_(unit), sink_(sink) {}
+  UnitRun(const EngineRunnerOptions& options, EngineRunner::DetectedVersions& versions,
+          const UnitWork& unit, MeasurementSink& sink)
+      : options_(options), versions_(versions), context_(options.recipe_context), unit_(unit),
+        sink_(sink) {}
 
   ~UnitRun() {
     StopAll();
@@ -150,6 +159,29 @@ class UnitRun {
 
  private:
   // ------------------------------------------------------------------------------------------
+  // Fills context_.engine_versions[engine] from the probe (once per runner), unless the cell or
+  // the agent's configuration already says which version is installed.
+  void DetectVersion(const std::string& engine, const nlohmann::json& params) {
+    if (options_.version_detection == VersionDetection::kOff) return;
+    if (internal::GetString(params, "engine_version").has_value()) return;
+    if (context_.engine_versions.count(engine) > 0) return;
+    if (!VersionCommand(engine, context_).has_value()) return;
+    absl::StatusOr<std::string> version = absl::UnknownError("not probed");
+    {
+      std::lock_guard<std::mutex> lock(versions_.mu);
+      auto it = versions_.by_engine.find(engine);
+      if (it == versions_.by_engine.end()) {
+        it = versions_.by_engine
+                 .emplace(engine, DetectEngineVersion(engine, context_, options_.version_timeout))
+                 .first;
+      }
+      version = it->second;
+    }
+    probes_[engine] = version.ok() ? nlohmann::json{{"version", *version}}
+                                   : nlohmann::json{{"error", std::string(version.status().message())}};
+    if (version.ok()) context_.engine_versions[engine] = *version;
+  }
+
   absl::Status BuildArms() {
     std::map<std::string, std::vector<int>> by_config;  // config -> arm indices
     std::optional<Residency> residency;
@@ -173,8 +205,9 @@ class UnitRun {
       if (auto s = ValidateParams(*recipe, cell.params); !s.ok()) {
         return Annotate(s, Cat("cell ", cell.key));
       }
+      DetectVersion(engine, cell.params);
       // Render once now so that parameter errors surface before any engine starts.
-      RecipeContext probe_context = options_.recipe_context;
+      RecipeContext probe_context = context_;
       probe_context.port = 1;
       if (auto r = recipe->Render(cell.params, probe_context); !r.ok()) {
         return Annotate(r.status(), Cat("cell ", cell.key));
@@ -279,7 +312,7 @@ class UnitRun {
     auto live = std::make_unique<LiveEngine>();
     live->arm = &arm;
     live->process_index = p;
-    RecipeContext rc = options_.recipe_context;
+    RecipeContext rc = context_;
     // Render once with a placeholder port to learn whether there is anything to start.
     rc.port = 1;
     ASSIGN_OR_RETURN(RenderedEngine probe, arm.recipe->Render(arm.params, rc));
@@ -496,21 +529,7 @@ class UnitRun {
       RETURN_IF_ERROR(RecordMetric(id, p, r, "itl_ms_mean",
                                    sum / static_cast<double>(long_gen->gaps_ms.size()), "ms"));
     }
-    if (before.has_value() && after.has_value()) {
-      double drafts = after->num_drafts - before->num_drafts;
-      double drafted = after->num_draft_tokens - before->num_draft_tokens;
-      double accepted = after->num_accepted_tokens - before->num_accepted_tokens;
-      RETURN_IF_ERROR(RecordMetric(id, p, r, "spec_drafts", drafts, "1"));
-      RETURN_IF_ERROR(RecordMetric(id, p, r, "spec_draft_tokens", drafted, "1"));
-      RETURN_IF_ERROR(RecordMetric(id, p, r, "spec_accepted_tokens", accepted, "1"));
-      if (drafted > 0) {
-        RETURN_IF_ERROR(RecordMetric(id, p, r, "acceptance_rate", accepted / drafted, "1"));
-      }
-      if (drafts > 0) {
-        RETURN_IF_ERROR(
-            RecordMetric(id, p, r, "mean_acceptance_length", 1.0 + accepted / drafts, "tok"));
-      }
-    }
+    RETURN_IF_ERROR(RecordAcceptance(engine, id, p, r, before, after, *short_gen, *long_gen));
     for (const GenerationResult* g : {&*short_gen, &*long_gen}) {
       if (g->reported_prompt_tokens >= 0 && g->reported_prompt_tokens != depth) {
         Evidence ev{id, p, "prompt_tokens_mismatch",
@@ -523,6 +542,73 @@ class UnitRun {
       Evidence ev{id, p, "measurement_note",
                   "engine reported no usage; completion tokens assumed equal to max_tokens"};
       RETURN_IF_ERROR(sink_.RecordEvidence(ev));
+    }
+    return absl::OkStatus();
+  }
+
+  // Acceptance for one cell-round, from the best source the engine has: counter deltas around
+  // the two requests (vLLM, llama.cpp from #26389 on), else the requests' own draft timings
+  // (older llama.cpp), else the engine's gauges (SGLang, read after the long request). The
+  // source is recorded as `acceptance_source` evidence. A speculation cell that drafted nothing
+  // gets `speculation_not_engaged` evidence: the engine ran the target alone.
+  absl::Status RecordAcceptance(LiveEngine& engine, int64_t id, int p, int r,
+                                const std::optional<SpecCounters>& before,
+                                const std::optional<SpecCounters>& after,
+                                const GenerationResult& short_gen,
+                                const GenerationResult& long_gen) {
+    const RenderedEngine& re = engine.rendered;
+    std::optional<double> drafted;
+    std::string source;
+    if (before.has_value() && after.has_value()) {
+      source = "metrics";
+      double drafts = after->num_drafts - before->num_drafts;
+      double draft_tokens = after->num_draft_tokens - before->num_draft_tokens;
+      double accepted = after->num_accepted_tokens - before->num_accepted_tokens;
+      drafted = draft_tokens;
+      RETURN_IF_ERROR(RecordMetric(id, p, r, "spec_drafts", drafts, "1"));
+      RETURN_IF_ERROR(RecordMetric(id, p, r, "spec_draft_tokens", draft_tokens, "1"));
+      RETURN_IF_ERROR(RecordMetric(id, p, r, "spec_accepted_tokens", accepted, "1"));
+      if (draft_tokens > 0) {
+        RETURN_IF_ERROR(RecordMetric(id, p, r, "acceptance_rate", accepted / draft_tokens, "1"));
+      }
+      if (drafts > 0) {
+        RETURN_IF_ERROR(
+            RecordMetric(id, p, r, "mean_acceptance_length", 1.0 + accepted / drafts, "tok"));
+      }
+    } else if (re.draft_timings == DraftTimings::kLlamaCppTimings &&
+               long_gen.draft_tokens.has_value() && long_gen.accepted_tokens.has_value()) {
+      source = "timings";
+      double draft_tokens = *long_gen.draft_tokens + short_gen.draft_tokens.value_or(0);
+      double accepted = *long_gen.accepted_tokens + short_gen.accepted_tokens.value_or(0);
+      drafted = draft_tokens;
+      RETURN_IF_ERROR(RecordMetric(id, p, r, "spec_draft_tokens", draft_tokens, "1"));
+      RETURN_IF_ERROR(RecordMetric(id, p, r, "spec_accepted_tokens", accepted, "1"));
+      if (draft_tokens > 0) {
+        RETURN_IF_ERROR(RecordMetric(id, p, r, "acceptance_rate", accepted / draft_tokens, "1"));
+      }
+    } else if (re.spec_k > 0 && re.spec_gauges.available()) {
+      auto gauges = engine.client->ReadSpecGauges(re.spec_gauges);
+      if (gauges.ok()) {
+        source = "gauges";
+        if (gauges->accept_length.has_value()) {
+          RETURN_IF_ERROR(
+              RecordMetric(id, p, r, "mean_acceptance_length", *gauges->accept_length, "tok"));
+        }
+        if (gauges->accept_rate.has_value()) {
+          RETURN_IF_ERROR(RecordMetric(id, p, r, "acceptance_rate", *gauges->accept_rate, "1"));
+        }
+      } else if (gauges.status().code() != absl::StatusCode::kNotFound) {
+        return gauges.status();
+      }
+    }
+    if (r == 0 && !source.empty()) {
+      RETURN_IF_ERROR(sink_.RecordEvidence(Evidence{id, p, "acceptance_source", source}));
+    }
+    if (re.spec_k > 0 && drafted.has_value() && *drafted <= 0) {
+      RETURN_IF_ERROR(sink_.RecordEvidence(Evidence{
+          id, p, "speculation_not_engaged",
+          Cat("round ", r, ": spec_k=", re.spec_k, " but the engine drafted no tokens (", source,
+              "); it ran the target model alone")}));
     }
     return absl::OkStatus();
   }
@@ -575,6 +661,10 @@ class UnitRun {
         RETURN_IF_ERROR(sink_.RecordEvidence(Evidence{id, p, "probe_counts", log.probe_counts}));
       }
       RETURN_IF_ERROR(sink_.RecordEvidence(Evidence{id, p, "engine_version", engine.version}));
+      if (auto probe = probes_.find(re.engine); probe != probes_.end()) {
+        RETURN_IF_ERROR(
+            sink_.RecordEvidence(Evidence{id, p, "engine_version_detected", probe->second}));
+      }
       RETURN_IF_ERROR(sink_.RecordEvidence(Evidence{id, p, "engine_process", process_info}));
       RETURN_IF_ERROR(sink_.RecordEvidence(Evidence{id, p, "restartable", restartable}));
     }
@@ -603,6 +693,9 @@ class UnitRun {
   }
 
   const EngineRunnerOptions& options_;
+  EngineRunner::DetectedVersions& versions_;
+  RecipeContext context_;  // the agent's, plus the versions detected for this unit's engines
+  std::map<std::string, nlohmann::json> probes_;  // engine -> {"version"} or {"error"}
   const UnitWork& unit_;
   MeasurementSink& sink_;
   std::vector<Arm> arms_;  // stable after BuildArms (LiveEngine points into it)
@@ -618,11 +711,12 @@ class UnitRun {
 
 }  // namespace
 
-EngineRunner::EngineRunner(EngineRunnerOptions options) : options_(std::move(options)) {}
+EngineRunner::EngineRunner(EngineRunnerOptions options)
+    : options_(std::move(options)), versions_(std::make_shared<DetectedVersions>()) {}
 EngineRunner::~EngineRunner() = default;
 
 absl::Status EngineRunner::Run(const runner::UnitWork& unit, runner::MeasurementSink& sink) {
-  UnitRun run(options_, unit, sink);
+  UnitRun run(options_, *versions_, unit, sink);
   return run.Run();
 }
 

@@ -1,7 +1,9 @@
 // The agent's `engine` runner: measures served inference engines by depth differencing.
 //
 // For one unit:
-//   1. Every cell's parameters are validated against its recipe (params["engine"]).
+//   1. Every cell's parameters are validated against its recipe (params["engine"]); the
+//      installed version of vllm / sglang / llama.cpp is probed once (VersionDetection) and
+//      recorded per cell as `engine_version_detected` evidence.
 //   2. Cells are grouped into arms: cells whose parameters are equal except `depth` share an
 //      arm (a duplicated arm, e.g. an A/A control with identical parameters, stays separate).
 //   3. For each process index p < unit.processes, each arm gets one engine process (fresh port,
@@ -59,6 +61,11 @@
 
 namespace ladder::engines {
 
+// Whether the runner asks vllm, sglang and llama.cpp for their installed version (their
+// `--version`, engine_version.h) before rendering, so that the recipe spells flags for that
+// build. A cell's `engine_version` parameter skips the probe.
+enum class VersionDetection { kProbe, kOff };
+
 struct EngineRunnerOptions {
   // Executables, bind host and engine versions. Its `port` is ignored (chosen per engine).
   RecipeContext recipe_context;
@@ -68,6 +75,8 @@ struct EngineRunnerOptions {
   std::function<absl::StatusOr<int>(const std::string& host)> pick_port;
   ProcessOptions process;  // probe_patterns is replaced by the cell's `probe_patterns` if given
   std::chrono::milliseconds health_poll_interval{200};
+  VersionDetection version_detection = VersionDetection::kProbe;
+  std::chrono::milliseconds version_timeout{120'000};  // `vllm --version` imports torch
   // When non-empty, each engine's full log is written to
   // <log_dir>/attempt<A>-unit<U>-arm<I>-proc<P>.log.
   std::string log_dir;
@@ -81,8 +90,13 @@ class EngineRunner final : public runner::Runner {
   std::string_view name() const override { return "engine"; }
   absl::Status Run(const runner::UnitWork& unit, runner::MeasurementSink& sink) override;
 
+  // Versions detected once per engine for the runner's lifetime (an agent's engines do not
+  // change under it), shared with each unit's run. Defined in engine_runner.cc.
+  struct DetectedVersions;
+
  private:
   EngineRunnerOptions options_;
+  std::shared_ptr<DetectedVersions> versions_;
 };
 
 }  // namespace ladder::engines
