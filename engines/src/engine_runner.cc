@@ -16,6 +16,7 @@
 #include "absl/strings/str_split.h"
 #include "ladder/engines/client.h"
 #include "ladder/engines/engine_version.h"
+#include "ladder/engines/load.h"
 #include "ladder/status_macros.h"
 #include "params.h"
 
@@ -56,7 +57,9 @@ struct Arm {
   nlohmann::json params;          // the first cell's params (depth varies within the arm)
   std::string label;              // the cell key without depth
   std::vector<int> cells;         // indices into unit.cells
-  std::set<int64_t> depths;
+  // Each cell's request shape (depth and load parameters): two cells with the same shape and
+  // configuration are duplicated arms (an A/A control) and get separate engines.
+  std::set<std::string> shapes;
   ArmSettings settings;
 };
 
@@ -86,10 +89,23 @@ std::string NormalizeBackend(std::string_view name) {
   return out;
 }
 
+// Parameters that shape the requests sent to an engine, not the engine: cells differing only in
+// these share one engine process (a depth ladder, a concurrency sweep).
+constexpr const char* kRequestShapeParams[] = {
+    "depth",       "concurrency",   "request_rate", "num_requests", "duration_s",
+    "warmup_requests", "output_tokens", "length_spread", "slo_ttft_ms", "slo_itl_ms"};
+
+bool IsRequestShape(absl::string_view key) {
+  for (const char* name : kRequestShapeParams) {
+    if (key == name) return true;
+  }
+  return false;
+}
+
 std::string LabelWithoutDepth(const CellWork& cell) {
   std::vector<std::string> parts;
   for (absl::string_view part : absl::StrSplit(cell.key, ',', absl::SkipEmpty())) {
-    if (!absl::StartsWith(part, "depth=")) parts.emplace_back(part);
+    if (!IsRequestShape(part.substr(0, part.find('=')))) parts.emplace_back(part);
   }
   if (parts.empty()) return "default";
   return absl::StrJoin(parts, ",");
@@ -233,12 +249,18 @@ class UnitRun {
       residency = cell_residency;
 
       nlohmann::json config = cell.params;
-      int64_t depth = config["depth"].get<int64_t>();
-      config.erase("depth");
+      nlohmann::json shape = nlohmann::json::object();
+      for (const char* name : kRequestShapeParams) {
+        if (config.contains(name)) {
+          shape[name] = config[name];
+          config.erase(name);
+        }
+      }
+      const std::string shape_key = shape.dump();
       std::string config_key = config.dump();
       Arm* target = nullptr;
       for (int arm_index : by_config[config_key]) {
-        if (arms_[arm_index].depths.count(depth) == 0) {
+        if (arms_[arm_index].shapes.count(shape_key) == 0) {
           target = &arms_[arm_index];
           break;
         }
@@ -255,7 +277,7 @@ class UnitRun {
         target = &arms_.back();
       }
       target->cells.push_back(static_cast<int>(i));
-      target->depths.insert(depth);
+      target->shapes.insert(shape_key);
     }
     residency_ = residency.value_or(Residency::kTogether);
     return absl::OkStatus();
@@ -453,8 +475,86 @@ class UnitRun {
     return status;
   }
 
+  // A load cell, one round: the requests LoadConfig describes, against the live engine; the
+  // summary as metrics, the per-request rows as `load_requests` evidence.
+  absl::Status MeasureLoadCell(LiveEngine& engine, int c, int p, int r) {
+    const CellWork& cell = unit_.cells[c];
+    const ArmSettings& s = engine.arm->settings;
+    const int64_t id = cell.cell_id;
+    std::string context = Cat(Context(*engine.arm, p), ", cell ", cell.key, ", round ", r);
+    const uint64_t seed = MixSeed({unit_.seed, static_cast<uint64_t>(unit_.attempt_id),
+                                   static_cast<uint64_t>(cell.cell_id), static_cast<uint64_t>(p),
+                                   static_cast<uint64_t>(r)});
+    ASSIGN_OR_RETURN(LoadConfig config, LoadConfigFromParams(cell.params, seed));
+    auto send = [&](int index, int input_tokens, int output_tokens) {
+      std::vector<int32_t> prompt =
+          MakePrompt(input_tokens, MixSeed({seed, 0x72657175ULL, static_cast<uint64_t>(index)}),
+                     s.token_id_min, s.token_id_max);
+      return engine.client->Generate(prompt, output_tokens);
+    };
+    absl::StatusOr<std::vector<RequestRecord>> records =
+        RunLoad(config, send, [this] { return IsCancelled(); });
+    if (!records.ok()) {
+      if (IsCancelled()) return absl::CancelledError("engine runner: unit cancelled");
+      return Annotate(records.status(), context);
+    }
+    // A dead engine fails the cell; a few failed requests of a live one are part of the result.
+    if (engine.process) {
+      if (auto exit = engine.process->Poll()) {
+        return FailWithLog(engine, c, absl::UnavailableError(Cat(
+                                          context, ": engine ",
+                                          engine.process->DescribeExit(*exit), " mid-cell")));
+      }
+    }
+    LoadSummary sum = Summarize(config, *records);
+    if (sum.measured == 0) {
+      std::string first_error = "no measured request";
+      for (const auto& rec : *records) {
+        if (!rec.error.empty()) {
+          first_error = rec.error;
+          break;
+        }
+      }
+      return FailWithLog(engine, c,
+                         absl::UnavailableError(Cat(context, ": every measured request failed (",
+                                                    sum.failed, "); first: ", first_error)));
+    }
+    // ttft_ms is every engine cell's required metric: a load cell's is its median TTFT.
+    RETURN_IF_ERROR(RecordMetric(id, p, r, "ttft_ms", sum.ttft_ms_p50, "ms"));
+    const std::pair<const char*, double> ms[] = {
+        {"load_ttft_ms_p50", sum.ttft_ms_p50}, {"load_ttft_ms_p90", sum.ttft_ms_p90},
+        {"load_ttft_ms_p99", sum.ttft_ms_p99}, {"load_itl_ms_p50", sum.itl_ms_p50},
+        {"load_itl_ms_p90", sum.itl_ms_p90},   {"load_itl_ms_p99", sum.itl_ms_p99},
+        {"load_e2e_ms_p50", sum.e2e_ms_p50},   {"load_e2e_ms_p90", sum.e2e_ms_p90},
+        {"load_e2e_ms_p99", sum.e2e_ms_p99}};
+    for (const auto& [metric, value] : ms) RETURN_IF_ERROR(RecordMetric(id, p, r, metric, value, "ms"));
+    if (sum.window_s > 0) {
+      RETURN_IF_ERROR(RecordMetric(id, p, r, "load_output_tok_s", sum.output_tok_s, "tok/s"));
+      RETURN_IF_ERROR(RecordMetric(id, p, r, "load_req_s", sum.req_s, "req/s"));
+    }
+    if (sum.goodput_req_s.has_value()) {
+      RETURN_IF_ERROR(RecordMetric(id, p, r, "load_goodput_req_s", *sum.goodput_req_s, "req/s"));
+    }
+    RETURN_IF_ERROR(RecordMetric(id, p, r, "load_requests", sum.measured, "1"));
+    RETURN_IF_ERROR(RecordMetric(id, p, r, "load_failed_requests", sum.failed, "1"));
+    // Evidence values are capped at 64 KiB by the store: the rows go in chunks.
+    std::vector<nlohmann::json> chunks = RecordChunks(*records, 60 * 1024);
+    for (size_t i = 0; i < chunks.size(); ++i) {
+      nlohmann::json value = {
+          {"round", r},
+          {"part", i},
+          {"parts", chunks.size()},
+          {"columns", {"index", "warmup", "start_ms", "ttft_ms", "e2e_ms", "tokens_in",
+                       "tokens_out", "itl_mean_ms", "itl_max_ms", "error"}},
+          {"rows", std::move(chunks[i])}};
+      RETURN_IF_ERROR(sink_.RecordEvidence(Evidence{id, p, "load_requests", std::move(value)}));
+    }
+    return absl::OkStatus();
+  }
+
   absl::Status MeasureCell(LiveEngine& engine, int c, int p, int r) {
     if (IsCancelled()) return absl::CancelledError("engine runner: unit cancelled");
+    if (HasLoadParams(unit_.cells[c].params)) return MeasureLoadCell(engine, c, p, r);
     const CellWork& cell = unit_.cells[c];
     const ArmSettings& s = engine.arm->settings;
     const int depth = static_cast<int>(cell.params["depth"].get<int64_t>());

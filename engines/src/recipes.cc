@@ -476,6 +476,9 @@ class SyntheticRecipe final : public Recipe {
         {"fault_oom_after_requests", ParamType::kNonNegativeInteger, false,
          "--oom-after-requests N: log an out-of-memory error and exit during request N+1"},
         {"fault_malformed_json", ParamType::kBool, false, "--malformed: invalid JSON replies"},
+        {"fault_stall_request", ParamType::kNonNegativeInteger, false,
+         "--stall-request N: completion request N waits fault_stall_ms before it is served"},
+        {"fault_stall_ms", ParamType::kNonNegativeInteger, false, "--stall-ms"},
     };
     return kParams;
   }
@@ -530,6 +533,8 @@ class SyntheticRecipe final : public Recipe {
     AddInt(argv, params, "fault_crash_after_requests", "--crash-after-requests");
     AddInt(argv, params, "fault_oom_after_requests", "--oom-after-requests");
     if (GetBool(params, "fault_malformed_json").value_or(false)) argv.emplace_back("--malformed");
+    AddInt(argv, params, "fault_stall_request", "--stall-request");
+    AddInt(argv, params, "fault_stall_ms", "--stall-ms");
 
     out.endpoints.base_url = BaseUrl(context);
     out.endpoints.version_path = "/version";

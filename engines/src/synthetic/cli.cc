@@ -42,6 +42,9 @@ void AddSyntheticEngineFlags(CLI::App& app, SyntheticEngineOptions& o) {
   app.add_option("--oom-after-requests", o.oom_after_requests,
                  "Fault: log a CUDA out-of-memory error and exit after N requests");
   app.add_flag("--malformed", o.malformed, "Fault: answer completions with invalid JSON");
+  app.add_option("--stall-request", o.stall_request,
+                 "Fault: completion request N (0-based) waits --stall-ms before being scheduled");
+  app.add_option("--stall-ms", o.stall_ms, "Fault: how long --stall-request waits");
 }
 
 }  // namespace ladder::engines

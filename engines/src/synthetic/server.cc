@@ -31,6 +31,7 @@ using synthetic::Model;
 using synthetic::Sequence;
 
 constexpr char kVersion[] = "ladder-synthetic 0.1.0";
+constexpr size_t kServerThreads = 160;
 
 uint64_t Mix(uint64_t a, uint64_t b) {
   uint64_t z = a ^ (b + 0x9e3779b97f4a7c15ULL + (a << 6) + (a >> 2));
@@ -64,6 +65,7 @@ absl::Status SyntheticEngineOptions::Validate() const {
   if (port < 0 || port > 65535) return bad("--port", "must be in 0..65535");
   if (threads < 1) return bad("--threads", "must be >= 1");
   if (attention_backend.empty()) return bad("--attention-backend", "must not be empty");
+  if (stall_ms < 0) return bad("--stall-ms", "must be >= 0");
   if (device != "cpu" && device != "cuda" && device != "auto") {
     return bad("--device", Cat("expected cpu, cuda or auto, got \"", device, "\""));
   }
@@ -112,6 +114,10 @@ class SyntheticEngine::Impl {
       int yes = 1;  // SO_REUSEADDR only: never share a port with another listener
       setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
     });
+    // One pool thread per open request: a load cell keeps up to its concurrency in flight, and a
+    // request waiting for a thread would count its wait as latency (httplib's default pool is
+    // the number of cores).
+    server_.new_task_queue = [] { return new httplib::ThreadPool(kServerThreads); };
     server_.set_read_timeout(std::chrono::seconds(600));
     server_.set_write_timeout(std::chrono::seconds(600));
     server_.Get("/health", [](const httplib::Request&, httplib::Response& res) {
@@ -252,6 +258,10 @@ class SyntheticEngine::Impl {
 
   void Completions(const httplib::Request& req, httplib::Response& res) {
     int request_index = requests_.fetch_add(1);
+    if (request_index == options_.stall_request && options_.stall_ms > 0) {
+      // Outside any engine lock: a stuck client connection, not a stuck engine.
+      std::this_thread::sleep_for(std::chrono::milliseconds(options_.stall_ms));
+    }
     if (options_.malformed) {
       res.set_content("{\"id\": \"cmpl-malformed\", \"choices\": [{\"text\": ", "application/json");
       return;

@@ -4,8 +4,10 @@
 //   1. Every cell's parameters are validated against its recipe (params["engine"]); the
 //      installed version of vllm / sglang / llama.cpp is probed once (VersionDetection) and
 //      recorded per cell as `engine_version_detected` evidence.
-//   2. Cells are grouped into arms: cells whose parameters are equal except `depth` share an
-//      arm (a duplicated arm, e.g. an A/A control with identical parameters, stays separate).
+//   2. Cells are grouped into arms: cells whose parameters are equal except the request shape
+//      (`depth` and the load parameters: concurrency, request_rate, ...) share an arm and so one
+//      engine process (a duplicated arm, e.g. an A/A control with identical parameters, stays
+//      separate).
 //   3. For each process index p < unit.processes, each arm gets one engine process (fresh port,
 //      own process group), started once and reused for all of its depths and rounds.
 //      Arm residency (parameter `arm_residency`):
@@ -28,7 +30,9 @@
 //        spec_drafts, spec_draft_tokens, spec_accepted_tokens   counter deltas       1
 //        acceptance_rate          accepted / drafted tokens                          1
 //        mean_acceptance_length   1 + accepted / drafts                              tok
-//      (acceptance metrics only where the engine exports the counters and drafted.)
+//      (acceptance metrics only where the engine reports them: RecordAcceptance's sources.)
+//      A load cell (concurrency or request_rate, load.h) sends its requests instead and records
+//      ttft_ms (the median) and the load_* metrics, plus `load_requests` evidence rows.
 //   5. Evidence per (cell, process), after the process's rounds: engine_backend (backends the
 //      log named, forced backends, the requested one), backend_mismatch (true/false; null when
 //      the log named no backend), probe_counts (per configured pattern, for that engine process),

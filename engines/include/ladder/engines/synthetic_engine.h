@@ -71,6 +71,8 @@ struct SyntheticEngineOptions {
   int crash_after_requests = -1;     // exit(3) midway through completion request N+1
   int oom_after_requests = -1;       // log a CUDA out-of-memory error, exit(1), request N+1
   bool malformed = false;            // completions answer with invalid JSON
+  int stall_request = -1;            // completion request N (0-based) waits stall_ms first
+  int stall_ms = 0;                  // ... before it is scheduled: the others go on meanwhile
 
   // InvalidArgument naming the offending field.
   absl::Status Validate() const;
