@@ -469,6 +469,8 @@ class SyntheticRecipe final : public Recipe {
          "--force-backend: log 'Forcing NAME' and use it whatever was asked"},
         {"log_paths", ParamType::kString, false, "--log-paths once|every|none"},
         {"threads", ParamType::kPositiveInteger, false, "--threads (CPU)"},
+        {"max_batch", ParamType::kPositiveInteger, false,
+         "--max-batch: requests decoded together (continuous batching; default 64)"},
         {"device", ParamType::kString, false,
          "--device cpu|cuda|auto (the engine's default: auto = cuda when it has a GPU)"},
         {"fault_crash_after_requests", ParamType::kNonNegativeInteger, false,
@@ -524,6 +526,7 @@ class SyntheticRecipe final : public Recipe {
       argv.insert(argv.end(), {"--log-paths", *log_paths});
     }
     AddInt(argv, params, "threads", "--threads");
+    AddInt(argv, params, "max_batch", "--max-batch");
     if (auto device = GetString(params, "device")) {
       if (*device != "cpu" && *device != "cuda" && *device != "auto") {
         return ParamError(name(), "device", Cat("expected cpu, cuda or auto, got \"", *device, "\""));

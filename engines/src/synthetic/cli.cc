@@ -31,6 +31,9 @@ void AddSyntheticEngineFlags(CLI::App& app, SyntheticEngineOptions& o) {
       ->check(CLI::IsMember({"once", "every", "none"}))
       ->capture_default_str();
   app.add_option("--threads", o.threads, "CPU attention threads")->capture_default_str();
+  app.add_option("--max-batch", o.max_batch,
+                 "Requests decoded together in one step (continuous batching); 1: one at a time")
+      ->capture_default_str();
   app.add_option("--device", o.device,
                  "Where the model runs: cpu (fp32 weights shared per layer kind), cuda (bf16 "
                  "weights per layer on the GPU, cuBLAS projections, device-resident attention) "

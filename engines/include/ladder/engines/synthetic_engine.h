@@ -64,6 +64,9 @@ struct SyntheticEngineOptions {
   std::string force_backend;         // when set: logs "Forcing NAME" and uses NAME instead
   std::string log_paths = "once";    // "once" | "every" | "none"
   int threads = 1;                   // CPU attention worker threads
+  // Continuous batching: up to this many requests decode together, one step for all of them
+  // (each weight read once per step); 1 serves one request at a time.
+  int max_batch = 64;
   // "cpu" | "cuda" | "auto": auto runs on the GPU when the binary was built with LADDER_CUDA
   // and a device is present, else on the CPU; "cuda" without one fails Start (Unavailable).
   std::string device = "auto";
