@@ -93,7 +93,7 @@ TEST(MatrixExpand, LoadExamples) {
   const Matrix twin = MustParseExample("gemma4-synthetic-load.yaml");
   EXPECT_EQ(twin.requirements.gpu_vendor, "nvidia");
   const Expansion te = MustExpand(twin);
-  EXPECT_EQ(te.cells.size(), 2u * (3 * 4 - 2) * 2);  // 64 only at 1K
+  EXPECT_EQ(te.cells.size(), 2u * (2 * 4 - 1) * 2);  // 64 only at 1K
 }
 
 TEST(MatrixExpand, Gemma4MtpLocateExample) {
