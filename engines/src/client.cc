@@ -105,6 +105,32 @@ absl::StatusOr<SpecCounters> EngineClient::ReadSpecCounters(const SpecMetricName
   return c;
 }
 
+absl::StatusOr<SpecGauges> EngineClient::ReadSpecGauges(const SpecGaugeNames& names) const {
+  if (!names.available()) return absl::NotFoundError("no speculation gauges for this engine");
+  ASSIGN_OR_RETURN(std::vector<PrometheusSample> samples, Metrics());
+  SpecGauges g;
+  // A gauge has one sample per label set (per engine rank); their mean is the engine's value.
+  auto mean = [&](const std::string& name) -> std::optional<double> {
+    double sum = 0;
+    int n = 0;
+    for (const auto& s : samples) {
+      if (s.name == name) {
+        sum += s.value;
+        ++n;
+      }
+    }
+    if (n == 0) return std::nullopt;
+    return sum / n;
+  };
+  if (!names.accept_length.empty()) g.accept_length = mean(names.accept_length);
+  if (!names.accept_rate.empty()) g.accept_rate = mean(names.accept_rate);
+  if (!g.accept_length.has_value() && !g.accept_rate.has_value()) {
+    return absl::NotFoundError(Cat("metrics lack ", names.accept_length, " and ",
+                                   names.accept_rate));
+  }
+  return g;
+}
+
 absl::StatusOr<GenerationResult> EngineClient::Generate(std::span<const int32_t> prompt,
                                                         int max_tokens) const {
   nlohmann::json body = endpoints_.extra_request_fields.is_object()
@@ -166,6 +192,15 @@ absl::StatusOr<GenerationResult> EngineClient::Generate(std::span<const int32_t>
             last_text = now;
             break;
           }
+        }
+      }
+      if (j.contains("timings") && j["timings"].is_object()) {
+        const auto& timings = j["timings"];
+        if (timings.contains("draft_n") && timings["draft_n"].is_number()) {
+          result.draft_tokens = timings["draft_n"].get<double>();
+        }
+        if (timings.contains("draft_n_accepted") && timings["draft_n_accepted"].is_number()) {
+          result.accepted_tokens = timings["draft_n_accepted"].get<double>();
         }
       }
       if (j.contains("usage") && j["usage"].is_object()) {

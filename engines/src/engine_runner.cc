@@ -15,10 +15,18 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "ladder/engines/client.h"
+#include "ladder/engines/engine_version.h"
+#include "ladder/engines/load.h"
 #include "ladder/status_macros.h"
 #include "params.h"
 
 namespace ladder::engines {
+
+struct EngineRunner::DetectedVersions {
+  std::mutex mu;
+  // engine -> version, or the reason it could not be read.
+  std::map<std::string, absl::StatusOr<std::string>> by_engine;  // guarded by mu
+};
 
 using internal::Cat;
 using internal::ToStd;
@@ -49,7 +57,9 @@ struct Arm {
   nlohmann::json params;          // the first cell's params (depth varies within the arm)
   std::string label;              // the cell key without depth
   std::vector<int> cells;         // indices into unit.cells
-  std::set<int64_t> depths;
+  // Each cell's request shape (depth and load parameters): two cells with the same shape and
+  // configuration are duplicated arms (an A/A control) and get separate engines.
+  std::set<std::string> shapes;
   ArmSettings settings;
 };
 
@@ -79,10 +89,23 @@ std::string NormalizeBackend(std::string_view name) {
   return out;
 }
 
+// Parameters that shape the requests sent to an engine, not the engine: cells differing only in
+// these share one engine process (a depth ladder, a concurrency sweep).
+constexpr const char* kRequestShapeParams[] = {
+    "depth",       "concurrency",   "request_rate", "num_requests", "duration_s",
+    "warmup_requests", "output_tokens", "length_spread", "slo_ttft_ms", "slo_itl_ms"};
+
+bool IsRequestShape(absl::string_view key) {
+  for (const char* name : kRequestShapeParams) {
+    if (key == name) return true;
+  }
+  return false;
+}
+
 std::string LabelWithoutDepth(const CellWork& cell) {
   std::vector<std::string> parts;
   for (absl::string_view part : absl::StrSplit(cell.key, ',', absl::SkipEmpty())) {
-    if (!absl::StartsWith(part, "depth=")) parts.emplace_back(part);
+    if (!IsRequestShape(part.substr(0, part.find('=')))) parts.emplace_back(part);
   }
   if (parts.empty()) return "default";
   return absl::StrJoin(parts, ",");
@@ -119,8 +142,10 @@ absl::Status Annotate(const absl::Status& status, std::string_view context) {
 // Runs one unit; owns the live engines and the cancellation watchdog.
 class UnitRun {
  public:
-  UnitRun(const EngineRunnerOptions& options, const UnitWork& unit, MeasurementSink& sink)
-      : options_(options), unit_(unit), sink_(sink) {}
+  UnitRun(const EngineRunnerOptions& options, EngineRunner::DetectedVersions& versions,
+          const UnitWork& unit, MeasurementSink& sink)
+      : options_(options), versions_(versions), context_(options.recipe_context), unit_(unit),
+        sink_(sink) {}
 
   ~UnitRun() {
     StopAll();
@@ -150,6 +175,29 @@ class UnitRun {
 
  private:
   // ------------------------------------------------------------------------------------------
+  // Fills context_.engine_versions[engine] from the probe (once per runner), unless the cell or
+  // the agent's configuration already says which version is installed.
+  void DetectVersion(const std::string& engine, const nlohmann::json& params) {
+    if (options_.version_detection == VersionDetection::kOff) return;
+    if (internal::GetString(params, "engine_version").has_value()) return;
+    if (context_.engine_versions.count(engine) > 0) return;
+    if (!VersionCommand(engine, context_).has_value()) return;
+    absl::StatusOr<std::string> version = absl::UnknownError("not probed");
+    {
+      std::lock_guard<std::mutex> lock(versions_.mu);
+      auto it = versions_.by_engine.find(engine);
+      if (it == versions_.by_engine.end()) {
+        it = versions_.by_engine
+                 .emplace(engine, DetectEngineVersion(engine, context_, options_.version_timeout))
+                 .first;
+      }
+      version = it->second;
+    }
+    probes_[engine] = version.ok() ? nlohmann::json{{"version", *version}}
+                                   : nlohmann::json{{"error", std::string(version.status().message())}};
+    if (version.ok()) context_.engine_versions[engine] = *version;
+  }
+
   absl::Status BuildArms() {
     std::map<std::string, std::vector<int>> by_config;  // config -> arm indices
     std::optional<Residency> residency;
@@ -173,8 +221,9 @@ class UnitRun {
       if (auto s = ValidateParams(*recipe, cell.params); !s.ok()) {
         return Annotate(s, Cat("cell ", cell.key));
       }
+      DetectVersion(engine, cell.params);
       // Render once now so that parameter errors surface before any engine starts.
-      RecipeContext probe_context = options_.recipe_context;
+      RecipeContext probe_context = context_;
       probe_context.port = 1;
       if (auto r = recipe->Render(cell.params, probe_context); !r.ok()) {
         return Annotate(r.status(), Cat("cell ", cell.key));
@@ -200,12 +249,18 @@ class UnitRun {
       residency = cell_residency;
 
       nlohmann::json config = cell.params;
-      int64_t depth = config["depth"].get<int64_t>();
-      config.erase("depth");
+      nlohmann::json shape = nlohmann::json::object();
+      for (const char* name : kRequestShapeParams) {
+        if (config.contains(name)) {
+          shape[name] = config[name];
+          config.erase(name);
+        }
+      }
+      const std::string shape_key = shape.dump();
       std::string config_key = config.dump();
       Arm* target = nullptr;
       for (int arm_index : by_config[config_key]) {
-        if (arms_[arm_index].depths.count(depth) == 0) {
+        if (arms_[arm_index].shapes.count(shape_key) == 0) {
           target = &arms_[arm_index];
           break;
         }
@@ -222,7 +277,7 @@ class UnitRun {
         target = &arms_.back();
       }
       target->cells.push_back(static_cast<int>(i));
-      target->depths.insert(depth);
+      target->shapes.insert(shape_key);
     }
     residency_ = residency.value_or(Residency::kTogether);
     return absl::OkStatus();
@@ -279,7 +334,7 @@ class UnitRun {
     auto live = std::make_unique<LiveEngine>();
     live->arm = &arm;
     live->process_index = p;
-    RecipeContext rc = options_.recipe_context;
+    RecipeContext rc = context_;
     // Render once with a placeholder port to learn whether there is anything to start.
     rc.port = 1;
     ASSIGN_OR_RETURN(RenderedEngine probe, arm.recipe->Render(arm.params, rc));
@@ -420,8 +475,86 @@ class UnitRun {
     return status;
   }
 
+  // A load cell, one round: the requests LoadConfig describes, against the live engine; the
+  // summary as metrics, the per-request rows as `load_requests` evidence.
+  absl::Status MeasureLoadCell(LiveEngine& engine, int c, int p, int r) {
+    const CellWork& cell = unit_.cells[c];
+    const ArmSettings& s = engine.arm->settings;
+    const int64_t id = cell.cell_id;
+    std::string context = Cat(Context(*engine.arm, p), ", cell ", cell.key, ", round ", r);
+    const uint64_t seed = MixSeed({unit_.seed, static_cast<uint64_t>(unit_.attempt_id),
+                                   static_cast<uint64_t>(cell.cell_id), static_cast<uint64_t>(p),
+                                   static_cast<uint64_t>(r)});
+    ASSIGN_OR_RETURN(LoadConfig config, LoadConfigFromParams(cell.params, seed));
+    auto send = [&](int index, int input_tokens, int output_tokens) {
+      std::vector<int32_t> prompt =
+          MakePrompt(input_tokens, MixSeed({seed, 0x72657175ULL, static_cast<uint64_t>(index)}),
+                     s.token_id_min, s.token_id_max);
+      return engine.client->Generate(prompt, output_tokens);
+    };
+    absl::StatusOr<std::vector<RequestRecord>> records =
+        RunLoad(config, send, [this] { return IsCancelled(); });
+    if (!records.ok()) {
+      if (IsCancelled()) return absl::CancelledError("engine runner: unit cancelled");
+      return Annotate(records.status(), context);
+    }
+    // A dead engine fails the cell; a few failed requests of a live one are part of the result.
+    if (engine.process) {
+      if (auto exit = engine.process->Poll()) {
+        return FailWithLog(engine, c, absl::UnavailableError(Cat(
+                                          context, ": engine ",
+                                          engine.process->DescribeExit(*exit), " mid-cell")));
+      }
+    }
+    LoadSummary sum = Summarize(config, *records);
+    if (sum.measured == 0) {
+      std::string first_error = "no measured request";
+      for (const auto& rec : *records) {
+        if (!rec.error.empty()) {
+          first_error = rec.error;
+          break;
+        }
+      }
+      return FailWithLog(engine, c,
+                         absl::UnavailableError(Cat(context, ": every measured request failed (",
+                                                    sum.failed, "); first: ", first_error)));
+    }
+    // ttft_ms is every engine cell's required metric: a load cell's is its median TTFT.
+    RETURN_IF_ERROR(RecordMetric(id, p, r, "ttft_ms", sum.ttft_ms_p50, "ms"));
+    const std::pair<const char*, double> ms[] = {
+        {"load_ttft_ms_p50", sum.ttft_ms_p50}, {"load_ttft_ms_p90", sum.ttft_ms_p90},
+        {"load_ttft_ms_p99", sum.ttft_ms_p99}, {"load_itl_ms_p50", sum.itl_ms_p50},
+        {"load_itl_ms_p90", sum.itl_ms_p90},   {"load_itl_ms_p99", sum.itl_ms_p99},
+        {"load_e2e_ms_p50", sum.e2e_ms_p50},   {"load_e2e_ms_p90", sum.e2e_ms_p90},
+        {"load_e2e_ms_p99", sum.e2e_ms_p99}};
+    for (const auto& [metric, value] : ms) RETURN_IF_ERROR(RecordMetric(id, p, r, metric, value, "ms"));
+    if (sum.window_s > 0) {
+      RETURN_IF_ERROR(RecordMetric(id, p, r, "load_output_tok_s", sum.output_tok_s, "tok/s"));
+      RETURN_IF_ERROR(RecordMetric(id, p, r, "load_req_s", sum.req_s, "req/s"));
+    }
+    if (sum.goodput_req_s.has_value()) {
+      RETURN_IF_ERROR(RecordMetric(id, p, r, "load_goodput_req_s", *sum.goodput_req_s, "req/s"));
+    }
+    RETURN_IF_ERROR(RecordMetric(id, p, r, "load_requests", sum.measured, "1"));
+    RETURN_IF_ERROR(RecordMetric(id, p, r, "load_failed_requests", sum.failed, "1"));
+    // Evidence values are capped at 64 KiB by the store: the rows go in chunks.
+    std::vector<nlohmann::json> chunks = RecordChunks(*records, 60 * 1024);
+    for (size_t i = 0; i < chunks.size(); ++i) {
+      nlohmann::json value = {
+          {"round", r},
+          {"part", i},
+          {"parts", chunks.size()},
+          {"columns", {"index", "warmup", "start_ms", "ttft_ms", "e2e_ms", "tokens_in",
+                       "tokens_out", "itl_mean_ms", "itl_max_ms", "error"}},
+          {"rows", std::move(chunks[i])}};
+      RETURN_IF_ERROR(sink_.RecordEvidence(Evidence{id, p, "load_requests", std::move(value)}));
+    }
+    return absl::OkStatus();
+  }
+
   absl::Status MeasureCell(LiveEngine& engine, int c, int p, int r) {
     if (IsCancelled()) return absl::CancelledError("engine runner: unit cancelled");
+    if (HasLoadParams(unit_.cells[c].params)) return MeasureLoadCell(engine, c, p, r);
     const CellWork& cell = unit_.cells[c];
     const ArmSettings& s = engine.arm->settings;
     const int depth = static_cast<int>(cell.params["depth"].get<int64_t>());
@@ -496,21 +629,7 @@ class UnitRun {
       RETURN_IF_ERROR(RecordMetric(id, p, r, "itl_ms_mean",
                                    sum / static_cast<double>(long_gen->gaps_ms.size()), "ms"));
     }
-    if (before.has_value() && after.has_value()) {
-      double drafts = after->num_drafts - before->num_drafts;
-      double drafted = after->num_draft_tokens - before->num_draft_tokens;
-      double accepted = after->num_accepted_tokens - before->num_accepted_tokens;
-      RETURN_IF_ERROR(RecordMetric(id, p, r, "spec_drafts", drafts, "1"));
-      RETURN_IF_ERROR(RecordMetric(id, p, r, "spec_draft_tokens", drafted, "1"));
-      RETURN_IF_ERROR(RecordMetric(id, p, r, "spec_accepted_tokens", accepted, "1"));
-      if (drafted > 0) {
-        RETURN_IF_ERROR(RecordMetric(id, p, r, "acceptance_rate", accepted / drafted, "1"));
-      }
-      if (drafts > 0) {
-        RETURN_IF_ERROR(
-            RecordMetric(id, p, r, "mean_acceptance_length", 1.0 + accepted / drafts, "tok"));
-      }
-    }
+    RETURN_IF_ERROR(RecordAcceptance(engine, id, p, r, before, after, *short_gen, *long_gen));
     for (const GenerationResult* g : {&*short_gen, &*long_gen}) {
       if (g->reported_prompt_tokens >= 0 && g->reported_prompt_tokens != depth) {
         Evidence ev{id, p, "prompt_tokens_mismatch",
@@ -523,6 +642,73 @@ class UnitRun {
       Evidence ev{id, p, "measurement_note",
                   "engine reported no usage; completion tokens assumed equal to max_tokens"};
       RETURN_IF_ERROR(sink_.RecordEvidence(ev));
+    }
+    return absl::OkStatus();
+  }
+
+  // Acceptance for one cell-round, from the best source the engine has: counter deltas around
+  // the two requests (vLLM, llama.cpp from #26389 on), else the requests' own draft timings
+  // (older llama.cpp), else the engine's gauges (SGLang, read after the long request). The
+  // source is recorded as `acceptance_source` evidence. A speculation cell that drafted nothing
+  // gets `speculation_not_engaged` evidence: the engine ran the target alone.
+  absl::Status RecordAcceptance(LiveEngine& engine, int64_t id, int p, int r,
+                                const std::optional<SpecCounters>& before,
+                                const std::optional<SpecCounters>& after,
+                                const GenerationResult& short_gen,
+                                const GenerationResult& long_gen) {
+    const RenderedEngine& re = engine.rendered;
+    std::optional<double> drafted;
+    std::string source;
+    if (before.has_value() && after.has_value()) {
+      source = "metrics";
+      double drafts = after->num_drafts - before->num_drafts;
+      double draft_tokens = after->num_draft_tokens - before->num_draft_tokens;
+      double accepted = after->num_accepted_tokens - before->num_accepted_tokens;
+      drafted = draft_tokens;
+      RETURN_IF_ERROR(RecordMetric(id, p, r, "spec_drafts", drafts, "1"));
+      RETURN_IF_ERROR(RecordMetric(id, p, r, "spec_draft_tokens", draft_tokens, "1"));
+      RETURN_IF_ERROR(RecordMetric(id, p, r, "spec_accepted_tokens", accepted, "1"));
+      if (draft_tokens > 0) {
+        RETURN_IF_ERROR(RecordMetric(id, p, r, "acceptance_rate", accepted / draft_tokens, "1"));
+      }
+      if (drafts > 0) {
+        RETURN_IF_ERROR(
+            RecordMetric(id, p, r, "mean_acceptance_length", 1.0 + accepted / drafts, "tok"));
+      }
+    } else if (re.draft_timings == DraftTimings::kLlamaCppTimings &&
+               long_gen.draft_tokens.has_value() && long_gen.accepted_tokens.has_value()) {
+      source = "timings";
+      double draft_tokens = *long_gen.draft_tokens + short_gen.draft_tokens.value_or(0);
+      double accepted = *long_gen.accepted_tokens + short_gen.accepted_tokens.value_or(0);
+      drafted = draft_tokens;
+      RETURN_IF_ERROR(RecordMetric(id, p, r, "spec_draft_tokens", draft_tokens, "1"));
+      RETURN_IF_ERROR(RecordMetric(id, p, r, "spec_accepted_tokens", accepted, "1"));
+      if (draft_tokens > 0) {
+        RETURN_IF_ERROR(RecordMetric(id, p, r, "acceptance_rate", accepted / draft_tokens, "1"));
+      }
+    } else if (re.spec_k > 0 && re.spec_gauges.available()) {
+      auto gauges = engine.client->ReadSpecGauges(re.spec_gauges);
+      if (gauges.ok()) {
+        source = "gauges";
+        if (gauges->accept_length.has_value()) {
+          RETURN_IF_ERROR(
+              RecordMetric(id, p, r, "mean_acceptance_length", *gauges->accept_length, "tok"));
+        }
+        if (gauges->accept_rate.has_value()) {
+          RETURN_IF_ERROR(RecordMetric(id, p, r, "acceptance_rate", *gauges->accept_rate, "1"));
+        }
+      } else if (gauges.status().code() != absl::StatusCode::kNotFound) {
+        return gauges.status();
+      }
+    }
+    if (r == 0 && !source.empty()) {
+      RETURN_IF_ERROR(sink_.RecordEvidence(Evidence{id, p, "acceptance_source", source}));
+    }
+    if (re.spec_k > 0 && drafted.has_value() && *drafted <= 0) {
+      RETURN_IF_ERROR(sink_.RecordEvidence(Evidence{
+          id, p, "speculation_not_engaged",
+          Cat("round ", r, ": spec_k=", re.spec_k, " but the engine drafted no tokens (", source,
+              "); it ran the target model alone")}));
     }
     return absl::OkStatus();
   }
@@ -575,6 +761,10 @@ class UnitRun {
         RETURN_IF_ERROR(sink_.RecordEvidence(Evidence{id, p, "probe_counts", log.probe_counts}));
       }
       RETURN_IF_ERROR(sink_.RecordEvidence(Evidence{id, p, "engine_version", engine.version}));
+      if (auto probe = probes_.find(re.engine); probe != probes_.end()) {
+        RETURN_IF_ERROR(
+            sink_.RecordEvidence(Evidence{id, p, "engine_version_detected", probe->second}));
+      }
       RETURN_IF_ERROR(sink_.RecordEvidence(Evidence{id, p, "engine_process", process_info}));
       RETURN_IF_ERROR(sink_.RecordEvidence(Evidence{id, p, "restartable", restartable}));
     }
@@ -603,6 +793,9 @@ class UnitRun {
   }
 
   const EngineRunnerOptions& options_;
+  EngineRunner::DetectedVersions& versions_;
+  RecipeContext context_;  // the agent's, plus the versions detected for this unit's engines
+  std::map<std::string, nlohmann::json> probes_;  // engine -> {"version"} or {"error"}
   const UnitWork& unit_;
   MeasurementSink& sink_;
   std::vector<Arm> arms_;  // stable after BuildArms (LiveEngine points into it)
@@ -618,11 +811,12 @@ class UnitRun {
 
 }  // namespace
 
-EngineRunner::EngineRunner(EngineRunnerOptions options) : options_(std::move(options)) {}
+EngineRunner::EngineRunner(EngineRunnerOptions options)
+    : options_(std::move(options)), versions_(std::make_shared<DetectedVersions>()) {}
 EngineRunner::~EngineRunner() = default;
 
 absl::Status EngineRunner::Run(const runner::UnitWork& unit, runner::MeasurementSink& sink) {
-  UnitRun run(options_, unit, sink);
+  UnitRun run(options_, *versions_, unit, sink);
   return run.Run();
 }
 

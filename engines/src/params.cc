@@ -7,6 +7,7 @@
 #include "message.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "ladder/engines/load.h"
 #include "ladder/engines/recipe.h"
 #include "ladder/runner/validate.h"
 
@@ -218,6 +219,21 @@ const std::vector<ParamSpec>& CommonParameters() {
       {"arm_residency", ParamType::kString, false,
        "together | one_at_a_time: whether a unit's arms' engines run at the same time"},
       {"label", ParamType::kAny, false, "a free annotation, ignored"},
+      // Load (any of these turns the cell from batch-1 differencing into a load cell).
+      {"concurrency", ParamType::kPositiveInteger, false,
+       "closed loop: requests kept in flight"},
+      {"request_rate", ParamType::kNumber, false, "open loop: Poisson arrivals per second"},
+      {"num_requests", ParamType::kNonNegativeInteger, false,
+       "measured requests per cell and round (default 32; 0 with duration_s)"},
+      {"duration_s", ParamType::kNumber, false, "send measured requests for this long"},
+      {"warmup_requests", ParamType::kNonNegativeInteger, false,
+       "excluded first requests (default: concurrency; open loop 1)"},
+      {"output_tokens", ParamType::kPositiveInteger, false,
+       "tokens per load request (default long_tokens, 64)"},
+      {"length_spread", ParamType::kNumber, false,
+       "0: fixed lengths; s: uniform within +-s of depth and output_tokens, seeded"},
+      {"slo_ttft_ms", ParamType::kNumber, false, "goodput: TTFT at most this"},
+      {"slo_itl_ms", ParamType::kNumber, false, "goodput: mean inter-token gap at most this"},
   };
   return kCommon;
 }
@@ -261,7 +277,9 @@ absl::Status ValidateParams(const Recipe& recipe, const nlohmann::json& params) 
     return absl::OkStatus();
   };
   if (auto s = check_required(CommonParameters()); !s.ok()) return s;
-  return check_required(recipe.parameters());
+  if (auto s = check_required(recipe.parameters()); !s.ok()) return s;
+  if (HasLoadParams(params)) return LoadConfigFromParams(params, 0).status();
+  return absl::OkStatus();
 }
 
 int CompareVersions(std::string_view a, std::string_view b) {

@@ -36,34 +36,55 @@ constexpr size_t kMaxLineBytes = 4096;
 
 std::string ErrnoText(int err) { return std::strerror(err); }
 
-// Extracts NAME from "... Using NAME backend ..."; "" when the line has none.
-std::string BackendFromLine(const std::string& line) {
-  size_t using_pos = line.find("Using ");
-  while (using_pos != std::string::npos) {
-    size_t start = using_pos + 6;
-    size_t end = line.find(" backend", start);
-    if (end != std::string::npos && end > start && end - start <= 64) {
-      std::string name = line.substr(start, end - start);
-      size_t dot = name.rfind('.');
-      if (dot != std::string::npos) name = name.substr(dot + 1);
-      absl::StripAsciiWhitespace(&name);
-      if (!name.empty()) return name;
-    }
-    using_pos = line.find("Using ", start);
+bool IsNameChar(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.';
+}
+
+// The identifier that ends just before `end` in `line` (letters, digits, '_', '.'), or "".
+std::string_view TokenBefore(std::string_view line, size_t end) {
+  size_t begin = end;
+  while (begin > 0 && IsNameChar(line[begin - 1])) --begin;
+  return line.substr(begin, end - begin);
+}
+
+// The identifier that starts at `begin` in `line`.
+std::string_view TokenAt(std::string_view line, size_t begin) {
+  size_t end = begin;
+  while (end < line.size() && IsNameChar(line[end])) ++end;
+  return line.substr(begin, end - begin);
+}
+
+// "AttentionBackendEnum.TRITON_ATTN" reads TRITON_ATTN.
+std::string LastDotted(std::string_view name) {
+  size_t dot = name.rfind('.');
+  if (dot != std::string_view::npos) name.remove_prefix(dot + 1);
+  return std::string(name);
+}
+
+// The spellings older vLLM builds log for a backend, by the enum name a matrix uses (vLLM's
+// pre-0.11 selector: "Using Flash Attention backend on V1 engine.", "Using FlashInfer
+// backend.", "Using Triton MLA backend.", ...).
+std::string FromLegacyName(std::string_view words) {
+  static constexpr std::pair<std::string_view, std::string_view> kNames[] = {
+      {"Flash Attention", "FLASH_ATTN"}, {"FlashAttention", "FLASH_ATTN"},
+      {"FlashInfer", "FLASHINFER"},      {"Triton", "TRITON_ATTN"},
+      {"TritonAttention", "TRITON_ATTN"}, {"XFormers", "XFORMERS"},
+      {"Triton MLA", "TRITON_MLA"},      {"FlashMLA", "FLASHMLA"},
+      {"FlashInfer MLA", "FLASHINFER_MLA"}, {"Torch SDPA", "TORCH_SDPA"},
+      {"ROCmFlashAttention", "ROCM_FLASH"}, {"ROCm Flash Attention", "ROCM_FLASH"},
+  };
+  for (const auto& [legacy, name] : kNames) {
+    if (words == legacy) return std::string(name);
   }
   return "";
 }
 
-std::string ForcedFromLine(const std::string& line) {
-  size_t pos = line.find("Forcing ");
-  if (pos == std::string::npos) return "";
-  size_t start = pos + 8;
-  size_t end = start;
-  while (end < line.size() &&
-         (std::isalnum(static_cast<unsigned char>(line[end])) || line[end] == '_')) {
-    ++end;
-  }
-  return line.substr(start, end - start);
+bool IsUpperIdentifier(std::string_view name) {
+  if (name.size() < 2 || !std::isupper(static_cast<unsigned char>(name[0]))) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isupper(static_cast<unsigned char>(c)) ||
+           std::isdigit(static_cast<unsigned char>(c)) || c == '_';
+  });
 }
 
 void AddDistinct(std::vector<std::string>& names, std::string name) {
@@ -72,6 +93,64 @@ void AddDistinct(std::vector<std::string>& names, std::string name) {
 }
 
 }  // namespace
+
+BackendLine ParseBackendLine(std::string_view line) {
+  BackendLine out;
+  // vLLM >= 0.11 when it chooses: "Using FLASH_ATTN attention backend out of potential
+  // backends: [...]". Only the token right before " attention backend" is a name: "Using
+  // 'VLLM_CUTLASS' NvFp4 MoE backend" and "Using FLASH_ATTN MLA prefill backend" are not about
+  // the attention backend a cell asks for.
+  if (size_t at = line.find(" attention backend"); at != std::string_view::npos) {
+    std::string_view token = TokenBefore(line, at);
+    if (!token.empty() && at >= token.size() + 6 &&
+        line.substr(at - token.size() - 6, 6) == "Using ") {
+      out.backend = LastDotted(token);
+    }
+  }
+  // vLLM when a backend was requested ("Using AttentionBackendEnum.TRITON_ATTN backend."), the
+  // synthetic engine ("Using TRITON_ATTN backend."), and pre-0.11 vLLM's human names ("Using
+  // Flash Attention backend on V1 engine.").
+  if (out.backend.empty()) {
+    for (size_t pos = line.find("Using "); pos != std::string_view::npos;
+         pos = line.find("Using ", pos + 6)) {
+      size_t start = pos + 6;
+      size_t end = line.find(" backend", start);
+      if (end == std::string_view::npos || end - start > 64) continue;
+      std::string_view words = line.substr(start, end - start);
+      if (TokenAt(line, start).size() == words.size()) {
+        std::string name = LastDotted(words);
+        std::string legacy = FromLegacyName(name);
+        if (!legacy.empty()) {
+          out.backend = legacy;
+        } else if (IsUpperIdentifier(name)) {
+          out.backend = name;
+        }
+      } else {
+        out.backend = FromLegacyName(words);
+      }
+      if (!out.backend.empty()) break;
+    }
+  }
+  // SGLang when no backend was given: "Attention backend not explicitly specified. Use
+  // flashinfer backend by default."
+  if (out.backend.empty()) {
+    if (size_t at = line.find(" backend by default"); at != std::string_view::npos) {
+      std::string_view token = TokenBefore(line, at);
+      if (!token.empty() && at >= token.size() + 4 &&
+          line.substr(at - token.size() - 4, 4) == "Use ") {
+        out.backend = std::string(token);
+      }
+    }
+  }
+  // A model that overrides the request (vLLM's Gemma 4: "Forcing TRITON_ATTN ..."). Only an
+  // upper-case backend name counts: "Forcing kv cache block size to 64 for FlashMLA backend."
+  // forces a block size, not a backend.
+  if (size_t at = line.find("Forcing "); at != std::string_view::npos) {
+    std::string_view token = TokenAt(line, at + 8);
+    if (IsUpperIdentifier(token)) out.forced = std::string(token);
+  }
+  return out;
+}
 
 std::string ExitInfo::Describe() const {
   if (signaled) {
@@ -217,8 +296,9 @@ class EngineProcess::Impl {
   void HandleLine(std::string line) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.size() > kMaxLineBytes) line.resize(kMaxLineBytes);
-    std::string backend = line.find(" backend") != std::string::npos ? BackendFromLine(line) : "";
-    std::string forced = ForcedFromLine(line);
+    BackendLine parsed = ParseBackendLine(line);
+    std::string backend = std::move(parsed.backend);
+    std::string forced = std::move(parsed.forced);
     std::string lower = absl::AsciiStrToLower(line);
     bool oom = lower.find("out of memory") != std::string::npos ||
                lower.find("outofmemoryerror") != std::string::npos;

@@ -1,5 +1,6 @@
 // The built-in recipes. Each maps cell parameters onto one engine's command line; see
 // docs/engines.md for the table of parameters and flags.
+#include <cctype>
 #include <memory>
 #include <string>
 #include <vector>
@@ -8,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "ladder/engines/engine_version.h"
 #include "ladder/engines/recipe.h"
 #include "ladder/status_macros.h"
 #include "params.h"
@@ -27,9 +29,33 @@ using internal::GetSpec;
 using internal::GetString;
 using internal::ParamError;
 
+// The version boundaries below are where the engines' own sources changed a spelling; each is
+// listed with its upstream pull request and the release it was confirmed in, in
+// docs/engines.md ("Recipes against upstream").
 constexpr char kVllmBackendEnv[] = "VLLM_ATTENTION_BACKEND";
-// vLLM removed VLLM_ATTENTION_BACKEND in 0.16 in favour of --attention-backend.
-constexpr char kVllmFirstVersionWithFlag[] = "0.16";
+// --attention-backend arrived with AttentionConfig (vllm#26315, about 0.13); the variable was
+// deprecated then and removed after 0.14.0 (vllm#32812): later builds ignore it silently.
+constexpr char kVllmFirstVersionWithFlag[] = "0.13";
+
+// llama.cpp: `--flash-attn on|off|auto` takes a value (was a bare flag) from about b6327.
+constexpr int kLlamaFirstBuildWithFlashAttnValue = 6327;
+// `--draft-max/--draft-min` became `--spec-draft-n-max/--spec-draft-n-min` (llama.cpp#22397,
+// merged 2026-04-26; confirmed in b9022); the old names now fail at argument parsing.
+constexpr int kLlamaFirstBuildWithSpecDraftFlags = 9022;
+// Draft-model speculation is a `--spec-type draft-*` (llama.cpp#22964, 2026-05-12; confirmed in
+// b9180, the MTP release); from then on a draft model alone does not engage drafting.
+constexpr int kLlamaFirstBuildWithSpecType = 9180;
+
+// The version the rendering assumes: the cell's `engine_version`, else what the runner detected.
+std::string ResolveVersion(const nlohmann::json& params, const RecipeContext& context,
+                           std::string_view engine) {
+  std::string version = GetString(params, "engine_version").value_or("");
+  if (version.empty()) {
+    auto it = context.engine_versions.find(std::string(engine));
+    if (it != context.engine_versions.end()) version = it->second;
+  }
+  return version;
+}
 
 std::string BaseUrl(const RecipeContext& context) {
   return Cat("http://", context.host, ":", context.port);
@@ -99,7 +125,7 @@ class VllmRecipe final : public Recipe {
     static const std::vector<ParamSpec> kParams = {
         {"model", ParamType::kString, true, "vllm serve MODEL"},
         {"attention_backend", ParamType::kString, false,
-         "--attention-backend (>= 0.16) or VLLM_ATTENTION_BACKEND (< 0.16)"},
+         "--attention-backend (>= 0.13) or VLLM_ATTENTION_BACKEND (< 0.13)"},
         kEngineVersion, kSpec, kSpecMethod, kSpecK, kSpecModel,
         {"tensor_parallel_size", ParamType::kPositiveInteger, false, "--tensor-parallel-size"},
         {"max_model_len", ParamType::kPositiveInteger, false, "--max-model-len"},
@@ -128,11 +154,7 @@ class VllmRecipe final : public Recipe {
             std::to_string(context.port)};
     AddInt(argv, params, "seed", "--seed");
 
-    std::string version = GetString(params, "engine_version").value_or("");
-    if (version.empty()) {
-      auto it = context.engine_versions.find("vllm");
-      if (it != context.engine_versions.end()) version = it->second;
-    }
+    std::string version = ResolveVersion(params, context, name());
     out.engine_version = version;
     if (auto backend = GetString(params, "attention_backend")) {
       out.requested_backend = *backend;
@@ -170,6 +192,20 @@ class VllmRecipe final : public Recipe {
     return out;
   }
 };
+
+// SGLang's --speculative-algorithm choices (server_args.py): EAGLE, EAGLE3, NEXTN, STANDALONE,
+// NGRAM. A matrix's engine-neutral names map onto them; "" for anything else.
+std::string SglangAlgorithm(std::string_view method) {
+  std::string upper;
+  for (char c : method) upper.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
+  if (upper == "EAGLE" || upper == "EAGLE3" || upper == "NEXTN" || upper == "STANDALONE" ||
+      upper == "NGRAM") {
+    return upper;
+  }
+  if (upper == "MTP") return "NEXTN";
+  if (upper == "DRAFT" || upper == "DRAFT_MODEL") return "STANDALONE";
+  return "";
+}
 
 // ---------------------------------------------------------------------------------------------
 class SglangRecipe final : public Recipe {
@@ -215,7 +251,14 @@ class SglangRecipe final : public Recipe {
         return ParamError(name(), "spec_method",
                           "is required with spec_k > 0 (--speculative-algorithm, e.g. EAGLE)");
       }
-      argv.insert(argv.end(), {"--speculative-algorithm", spec.method});
+      std::string algorithm = SglangAlgorithm(spec.method);
+      if (algorithm.empty()) {
+        return ParamError(name(), "spec_method",
+                          Cat("SGLang's --speculative-algorithm takes EAGLE, EAGLE3, NEXTN, "
+                              "STANDALONE or NGRAM (mtp reads NEXTN, draft reads STANDALONE); "
+                              "got \"", spec.method, "\""));
+      }
+      argv.insert(argv.end(), {"--speculative-algorithm", algorithm});
       if (!spec.model.empty()) {
         argv.insert(argv.end(), {"--speculative-draft-model-path", spec.model});
       }
@@ -233,17 +276,15 @@ class SglangRecipe final : public Recipe {
     argv.emplace_back("--enable-metrics");
     RETURN_IF_ERROR(AddExtras(out, params, name()));
 
-    out.engine_version = GetString(params, "engine_version").value_or("");
-    if (out.engine_version.empty()) {
-      auto it = context.engine_versions.find("sglang");
-      if (it != context.engine_versions.end()) out.engine_version = it->second;
-    }
+    out.engine_version = ResolveVersion(params, context, name());
     out.endpoints.base_url = BaseUrl(context);
     out.endpoints.model = model;
-    // SGLang's Prometheus names for speculation differ by version; none are assumed.
+    // SGLang exports acceptance as gauges only (sglang:spec_accept_length, spec_accept_rate);
+    // counters can be named for a build that has them.
     out.spec_metrics = {GetString(params, "metric_num_drafts").value_or(""),
                         GetString(params, "metric_num_draft_tokens").value_or(""),
                         GetString(params, "metric_num_accepted_tokens").value_or("")};
+    out.spec_gauges = {"sglang:spec_accept_length", "sglang:spec_accept_rate"};
     out.start_timeout = StartTimeout(params, 1800);
     return out;
   }
@@ -257,11 +298,14 @@ class LlamaCppRecipe final : public Recipe {
     static const std::vector<ParamSpec> kParams = {
         {"model", ParamType::kString, true, "--model (a GGUF path)"},
         kEngineVersion, kSpec, kSpecMethod, kSpecK, kSpecModel,
-        {"spec_k_min", ParamType::kNonNegativeInteger, false, "--draft-min"},
-        {"spec_p_min", ParamType::kNumber, false, "--draft-p-min"},
+        {"spec_k_min", ParamType::kNonNegativeInteger, false,
+         "--spec-draft-n-min (b9022 on) or --draft-min"},
+        {"spec_p_min", ParamType::kNumber, false, "--spec-draft-p-min (b9022 on) or --draft-p-min"},
         {"gpu_layers", ParamType::kInteger, false, "--n-gpu-layers"},
-        {"gpu_layers_draft", ParamType::kInteger, false, "--gpu-layers-draft"},
-        {"flash_attn", ParamType::kString, false, "--flash-attn on|off|auto"},
+        {"gpu_layers_draft", ParamType::kInteger, false,
+         "--spec-draft-ngl (b9022 on) or --gpu-layers-draft"},
+        {"flash_attn", ParamType::kString, false,
+         "--flash-attn on|off|auto (b6327 on); before: a bare --flash-attn for on"},
         {"max_model_len", ParamType::kPositiveInteger, false, "--ctx-size"},
         {"seed", ParamType::kInteger, false, "--seed"},
         kExtraArgs, kExtraEnv,
@@ -276,6 +320,16 @@ class LlamaCppRecipe final : public Recipe {
     RenderedEngine out;
     out.engine = std::string(name());
     out.launch.emplace();
+    out.engine_version = ResolveVersion(params, context, name());
+    // An unknown build renders the newest spelling: a build too old for it fails at argument
+    // parsing, loudly, rather than measuring something else.
+    std::optional<int> build = LlamaCppBuild(out.engine_version);
+    if (!out.engine_version.empty() && !build.has_value()) {
+      return ParamError(name(), "engine_version",
+                        Cat("expected a build number such as b7100, got \"", out.engine_version,
+                            "\""));
+    }
+    auto at_least = [&](int first) { return !build.has_value() || *build >= first; };
     std::string model = *GetString(params, "model");
     std::vector<std::string>& argv = out.launch->argv;
     argv = {context.llama_server_executable, "--model", model, "--host", context.host, "--port",
@@ -285,34 +339,72 @@ class LlamaCppRecipe final : public Recipe {
     AddInt(argv, params, "gpu_layers", "--n-gpu-layers");
     if (auto fa = GetString(params, "flash_attn")) {
       if (*fa != "on" && *fa != "off" && *fa != "auto") {
-        return ParamError(name(), "flash_attn", Cat("expected on, off or auto, got \"",
-                                                             *fa, "\""));
+        return ParamError(name(), "flash_attn", Cat("expected on, off or auto, got \"", *fa, "\""));
       }
-      argv.insert(argv.end(), {"--flash-attn", *fa});
+      if (at_least(kLlamaFirstBuildWithFlashAttnValue)) {
+        argv.insert(argv.end(), {"--flash-attn", *fa});
+      } else if (*fa == "on") {
+        argv.emplace_back("--flash-attn");  // older builds: a bare flag, off unless given
+      } else if (*fa == "auto") {
+        return ParamError(name(), "flash_attn",
+                          Cat("\"auto\" needs llama-server b", kLlamaFirstBuildWithFlashAttnValue,
+                              " or later; this is ", out.engine_version));
+      }
     }
     if (spec.k > 0) {
-      if (spec.model.empty()) {
+      ASSIGN_OR_RETURN(std::string spec_type, LlamaSpecType(spec.method));
+      const bool mtp = spec_type == "draft-mtp";
+      if (spec.model.empty() && !mtp) {
         return ParamError(name(), "spec_model",
                           "is required with speculation (llama-server drafts with --model-draft)");
       }
-      if (!spec.method.empty() && spec.method != "draft" && spec.method != "draft_model") {
+      const bool new_flags = at_least(kLlamaFirstBuildWithSpecDraftFlags);
+      if (at_least(kLlamaFirstBuildWithSpecType)) {
+        argv.insert(argv.end(), {"--spec-type", spec_type});
+      } else if (spec_type != "draft-simple") {
         return ParamError(name(), "spec_method",
-                          Cat("llama-server supports only draft-model speculation, got \"",
-                                       spec.method, "\""));
+                          Cat(spec_type, " needs llama-server b", kLlamaFirstBuildWithSpecType,
+                              " or later; this is ", out.engine_version));
       }
-      argv.insert(argv.end(), {"--model-draft", spec.model, "--draft-max", std::to_string(spec.k)});
-      AddInt(argv, params, "spec_k_min", "--draft-min");
-      AddNumber(argv, params, "spec_p_min", "--draft-p-min");
-      AddInt(argv, params, "gpu_layers_draft", "--gpu-layers-draft");
+      // --model-draft (alias -md) is accepted before and after the rename to --spec-draft-model.
+      if (!spec.model.empty()) argv.insert(argv.end(), {"--model-draft", spec.model});
+      argv.insert(argv.end(), {new_flags ? "--spec-draft-n-max" : "--draft-max",
+                               std::to_string(spec.k)});
+      AddInt(argv, params, "spec_k_min", new_flags ? "--spec-draft-n-min" : "--draft-min");
+      AddNumber(argv, params, "spec_p_min", new_flags ? "--spec-draft-p-min" : "--draft-p-min");
+      AddInt(argv, params, "gpu_layers_draft",
+             new_flags ? "--spec-draft-ngl" : "--gpu-layers-draft");
       out.spec_k = spec.k;
     }
     RETURN_IF_ERROR(AddExtras(out, params, name()));
-    out.engine_version = GetString(params, "engine_version").value_or("");
     out.endpoints.base_url = BaseUrl(context);
     out.endpoints.model = model;
-    out.endpoints.extra_request_fields = {{"cache_prompt", false}};
+    // timings_per_token: llama-server reports draft_n / draft_n_accepted in `timings`, the
+    // acceptance source on builds whose /metrics has no speculation counters.
+    out.endpoints.extra_request_fields = {{"cache_prompt", false}, {"timings_per_token", true}};
+    // Counters exported from llama.cpp#26389 on (named after vLLM's); absent before, when the
+    // runner falls back to the response timings.
+    out.spec_metrics = {"llamacpp:spec_decode_num_drafts", "llamacpp:spec_decode_num_draft_tokens",
+                        "llamacpp:spec_decode_num_accepted_tokens"};
+    out.draft_timings = DraftTimings::kLlamaCppTimings;
     out.start_timeout = StartTimeout(params, 900);
     return out;
+  }
+
+ private:
+  // llama-server's --spec-type for a matrix's method: draft-simple for a separate draft model
+  // (the default), draft-mtp for a model's own MTP head, draft-eagle3 for an EAGLE3 drafter.
+  absl::StatusOr<std::string> LlamaSpecType(const std::string& method) const {
+    std::string m;
+    for (char c : method) m.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+    if (m.empty() || m == "draft" || m == "draft_model" || m == "draft-simple") {
+      return std::string("draft-simple");
+    }
+    if (m == "mtp" || m == "draft-mtp") return std::string("draft-mtp");
+    if (m == "eagle3" || m == "draft-eagle3") return std::string("draft-eagle3");
+    return ParamError(name(), "spec_method",
+                      Cat("llama-server drafts with draft (a draft model), mtp or eagle3; got \"",
+                          method, "\""));
   }
 };
 
@@ -377,6 +469,8 @@ class SyntheticRecipe final : public Recipe {
          "--force-backend: log 'Forcing NAME' and use it whatever was asked"},
         {"log_paths", ParamType::kString, false, "--log-paths once|every|none"},
         {"threads", ParamType::kPositiveInteger, false, "--threads (CPU)"},
+        {"max_batch", ParamType::kPositiveInteger, false,
+         "--max-batch: requests decoded together (continuous batching; default 64)"},
         {"device", ParamType::kString, false,
          "--device cpu|cuda|auto (the engine's default: auto = cuda when it has a GPU)"},
         {"fault_crash_after_requests", ParamType::kNonNegativeInteger, false,
@@ -384,6 +478,9 @@ class SyntheticRecipe final : public Recipe {
         {"fault_oom_after_requests", ParamType::kNonNegativeInteger, false,
          "--oom-after-requests N: log an out-of-memory error and exit during request N+1"},
         {"fault_malformed_json", ParamType::kBool, false, "--malformed: invalid JSON replies"},
+        {"fault_stall_request", ParamType::kNonNegativeInteger, false,
+         "--stall-request N: completion request N waits fault_stall_ms before it is served"},
+        {"fault_stall_ms", ParamType::kNonNegativeInteger, false, "--stall-ms"},
     };
     return kParams;
   }
@@ -429,6 +526,7 @@ class SyntheticRecipe final : public Recipe {
       argv.insert(argv.end(), {"--log-paths", *log_paths});
     }
     AddInt(argv, params, "threads", "--threads");
+    AddInt(argv, params, "max_batch", "--max-batch");
     if (auto device = GetString(params, "device")) {
       if (*device != "cpu" && *device != "cuda" && *device != "auto") {
         return ParamError(name(), "device", Cat("expected cpu, cuda or auto, got \"", *device, "\""));
@@ -438,6 +536,8 @@ class SyntheticRecipe final : public Recipe {
     AddInt(argv, params, "fault_crash_after_requests", "--crash-after-requests");
     AddInt(argv, params, "fault_oom_after_requests", "--oom-after-requests");
     if (GetBool(params, "fault_malformed_json").value_or(false)) argv.emplace_back("--malformed");
+    AddInt(argv, params, "fault_stall_request", "--stall-request");
+    AddInt(argv, params, "fault_stall_ms", "--stall-ms");
 
     out.endpoints.base_url = BaseUrl(context);
     out.endpoints.version_path = "/version";

@@ -56,9 +56,13 @@ const RunnerSchemas& BuiltinMetricSchemas() {
                    {}},
       RunnerSchema{"engine",
                    {
-                       {"t_short_ms", "ms", true},
-                       {"t_long_ms", "ms", true},
+                       // Every engine cell: batch-1 cells the long request's TTFT, load
+                       // cells the median TTFT of their measured requests.
                        {"ttft_ms", "ms", true},
+                       // Batch-1 differencing cells (the default) record both; load cells
+                       // (concurrency or request_rate) do not send these two requests.
+                       {"t_short_ms", "ms", false},
+                       {"t_long_ms", "ms", false},
                        // Only when the long request decoded more tokens in more time than the
                        // short one (else a `measurement_note` says why).
                        {"decode_tok_s", "tok/s", false},
@@ -71,6 +75,22 @@ const RunnerSchemas& BuiltinMetricSchemas() {
                        {"spec_accepted_tokens", "1", false},
                        {"acceptance_rate", "1", false},
                        {"mean_acceptance_length", "tok", false},
+                       // Load cells (docs/engines.md, "Load"): over the round's measured
+                       // requests, warm-up excluded.
+                       {"load_output_tok_s", "tok/s", false},
+                       {"load_req_s", "req/s", false},
+                       {"load_goodput_req_s", "req/s", false},
+                       {"load_ttft_ms_p50", "ms", false},
+                       {"load_ttft_ms_p90", "ms", false},
+                       {"load_ttft_ms_p99", "ms", false},
+                       {"load_itl_ms_p50", "ms", false},
+                       {"load_itl_ms_p90", "ms", false},
+                       {"load_itl_ms_p99", "ms", false},
+                       {"load_e2e_ms_p50", "ms", false},
+                       {"load_e2e_ms_p90", "ms", false},
+                       {"load_e2e_ms_p99", "ms", false},
+                       {"load_requests", "1", false},
+                       {"load_failed_requests", "1", false},
                    },
                    {}},
   });

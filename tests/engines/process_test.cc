@@ -56,6 +56,37 @@ TEST(EngineProcess, CapturesOutputAndEvidence) {
   EXPECT_THAT(tail, ::testing::Contains("unset=gone"));
 }
 
+// Log lines as the engines print them (vLLM, SGLang, the synthetic engine), and lines that look
+// alike but name something else.
+TEST(BackendLines, ReadTheAttentionBackendOnly) {
+  auto backend = [](std::string_view line) { return ParseBackendLine(line).backend; };
+  EXPECT_EQ(backend("(EngineCore pid=163) INFO 03-20 10:08:32 [cuda.py:317] Using FLASH_ATTN "
+                    "attention backend out of potential backends: ['FLASH_ATTN', 'FLASHINFER']."),
+            "FLASH_ATTN");
+  EXPECT_EQ(backend("INFO [cuda.py:334] Using FLASHINFER attention backend out of potential "
+                    "backends: ['FLASHINFER', 'TRITON_ATTN', 'FLEX_ATTENTION']."),
+            "FLASHINFER");
+  EXPECT_EQ(backend("Log shows: Using AttentionBackendEnum.FLASH_ATTN backend."), "FLASH_ATTN");
+  EXPECT_EQ(backend("INFO 02-03 [cuda.py:157] Using Flash Attention backend on V1 engine."),
+            "FLASH_ATTN");
+  EXPECT_EQ(backend("INFO Using FlashInfer backend."), "FLASHINFER");
+  EXPECT_EQ(backend("INFO Using Triton MLA backend."), "TRITON_MLA");
+  EXPECT_EQ(backend("[2025-11-11] WARNING server_args.py:1183: Attention backend not explicitly "
+                    "specified. Use flashinfer backend by default."),
+            "flashinfer");
+  EXPECT_EQ(backend("INFO ladder-synthetic: Using TRITON_ATTN backend."), "TRITON_ATTN");
+  EXPECT_EQ(backend("INFO Using 'VLLM_CUTLASS' NvFp4 MoE backend out of potential backends: "
+                    "['FLASHINFER_TRTLLM', 'VLLM_CUTLASS']."),
+            "");
+  EXPECT_EQ(backend("INFO Using FLASH_ATTN MLA prefill backend."), "");
+  EXPECT_EQ(backend("INFO Using AttentionBackendEnum.TORCH_SDPA for MMEncoderAttention."), "");
+  EXPECT_EQ(backend("INFO Using FlashAttention version 2"), "");
+  EXPECT_EQ(ParseBackendLine("Forcing kv cache block size to 64 for FlashMLA backend.").forced,
+            "");
+  EXPECT_EQ(ParseBackendLine("Gemma 4: Forcing TRITON_ATTN because of head dims").forced,
+            "TRITON_ATTN");
+}
+
 TEST(EngineProcess, KeepsOnlyTheLastLines) {
   LaunchSpec spec;
   spec.argv = {"/bin/sh", "-c", "i=0; while [ $i -lt 500 ]; do echo line$i; i=$((i+1)); done"};

@@ -2,6 +2,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
+#include "ladder/engines/engine_version.h"
 #include "ladder/engines/recipe.h"
 
 namespace ladder::engines {
@@ -69,23 +72,36 @@ TEST(VllmRecipe, OldVersionUsesEnvironmentVariable) {
                                      {"depth", 1024},
                                      {"model", "m"},
                                      {"attention_backend", "FLASHINFER"},
-                                     {"engine_version", "0.15.1"}});
+                                     {"engine_version", "0.12.0"}});
   ASSERT_TRUE(r.launch.has_value());
   EXPECT_THAT(r.launch->argv, ElementsAre("vllm", "serve", "m", "--host", "127.0.0.1", "--port",
                                           "8123", "--no-enable-prefix-caching"));
   EXPECT_EQ(r.launch->env, (Env{{"VLLM_ATTENTION_BACKEND", "FLASHINFER"}}));
 }
 
+// 0.14 and 0.15 must get the flag: the variable is ignored from right after 0.14.0 on, so an
+// environment variable there would silently measure vLLM's own default backend.
+TEST(VllmRecipe, FlagFromThirteenOnEvenWhereTheVariableStillWorked) {
+  for (const char* version : {"0.13.0", "0.14.1", "0.15.1", "0.16.0"}) {
+    RenderedEngine r = Render("vllm", {{"engine", "vllm"}, {"depth", 1}, {"model", "m"},
+                                       {"attention_backend", "TRITON_ATTN"},
+                                       {"engine_version", version}});
+    EXPECT_THAT(r.launch->argv, ::testing::Contains("--attention-backend")) << version;
+    EXPECT_TRUE(r.launch->env.empty()) << version;
+    EXPECT_THAT(r.launch->env_unset, ElementsAre("VLLM_ATTENTION_BACKEND")) << version;
+  }
+}
+
 TEST(VllmRecipe, VersionFromInventoryAndRcSuffix) {
   RecipeContext c = Context();
-  c.engine_versions["vllm"] = "0.15.2rc1+cu128";
+  c.engine_versions["vllm"] = "0.12.2rc1+cu128";
   RenderedEngine r = Render("vllm", {{"engine", "vllm"}, {"depth", 1}, {"model", "m"},
                                      {"attention_backend", "TRITON_ATTN"},
                                      {"prefix_caching", true}, {"extra_env", {{"HF_HOME", "/h"}}}},
                             c);
   EXPECT_EQ(r.launch->env, (Env{{"VLLM_ATTENTION_BACKEND", "TRITON_ATTN"}, {"HF_HOME", "/h"}}));
   EXPECT_EQ(r.launch->argv.back(), "--enable-prefix-caching");
-  c.engine_versions["vllm"] = "0.16.0";
+  c.engine_versions["vllm"] = "0.13.0";
   r = Render("vllm", {{"engine", "vllm"}, {"depth", 1}, {"model", "m"},
                       {"attention_backend", "TRITON_ATTN"}}, c);
   EXPECT_TRUE(r.launch->env.empty());
@@ -130,29 +146,129 @@ TEST(SglangRecipe, RendersEagleSpeculation) {
                           "--context-length", "16384", "--disable-radix-cache",
                           "--enable-metrics"));
   EXPECT_FALSE(r.spec_metrics.available());
+  EXPECT_EQ(r.spec_gauges.accept_length, "sglang:spec_accept_length");
+  EXPECT_EQ(r.spec_gauges.accept_rate, "sglang:spec_accept_rate");
   EXPECT_THAT(RenderError("sglang", {{"engine", "sglang"}, {"depth", 1}, {"model", "m"},
                                      {"spec_k", 2}}).message(),
               HasSubstr("spec_method"));
 }
 
-TEST(LlamaCppRecipe, RendersDraftModelOptions) {
-  RenderedEngine r = Render("llama.cpp", {{"engine", "llama.cpp"},
-                                          {"depth", 4096},
-                                          {"model", "/models/target.gguf"},
-                                          {"spec_model", "/models/draft.gguf"},
-                                          {"spec_k", 8},
-                                          {"spec_k_min", 2},
-                                          {"gpu_layers", 99},
-                                          {"gpu_layers_draft", 99},
-                                          {"flash_attn", "on"},
-                                          {"max_model_len", 8192}});
+// SGLang's --speculative-algorithm choices are EAGLE, EAGLE3, NEXTN, STANDALONE, NGRAM: a
+// matrix's mtp / draft map onto them, anything else is refused before a GPU is rented.
+TEST(SglangRecipe, MapsSpeculationMethodsOntoItsAlgorithms) {
+  auto algorithm = [](const std::string& spec) {
+    RenderedEngine r = Render("sglang", {{"engine", "sglang"}, {"depth", 1}, {"model", "m"},
+                                         {"spec", spec}, {"spec_model", "d"}});
+    auto it = std::find(r.launch->argv.begin(), r.launch->argv.end(), "--speculative-algorithm");
+    return it == r.launch->argv.end() || it + 1 == r.launch->argv.end() ? std::string()
+                                                                          : *(it + 1);
+  };
+  EXPECT_EQ(algorithm("mtp:2"), "NEXTN");
+  EXPECT_EQ(algorithm("eagle3:3"), "EAGLE3");
+  EXPECT_EQ(algorithm("draft:4"), "STANDALONE");
+  EXPECT_EQ(algorithm("NGRAM:4"), "NGRAM");
+  absl::Status s = RenderError("sglang", {{"engine", "sglang"}, {"depth", 1}, {"model", "m"},
+                                          {"spec", "medusa:2"}});
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("EAGLE, EAGLE3, NEXTN, STANDALONE or NGRAM"));
+}
+
+nlohmann::json LlamaDraftCell(const std::string& version) {
+  nlohmann::json cell = {{"engine", "llama.cpp"},
+                         {"depth", 4096},
+                         {"model", "/models/target.gguf"},
+                         {"spec_model", "/models/draft.gguf"},
+                         {"spec_k", 8},
+                         {"spec_k_min", 2},
+                         {"spec_p_min", 0.5},
+                         {"gpu_layers", 99},
+                         {"gpu_layers_draft", 99},
+                         {"flash_attn", "on"},
+                         {"max_model_len", 8192}};
+  if (!version.empty()) cell["engine_version"] = version;
+  return cell;
+}
+
+// Before b6327: --flash-attn is a bare flag; drafting is --draft-max / --draft-min.
+TEST(LlamaCppRecipe, BeforeFlashAttnTookAValue) {
+  RenderedEngine r = Render("llama.cpp", LlamaDraftCell("b6000"));
+  EXPECT_THAT(r.launch->argv,
+              ElementsAre("llama-server", "--model", "/models/target.gguf", "--host",
+                          "127.0.0.1", "--port", "8123", "--metrics", "--ctx-size", "8192",
+                          "--n-gpu-layers", "99", "--flash-attn", "--model-draft",
+                          "/models/draft.gguf", "--draft-max", "8", "--draft-min", "2",
+                          "--draft-p-min", "0.5", "--gpu-layers-draft", "99"));
+  nlohmann::json off = LlamaDraftCell("b6000");
+  off["flash_attn"] = "off";
+  EXPECT_THAT(Render("llama.cpp", off).launch->argv,
+              ::testing::Not(::testing::Contains(::testing::HasSubstr("flash"))));
+  off["flash_attn"] = "auto";
+  EXPECT_THAT(RenderError("llama.cpp", off).message(), HasSubstr("needs llama-server b6327"));
+}
+
+// b6327 to before b9022: --flash-attn on|off|auto, still --draft-max.
+TEST(LlamaCppRecipe, FlashAttnValueWithTheOldDraftFlags) {
+  RenderedEngine r = Render("llama.cpp", LlamaDraftCell("b7100"));
   EXPECT_THAT(r.launch->argv,
               ElementsAre("llama-server", "--model", "/models/target.gguf", "--host",
                           "127.0.0.1", "--port", "8123", "--metrics", "--ctx-size", "8192",
                           "--n-gpu-layers", "99", "--flash-attn", "on", "--model-draft",
                           "/models/draft.gguf", "--draft-max", "8", "--draft-min", "2",
-                          "--gpu-layers-draft", "99"));
-  EXPECT_EQ(r.endpoints.extra_request_fields, nlohmann::json({{"cache_prompt", false}}));
+                          "--draft-p-min", "0.5", "--gpu-layers-draft", "99"));
+}
+
+// b9022 to before b9180: the --spec-draft-* names (llama.cpp#22397), no --spec-type yet.
+TEST(LlamaCppRecipe, SpecDraftFlagsAfterTheRename) {
+  RenderedEngine r = Render("llama.cpp", LlamaDraftCell("b9100"));
+  EXPECT_THAT(r.launch->argv,
+              ElementsAre("llama-server", "--model", "/models/target.gguf", "--host",
+                          "127.0.0.1", "--port", "8123", "--metrics", "--ctx-size", "8192",
+                          "--n-gpu-layers", "99", "--flash-attn", "on", "--model-draft",
+                          "/models/draft.gguf", "--spec-draft-n-max", "8", "--spec-draft-n-min",
+                          "2", "--spec-draft-p-min", "0.5", "--spec-draft-ngl", "99"));
+}
+
+// b9180 on, and an undetected build: drafting must be asked for with --spec-type, or the target
+// runs alone.
+TEST(LlamaCppRecipe, SpecTypeFromB9180AndForAnUnknownBuild) {
+  for (const std::string version : {"b9180", "b11004", ""}) {
+    RenderedEngine r = Render("llama.cpp", LlamaDraftCell(version));
+    EXPECT_THAT(r.launch->argv,
+                ElementsAre("llama-server", "--model", "/models/target.gguf", "--host",
+                            "127.0.0.1", "--port", "8123", "--metrics", "--ctx-size", "8192",
+                            "--n-gpu-layers", "99", "--flash-attn", "on", "--spec-type",
+                            "draft-simple", "--model-draft", "/models/draft.gguf",
+                            "--spec-draft-n-max", "8", "--spec-draft-n-min", "2",
+                            "--spec-draft-p-min", "0.5", "--spec-draft-ngl", "99"))
+        << version;
+  }
+  RecipeContext c = Context();
+  c.engine_versions["llama.cpp"] = "b8000";  // detected by the runner
+  nlohmann::json cell = LlamaDraftCell("");
+  EXPECT_THAT(Render("llama.cpp", cell, c).launch->argv, ::testing::Contains("--draft-max"));
+}
+
+TEST(LlamaCppRecipe, MtpNeedsNoDraftModelButANewBuild) {
+  nlohmann::json cell = {{"engine", "llama.cpp"}, {"depth", 1}, {"model", "/m.gguf"},
+                         {"spec", "mtp:3"}, {"engine_version", "b9769"}};
+  EXPECT_THAT(Render("llama.cpp", cell).launch->argv,
+              ElementsAre("llama-server", "--model", "/m.gguf", "--host", "127.0.0.1", "--port",
+                          "8123", "--metrics", "--spec-type", "draft-mtp", "--spec-draft-n-max",
+                          "3"));
+  cell["engine_version"] = "b9100";
+  EXPECT_THAT(RenderError("llama.cpp", cell).message(), HasSubstr("needs llama-server b9180"));
+  cell["engine_version"] = "latest";
+  EXPECT_THAT(RenderError("llama.cpp", cell).message(), HasSubstr("a build number"));
+}
+
+TEST(LlamaCppRecipe, AcceptanceFromCountersElseTimings) {
+  RenderedEngine r = Render("llama.cpp", LlamaDraftCell("b9180"));
+  EXPECT_EQ(r.spec_metrics.num_drafts, "llamacpp:spec_decode_num_drafts");
+  EXPECT_EQ(r.spec_metrics.num_draft_tokens, "llamacpp:spec_decode_num_draft_tokens");
+  EXPECT_EQ(r.spec_metrics.num_accepted_tokens, "llamacpp:spec_decode_num_accepted_tokens");
+  EXPECT_EQ(r.draft_timings, DraftTimings::kLlamaCppTimings);
+  EXPECT_EQ(r.endpoints.extra_request_fields,
+            nlohmann::json({{"cache_prompt", false}, {"timings_per_token", true}}));
   EXPECT_THAT(RenderError("llama.cpp", {{"engine", "llama.cpp"}, {"depth", 1}, {"model", "m"},
                                         {"spec_k", 2}}).message(),
               HasSubstr("--model-draft"));
@@ -223,6 +339,36 @@ TEST(Versions, CompareNumerically) {
   EXPECT_GT(CompareVersions("0.28.0", "0.16"), 0);
   EXPECT_GT(CompareVersions("v1.2", "0.16"), 0);
   EXPECT_LT(CompareVersions("0.9.2", "0.16"), 0);
+}
+
+TEST(EngineVersion, ParsesEachEnginesOutput) {
+  EXPECT_EQ(*ParseEngineVersion("vllm", "INFO 12-01 [__init__.py] Automatically detected platform "
+                                        "cuda.\n0.15.1\n"),
+            "0.15.1");
+  EXPECT_EQ(*ParseEngineVersion("sglang", "0.5.4.post1\n"), "0.5.4.post1");
+  EXPECT_EQ(*ParseEngineVersion("llama.cpp", "ggml_cuda_init: found 1 CUDA devices\n"
+                                             "version: 7100 (c49daff5b)\nbuilt with cc\n"),
+            "b7100");
+  EXPECT_EQ(*ParseEngineVersion("llama.cpp", "version: 0.1.2-dev (build 10513, commit 2f3923bc8)"),
+            "b10513");
+  EXPECT_EQ(ParseEngineVersion("llama.cpp", "error: invalid argument").status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(ParseEngineVersion("vllm", "Traceback: No module named torch").status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(LlamaCppBuild("b9180"), 9180);
+  EXPECT_EQ(LlamaCppBuild("9180"), 9180);
+  EXPECT_EQ(LlamaCppBuild("0.15.1"), std::nullopt);
+}
+
+TEST(EngineVersion, DetectRunsTheVersionCommand) {
+  RecipeContext c = Context();
+  c.llama_server_executable = "/bin/echo";  // prints its argument: "--version"
+  auto v = DetectEngineVersion("llama.cpp", c, std::chrono::seconds(10));
+  EXPECT_EQ(v.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(v.status().message(), HasSubstr("--version"));
+  c.vllm_executable = "/nonexistent/vllm";
+  EXPECT_FALSE(DetectEngineVersion("vllm", c, std::chrono::seconds(10)).ok());
+  EXPECT_FALSE(VersionCommand("synthetic", c).has_value());
 }
 
 }  // namespace

@@ -1,6 +1,9 @@
 // The synthetic engine served in-process on a free port: completions, streaming, metrics,
 // attention path logging and speculation counters.
+#include <httplib.h>
+
 #include <mutex>
+#include <thread>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -201,6 +204,74 @@ TEST(SyntheticEngine, MalformedFaultBreaksTheClientClearly) {
   auto result = s.client->Generate(MakePrompt(16, 1, 0, 1024), 8);
   EXPECT_EQ(result.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(result.status().message(), HasSubstr("malformed"));
+}
+
+// The text of a non-streamed greedy completion of `prompt`.
+std::string Complete(int port, const std::vector<int32_t>& prompt, int max_tokens) {
+  httplib::Client client("127.0.0.1", port);
+  client.set_read_timeout(std::chrono::seconds(60));
+  nlohmann::json body = {{"prompt", prompt}, {"max_tokens", max_tokens}, {"temperature", 0}};
+  auto reply = client.Post("/v1/completions", body.dump(), "application/json");
+  if (!reply || reply->status != 200) return "<failed>";
+  return nlohmann::json::parse(reply->body)["choices"][0]["text"].get<std::string>();
+}
+
+double MetricValue(EngineClient& client, const std::string& name) {
+  auto samples = client.Metrics();
+  EXPECT_TRUE(samples.ok());
+  return samples.ok() ? SumCounter(*samples, name).value_or(-1) : -1;
+}
+
+// Continuous batching: concurrent requests share steps, and each one's tokens are exactly what
+// it gets alone (its rows are computed as if alone; only the weight reads are shared).
+TEST(SyntheticEngine, BatchesConcurrentRequestsWithoutChangingTheirTokens) {
+  for (int k : {0, 2}) {
+    CapturedLog log;
+    SyntheticEngineOptions options;
+    options.spec_k = k;
+    options.acceptance = "0.6";
+    options.max_batch = 4;
+    Served s = Serve(options, log);
+    ASSERT_NE(s.engine, nullptr);
+    std::vector<std::vector<int32_t>> prompts;
+    for (int i = 0; i < 4; ++i) prompts.push_back(MakePrompt(200 + 50 * i, 10 + i, 0, 1024));
+    std::vector<std::string> alone;
+    for (const auto& p : prompts) alone.push_back(Complete(s.engine->port(), p, 24));
+    const double steps_alone = MetricValue(*s.client, "ladder:batch_steps_total");
+    EXPECT_EQ(steps_alone, MetricValue(*s.client, "ladder:batch_sequences_total"));
+
+    std::vector<std::string> together(4);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 4; ++i) {
+      threads.emplace_back([&, i] { together[i] = Complete(s.engine->port(), prompts[i], 24); });
+    }
+    for (auto& t : threads) t.join();
+    for (int i = 0; i < 4; ++i) {
+      EXPECT_NE(alone[i], "<failed>");
+      EXPECT_EQ(together[i], alone[i]) << "k=" << k << " request " << i;
+    }
+    const double steps = MetricValue(*s.client, "ladder:batch_steps_total") - steps_alone;
+    const double sequences =
+        MetricValue(*s.client, "ladder:batch_sequences_total") - steps_alone;
+    // The same sequence-steps as alone, in fewer steps: more than one sequence per step.
+    EXPECT_EQ(sequences, steps_alone) << "k=" << k;
+    EXPECT_LT(steps, 0.75 * steps_alone) << "k=" << k;
+  }
+}
+
+TEST(SyntheticEngine, MaxBatchOneServesOneRequestAtATime) {
+  CapturedLog log;
+  SyntheticEngineOptions options;
+  options.max_batch = 1;
+  Served s = Serve(options, log);
+  ASSERT_NE(s.engine, nullptr);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 3; ++i) {
+    threads.emplace_back([&, i] { Complete(s.engine->port(), MakePrompt(64, i, 0, 1024), 8); });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(MetricValue(*s.client, "ladder:batch_steps_total"), 24);
+  EXPECT_EQ(MetricValue(*s.client, "ladder:batch_sequences_total"), 24);
 }
 
 }  // namespace

@@ -56,6 +56,42 @@ TEST(Engines, SyntheticLadderRunsThroughCoordinatorAndAgents) {
   EXPECT_EQ(QueryInt(db, probes_sql + "legacy'"), 0);
 }
 
+constexpr const char* kLoadMatrix = R"(
+name: synthetic-load
+runner: engine
+axes:
+  concurrency: [1, 4]
+  spec: ["off", "mtp:1"]
+fixed: {engine: synthetic, preset: tiny, device: cpu, acceptance: 0.6, depth: 128,
+        output_tokens: 8, num_requests: 6, max_batch: 4}
+pair: [spec]
+together: [concurrency]
+metric: load_output_tok_s
+)";
+
+// Load cells end to end: their attempts complete with ttft_ms as the one required metric, and
+// the per-request rows reach the database as evidence.
+TEST(Engines, LoadMatrixRunsThroughCoordinatorAndAgents) {
+  TempDir dir;
+  const std::string db = dir.File("ladder.db");
+  WriteFile(dir.File("load.yaml"), kLoadMatrix);
+  auto result = RunCommand({LadderBinary(), "local", dir.File("load.yaml"), "--db", db},
+                           std::chrono::seconds(200));
+  ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
+  for (const char* metric : {"load_output_tok_s", "load_ttft_ms_p99", "ttft_ms"}) {
+    EXPECT_EQ(QueryInt(db, std::string("SELECT COUNT(DISTINCT cell_id) FROM valid_measurements "
+                                       "WHERE value > 0 AND metric = '") + metric + "'"),
+              4)
+        << metric;
+  }
+  EXPECT_EQ(QueryInt(db, "SELECT COUNT(*) FROM valid_measurements WHERE metric = 't_long_ms'"),
+            0);
+  // Warm-up (the concurrency) plus 6 measured requests per cell: 7 + 7 + 10 + 10 rows.
+  EXPECT_EQ(QueryInt(db, "SELECT SUM(json_array_length(value, '$.rows')) FROM evidence "
+                         "WHERE kind = 'load_requests'"),
+            34);
+}
+
 }  // namespace
 }  // namespace ladder::testing
 
@@ -66,7 +102,8 @@ namespace {
 // checks (`ladder validate --runner-check` does the same for a user's file).
 TEST(Examples, EveryExampleCellPassesItsRunnersParameterCheck) {
   for (const char* example : {"demo-cpu.yaml", "kernel-h200.yaml", "gemma4-mtp-ladder.yaml",
-                              "gemma4-synthetic-ladder.yaml"}) {
+                              "gemma4-synthetic-ladder.yaml", "synthetic-load-cpu.yaml",
+                              "gemma4-mtp-load.yaml", "gemma4-synthetic-load.yaml"}) {
     auto result = RunCommand({LadderBinary(), "validate", "--runner-check",
                               std::string(LADDER_EXAMPLES_DIR) + "/" + example});
     EXPECT_EQ(result.exit_code, 0) << example << ": " << result.out << result.err;

@@ -73,6 +73,29 @@ TEST(MatrixExpand, Gemma4MtpLadderExample) {
   EXPECT_EQ(e.cells[7].key, "attention_backend=TRITON_ATTN,depth=32768,spec=mtp:1");
 }
 
+// Load examples: concurrency is an axis shared by one unit with depth, spec is paired.
+TEST(MatrixExpand, LoadExamples) {
+  const Matrix cpu = MustParseExample("synthetic-load-cpu.yaml");
+  EXPECT_EQ(cpu.runner, "engine");
+  EXPECT_TRUE(cpu.requirements.gpu_vendor.empty());  // runs anywhere
+  EXPECT_EQ(cpu.fixed.at("device"), "cpu");
+  const Expansion ce = MustExpand(cpu);
+  EXPECT_EQ(ce.cells.size(), 6u);
+  ASSERT_EQ(ce.units.size(), 1u);  // one session measures every concurrency, both arms
+
+  const Matrix vllm = MustParseExample("gemma4-mtp-load.yaml");
+  EXPECT_EQ(vllm.fixed.at("engine"), "vllm");
+  const Expansion ve = MustExpand(vllm);
+  EXPECT_EQ(ve.cells.size(), 2u * 3 * 4 * 2);
+  EXPECT_EQ(ve.units.size(), 2u * 3);  // per backend and session
+  EXPECT_EQ(ve.units[0].cell_indices.size(), 24u);
+
+  const Matrix twin = MustParseExample("gemma4-synthetic-load.yaml");
+  EXPECT_EQ(twin.requirements.gpu_vendor, "nvidia");
+  const Expansion te = MustExpand(twin);
+  EXPECT_EQ(te.cells.size(), 2u * (2 * 4 - 1) * 2);  // 64 only at 1K
+}
+
 TEST(MatrixExpand, Gemma4MtpLocateExample) {
   const Matrix m = MustParseExample("gemma4-mtp-locate.yaml");
   ASSERT_TRUE(m.locate.has_value());

@@ -44,7 +44,11 @@ TEST(Schema, BuiltinRunnersDeclareTheirMetricsWithUnits) {
   EXPECT_EQ(kernel->FindMetric("decode_tok_s"), nullptr);
   const RunnerSchema* engine = schemas.Find("engine");
   ASSERT_NE(engine, nullptr);
-  EXPECT_EQ(engine->required_metric_count(), 3);
+  // ttft_ms only: load cells send no short/long pair, so t_short_ms / t_long_ms are optional.
+  EXPECT_EQ(engine->required_metric_count(), 1);
+  EXPECT_TRUE(engine->FindMetric("ttft_ms")->required);
+  EXPECT_FALSE(engine->FindMetric("t_short_ms")->required);
+  EXPECT_EQ(engine->FindMetric("load_output_tok_s")->unit, "tok/s");
   EXPECT_EQ(schemas.Find("gpu"), nullptr);
   for (const auto& name : schemas.names()) {
     for (const auto& m : schemas.Find(name)->metrics) {

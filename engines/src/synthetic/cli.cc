@@ -31,6 +31,9 @@ void AddSyntheticEngineFlags(CLI::App& app, SyntheticEngineOptions& o) {
       ->check(CLI::IsMember({"once", "every", "none"}))
       ->capture_default_str();
   app.add_option("--threads", o.threads, "CPU attention threads")->capture_default_str();
+  app.add_option("--max-batch", o.max_batch,
+                 "Requests decoded together in one step (continuous batching); 1: one at a time")
+      ->capture_default_str();
   app.add_option("--device", o.device,
                  "Where the model runs: cpu (fp32 weights shared per layer kind), cuda (bf16 "
                  "weights per layer on the GPU, cuBLAS projections, device-resident attention) "
@@ -42,6 +45,9 @@ void AddSyntheticEngineFlags(CLI::App& app, SyntheticEngineOptions& o) {
   app.add_option("--oom-after-requests", o.oom_after_requests,
                  "Fault: log a CUDA out-of-memory error and exit after N requests");
   app.add_flag("--malformed", o.malformed, "Fault: answer completions with invalid JSON");
+  app.add_option("--stall-request", o.stall_request,
+                 "Fault: completion request N (0-based) waits --stall-ms before being scheduled");
+  app.add_option("--stall-ms", o.stall_ms, "Fault: how long --stall-request waits");
 }
 
 }  // namespace ladder::engines

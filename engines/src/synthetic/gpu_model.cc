@@ -9,7 +9,9 @@
 //              x += W_o · attn;  x += W_down · (gelu(W_gate · n) * (W_up · n)), n = rmsnorm(x)
 //   logits = embed · rmsnorm(x) (tied head), next = argmax
 // All on one stream; the host waits once per step, for the r next tokens (an engine must
-// know them before it can continue). Q/K/V and gate/up are fused into one matrix each, which
+// know them before it can continue). A batched step (continuous batching) stacks the rows of
+// several sequences: the GEMMs read each weight once for all of them, and K/V scatter and
+// attention run per sequence over its own cache. Q/K/V and gate/up are fused into one matrix each, which
 // reads the same bytes as separate ones in fewer launches.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -172,7 +174,8 @@ struct GpuCaches final : Sequence::Caches {
 
 class CudaModel final : public Model {
  public:
-  CudaModel(Preset preset, kernels::RunOptions attention) : Model(std::move(preset), attention) {}
+  CudaModel(Preset preset, kernels::RunOptions attention, int max_batch)
+      : Model(std::move(preset), attention, max_batch) {}
 
   ~CudaModel() override {
     if (cublas_ != nullptr) (void)cublasDestroy(cublas_);
@@ -249,74 +252,91 @@ class CudaModel final : public Model {
     return std::unique_ptr<Sequence::Caches>(std::move(caches));
   }
 
-  absl::StatusOr<std::vector<int32_t>> Forward(bool drafter, Sequence::Caches& caches, int position,
-                                               const std::vector<int32_t>& tokens,
-                                               const AttentionObserver& observer) const override {
+  absl::StatusOr<std::vector<std::vector<int32_t>>> Forward(
+      bool drafter, const std::vector<Segment>& segments,
+      const AttentionObserver& observer) const override {
     std::lock_guard<std::mutex> lock(mu_);
     const ModelSpec& spec = drafter ? preset_.drafter : preset_.target;
     const GpuWeights& w = drafter ? drafter_ : target_;
-    GpuCaches& all = static_cast<GpuCaches&>(caches);
-    const std::vector<GpuLayerCache>& layers = drafter ? all.drafter : all.target;
-    const int rows = static_cast<int>(tokens.size());
-    if (rows < 1 || rows > MaxRows()) {
-      return absl::InvalidArgumentError(Cat("synthetic engine: a step carries 1..", MaxRows(), " rows"));
+    const int max_rows = MaxStepRows();
+    if (segments.empty() || static_cast<int>(segments.size()) > max_batch_) {
+      return absl::InvalidArgumentError(
+          Cat("synthetic engine: a batched step carries 1..", max_batch_, " sequences"));
+    }
+    // Segment s's rows are rows first[s] .. first[s] + n - 1 of the step's buffers.
+    std::vector<int> first(segments.size());
+    int rows = 0;
+    for (size_t s = 0; s < segments.size(); ++s) {
+      const int n = static_cast<int>(segments[s].tokens.size());
+      if (n < 1 || n > MaxRows()) {
+        return absl::InvalidArgumentError(Cat("synthetic engine: a step carries 1..", MaxRows(), " rows"));
+      }
+      first[s] = rows;
+      rows += n;
     }
     const int h = spec.hidden;
-    // Step metadata in one upload: tokens, query_start {0, rows}, seq_lens {position + rows}.
-    std::vector<int32_t> meta(static_cast<size_t>(MaxRows()) + 3, 0);
-    std::copy(tokens.begin(), tokens.end(), meta.begin());
-    int32_t* const d_tokens = meta_;
-    int32_t* const d_query_start = meta_ + MaxRows();
-    int32_t* const d_seq_lens = meta_ + MaxRows() + 2;
-    meta[static_cast<size_t>(MaxRows()) + 1] = rows;
-    meta[static_cast<size_t>(MaxRows()) + 2] = position + rows;
+    // Step metadata in one upload: tokens [max_rows], then per segment query_start {0, n} and
+    // seq_lens {position + n}.
+    std::vector<int32_t> meta(static_cast<size_t>(max_rows) + 3 * segments.size(), 0);
+    for (size_t s = 0; s < segments.size(); ++s) {
+      const int n = static_cast<int>(segments[s].tokens.size());
+      std::copy(segments[s].tokens.begin(), segments[s].tokens.end(), meta.begin() + first[s]);
+      meta[static_cast<size_t>(max_rows) + 3 * s + 1] = n;
+      meta[static_cast<size_t>(max_rows) + 3 * s + 2] = segments[s].position + n;
+    }
     SYN_CUDA(cudaMemcpyAsync(meta_, meta.data(), meta.size() * sizeof(int32_t),
                              cudaMemcpyHostToDevice, stream_));
-    gpu::EmbedRows(w.embed, spec.vocab, h, d_tokens, rows, x_, stream_);
+    gpu::EmbedRows(w.embed, spec.vocab, h, meta_, rows, x_, stream_);
 
     for (size_t li = 0; li < spec.layers.size(); ++li) {
       const LayerSpec& l = spec.layers[li];
       const GpuLayerWeights& lw = w.layers[li];
-      const GpuLayerCache& cache = layers[li];
-      if (Pages(position + rows) > cache.max_blocks) {
-        return absl::OutOfRangeError(Cat("synthetic engine: sequence exceeds its KV capacity (",
-                                         cache.max_blocks * kBlockSize, " positions)"));
-      }
       const int qd = QDim(l), kvd = KvDim(l);
       gpu::RmsNormToBf16(x_, rows, h, normed_, stream_);
+      // One pass over W_qkv for every row of every sequence.
       RETURN_IF_ERROR(Gemm(lw.qkv, qd + 2 * kvd, h, normed_, rows, qkv_, CUDA_R_16BF, 0.0f));
-      gpu::ScatterQkv(qkv_, rows, qd, kvd, position, cache.block_table, kBlockSize, q_, cache.k,
-                      cache.v, stream_);
-
-      kernels::DeviceAttentionArgs args;
-      args.shape.q_heads = l.q_heads;
-      args.shape.kv_heads = l.kv_heads;
-      args.shape.head_dim = l.head_dim;
-      args.shape.block_size = kBlockSize;
-      args.shape.window = l.window;
-      args.shape.dtype = kernels::DType::kBF16;
-      args.num_seqs = 1;
-      args.num_tokens = rows;
-      args.max_query_len = rows;
-      args.max_kv_len = position + rows;
-      args.max_blocks_per_seq = cache.max_blocks;
-      args.query_start = d_query_start;
-      args.seq_lens = d_seq_lens;
-      args.block_table = cache.block_table;
-      args.q = q_;
-      args.k_cache = cache.k;
-      args.v_cache = cache.v;
-      args.out = attn_;
-      kernels::Result<kernels::DeviceAttentionPlan> plan =
-          kernels::PlanDeviceAttention(kernels::Backend::kCuda, args, attention_);
-      if (!plan.ok()) return AttentionError(plan.error());
-      kernels::Status launched = kernels::LaunchDeviceAttention(
-          kernels::Backend::kCuda, args, *plan, stream_, workspace_.get(), workspace_.size());
-      if (!launched.ok()) return AttentionError(launched.error());
-      if (observer) {
-        observer(AttentionEvent{drafter, static_cast<int>(li), l.kind, rows, position + rows, plan->info});
+      for (size_t s = 0; s < segments.size(); ++s) {
+        GpuCaches& all = static_cast<GpuCaches&>(*segments[s].caches);
+        const GpuLayerCache& cache = (drafter ? all.drafter : all.target)[li];
+        const int n = static_cast<int>(segments[s].tokens.size());
+        const int position = segments[s].position;
+        if (Pages(position + n) > cache.max_blocks) {
+          return absl::OutOfRangeError(Cat("synthetic engine: sequence exceeds its KV capacity (",
+                                           cache.max_blocks * kBlockSize, " positions)"));
+        }
+        const size_t row0 = static_cast<size_t>(first[s]);
+        gpu::ScatterQkv(qkv_ + row0 * (qd + 2 * kvd), n, qd, kvd, position, cache.block_table,
+                        kBlockSize, q_ + row0 * qd, cache.k, cache.v, stream_);
+        kernels::DeviceAttentionArgs args;
+        args.shape.q_heads = l.q_heads;
+        args.shape.kv_heads = l.kv_heads;
+        args.shape.head_dim = l.head_dim;
+        args.shape.block_size = kBlockSize;
+        args.shape.window = l.window;
+        args.shape.dtype = kernels::DType::kBF16;
+        args.num_seqs = 1;
+        args.num_tokens = n;
+        args.max_query_len = n;
+        args.max_kv_len = position + n;
+        args.max_blocks_per_seq = cache.max_blocks;
+        args.query_start = meta_ + max_rows + 3 * s;
+        args.seq_lens = meta_ + max_rows + 3 * s + 2;
+        args.block_table = cache.block_table;
+        args.q = q_ + row0 * qd;
+        args.k_cache = cache.k;
+        args.v_cache = cache.v;
+        args.out = attn_ + row0 * qd;
+        kernels::Result<kernels::DeviceAttentionPlan> plan =
+            kernels::PlanDeviceAttention(kernels::Backend::kCuda, args, attention_);
+        if (!plan.ok()) return AttentionError(plan.error());
+        // One stream: consecutive launches reuse the workspace safely.
+        kernels::Status launched = kernels::LaunchDeviceAttention(
+            kernels::Backend::kCuda, args, *plan, stream_, workspace_.get(), workspace_.size());
+        if (!launched.ok()) return AttentionError(launched.error());
+        if (observer) {
+          observer(AttentionEvent{drafter, static_cast<int>(li), l.kind, n, position + n, plan->info});
+        }
       }
-
       RETURN_IF_ERROR(Gemm(lw.o, h, qd, attn_, rows, x_, CUDA_R_32F, 1.0f));  // x += W_o attn
       gpu::RmsNormToBf16(x_, rows, h, normed_, stream_);
       RETURN_IF_ERROR(Gemm(lw.gate_up, 2 * spec.intermediate, h, normed_, rows, gate_up_, CUDA_R_32F, 0.0f));
@@ -327,10 +347,14 @@ class CudaModel final : public Model {
     RETURN_IF_ERROR(Gemm(w.embed, spec.vocab, h, normed_, rows, logits_, CUDA_R_32F, 0.0f));
     gpu::ArgmaxRows(logits_, rows, spec.vocab, next_, stream_);
     SYN_CUDA(cudaGetLastError());
-    std::vector<int32_t> next(static_cast<size_t>(rows));
-    SYN_CUDA(cudaMemcpyAsync(next.data(), next_, next.size() * sizeof(int32_t),
+    std::vector<int32_t> flat(static_cast<size_t>(rows));
+    SYN_CUDA(cudaMemcpyAsync(flat.data(), next_, flat.size() * sizeof(int32_t),
                              cudaMemcpyDeviceToHost, stream_));
     SYN_CUDA(cudaStreamSynchronize(stream_));
+    std::vector<std::vector<int32_t>> next(segments.size());
+    for (size_t s = 0; s < segments.size(); ++s) {
+      next[s].assign(flat.begin() + first[s], flat.begin() + first[s] + segments[s].tokens.size());
+    }
     return next;
   }
 
@@ -365,8 +389,11 @@ class CudaModel final : public Model {
   }
 
   // Scratch for the widest step of either model, and the attention workspace.
+  // The widest step: every sequence of a full batch verifying.
+  int MaxStepRows() const { return max_batch_ * MaxRows(); }
+
   absl::Status MakeScratch() {
-    const size_t r = static_cast<size_t>(MaxRows());
+    const size_t r = static_cast<size_t>(MaxStepRows());
     size_t hidden = 0, qkv = 0, qd = 0, inter = 0, vocab = 0, ws = 0;
     for (const ModelSpec* spec : {&preset_.target, &preset_.drafter}) {
       hidden = std::max<size_t>(hidden, spec->hidden);
@@ -379,7 +406,8 @@ class CudaModel final : public Model {
         shape.q_heads = l.q_heads;
         shape.kv_heads = l.kv_heads;
         shape.head_dim = l.head_dim;
-        ws = std::max(ws, kernels::MaxDeviceWorkspaceBytes(shape, static_cast<int>(r), attention_.config));
+        // Attention runs per sequence: its workspace is for one sequence's rows.
+        ws = std::max(ws, kernels::MaxDeviceWorkspaceBytes(shape, MaxRows(), attention_.config));
       }
     }
     for (int pass = 0; pass < 2; ++pass) {
@@ -393,7 +421,7 @@ class CudaModel final : public Model {
       act_ = carver.Take<uint16_t>(r * inter);
       logits_ = carver.Take<float>(r * vocab);
       next_ = carver.Take<int32_t>(r);
-      meta_ = carver.Take<int32_t>(r + 3);
+      meta_ = carver.Take<int32_t>(r + 3 * static_cast<size_t>(max_batch_));
       if (pass == 0) {
         ASSIGN_OR_RETURN(scratch_, DeviceMemory::Alloc(carver.used()));
       }
@@ -448,7 +476,7 @@ class CudaModel final : public Model {
   uint16_t* act_ = nullptr;
   float* logits_ = nullptr;
   int32_t* next_ = nullptr;
-  int32_t* meta_ = nullptr;  // tokens [MaxRows], query_start [2], seq_lens [1]
+  int32_t* meta_ = nullptr;  // tokens [MaxStepRows], then per sequence query_start [2], seq_lens [1]
 };
 
 }  // namespace
@@ -456,11 +484,12 @@ class CudaModel final : public Model {
 bool CudaModelCompiled() { return true; }
 
 absl::StatusOr<std::unique_ptr<Model>> BuildCudaModel(const Preset& preset, uint64_t seed,
-                                                      kernels::RunOptions attention) {
+                                                      kernels::RunOptions attention,
+                                                      int max_batch) {
   if (!kernels::BackendAvailable(kernels::Backend::kCuda)) {
     return absl::UnavailableError("synthetic engine: --device cuda: no CUDA device is present");
   }
-  auto model = std::make_unique<CudaModel>(preset, attention);
+  auto model = std::make_unique<CudaModel>(preset, attention, max_batch);
   RETURN_IF_ERROR(model->Init(seed));
   return std::unique_ptr<Model>(std::move(model));
 }

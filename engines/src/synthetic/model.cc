@@ -150,7 +150,8 @@ void WriteKv(kernels::HostProblem& p, int position, const float* k, const float*
 // The host model: fp32 weights shared per layer kind, caches as kernels::HostProblems.
 class CpuModel final : public Model {
  public:
-  CpuModel(Preset preset, kernels::RunOptions attention) : Model(std::move(preset), attention) {}
+  CpuModel(Preset preset, kernels::RunOptions attention, int max_batch)
+      : Model(std::move(preset), attention, max_batch) {}
 
   absl::Status Init(uint64_t seed) {
     Rng rng(seed ^ 0x5eed);
@@ -182,9 +183,9 @@ class CpuModel final : public Model {
     return caches;
   }
 
-  absl::StatusOr<std::vector<int32_t>> Forward(bool drafter, Sequence::Caches& caches,
-                                               int position, const std::vector<int32_t>& tokens,
-                                               const AttentionObserver& observer) const override;
+  absl::StatusOr<std::vector<std::vector<int32_t>>> Forward(
+      bool drafter, const std::vector<Segment>& segments,
+      const AttentionObserver& observer) const override;
 
  private:
   std::unique_ptr<CpuWeights> target_;
@@ -195,9 +196,9 @@ Model::~Model() = default;
 
 absl::StatusOr<std::unique_ptr<Model>> Model::Build(const Preset& preset, uint64_t seed,
                                                     kernels::RunOptions attention,
-                                                    ModelDevice device) {
-  if (device == ModelDevice::kCuda) return BuildCudaModel(preset, seed, attention);
-  auto model = std::make_unique<CpuModel>(preset, attention);
+                                                    ModelDevice device, int max_batch) {
+  if (device == ModelDevice::kCuda) return BuildCudaModel(preset, seed, attention, max_batch);
+  auto model = std::make_unique<CpuModel>(preset, attention, max_batch);
   RETURN_IF_ERROR(model->Init(seed));
   return std::unique_ptr<Model>(std::move(model));
 }
@@ -213,20 +214,52 @@ absl::StatusOr<Sequence> Model::Prefill(int depth, int capacity, uint64_t seed) 
 absl::StatusOr<std::vector<int32_t>> Model::TargetStep(Sequence& seq,
                                                        const std::vector<int32_t>& tokens,
                                                        const AttentionObserver& observer) const {
-  if (tokens.empty() || static_cast<int>(tokens.size()) > MaxRows()) {
-    return absl::InvalidArgumentError(Cat("synthetic engine: a step carries 1..", MaxRows(),
-                                          " rows, got ", tokens.size()));
-  }
-  ASSIGN_OR_RETURN(std::vector<int32_t> out,
-                   Forward(false, *seq.caches_, seq.length_, tokens, observer));
-  seq.length_ += static_cast<int>(tokens.size());
-  return out;
+  ASSIGN_OR_RETURN(auto out, TargetStepBatch({&seq}, {tokens}, observer));
+  return std::move(out[0]);
 }
 
 absl::StatusOr<int32_t> Model::DrafterStep(Sequence& seq, int32_t token, int position,
                                            const AttentionObserver& observer) const {
-  ASSIGN_OR_RETURN(std::vector<int32_t> out, Forward(true, *seq.caches_, position, {token}, observer));
+  ASSIGN_OR_RETURN(std::vector<int32_t> out, DrafterStepBatch({&seq}, {token}, {position}, observer));
   return out[0];
+}
+
+absl::StatusOr<std::vector<std::vector<int32_t>>> Model::TargetStepBatch(
+    const std::vector<Sequence*>& seqs, const std::vector<std::vector<int32_t>>& tokens,
+    const AttentionObserver& observer) const {
+  if (seqs.empty() || seqs.size() != tokens.size() || static_cast<int>(seqs.size()) > max_batch_) {
+    return absl::InvalidArgumentError(Cat("synthetic engine: a batched step carries 1..",
+                                          max_batch_, " sequences, got ", seqs.size()));
+  }
+  std::vector<Segment> segments(seqs.size());
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    if (tokens[i].empty() || static_cast<int>(tokens[i].size()) > MaxRows()) {
+      return absl::InvalidArgumentError(Cat("synthetic engine: a step carries 1..", MaxRows(),
+                                            " rows, got ", tokens[i].size()));
+    }
+    segments[i] = Segment{seqs[i]->caches_.get(), seqs[i]->length_, tokens[i]};
+  }
+  ASSIGN_OR_RETURN(auto out, Forward(false, segments, observer));
+  for (size_t i = 0; i < seqs.size(); ++i) seqs[i]->length_ += static_cast<int>(tokens[i].size());
+  return out;
+}
+
+absl::StatusOr<std::vector<int32_t>> Model::DrafterStepBatch(
+    const std::vector<Sequence*>& seqs, const std::vector<int32_t>& tokens,
+    const std::vector<int>& positions, const AttentionObserver& observer) const {
+  if (seqs.empty() || seqs.size() != tokens.size() || seqs.size() != positions.size() ||
+      static_cast<int>(seqs.size()) > max_batch_) {
+    return absl::InvalidArgumentError(Cat("synthetic engine: a batched drafter step carries 1..",
+                                          max_batch_, " sequences, got ", seqs.size()));
+  }
+  std::vector<Segment> segments(seqs.size());
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    segments[i] = Segment{seqs[i]->caches_.get(), positions[i], {tokens[i]}};
+  }
+  ASSIGN_OR_RETURN(auto out, Forward(true, segments, observer));
+  std::vector<int32_t> next(seqs.size());
+  for (size_t i = 0; i < seqs.size(); ++i) next[i] = out[i][0];
+  return next;
 }
 
 absl::StatusOr<ModelDevice> ResolveModelDevice(std::string_view name) {
@@ -248,57 +281,73 @@ std::string_view ToString(ModelDevice device) {
   return device == ModelDevice::kCuda ? "cuda" : "cpu";
 }
 
-absl::StatusOr<std::vector<int32_t>> CpuModel::Forward(bool drafter, Sequence::Caches& caches,
-                                                       int position,
-                                                       const std::vector<int32_t>& tokens,
-                                                       const AttentionObserver& observer) const {
+absl::StatusOr<std::vector<std::vector<int32_t>>> CpuModel::Forward(
+    bool drafter, const std::vector<Segment>& segments, const AttentionObserver& observer) const {
   const ModelSpec& spec = drafter ? preset_.drafter : preset_.target;
   const CpuWeights& w = drafter ? *drafter_ : *target_;
-  CpuCaches& all = static_cast<CpuCaches&>(caches);
-  std::vector<kernels::HostProblem>& layers = drafter ? all.drafter : all.target;
-  const int rows = static_cast<int>(tokens.size());
+  // Segment i's rows are rows first[i] .. first[i] + tokens.size() - 1 of the step.
+  std::vector<int> first(segments.size());
+  int rows = 0;
+  for (size_t s = 0; s < segments.size(); ++s) {
+    first[s] = rows;
+    rows += static_cast<int>(segments[s].tokens.size());
+  }
   const int h = spec.hidden;
   std::vector<float> x(static_cast<size_t>(rows) * h), normed(x.size());
-  for (int r = 0; r < rows; ++r) {
-    int32_t t = std::clamp<int32_t>(tokens[static_cast<size_t>(r)], 0, spec.vocab - 1);
-    std::memcpy(x.data() + static_cast<size_t>(r) * h,
-                w.embed.data() + static_cast<size_t>(t) * h, sizeof(float) * h);
+  for (size_t s = 0; s < segments.size(); ++s) {
+    for (size_t r = 0; r < segments[s].tokens.size(); ++r) {
+      int32_t t = std::clamp<int32_t>(segments[s].tokens[r], 0, spec.vocab - 1);
+      std::memcpy(x.data() + static_cast<size_t>(first[s] + static_cast<int>(r)) * h,
+                  w.embed.data() + static_cast<size_t>(t) * h, sizeof(float) * h);
+    }
   }
   std::vector<float> q, k, v, attn, proj, gate, up;
   kernels::HostTensor out;
   for (size_t li = 0; li < spec.layers.size(); ++li) {
     const LayerSpec& l = spec.layers[li];
     const LayerWeights& lw = w.For(l.kind);
-    kernels::HostProblem& cache = layers[li];
     const int qd = l.q_heads * l.head_dim;
     const int kvd = l.kv_heads * l.head_dim;
-    if (Pages(position + rows) > cache.max_blocks_per_seq) {
-      return absl::OutOfRangeError(Cat("synthetic engine: sequence exceeds its KV capacity (",
-                                       cache.max_blocks_per_seq * kBlockSize, " positions)"));
-    }
     for (int r = 0; r < rows; ++r) {
       RmsNorm(x.data() + static_cast<size_t>(r) * h, h, normed.data() + static_cast<size_t>(r) * h);
     }
+    // One pass over each projection matrix for every row of every sequence.
     q.resize(static_cast<size_t>(rows) * qd);
     k.resize(static_cast<size_t>(rows) * kvd);
     v.resize(static_cast<size_t>(rows) * kvd);
     MatVec(lw.wq, qd, h, normed.data(), rows, q.data());
     MatVec(lw.wk, kvd, h, normed.data(), rows, k.data());
     MatVec(lw.wv, kvd, h, normed.data(), rows, v.data());
-    for (int r = 0; r < rows; ++r) {
-      WriteKv(cache, position + r, k.data() + static_cast<size_t>(r) * kvd,
-              v.data() + static_cast<size_t>(r) * kvd);
-    }
-    if (cache.q.numel() != q.size()) cache.q = kernels::HostTensor(kernels::DType::kF32, q.size());
-    std::memcpy(cache.q.data(), q.data(), q.size() * sizeof(float));
-    cache.query_start = {0, rows};
-    cache.seq_lens = {position + rows};
-    ASSIGN_OR_RETURN(kernels::RunInfo info, RunKernelAttention(cache, attention_, &out));
-    if (observer) {
-      observer(AttentionEvent{drafter, static_cast<int>(li), l.kind, rows, position + rows, info});
+    attn.resize(static_cast<size_t>(rows) * qd);
+    // Attention per sequence, over its own cache.
+    for (size_t s = 0; s < segments.size(); ++s) {
+      CpuCaches& all = static_cast<CpuCaches&>(*segments[s].caches);
+      kernels::HostProblem& cache = (drafter ? all.drafter : all.target)[li];
+      const int n = static_cast<int>(segments[s].tokens.size());
+      const int position = segments[s].position;
+      if (Pages(position + n) > cache.max_blocks_per_seq) {
+        return absl::OutOfRangeError(Cat("synthetic engine: sequence exceeds its KV capacity (",
+                                         cache.max_blocks_per_seq * kBlockSize, " positions)"));
+      }
+      for (int r = 0; r < n; ++r) {
+        const size_t row = static_cast<size_t>(first[s] + r);
+        WriteKv(cache, position + r, k.data() + row * kvd, v.data() + row * kvd);
+      }
+      const size_t q_elems = static_cast<size_t>(n) * qd;
+      if (cache.q.numel() != q_elems) cache.q = kernels::HostTensor(kernels::DType::kF32, q_elems);
+      std::memcpy(cache.q.data(), q.data() + static_cast<size_t>(first[s]) * qd,
+                  q_elems * sizeof(float));
+      cache.query_start = {0, n};
+      cache.seq_lens = {position + n};
+      ASSIGN_OR_RETURN(kernels::RunInfo info, RunKernelAttention(cache, attention_, &out));
+      if (observer) {
+        observer(AttentionEvent{drafter, static_cast<int>(li), l.kind, n, position + n, info});
+      }
+      std::memcpy(attn.data() + static_cast<size_t>(first[s]) * qd, out.data(),
+                  q_elems * sizeof(float));
     }
     proj.resize(static_cast<size_t>(rows) * h);
-    MatVec(lw.wo, h, qd, static_cast<const float*>(out.data()), rows, proj.data());
+    MatVec(lw.wo, h, qd, attn.data(), rows, proj.data());
     for (size_t i = 0; i < x.size(); ++i) x[i] += proj[i];
     for (int r = 0; r < rows; ++r) {
       RmsNorm(x.data() + static_cast<size_t>(r) * h, h, normed.data() + static_cast<size_t>(r) * h);
@@ -318,10 +367,12 @@ absl::StatusOr<std::vector<int32_t>> CpuModel::Forward(bool drafter, Sequence::C
     RmsNorm(x.data() + static_cast<size_t>(r) * h, h, normed.data() + static_cast<size_t>(r) * h);
   }
   MatVec(w.embed, spec.vocab, h, normed.data(), rows, logits.data());
-  std::vector<int32_t> next(static_cast<size_t>(rows));
-  for (int r = 0; r < rows; ++r) {
-    const float* lr = logits.data() + static_cast<size_t>(r) * spec.vocab;
-    next[static_cast<size_t>(r)] = static_cast<int32_t>(std::max_element(lr, lr + spec.vocab) - lr);
+  std::vector<std::vector<int32_t>> next(segments.size());
+  for (size_t s = 0; s < segments.size(); ++s) {
+    for (size_t r = 0; r < segments[s].tokens.size(); ++r) {
+      const float* lr = logits.data() + static_cast<size_t>(first[s] + static_cast<int>(r)) * spec.vocab;
+      next[s].push_back(static_cast<int32_t>(std::max_element(lr, lr + spec.vocab) - lr));
+    }
   }
   return next;
 }

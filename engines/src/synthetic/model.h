@@ -98,12 +98,16 @@ class Sequence {
 
 // Random-weight model (see docs/engines.md for what each device keeps per layer).
 // Thread safety: the CPU model's const methods may run concurrently on distinct Sequences; the
-// CUDA model serializes its steps (one stream, shared scratch buffers).
+// CUDA model serializes its steps (one stream, shared scratch buffers). A batched step and the
+// sequences in it belong to one caller for its duration.
 class Model {
  public:
+  // `max_batch`: the most sequences one batched step carries (the CUDA model sizes its
+  // scratch buffers for max_batch * MaxRows() rows).
   static absl::StatusOr<std::unique_ptr<Model>> Build(const Preset& preset, uint64_t seed,
                                                       kernels::RunOptions attention,
-                                                      ModelDevice device = ModelDevice::kCpu);
+                                                      ModelDevice device = ModelDevice::kCpu,
+                                                      int max_batch = 1);
   virtual ~Model();
 
   const Preset& preset() const { return preset_; }
@@ -122,31 +126,54 @@ class Model {
   // One drafter step (one row) at `position` of the drafter's cache.
   absl::StatusOr<int32_t> DrafterStep(Sequence& seq, int32_t token, int position,
                                       const AttentionObserver& observer) const;
+
+  // One step of several sequences at once (continuous batching): sequence i runs tokens[i]
+  // (1..MaxRows() rows) at its own positions. Every weight matrix is read once for all the
+  // rows of all the sequences; attention runs per sequence over its own cache. Returns each
+  // sequence's greedy next tokens, one per row. The target variant appends the rows to each
+  // sequence (as TargetStep); the drafter variant writes sequence i's row at positions[i].
+  absl::StatusOr<std::vector<std::vector<int32_t>>> TargetStepBatch(
+      const std::vector<Sequence*>& seqs, const std::vector<std::vector<int32_t>>& tokens,
+      const AttentionObserver& observer) const;
+  absl::StatusOr<std::vector<int32_t>> DrafterStepBatch(const std::vector<Sequence*>& seqs,
+                                                        const std::vector<int32_t>& tokens,
+                                                        const std::vector<int>& positions,
+                                                        const AttentionObserver& observer) const;
+  // Most sequences one batched step may carry.
+  int max_batch() const { return max_batch_; }
   // Sets the sequence length (drops rejected positions; they are overwritten later).
   void Rewind(Sequence& seq, int length) const { seq.length_ = length; }
 
  protected:
-  Model(Preset preset, kernels::RunOptions attention)
-      : preset_(std::move(preset)), attention_(attention) {}
+  Model(Preset preset, kernels::RunOptions attention, int max_batch)
+      : preset_(std::move(preset)), attention_(attention), max_batch_(std::max(1, max_batch)) {}
   // Caches for one sequence, `depth` positions filled with random K/V.
   virtual absl::StatusOr<std::unique_ptr<Sequence::Caches>> NewCaches(int depth, int capacity,
                                                                       uint64_t seed) const = 0;
-  // Runs the target (or the drafter) over `tokens` at positions position..position+rows-1,
-  // appending their K/V to `caches`; returns each row's greedy next token.
-  virtual absl::StatusOr<std::vector<int32_t>> Forward(bool drafter, Sequence::Caches& caches,
-                                                       int position,
-                                                       const std::vector<int32_t>& tokens,
-                                                       const AttentionObserver& observer) const = 0;
+  // One sequence's part of a step: its rows run at positions position..position+rows-1 and
+  // their K/V are appended to its caches.
+  struct Segment {
+    Sequence::Caches* caches = nullptr;
+    int position = 0;
+    std::vector<int32_t> tokens;
+  };
+  // Runs the target (or the drafter) over every segment's tokens in one pass over the weights;
+  // returns each segment's rows' greedy next tokens.
+  virtual absl::StatusOr<std::vector<std::vector<int32_t>>> Forward(
+      bool drafter, const std::vector<Segment>& segments,
+      const AttentionObserver& observer) const = 0;
   // Largest number of rows one step may carry (the widest verification, k + 1).
   int MaxRows() const { return std::max(1, attention_.config.decode_query_len) + 1; }
 
   const Preset preset_;
   const kernels::RunOptions attention_;
+  const int max_batch_;
 };
 
 // The CUDA model (gpu_model.cc); Unavailable in a build without LADDER_CUDA.
 absl::StatusOr<std::unique_ptr<Model>> BuildCudaModel(const Preset& preset, uint64_t seed,
-                                                      kernels::RunOptions attention);
+                                                      kernels::RunOptions attention,
+                                                      int max_batch);
 bool CudaModelCompiled();
 
 }  // namespace ladder::engines::synthetic

@@ -4,6 +4,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <optional>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -31,6 +34,7 @@ using synthetic::Model;
 using synthetic::Sequence;
 
 constexpr char kVersion[] = "ladder-synthetic 0.1.0";
+constexpr size_t kServerThreads = 160;
 
 uint64_t Mix(uint64_t a, uint64_t b) {
   uint64_t z = a ^ (b + 0x9e3779b97f4a7c15ULL + (a << 6) + (a >> 2));
@@ -45,6 +49,15 @@ std::string ErrorBody(std::string_view message) {
 }
 
 std::string TokenText(int32_t token) { return Cat(" t", token); }
+
+uint64_t PromptHash(const std::vector<int32_t>& prompt) {
+  uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a over the token ids
+  for (int32_t t : prompt) {
+    h ^= static_cast<uint32_t>(t);
+    h *= 0x100000001b3ULL;
+  }
+  return Mix(h, prompt.size());
+}
 
 }  // namespace
 
@@ -63,7 +76,9 @@ absl::Status SyntheticEngineOptions::Validate() const {
   }
   if (port < 0 || port > 65535) return bad("--port", "must be in 0..65535");
   if (threads < 1) return bad("--threads", "must be >= 1");
+  if (max_batch < 1 || max_batch > 1024) return bad("--max-batch", "must be in 1..1024");
   if (attention_backend.empty()) return bad("--attention-backend", "must not be empty");
+  if (stall_ms < 0) return bad("--stall-ms", "must be >= 0");
   if (device != "cpu" && device != "cuda" && device != "auto") {
     return bad("--device", Cat("expected cpu, cuda or auto, got \"", device, "\""));
   }
@@ -97,8 +112,11 @@ class SyntheticEngine::Impl {
             preset.drafter.hidden, "; policy ", options_.policy, "; spec_k ", options_.spec_k,
             "; acceptance ", options_.acceptance));
     ASSIGN_OR_RETURN(synthetic::ModelDevice device, synthetic::ResolveModelDevice(options_.device));
-    ASSIGN_OR_RETURN(model_, Model::Build(preset, options_.seed, attention, device));
-    Log(Cat("INFO ladder-synthetic: model on ", model_->Describe()));
+    ASSIGN_OR_RETURN(model_, Model::Build(preset, options_.seed, attention, device,
+                                          options_.max_batch));
+    Log(Cat("INFO ladder-synthetic: model on ", model_->Describe(), "; continuous batching of up "
+            "to ", options_.max_batch, " requests"));
+    scheduler_ = std::thread([this] { ScheduleLoop(); });
     if (!options_.force_backend.empty()) {
       Log(Cat("WARNING ladder-synthetic: Forcing ", options_.force_backend,
               " backend (requested ", options_.attention_backend, "; --force-backend)"));
@@ -112,6 +130,10 @@ class SyntheticEngine::Impl {
       int yes = 1;  // SO_REUSEADDR only: never share a port with another listener
       setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
     });
+    // One pool thread per open request: a load cell keeps up to its concurrency in flight, and a
+    // request waiting for a thread would count its wait as latency (httplib's default pool is
+    // the number of cores).
+    server_.new_task_queue = [] { return new httplib::ThreadPool(kServerThreads); };
     server_.set_read_timeout(std::chrono::seconds(600));
     server_.set_write_timeout(std::chrono::seconds(600));
     server_.Get("/health", [](const httplib::Request&, httplib::Response& res) {
@@ -172,6 +194,7 @@ class SyntheticEngine::Impl {
     std::lock_guard<std::mutex> lock(stop_mu_);
     if (stopped_) return;
     stopped_ = true;
+    StopScheduler();
     if (!thread_.joinable()) return;
     // Stop only a running loop (httplib's stop() does nothing before it runs), then wait for it.
     bool asked = false;
@@ -219,6 +242,10 @@ class SyntheticEngine::Impl {
     counter("vllm:spec_decode_num_accepted_tokens_total", "Number of accepted tokens.",
             accepted_tokens_);
     counter("vllm:prompt_tokens_total", "Number of prefill tokens processed.", prompt_tokens_);
+    counter("ladder:batch_steps_total", "Target steps run (each reads the weights once).",
+            batch_steps_);
+    counter("ladder:batch_sequences_total",
+            "Sequences summed over target steps (/ steps = mean batch size).", batch_sequences_);
     counter("vllm:generation_tokens_total", "Number of generation tokens processed.",
             generation_tokens_);
     out += "# HELP ladder:attention_calls_total Attention calls by path.\n"
@@ -252,6 +279,10 @@ class SyntheticEngine::Impl {
 
   void Completions(const httplib::Request& req, httplib::Response& res) {
     int request_index = requests_.fetch_add(1);
+    if (request_index == options_.stall_request && options_.stall_ms > 0) {
+      // Outside any engine lock: a stuck client connection, not a stuck engine.
+      std::this_thread::sleep_for(std::chrono::milliseconds(options_.stall_ms));
+    }
     if (options_.malformed) {
       res.set_content("{\"id\": \"cmpl-malformed\", \"choices\": [{\"text\": ", "application/json");
       return;
@@ -374,77 +405,243 @@ class SyntheticEngine::Impl {
         });
   }
 
-  // Generates max_tokens tokens for `prompt`, calling emit with each step's new tokens.
-  // emit returns false when the client went away.
+  // One request in the scheduler.
+  struct Job {
+    std::vector<int32_t> prompt;
+    int max_tokens = 0;
+    int request_index = 0;
+    bool crash = false, oom = false;
+    // The scheduler thread's alone:
+    std::optional<Sequence> seq;
+    bool started = false;  // has taken its first (prefill) step
+    int produced = 0;
+    int32_t last = 0;
+    uint64_t draw_state = 0;
+    // Shared with the request's handler thread:
+    std::mutex mu;
+    std::condition_variable cv;
+    std::deque<std::vector<int32_t>> ready;  // guarded by mu: steps' tokens not yet sent
+    bool finished = false;                   // guarded by mu
+    absl::Status status;                     // guarded by mu
+    std::atomic<bool> abandoned{false};      // the client went away
+  };
+
+  // Generates max_tokens tokens for `prompt`, calling emit with each step's new tokens, as the
+  // scheduler produces them. emit returns false when the client went away.
   absl::Status Generate(const std::vector<int32_t>& prompt, int max_tokens, int request_index,
                         bool crash, bool oom,
                         const std::function<bool(const std::vector<int32_t>&)>& emit) {
-    std::lock_guard<std::mutex> lock(generate_mu_);  // batch 1
-    const int depth = static_cast<int>(prompt.size());
-    const int k = options_.spec_k;
-    uint64_t seed = Mix(options_.seed, static_cast<uint64_t>(request_index) + 1);
-    ASSIGN_OR_RETURN(Sequence seq, model_->Prefill(depth, depth + max_tokens + k + 2, seed));
+    auto job = std::make_shared<Job>();
+    job->prompt = prompt;
+    job->max_tokens = max_tokens;
+    job->request_index = request_index;
+    job->crash = crash;
+    job->oom = oom;
     {
+      std::lock_guard<std::mutex> lock(queue_mu_);
+      if (scheduler_stopping_) return absl::UnavailableError("synthetic engine: shutting down");
+      pending_.push_back(job);
+    }
+    queue_cv_.notify_one();
+    while (true) {
+      std::deque<std::vector<int32_t>> ready;
+      bool finished = false;
+      absl::Status status;
+      {
+        std::unique_lock<std::mutex> lock(job->mu);
+        job->cv.wait(lock, [&] { return !job->ready.empty() || job->finished; });
+        ready.swap(job->ready);
+        finished = job->finished;
+        status = job->status;
+      }
+      for (const auto& tokens : ready) {
+        if (!emit(tokens)) {
+          job->abandoned = true;
+          return absl::OkStatus();
+        }
+      }
+      if (finished) return status;
+    }
+  }
+
+  void Finish(Job& job, absl::Status status) {
+    {
+      std::lock_guard<std::mutex> lock(job.mu);
+      job.finished = true;
+      job.status = std::move(status);
+    }
+    job.cv.notify_all();
+  }
+
+  void Deliver(Job& job, std::vector<int32_t> tokens) {
+    if (static_cast<int>(tokens.size()) > job.max_tokens - job.produced) {
+      tokens.resize(static_cast<size_t>(job.max_tokens - job.produced));
+    }
+    job.produced += static_cast<int>(tokens.size());
+    job.last = tokens.empty() ? job.last : tokens.back();
+    {
+      std::lock_guard<std::mutex> mlock(metrics_mu_);
+      generation_tokens_ += static_cast<double>(tokens.size());
+    }
+    {
+      std::lock_guard<std::mutex> lock(job.mu);
+      job.ready.push_back(std::move(tokens));
+      if (job.produced >= job.max_tokens) job.finished = true;
+    }
+    job.cv.notify_all();
+  }
+
+  // Continuous batching: every iteration admits waiting requests (up to max_batch in all) and
+  // runs one step for every active one, new ones taking their first (prefill) step alongside
+  // the others' decode or speculative steps.
+  void ScheduleLoop() {
+    std::vector<std::shared_ptr<Job>> active;
+    while (true) {
+      {
+        std::unique_lock<std::mutex> lock(queue_mu_);
+        queue_cv_.wait(lock, [&] {
+          return scheduler_stopping_ || !pending_.empty() || !active.empty();
+        });
+        if (scheduler_stopping_) break;
+        while (!pending_.empty() && static_cast<int>(active.size()) < options_.max_batch) {
+          active.push_back(std::move(pending_.front()));
+          pending_.pop_front();
+        }
+      }
+      if (absl::Status s = Step(active); !s.ok()) {
+        for (auto& job : active) Finish(*job, s);
+        active.clear();
+      }
+      std::erase_if(active, [](const std::shared_ptr<Job>& job) {
+        std::lock_guard<std::mutex> lock(job->mu);
+        return job->finished || job->abandoned;
+      });
+    }
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    for (auto& job : active) Finish(*job, absl::UnavailableError("synthetic engine: shutting down"));
+    for (auto& job : pending_) Finish(*job, absl::UnavailableError("synthetic engine: shutting down"));
+    pending_.clear();
+  }
+
+  void StopScheduler() noexcept {
+    {
+      std::lock_guard<std::mutex> lock(queue_mu_);
+      scheduler_stopping_ = true;
+    }
+    queue_cv_.notify_all();
+    if (scheduler_.joinable()) scheduler_.join();
+  }
+
+  // One batched step for `active`.
+  absl::Status Step(std::vector<std::shared_ptr<Job>>& active) {
+    const int k = options_.spec_k;
+    auto observer = [this](const AttentionEvent& e) { OnAttention(e); };
+    // Admit: the approximated prefill (random KV up to depth - 1) for requests new this step.
+    for (auto& job : active) {
+      if (job->seq.has_value() || job->abandoned) continue;
+      const int depth = static_cast<int>(job->prompt.size());
+      // Seeded by the prompt, not the arrival order: a request's KV fill and acceptance draws
+      // (so its tokens) are the same whatever else is in the batch.
+      uint64_t seed = Mix(options_.seed, PromptHash(job->prompt));
+      job->draw_state = seed ^ 0xacce97ULL;
+      auto seq = model_->Prefill(depth, depth + job->max_tokens + k + 2, seed);
+      if (!seq.ok()) {
+        Finish(*job, seq.status());
+        continue;
+      }
+      job->seq = std::move(*seq);
+      job->last = job->prompt.back();
       std::lock_guard<std::mutex> mlock(metrics_mu_);
       prompt_tokens_ += depth;
     }
-    auto observer = [this](const AttentionEvent& e) { OnAttention(e); };
-    ASSIGN_OR_RETURN(std::vector<int32_t> first,
-                     model_->TargetStep(seq, {prompt.back()}, observer));
-    int produced = 0;
-    auto deliver = [&](std::vector<int32_t> tokens) {
-      if (static_cast<int>(tokens.size()) > max_tokens - produced) tokens.resize(max_tokens - produced);
-      produced += static_cast<int>(tokens.size());
+    std::vector<Job*> jobs;
+    for (auto& job : active) {
+      bool finished;
       {
-        std::lock_guard<std::mutex> mlock(metrics_mu_);
-        generation_tokens_ += static_cast<double>(tokens.size());
+        std::lock_guard<std::mutex> lock(job->mu);
+        finished = job->finished;
       }
-      return emit(tokens);
-    };
-    if (!deliver(first)) return absl::OkStatus();
-    int32_t last = first[0];
-    uint64_t draw_state = seed ^ 0xacce97ULL;
-    while (produced < max_tokens) {
-      if (produced * 2 >= max_tokens) {
-        if (crash) Fatal(3, "ERROR ladder-synthetic: crashing on purpose (--crash-after-requests)");
-        if (oom) {
+      if (finished || job->abandoned || !job->seq.has_value()) continue;
+      if (job->started && job->produced * 2 >= job->max_tokens) {
+        if (job->crash) Fatal(3, "ERROR ladder-synthetic: crashing on purpose (--crash-after-requests)");
+        if (job->oom) {
           Fatal(1, "ERROR ladder-synthetic: torch.OutOfMemoryError: CUDA out of memory. Tried to "
                    "allocate 2.00 GiB (synthetic fault: --oom-after-requests)");
         }
       }
-      if (k == 0) {
-        ASSIGN_OR_RETURN(std::vector<int32_t> next, model_->TargetStep(seq, {last}, observer));
-        last = next[0];
-        if (!deliver(next)) return absl::OkStatus();
+      jobs.push_back(job.get());
+    }
+    if (jobs.empty()) return absl::OkStatus();
+    // Speculating requests draft k tokens first, one batched drafter step per token.
+    std::vector<Job*> drafting;
+    if (k > 0) {
+      for (Job* job : jobs) {
+        if (job->started) drafting.push_back(job);
+      }
+    }
+    std::vector<std::vector<int32_t>> drafts(drafting.size());
+    std::vector<int> bases(drafting.size());
+    if (!drafting.empty()) {
+      std::vector<Sequence*> seqs;
+      std::vector<int32_t> tokens;
+      for (size_t i = 0; i < drafting.size(); ++i) {
+        seqs.push_back(&*drafting[i]->seq);
+        tokens.push_back(drafting[i]->last);
+        bases[i] = drafting[i]->seq->length();
+      }
+      for (int step = 0; step < k; ++step) {
+        std::vector<int> positions(drafting.size());
+        for (size_t i = 0; i < drafting.size(); ++i) positions[i] = bases[i] + step;
+        ASSIGN_OR_RETURN(std::vector<int32_t> next,
+                         model_->DrafterStepBatch(seqs, tokens, positions, observer));
+        for (size_t i = 0; i < drafting.size(); ++i) drafts[i].push_back(next[i]);
+        tokens = std::move(next);
+      }
+    }
+    // The target step: one row for a new or non-speculating request, k + 1 to verify.
+    std::vector<Sequence*> seqs;
+    std::vector<std::vector<int32_t>> rows;
+    size_t d = 0;
+    std::vector<int> draft_of(jobs.size(), -1);
+    for (size_t j = 0; j < jobs.size(); ++j) {
+      seqs.push_back(&*jobs[j]->seq);
+      std::vector<int32_t> r = {jobs[j]->last};
+      if (d < drafting.size() && drafting[d] == jobs[j]) {
+        r.insert(r.end(), drafts[d].begin(), drafts[d].end());
+        draft_of[j] = static_cast<int>(d++);
+      }
+      rows.push_back(std::move(r));
+    }
+    ASSIGN_OR_RETURN(auto verified, model_->TargetStepBatch(seqs, rows, observer));
+    {
+      std::lock_guard<std::mutex> mlock(metrics_mu_);
+      batch_steps_ += 1;
+      batch_sequences_ += static_cast<double>(jobs.size());
+    }
+    for (size_t j = 0; j < jobs.size(); ++j) {
+      Job& job = *jobs[j];
+      if (draft_of[j] < 0) {
+        job.started = true;
+        Deliver(job, {verified[j][0]});
         continue;
       }
-      const int base = seq.length();
-      std::vector<int32_t> verify_tokens = {last};
-      int32_t draft = last;
-      for (int i = 0; i < k; ++i) {
-        ASSIGN_OR_RETURN(draft, model_->DrafterStep(seq, draft, base + i, observer));
-        verify_tokens.push_back(draft);
-      }
-      ASSIGN_OR_RETURN(std::vector<int32_t> verified,
-                       model_->TargetStep(seq, verify_tokens, observer));
+      const int base = bases[static_cast<size_t>(draft_of[j])];
       const double rate = acceptance_.At(base);
       int accepted = 0;
       while (accepted < k) {
-        draw_state = Mix(draw_state, 0x5bd1e995);
-        double u = static_cast<double>(draw_state >> 11) * (1.0 / 9007199254740992.0);
+        job.draw_state = Mix(job.draw_state, 0x5bd1e995);
+        double u = static_cast<double>(job.draw_state >> 11) * (1.0 / 9007199254740992.0);
         if (u >= rate) break;
         ++accepted;
       }
-      model_->Rewind(seq, base + accepted + 1);
+      model_->Rewind(*job.seq, base + accepted + 1);
       {
         std::lock_guard<std::mutex> mlock(metrics_mu_);
         drafts_ += 1;
         draft_tokens_ += k;
         accepted_tokens_ += accepted;
       }
-      std::vector<int32_t> out(verified.begin(), verified.begin() + accepted + 1);
-      last = out.back();
-      if (!deliver(out)) return absl::OkStatus();
+      Deliver(job, std::vector<int32_t>(verified[j].begin(), verified[j].begin() + accepted + 1));
     }
     return absl::OkStatus();
   }
@@ -464,12 +661,17 @@ class SyntheticEngine::Impl {
   bool stopped_ = false;  // guarded by stop_mu_
 
   std::mutex log_mu_;
-  std::mutex generate_mu_;  // one generation at a time
+  std::thread scheduler_;  // runs ScheduleLoop(): the model is stepped on this thread only
+  std::mutex queue_mu_;
+  std::condition_variable queue_cv_;
+  std::deque<std::shared_ptr<Job>> pending_;  // guarded by queue_mu_
+  bool scheduler_stopping_ = false;           // guarded by queue_mu_
   std::atomic<int> requests_{0};
 
   std::mutex metrics_mu_;
   double drafts_ = 0, draft_tokens_ = 0, accepted_tokens_ = 0;  // guarded by metrics_mu_
   double prompt_tokens_ = 0, generation_tokens_ = 0;           // guarded by metrics_mu_
+  double batch_steps_ = 0, batch_sequences_ = 0;               // guarded by metrics_mu_
   std::map<std::tuple<std::string, std::string, std::string, int>, int64_t>
       attention_calls_;  // guarded by metrics_mu_
 };

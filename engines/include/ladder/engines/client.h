@@ -37,6 +37,16 @@ struct GenerationResult {
   double total_ms = 0;          // request sent -> last event received
   double ttft_ms = 0;           // request sent -> first event carrying text
   std::vector<double> gaps_ms;  // between successive events carrying text
+  // llama-server's `timings.draft_n` / `timings.draft_n_accepted` for this request, when the
+  // reply carried them.
+  std::optional<double> draft_tokens;
+  std::optional<double> accepted_tokens;
+};
+
+// The speculation gauges at one instant (SpecGaugeNames); each nullopt when not exported.
+struct SpecGauges {
+  std::optional<double> accept_length;
+  std::optional<double> accept_rate;
 };
 
 // The speculative-decoding counters at one instant (sums over label sets).
@@ -63,6 +73,9 @@ class EngineClient {
   absl::StatusOr<std::vector<PrometheusSample>> Metrics() const;
   // NotFound when the metrics endpoint lacks the drafts or accepted-tokens counter.
   absl::StatusOr<SpecCounters> ReadSpecCounters(const SpecMetricNames& names) const;
+
+  // NotFound when the metrics endpoint has neither gauge.
+  absl::StatusOr<SpecGauges> ReadSpecGauges(const SpecGaugeNames& names) const;
 
   // A streamed, greedy, ignore_eos completion of `prompt` (token IDs) for max_tokens tokens.
   absl::StatusOr<GenerationResult> Generate(std::span<const int32_t> prompt, int max_tokens) const;

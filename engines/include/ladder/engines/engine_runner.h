@@ -1,9 +1,13 @@
 // The agent's `engine` runner: measures served inference engines by depth differencing.
 //
 // For one unit:
-//   1. Every cell's parameters are validated against its recipe (params["engine"]).
-//   2. Cells are grouped into arms: cells whose parameters are equal except `depth` share an
-//      arm (a duplicated arm, e.g. an A/A control with identical parameters, stays separate).
+//   1. Every cell's parameters are validated against its recipe (params["engine"]); the
+//      installed version of vllm / sglang / llama.cpp is probed once (VersionDetection) and
+//      recorded per cell as `engine_version_detected` evidence.
+//   2. Cells are grouped into arms: cells whose parameters are equal except the request shape
+//      (`depth` and the load parameters: concurrency, request_rate, ...) share an arm and so one
+//      engine process (a duplicated arm, e.g. an A/A control with identical parameters, stays
+//      separate).
 //   3. For each process index p < unit.processes, each arm gets one engine process (fresh port,
 //      own process group), started once and reused for all of its depths and rounds.
 //      Arm residency (parameter `arm_residency`):
@@ -26,7 +30,9 @@
 //        spec_drafts, spec_draft_tokens, spec_accepted_tokens   counter deltas       1
 //        acceptance_rate          accepted / drafted tokens                          1
 //        mean_acceptance_length   1 + accepted / drafts                              tok
-//      (acceptance metrics only where the engine exports the counters and drafted.)
+//      (acceptance metrics only where the engine reports them: RecordAcceptance's sources.)
+//      A load cell (concurrency or request_rate, load.h) sends its requests instead and records
+//      ttft_ms (the median) and the load_* metrics, plus `load_requests` evidence rows.
 //   5. Evidence per (cell, process), after the process's rounds: engine_backend (backends the
 //      log named, forced backends, the requested one), backend_mismatch (true/false; null when
 //      the log named no backend), probe_counts (per configured pattern, for that engine process),
@@ -59,6 +65,11 @@
 
 namespace ladder::engines {
 
+// Whether the runner asks vllm, sglang and llama.cpp for their installed version (their
+// `--version`, engine_version.h) before rendering, so that the recipe spells flags for that
+// build. A cell's `engine_version` parameter skips the probe.
+enum class VersionDetection { kProbe, kOff };
+
 struct EngineRunnerOptions {
   // Executables, bind host and engine versions. Its `port` is ignored (chosen per engine).
   RecipeContext recipe_context;
@@ -68,6 +79,8 @@ struct EngineRunnerOptions {
   std::function<absl::StatusOr<int>(const std::string& host)> pick_port;
   ProcessOptions process;  // probe_patterns is replaced by the cell's `probe_patterns` if given
   std::chrono::milliseconds health_poll_interval{200};
+  VersionDetection version_detection = VersionDetection::kProbe;
+  std::chrono::milliseconds version_timeout{120'000};  // `vllm --version` imports torch
   // When non-empty, each engine's full log is written to
   // <log_dir>/attempt<A>-unit<U>-arm<I>-proc<P>.log.
   std::string log_dir;
@@ -81,8 +94,13 @@ class EngineRunner final : public runner::Runner {
   std::string_view name() const override { return "engine"; }
   absl::Status Run(const runner::UnitWork& unit, runner::MeasurementSink& sink) override;
 
+  // Versions detected once per engine for the runner's lifetime (an agent's engines do not
+  // change under it), shared with each unit's run. Defined in engine_runner.cc.
+  struct DetectedVersions;
+
  private:
   EngineRunnerOptions options_;
+  std::shared_ptr<DetectedVersions> versions_;
 };
 
 }  // namespace ladder::engines

@@ -4,9 +4,7 @@
 // Output: the child's stdout and stderr go to one pipe, read by a thread owned by the
 // EngineProcess. Lines are kept in a ring buffer of the last `tail_lines` lines (each truncated
 // to 4 KiB) and scanned as they arrive:
-//   - attention backend lines: "Using <NAME> backend" (any text between the two words; the last
-//     dotted component is kept, so "AttentionBackendEnum.TRITON_ATTN" reads TRITON_ATTN);
-//   - forcing lines: "Forcing <NAME>" (Gemma 4's "Forcing TRITON_ATTN ...");
+//   - attention backend lines and forcing lines, as ParseBackendLine reads them;
 //   - probe patterns: literal substrings, each occurrence on a line counted once per line;
 //   - out-of-memory markers ("out of memory", "OutOfMemoryError", "OOM").
 //
@@ -22,6 +20,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -84,6 +83,21 @@ class EngineProcess {
   explicit EngineProcess(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// What one log line says about the attention backend. The forms recognised, each confirmed in
+// the engine's source (docs/engines.md has the table):
+//   vLLM >= 0.11, its own choice   "Using FLASH_ATTN attention backend out of potential ..."
+//   vLLM, a requested backend      "Using AttentionBackendEnum.TRITON_ATTN backend."
+//   vLLM < 0.11                    "Using Flash Attention backend on V1 engine." -> FLASH_ATTN
+//   SGLang, its own choice         "... Use flashinfer backend by default."      -> flashinfer
+//   the synthetic engine           "Using TRITON_ATTN backend."
+//   an override                    "Forcing TRITON_ATTN ..." (upper-case names only)
+// Other "Using ... backend" lines (MoE, prefill, sampler backends) yield nothing.
+struct BackendLine {
+  std::string backend;  // "" when the line names no attention backend
+  std::string forced;   // "" when the line forces none
+};
+BackendLine ParseBackendLine(std::string_view line);
 
 // Returns a TCP port on `host` that is free now (bound to port 0 and released). Another program
 // may take it before the engine binds it; the runner checks the engine really serves it.

@@ -61,6 +61,21 @@ struct SpecMetricNames {
   bool available() const { return !num_drafts.empty() && !num_accepted_tokens.empty(); }
 };
 
+// Speculation gauges an engine exports instead of counters (SGLang). The engine averages them
+// over its own logging interval, so they are read after a request, never differenced.
+struct SpecGaugeNames {
+  std::string accept_length;  // mean tokens per verify step, as the engine defines it
+  std::string accept_rate;    // accepted / drafted tokens
+  bool available() const { return !accept_length.empty() || !accept_rate.empty(); }
+};
+
+// Where acceptance comes from when the counters are missing (older builds of an engine).
+enum class DraftTimings {
+  kNone,
+  // llama-server's response `timings` object: draft_n (drafted) and draft_n_accepted.
+  kLlamaCppTimings,
+};
+
 enum class Restartability { kRestartable, kExternal };
 
 // The fully rendered engine for one arm configuration.
@@ -69,6 +84,8 @@ struct RenderedEngine {
   std::optional<LaunchSpec> launch;       // nullopt: an external server (nothing to start)
   EngineEndpoints endpoints;
   SpecMetricNames spec_metrics;
+  SpecGaugeNames spec_gauges;
+  DraftTimings draft_timings = DraftTimings::kNone;
   Restartability restartability = Restartability::kRestartable;
   std::chrono::milliseconds start_timeout{600'000};
   std::string requested_backend;          // the attention backend the cell asked for, or ""
@@ -84,8 +101,10 @@ struct RecipeContext {
   std::string python_executable = "python3";    // runs `-m sglang.launch_server`
   std::string llama_server_executable = "llama-server";
   std::string ladder_binary = "/proc/self/exe";  // runs `engine synthetic`
-  // Installed engine versions by recipe name (from the agent's inventory), e.g. {"vllm":
-  // "0.15.1"}. A cell's `engine_version` parameter wins over this.
+  // Installed engine versions by recipe name, e.g. {"vllm": "0.15.1", "llama.cpp": "b7100"}: the
+  // engine runner fills it from DetectEngineVersion (engine_version.h) before rendering. A
+  // cell's `engine_version` parameter wins over this. When neither says, recipes render the
+  // newest spelling they know.
   std::map<std::string, std::string> engine_versions;
 };
 

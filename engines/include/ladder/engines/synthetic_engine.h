@@ -64,6 +64,9 @@ struct SyntheticEngineOptions {
   std::string force_backend;         // when set: logs "Forcing NAME" and uses NAME instead
   std::string log_paths = "once";    // "once" | "every" | "none"
   int threads = 1;                   // CPU attention worker threads
+  // Continuous batching: up to this many requests decode together, one step for all of them
+  // (each weight read once per step); 1 serves one request at a time.
+  int max_batch = 64;
   // "cpu" | "cuda" | "auto": auto runs on the GPU when the binary was built with LADDER_CUDA
   // and a device is present, else on the CPU; "cuda" without one fails Start (Unavailable).
   std::string device = "auto";
@@ -71,6 +74,8 @@ struct SyntheticEngineOptions {
   int crash_after_requests = -1;     // exit(3) midway through completion request N+1
   int oom_after_requests = -1;       // log a CUDA out-of-memory error, exit(1), request N+1
   bool malformed = false;            // completions answer with invalid JSON
+  int stall_request = -1;            // completion request N (0-based) waits stall_ms first
+  int stall_ms = 0;                  // ... before it is scheduled: the others go on meanwhile
 
   // InvalidArgument naming the offending field.
   absl::Status Validate() const;
