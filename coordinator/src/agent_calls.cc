@@ -270,7 +270,7 @@ void ReportIngestor::Write(std::vector<Call> batch) {
       }
       out->set_accepted(ended[k]->accepted);
       out->set_detail(ended[k]->detail);
-      if (ended[k]->accepted && !finishes[k].ok) {
+      if (ended[k]->accepted && finishes[k].outcome == AttemptOutcome::kFailed) {
         spdlog::warn("attempt {} failed on session {}: {}", finishes[k].attempt_id,
                      finishes[k].session_id.substr(0, 8), finishes[k].failure_reason);
       }

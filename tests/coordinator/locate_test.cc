@@ -17,6 +17,7 @@ namespace ladder::coordinator {
 namespace {
 
 using testing::Harness;
+using testing::Succeeded;
 
 LocateConfig Config() {
   LocateConfig c;
@@ -184,10 +185,8 @@ void CompleteOnCurve(Harness& h, KnownCurve& curve, const std::string& session,
     }
   }
   ASSERT_TRUE(h.scheduler->Report(session, ms, {}).ok());
-  auto finish = h.scheduler->Finish(FinishIn{.session_id = session,
-                                             .attempt_id = lease.attempt_id,
-                                             .outcome = AttemptOutcome::kSucceeded,
-                                             .measurement_count = static_cast<int64_t>(ms.size())});
+  auto finish =
+      h.scheduler->Finish(Succeeded(session, lease.attempt_id, static_cast<int64_t>(ms.size())));
   ASSERT_TRUE(finish.ok()) << finish.status();
   EXPECT_TRUE(finish->accepted) << finish->detail;
 }

@@ -71,11 +71,8 @@ TEST(SchedulerConcurrency, SessionsLeasingReportingAndFinishingTogetherDoEachUni
                 (*lease)->attempt_id, cell.id, 0, round, "time_us", 1.0 + round, "us", 0});
           }
         }
-        finishes.push_back(
-            FinishIn{.session_id = session,
-                     .attempt_id = (*lease)->attempt_id,
-                     .outcome = AttemptOutcome::kSucceeded,
-                     .measurement_count = static_cast<int64_t>(report.measurements.size())});
+        finishes.push_back(Succeeded(session, (*lease)->attempt_id,
+                                     static_cast<int64_t>(report.measurements.size())));
         reports.push_back(std::move(report));
         if (reports.size() == 3) flush();
         h.scheduler->Heartbeat(session, {}).IgnoreError();

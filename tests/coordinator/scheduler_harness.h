@@ -28,6 +28,16 @@ inline const runner::RunnerSchemas& TestSchemas() {
   return schemas;
 }
 
+// A successful finish of `attempt_id` that announces `measurements` stored results.
+inline FinishIn Succeeded(const std::string& session_id, int64_t attempt_id, int64_t measurements) {
+  FinishIn finish;
+  finish.session_id = session_id;
+  finish.attempt_id = attempt_id;
+  finish.outcome = AttemptOutcome::kSucceeded;
+  finish.measurement_count = measurements;
+  return finish;
+}
+
 class FakeClock final : public Clock {
  public:
   int64_t NowMs() const override { return now; }
@@ -82,10 +92,8 @@ struct Harness {
                                      lease.attempt_id, cell.id, 0, 0, "time_us", 1.0, "us", 0});
     }
     ASSERT_TRUE(scheduler->Report(session, ms, {}).ok());
-    auto finish = scheduler->Finish(FinishIn{.session_id = session,
-                                             .attempt_id = lease.attempt_id,
-                                             .outcome = AttemptOutcome::kSucceeded,
-                                             .measurement_count = static_cast<int64_t>(ms.size())});
+    auto finish =
+        scheduler->Finish(Succeeded(session, lease.attempt_id, static_cast<int64_t>(ms.size())));
     ASSERT_TRUE(finish.ok()) << finish.status();
     EXPECT_TRUE(finish->accepted) << finish->detail;
   }

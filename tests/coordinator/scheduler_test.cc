@@ -11,6 +11,7 @@ namespace {
 
 using ladder::testing::TempDir;
 using testing::Harness;
+using testing::Succeeded;
 
 constexpr const char* kPaired = R"(
 name: sched
@@ -123,10 +124,7 @@ TEST(Scheduler, ExpiredLeaseIsRequeuedAndLateWorkIsStale) {
   auto outcome = h.scheduler->Report("session-a", late, {});
   ASSERT_TRUE(outcome.ok());
   EXPECT_EQ(outcome->stale.size(), 1u);
-  auto finish = h.scheduler->Finish(FinishIn{.session_id = "session-a",
-                                             .attempt_id = lease->attempt_id,
-                                             .outcome = AttemptOutcome::kSucceeded,
-                                             .measurement_count = 1});
+  auto finish = h.scheduler->Finish(Succeeded("session-a", lease->attempt_id, 1));
   ASSERT_TRUE(finish.ok());
   EXPECT_FALSE(finish->accepted);
   EXPECT_EQ(h.Summary(run).units_done, 2);
@@ -183,10 +181,7 @@ TEST(Scheduler, FinishWaitsForEveryAnnouncedResult) {
   h.Submit(kPaired);
   h.AddSession("session-a", "host-a");
   auto lease = h.LeaseNow("session-a");
-  auto early = h.scheduler->Finish(FinishIn{.session_id = "session-a",
-                                            .attempt_id = lease->attempt_id,
-                                            .outcome = AttemptOutcome::kSucceeded,
-                                            .measurement_count = 2});
+  auto early = h.scheduler->Finish(Succeeded("session-a", lease->attempt_id, 2));
   EXPECT_EQ(early.status().code(), absl::StatusCode::kFailedPrecondition);
   h.Complete("session-a", *lease);
 }
@@ -254,10 +249,7 @@ void CompleteWith(Harness& h, const std::string& session, const Lease& lease, do
                                    i == 0 ? baseline : treatment, "us", 0});
   }
   ASSERT_TRUE(h.scheduler->Report(session, ms, {}).ok());
-  auto finish = h.scheduler->Finish(FinishIn{.session_id = session,
-                                             .attempt_id = lease.attempt_id,
-                                             .outcome = AttemptOutcome::kSucceeded,
-                                             .measurement_count = 2});
+  auto finish = h.scheduler->Finish(Succeeded(session, lease.attempt_id, 2));
   ASSERT_TRUE(finish.ok()) << finish.status();
 }
 
