@@ -8,8 +8,6 @@
 #include <sstream>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
 #include <optional>
 #include <random>
 #include <set>
@@ -19,6 +17,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "kernel_runner.h"
 #include "ladder/status_macros.h"
 #include "ladder/v1/agent.grpc.pb.h"
@@ -105,32 +106,39 @@ struct Agent::Impl {
   std::unique_ptr<v1::AgentService::Stub> stub;
   std::map<std::string, std::unique_ptr<runner::Runner>> runners;
   std::string join_token;
-  std::string credential;  // this session's, issued at Register
 
   // Attaches the credential of `sid` (this session's, or an earlier one's from the spool).
   void Authorize(grpc::ClientContext& context, const std::string& sid) {
-    std::string value = sid == session_id ? credential : "";
-    if (sid != session_id) {
+    std::string value;
+    if (sid == session_id) {
+      absl::MutexLock lock(&mu);
+      value = credential;
+    } else {
       auto stored = spool->Credential(sid);
       if (stored.ok()) value = *stored;
     }
     if (!value.empty()) context.AddMetadata("authorization", "Bearer " + value);
   }
   HostInventory inventory;
-  int heartbeat_interval_ms = 5000;
+  // Written by Register, which the leasing thread runs again while the heartbeat runs.
+  std::atomic<int> heartbeat_interval_ms{5000};
 
   std::atomic<bool> stopping{false};
   std::atomic<bool> release_current{false};
-  std::mutex mu;
-  std::condition_variable wake;
-  std::set<int64_t> current_attempts;   // guarded by mu
-  std::set<int64_t> cancelled_attempts; // guarded by mu
-  bool reporter_done = false;           // guarded by mu
-  grpc::ClientContext* lease_context = nullptr;  // guarded by mu; cancelled by Stop
-  std::set<std::string> parked_sessions;         // guarded by mu; see Park
+  // Shared by the leasing thread (Run, RunUnit), the reporter, the heartbeat and Stop().
+  absl::Mutex mu;
+  absl::CondVar wake;  // a result was spooled, an attempt ended, or the agent is leaving
+  std::set<int64_t> current_attempts ABSL_GUARDED_BY(mu);
+  std::set<int64_t> cancelled_attempts ABSL_GUARDED_BY(mu);
+  bool reporter_done ABSL_GUARDED_BY(mu) = false;
+  grpc::ClientContext* lease_context ABSL_GUARDED_BY(mu) = nullptr;  // cancelled by Stop
+  std::set<std::string> parked_sessions ABSL_GUARDED_BY(mu);         // see Park
   // Set when the agent starts leaving: reporting gives up at this time (results stay spooled).
-  std::optional<std::chrono::system_clock::time_point> drain_deadline;  // guarded by mu
-  absl::Status fatal;                   // guarded by mu
+  std::optional<std::chrono::system_clock::time_point> drain_deadline ABSL_GUARDED_BY(mu);
+  absl::Status fatal ABSL_GUARDED_BY(mu);
+  // This session's, issued at Register (again after the coordinator lost the session) and
+  // read by every thread that calls the coordinator.
+  std::string credential ABSL_GUARDED_BY(mu);
 
   // --- the sink a runner writes into -----------------------------------------------------
   class Sink final : public runner::MeasurementSink {
@@ -150,7 +158,7 @@ struct Agent::Impl {
       RETURN_IF_ERROR(impl_->spool->AddResult(SpooledResult{
           record.uuid(), impl_->session_id, attempt_id_, false, record.SerializeAsString()}));
       ++measurements;
-      impl_->wake.notify_all();
+      impl_->wake.SignalAll();
       return absl::OkStatus();
     }
     absl::Status RecordEvidence(const runner::Evidence& e) override {
@@ -169,7 +177,7 @@ struct Agent::Impl {
     }
     bool Cancelled() const override {
       if (impl_->release_current.load()) return true;
-      std::lock_guard lock(impl_->mu);
+      absl::MutexLock lock(&impl_->mu);
       return impl_->cancelled_attempts.count(attempt_id_) > 0;
     }
     int64_t measurements = 0;
@@ -181,17 +189,20 @@ struct Agent::Impl {
   };
 
   void SetFatal(absl::Status status) {
-    std::lock_guard lock(mu);
+    absl::MutexLock lock(&mu);
     if (fatal.ok()) fatal = std::move(status);
     stopping = true;
     release_current = true;
-    wake.notify_all();
+    wake.SignalAll();
   }
 
   // Sleeps up to `ms`, returning early when stopping.
   void Nap(int ms) {
-    std::unique_lock lock(mu);
-    wake.wait_for(lock, std::chrono::milliseconds(ms), [&] { return stopping.load(); });
+    absl::MutexLock lock(&mu);
+    const absl::Time until = absl::Now() + absl::Milliseconds(ms);
+    while (!stopping.load()) {
+      if (wake.WaitWithDeadline(&mu, until)) break;  // timed out
+    }
   }
 
   absl::Status Register() {
@@ -233,9 +244,13 @@ struct Agent::Impl {
       v1::RegisterResponse response;
       grpc::Status status = stub->Register(&context, request, &response);
       if (status.ok()) {
-        credential = response.session_credential();
-        if (!credential.empty()) {
-          if (auto saved = spool->SaveCredential(session_id, credential); !saved.ok()) {
+        const std::string& issued = response.session_credential();
+        {
+          absl::MutexLock lock(&mu);
+          credential = issued;
+        }
+        if (!issued.empty()) {
+          if (auto saved = spool->SaveCredential(session_id, issued); !saved.ok()) {
             return saved;
           }
         }
@@ -263,7 +278,7 @@ struct Agent::Impl {
   // never hold back this session's reports or its leasing.
   void Park(const std::string& sid, const grpc::Status& status, int64_t pending) {
     {
-      std::lock_guard lock(mu);
+      absl::MutexLock lock(&mu);
       if (!parked_sessions.insert(sid).second) return;
     }
     spdlog::warn("coordinator cannot place results of session {} ({}); {} stay in the spool {} "
@@ -271,7 +286,7 @@ struct Agent::Impl {
                  sid.substr(0, 8), status.error_message(), pending, options.spool_path);
   }
   bool Parked(const std::string& sid) {
-    std::lock_guard lock(mu);
+    absl::MutexLock lock(&mu);
     return parked_sessions.count(sid) > 0;
   }
   // How long a reporting call may take: shorter once the agent is leaving, so SIGTERM ends the
@@ -280,7 +295,7 @@ struct Agent::Impl {
   // than failing at once: a coordinator that is reachable again gets everything.
   void PrepareReportCall(grpc::ClientContext& context, std::chrono::seconds normal) {
     auto deadline = std::chrono::system_clock::now() + normal;
-    std::lock_guard lock(mu);
+    absl::MutexLock lock(&mu);
     if (drain_deadline.has_value()) {
       deadline = std::min(deadline, *drain_deadline);
       context.set_wait_for_ready(true);
@@ -305,7 +320,7 @@ struct Agent::Impl {
   }
 
   bool DrainOver() {
-    std::lock_guard lock(mu);
+    absl::MutexLock lock(&mu);
     return drain_deadline.has_value() && std::chrono::system_clock::now() >= *drain_deadline;
   }
 
@@ -468,7 +483,7 @@ struct Agent::Impl {
       bool progress = ReportOnce();
       const bool empty = NothingToReport() || DrainOver();
       {
-        std::unique_lock lock(mu);
+        absl::MutexLock lock(&mu);
         if (reporter_done && (empty || !fatal.ok())) return;
         if (progress) {
           backoff = 100;
@@ -478,7 +493,7 @@ struct Agent::Impl {
                      std::chrono::milliseconds(empty ? 500 : backoff);
         // Leaving: wake at the end of the drain whatever the backoff has grown to.
         if (drain_deadline.has_value()) until = std::min(until, *drain_deadline);
-        wake.wait_until(lock, until);
+        wake.WaitWithDeadline(&mu, absl::FromChrono(until));
         if (reporter_done && (empty || !fatal.ok())) return;
         if (drain_deadline.has_value() && std::chrono::system_clock::now() >= *drain_deadline) {
           return;
@@ -492,14 +507,16 @@ struct Agent::Impl {
   void HeartbeatLoop() {
     while (true) {
       {
-        std::unique_lock lock(mu);
-        wake.wait_for(lock, std::chrono::milliseconds(heartbeat_interval_ms),
-                      [&] { return reporter_done; });
+        absl::MutexLock lock(&mu);
+        const absl::Time until = absl::Now() + absl::Milliseconds(heartbeat_interval_ms.load());
+        while (!reporter_done) {
+          if (wake.WaitWithDeadline(&mu, until)) break;  // timed out: time to beat
+        }
       }
       v1::HeartbeatRequest request;
       request.set_session_id(session_id);
       {
-        std::lock_guard lock(mu);
+        absl::MutexLock lock(&mu);
         if (reporter_done) return;
         for (int64_t id : current_attempts) request.add_attempt_ids(id);
       }
@@ -513,7 +530,7 @@ struct Agent::Impl {
         continue;
       }
       if (response.cancelled_attempt_ids_size() > 0) {
-        std::lock_guard lock(mu);
+        absl::MutexLock lock(&mu);
         for (int64_t id : response.cancelled_attempt_ids()) {
           if (current_attempts.count(id) && !cancelled_attempts.count(id)) {
             spdlog::warn("coordinator says stop attempt {} (cancelled or lease lost)", id);
@@ -543,7 +560,7 @@ struct Agent::Impl {
       work.cells.push_back(runner::CellWork{c.cell_id(), c.key(), std::move(params)});
     }
     {
-      std::lock_guard lock(mu);
+      absl::MutexLock lock(&mu);
       current_attempts.insert(work.attempt_id);
     }
     Sink sink(this, work.attempt_id);
@@ -563,7 +580,7 @@ struct Agent::Impl {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     bool coordinator_cancelled;
     {
-      std::lock_guard lock(mu);
+      absl::MutexLock lock(&mu);
       coordinator_cancelled = cancelled_attempts.count(work.attempt_id) > 0;
     }
     if (status.ok()) {
@@ -588,10 +605,10 @@ struct Agent::Impl {
       }
     }
     {
-      std::lock_guard lock(mu);
+      absl::MutexLock lock(&mu);
       current_attempts.erase(work.attempt_id);
     }
-    wake.notify_all();
+    wake.SignalAll();
   }
 
   absl::Status Run() {
@@ -611,13 +628,13 @@ struct Agent::Impl {
       Authorize(context, session_id);
       v1::LeaseResponse lease;
       {
-        std::lock_guard lock(mu);
+        absl::MutexLock lock(&mu);
         if (stopping) break;
         lease_context = &context;
       }
       grpc::Status status = stub->Lease(&context, request, &lease);
       {
-        std::lock_guard lock(mu);
+        absl::MutexLock lock(&mu);
         lease_context = nullptr;
       }
       if (stopping && status.error_code() == grpc::StatusCode::CANCELLED) break;
@@ -652,7 +669,7 @@ struct Agent::Impl {
     // both are bounded (kDrainOnStop, then a short Release) so a preempted VM or a systemd
     // stop ends the process in seconds; what is not delivered stays in the spool.
     {
-      std::lock_guard lock(mu);
+      absl::MutexLock lock(&mu);
       reporter_done = true;
       if (stopping) {
         drain_deadline = std::chrono::system_clock::now() + kDrainOnStop;
@@ -660,11 +677,11 @@ struct Agent::Impl {
         grpc::experimental::ChannelResetConnectionBackoff(channel.get());
       }
     }
-    wake.notify_all();
+    wake.SignalAll();
     reporter.join();
     heartbeat.join();
     {
-      std::lock_guard lock(mu);
+      absl::MutexLock lock(&mu);
       if (!fatal.ok()) return fatal;
     }
     grpc::ClientContext context;
@@ -779,10 +796,10 @@ absl::Status Agent::Run() { return impl_->Run(); }
 
 void Agent::Stop(StopMode mode) noexcept {
   if (mode == StopMode::kRelease) impl_->release_current = true;
-  std::lock_guard lock(impl_->mu);
+  absl::MutexLock lock(&impl_->mu);
   impl_->stopping = true;
   if (impl_->lease_context) impl_->lease_context->TryCancel();
-  impl_->wake.notify_all();
+  impl_->wake.SignalAll();
 }
 
 const std::string& Agent::session_id() const { return impl_->session_id; }

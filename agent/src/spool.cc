@@ -55,7 +55,7 @@ absl::StatusOr<std::unique_ptr<Spool>> Spool::Open(const std::string& path) {
 }
 
 absl::Status Spool::AddResult(const SpooledResult& r) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(sqlite::Statement* stmt, db_->Cached(
       "INSERT OR IGNORE INTO results(uuid, session_id, attempt_id, is_evidence, payload) "
       "VALUES (?1, ?2, ?3, ?4, ?5)"));
@@ -69,7 +69,7 @@ absl::Status Spool::AddResult(const SpooledResult& r) {
 
 absl::StatusOr<std::vector<SpooledResult>> Spool::PendingResults(int limit,
                                                                  const std::string& session_id) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(sqlite::Statement* stmt, db_->Cached(
       "SELECT uuid, session_id, attempt_id, is_evidence, payload FROM results "
       "WHERE session_id = ?2 ORDER BY seq LIMIT ?1"));
@@ -92,7 +92,7 @@ absl::StatusOr<std::vector<std::string>> Spool::PendingSessions() {
 }
 
 absl::StatusOr<std::vector<Spool::SessionBacklog>> Spool::Backlog() {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(sqlite::Statement* stmt, db_->Cached(
       "SELECT session_id, SUM(results), SUM(finishes), MIN(first) FROM ("
       "  SELECT session_id, COUNT(*) AS results, 0 AS finishes, MIN(seq) AS first "
@@ -110,7 +110,7 @@ absl::StatusOr<std::vector<Spool::SessionBacklog>> Spool::Backlog() {
 
 absl::Status Spool::Remove(const std::vector<std::string>& uuids) {
   if (uuids.empty()) return absl::OkStatus();
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(sqlite::Transaction tx, sqlite::Transaction::Begin(*db_));
   ASSIGN_OR_RETURN(sqlite::Statement* stmt, db_->Cached("DELETE FROM results WHERE uuid = ?1"));
   for (const auto& uuid : uuids) {
@@ -121,7 +121,7 @@ absl::Status Spool::Remove(const std::vector<std::string>& uuids) {
 }
 
 absl::StatusOr<int64_t> Spool::PendingCount(int64_t attempt_id) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(sqlite::Statement* stmt,
                    db_->Cached("SELECT COUNT(*) FROM results WHERE attempt_id = ?1"));
   stmt->Bind(1, attempt_id);
@@ -130,7 +130,7 @@ absl::StatusOr<int64_t> Spool::PendingCount(int64_t attempt_id) {
 }
 
 absl::StatusOr<int64_t> Spool::TotalPending() {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(sqlite::Statement* stmt, db_->Cached(
       "SELECT (SELECT COUNT(*) FROM results) + (SELECT COUNT(*) FROM finishes)"));
   ASSIGN_OR_RETURN(bool row, stmt->Step());
@@ -138,7 +138,7 @@ absl::StatusOr<int64_t> Spool::TotalPending() {
 }
 
 absl::Status Spool::AddFinish(const SpooledFinish& f) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(sqlite::Statement* stmt, db_->Cached(
       "INSERT OR REPLACE INTO finishes(attempt_id, session_id, ok, reason, measurement_count, "
       "evidence_count) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
@@ -152,7 +152,7 @@ absl::Status Spool::AddFinish(const SpooledFinish& f) {
 }
 
 absl::StatusOr<std::vector<SpooledFinish>> Spool::PendingFinishes() {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(sqlite::Statement* stmt, db_->Cached(
       "SELECT session_id, attempt_id, ok, reason, measurement_count, evidence_count "
       "FROM finishes ORDER BY attempt_id"));
@@ -167,20 +167,20 @@ absl::StatusOr<std::vector<SpooledFinish>> Spool::PendingFinishes() {
 }
 
 absl::Status Spool::RemoveFinish(int64_t attempt_id) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(sqlite::Statement* stmt, db_->Cached("DELETE FROM finishes WHERE attempt_id = ?1"));
   return stmt->Bind(1, attempt_id).Run();
 }
 
 absl::Status Spool::SaveCredential(const std::string& session_id, const std::string& credential) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(sqlite::Statement* stmt, db_->Cached(
       "INSERT OR REPLACE INTO credentials(session_id, credential) VALUES (?1, ?2)"));
   return stmt->Bind(1, session_id).Bind(2, credential).Run();
 }
 
 absl::StatusOr<std::string> Spool::Credential(const std::string& session_id) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(sqlite::Statement* stmt,
                    db_->Cached("SELECT credential FROM credentials WHERE session_id = ?1"));
   stmt->Bind(1, session_id);

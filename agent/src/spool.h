@@ -1,17 +1,18 @@
 // The agent's spool: results and attempt endings kept on disk until the coordinator has them.
 // Private to agent/.
 //
-// Thread safety: all methods lock an internal mutex.
+// Thread safety: safe to call from any thread; each method holds an internal mutex while it uses
+// the spool's one SQLite connection.
 #pragma once
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "ladder/sqlite/sqlite.h"
 
 namespace ladder::agent {
@@ -69,8 +70,10 @@ class Spool {
 
  private:
   explicit Spool(std::unique_ptr<sqlite::Database> db) : db_(std::move(db)) {}
-  std::mutex mu_;
-  std::unique_ptr<sqlite::Database> db_ ABSL_GUARDED_BY(mu_);
+  absl::Mutex mu_;
+  // The connection is used by one thread at a time (sqlite::Database's contract): the runner's
+  // thread writes results while the reporting thread reads and removes them.
+  const std::unique_ptr<sqlite::Database> db_ ABSL_PT_GUARDED_BY(mu_);
 };
 
 }  // namespace ladder::agent

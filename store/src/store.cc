@@ -53,7 +53,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
 }
 
 absl::Status Store::LimitGrowthForTesting(int64_t pages) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(sqlite::Statement count, db_->Prepare("PRAGMA page_count"));
   ASSIGN_OR_RETURN(bool row, count.Step());
   const int64_t now = row ? count.Int(0) : 0;
@@ -62,7 +62,7 @@ absl::Status Store::LimitGrowthForTesting(int64_t pages) {
 
 absl::StatusOr<int64_t> Store::CreateRun(const std::string& yaml, const matrices::Matrix& matrix,
                                          const matrices::Expansion& expansion, int64_t now_ms) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   sqlite::Database& db = *db_;
   ASSIGN_OR_RETURN(sqlite::Transaction tx, sqlite::Transaction::Begin(db));
 
@@ -156,7 +156,7 @@ absl::StatusOr<int64_t> Store::CreateRun(const std::string& yaml, const matrices
 }
 
 absl::StatusOr<SchedulingSnapshot> Store::LoadSchedulingState() {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   sqlite::Database& db = *db_;
   SchedulingSnapshot snapshot;
   {
@@ -272,7 +272,7 @@ absl::StatusOr<SchedulingSnapshot> Store::LoadSchedulingState() {
 }
 
 absl::StatusOr<std::vector<CellRow>> Store::LoadCells(const std::vector<int64_t>& cell_ids) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(sqlite::Statement* stmt,
                    db_->Cached("SELECT id, key, params FROM cells WHERE id = ?1"));
   std::vector<CellRow> cells;
@@ -288,7 +288,7 @@ absl::StatusOr<std::vector<CellRow>> Store::LoadCells(const std::vector<int64_t>
 }
 
 absl::Status Store::UpsertSession(const SessionRow& s) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   sqlite::Database& db = *db_;
   ASSIGN_OR_RETURN(sqlite::Transaction tx, sqlite::Transaction::Begin(db));
   ASSIGN_OR_RETURN(sqlite::Statement* upsert, db.Cached(
@@ -333,7 +333,7 @@ absl::Status Store::UpsertSession(const SessionRow& s) {
 
 absl::Status Store::TouchSessions(const std::vector<std::string>& session_ids, int64_t now_ms) {
   if (session_ids.empty()) return absl::OkStatus();
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(sqlite::Transaction tx, sqlite::Transaction::Begin(*db_));
   ASSIGN_OR_RETURN(sqlite::Statement* touch, db_->Cached(
       "UPDATE sessions SET last_seen_at = ?2, "
@@ -346,14 +346,14 @@ absl::Status Store::TouchSessions(const std::vector<std::string>& session_ids, i
 }
 
 absl::Status Store::SetSessionState(const std::string& session_id, SessionState state) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(sqlite::Statement* stmt, db_->Cached("UPDATE sessions SET state = ?2 WHERE id = ?1"));
   return stmt->Bind(1, session_id).Bind(2, ToString(state)).Run();
 }
 
 absl::StatusOr<int64_t> Store::LeaseUnit(int64_t unit_id, const std::string& session_id,
                                          int64_t now_ms) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(sqlite::Transaction tx, sqlite::Transaction::Begin(*db_));
   ASSIGN_OR_RETURN(int64_t attempt_id, LeaseUnitLocked(unit_id, session_id, now_ms));
   RETURN_IF_ERROR(tx.Commit());
@@ -362,7 +362,7 @@ absl::StatusOr<int64_t> Store::LeaseUnit(int64_t unit_id, const std::string& ses
 
 absl::StatusOr<std::vector<int64_t>> Store::LeaseUnits(
     const std::vector<std::pair<int64_t, std::string>>& leases, int64_t now_ms) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(sqlite::Transaction tx, sqlite::Transaction::Begin(*db_));
   std::vector<int64_t> attempt_ids;
   attempt_ids.reserve(leases.size());
@@ -397,7 +397,7 @@ absl::StatusOr<int64_t> Store::LeaseUnitLocked(int64_t unit_id, const std::strin
 absl::Status Store::EndAttempt(int64_t attempt_id, AttemptState attempt_state,
                                const std::string& reason, int64_t unit_id, UnitState unit_state,
                                int unit_attempts, int64_t now_ms) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(sqlite::Transaction tx, sqlite::Transaction::Begin(*db_));
   RETURN_IF_ERROR(EndAttemptLocked(attempt_id, attempt_state, reason, unit_id, unit_state,
                                    unit_attempts, now_ms));
@@ -405,7 +405,7 @@ absl::Status Store::EndAttempt(int64_t attempt_id, AttemptState attempt_state,
 }
 
 absl::Status Store::EndAttemptsDone(const std::vector<AttemptDone>& done, int64_t now_ms) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(sqlite::Transaction tx, sqlite::Transaction::Begin(*db_));
   for (const AttemptDone& d : done) {
     RETURN_IF_ERROR(
@@ -450,7 +450,7 @@ absl::StatusOr<ReportOutcome> Store::Report(const std::string& session_id,
                                             const std::vector<EvidenceIn>& evidence,
                                             const std::vector<int64_t>& live_attempts,
                                             const MetricCheck& check, int64_t now_ms) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(sqlite::Transaction tx, sqlite::Transaction::Begin(*db_));
   ASSIGN_OR_RETURN(ReportOutcome outcome, ReportLocked(session_id, measurements, evidence,
                                                        live_attempts, check, now_ms));
@@ -466,7 +466,7 @@ std::vector<absl::StatusOr<ReportOutcome>> Store::ReportBatch(
     results.assign(reports.size(), absl::StatusOr<ReportOutcome>(status));
     return results;
   };
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   sqlite::Database& db = *db_;
   auto tx = sqlite::Transaction::Begin(db);
   if (!tx.ok()) return fail_all(tx.status());
@@ -491,7 +491,7 @@ bool AttemptDesign::HasCell(int64_t cell_id) const {
 }
 
 absl::StatusOr<AttemptDesign> Store::LoadAttemptDesign(int64_t attempt_id) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   return LoadAttemptDesignLocked(attempt_id);
 }
 
@@ -566,7 +566,9 @@ absl::StatusOr<ReportOutcome> Store::ReportLocked(const std::string& session_id,
   };
   std::map<int64_t, AttemptInfo> attempts;
   const std::set<int64_t> live(live_attempts.begin(), live_attempts.end());
-  auto resolve = [&](int64_t attempt_id) -> absl::StatusOr<const AttemptInfo*> {
+  // Runs inside ReportLocked, under mu_; the annotation lets clang check the call below.
+  auto resolve = [&](int64_t attempt_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_)
+      -> absl::StatusOr<const AttemptInfo*> {
     auto it = attempts.find(attempt_id);
     if (it != attempts.end()) return &it->second;
     AttemptInfo info;
@@ -696,7 +698,7 @@ absl::StatusOr<ReportOutcome> Store::ReportLocked(const std::string& session_id,
 
 absl::StatusOr<AttemptFill> Store::CountResults(int64_t attempt_id,
                                                 const std::vector<std::string>& required_metrics) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   // One statement per finish (this runs once per unit): the attempt's rows through the slot
   // index, counted in all and for the required metrics. Slots are unique and every stored
   // record is inside the design, so the second count is the number of filled required slots.
@@ -726,7 +728,7 @@ absl::StatusOr<AttemptFill> Store::CountResults(int64_t attempt_id,
 }
 
 absl::Status Store::SetRunState(int64_t run_id, RunState state, int64_t now_ms) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(sqlite::Statement* stmt, db_->Cached(
       "UPDATE runs SET state = ?2, finished_at = CASE WHEN ?2 IN ('done','cancelled') THEN ?3 "
       "ELSE finished_at END WHERE id = ?1"));
@@ -736,7 +738,7 @@ absl::Status Store::SetRunState(int64_t run_id, RunState state, int64_t now_ms) 
 absl::StatusOr<int64_t> Store::AddUnit(int64_t run_id, const std::string& group_key,
                                        int replicate, uint64_t seed,
                                        const std::vector<int64_t>& cell_ids) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(sqlite::Transaction tx, sqlite::Transaction::Begin(*db_));
   ASSIGN_OR_RETURN(int64_t unit_id, internal::InsertQueuedUnit(*db_, run_id, group_key, replicate,
                                                                seed, cell_ids));
@@ -746,7 +748,7 @@ absl::StatusOr<int64_t> Store::AddUnit(int64_t run_id, const std::string& group_
 
 absl::StatusOr<std::vector<Observation>> Store::ValidObservations(
     const std::vector<int64_t>& cell_ids, const std::string& metric) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(sqlite::Statement stmt, db_->Prepare(
       "SELECT cell_id, session_id, process, round, value FROM valid_measurements "
       "WHERE cell_id = ?1 AND metric = ?2"));
@@ -766,7 +768,7 @@ absl::StatusOr<std::vector<Observation>> Store::ValidObservations(
 
 absl::StatusOr<bool> Store::PrecisionDecided(int64_t run_id, const std::string& group_key,
                                              int sessions) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(sqlite::Statement stmt, db_->Prepare(
       "SELECT 1 FROM adaptive_decisions WHERE run_id = ?1 AND option = 'precision' AND "
       "group_key = ?2 AND sessions = ?3 LIMIT 1"));
@@ -777,7 +779,7 @@ absl::StatusOr<bool> Store::PrecisionDecided(int64_t run_id, const std::string& 
 absl::Status Store::RecordDecision(int64_t run_id, const std::string& group_key, int sessions,
                                    double half_width, double target, const std::string& decision,
                                    const std::string& reason, int64_t now_ms) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(sqlite::Statement stmt, db_->Prepare(
       "INSERT INTO adaptive_decisions(run_id, group_key, sessions, half_width, target, decision, "
       "reason, decided_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"));
@@ -792,7 +794,7 @@ absl::Status Store::RecordDecision(int64_t run_id, const std::string& group_key,
 }
 
 absl::Status Store::CancelRun(int64_t run_id, int64_t now_ms) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   sqlite::Database& db = *db_;
   ASSIGN_OR_RETURN(sqlite::Transaction tx, sqlite::Transaction::Begin(db));
   ASSIGN_OR_RETURN(sqlite::Statement* attempts, db.Cached(

@@ -73,7 +73,7 @@ absl::StatusOr<int64_t> InsertQueuedUnit(sqlite::Database& db, int64_t run_id,
 }  // namespace internal
 
 absl::StatusOr<std::vector<CellRecord>> Store::RunCells(int64_t run_id) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(sqlite::Statement stmt, db_->Prepare(
       "SELECT id, idx, key, axes, params FROM cells WHERE run_id = ?1 ORDER BY idx"));
   stmt.Bind(1, run_id);
@@ -90,7 +90,7 @@ absl::StatusOr<std::vector<CellRecord>> Store::RunCells(int64_t run_id) {
 
 absl::StatusOr<std::vector<LocateDecisionRow>> Store::LocateDecisions(
     int64_t run_id, const std::string& line_key) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(sqlite::Statement stmt, db_->Prepare(
       "SELECT group_key, decision, COALESCE(outcome, ''), sessions, half_width, target, depth, "
       "bracket_lower, bracket_upper, reason, decided_at FROM adaptive_decisions "
@@ -125,7 +125,7 @@ absl::StatusOr<Store::ProbeIds> Store::AddLocateProbe(int64_t run_id,
                                                       const std::string& group_key,
                                                       const std::vector<uint64_t>& seeds,
                                                       const LocateDecisionRow& decision) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   sqlite::Database& db = *db_;
   ASSIGN_OR_RETURN(sqlite::Transaction tx, sqlite::Transaction::Begin(db));
   ProbeIds ids;
@@ -156,7 +156,7 @@ absl::StatusOr<int64_t> Store::AddLocateReplicate(int64_t run_id, const std::str
                                                   int replicate, uint64_t seed,
                                                   const std::vector<int64_t>& cell_ids,
                                                   const LocateDecisionRow& decision) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   sqlite::Database& db = *db_;
   ASSIGN_OR_RETURN(sqlite::Transaction tx, sqlite::Transaction::Begin(db));
   ASSIGN_OR_RETURN(int64_t unit_id,
@@ -167,7 +167,7 @@ absl::StatusOr<int64_t> Store::AddLocateReplicate(int64_t run_id, const std::str
 }
 
 absl::Status Store::RecordLocateDecision(int64_t run_id, const LocateDecisionRow& decision) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   return InsertDecision(*db_, run_id, decision);
 }
 
