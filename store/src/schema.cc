@@ -261,6 +261,27 @@ DROP INDEX measurements_by_attempt;
 CREATE UNIQUE INDEX measurements_slot
   ON measurements(attempt_id, cell_id, process, round, metric);
 )sql",
+      // v6: the requests of engine load cells, one row each. The engine runner reports them as
+      // `load_requests` evidence (rows in chunks under the 64 KiB evidence cap, columns named in
+      // each record); this view unrolls them, counting, like valid_measurements, only records
+      // of done attempts that are not stale, so a report can be recomputed from requests.
+      R"sql(
+CREATE VIEW load_requests AS
+  SELECT e.run_id, e.cell_id, e.attempt_id, e.session_id, e.process,
+         CAST(json_extract(e.value, '$.round') AS INTEGER) AS round,
+         CAST(json_extract(r.value, '$[0]') AS INTEGER) AS request,
+         CAST(json_extract(r.value, '$[1]') AS INTEGER) AS warmup,
+         json_extract(r.value, '$[2]') AS start_ms,
+         json_extract(r.value, '$[3]') AS ttft_ms,
+         json_extract(r.value, '$[4]') AS e2e_ms,
+         CAST(json_extract(r.value, '$[5]') AS INTEGER) AS tokens_in,
+         CAST(json_extract(r.value, '$[6]') AS INTEGER) AS tokens_out,
+         json_extract(r.value, '$[7]') AS itl_mean_ms,
+         json_extract(r.value, '$[8]') AS itl_max_ms,
+         NULLIF(json_extract(r.value, '$[9]'), '') AS error
+  FROM evidence e JOIN attempts a ON a.id = e.attempt_id, json_each(e.value, '$.rows') r
+  WHERE e.kind = 'load_requests' AND a.state = 'done' AND e.stale = 0;
+)sql",
   };
   return migrations;
 }

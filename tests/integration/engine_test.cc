@@ -90,6 +90,11 @@ TEST(Engines, LoadMatrixRunsThroughCoordinatorAndAgents) {
   EXPECT_EQ(QueryInt(db, "SELECT SUM(json_array_length(value, '$.rows')) FROM evidence "
                          "WHERE kind = 'load_requests'"),
             34);
+  // ... and read back one per request from the load_requests view (docs/schema.md).
+  EXPECT_EQ(QueryInt(db, "SELECT COUNT(*) FROM load_requests"), 34);
+  EXPECT_EQ(QueryInt(db, "SELECT COUNT(*) FROM load_requests WHERE warmup = 0 AND "
+                         "error IS NULL AND tokens_out = 8"),
+            24);
 }
 
 }  // namespace

@@ -289,6 +289,45 @@ TEST(Store, RecordsOutsideTheDesignAreRefusedEachWithItsReason) {
   EXPECT_EQ(fill->required_filled, 1);
 }
 
+// The engine runner's per-request rows (`load_requests` evidence) read as one row per request
+// from the load_requests view, for done attempts only.
+TEST(Store, LoadRequestsViewUnrollsTheRowsOfDoneAttempts) {
+  Fixture f;
+  f.Session("session-a");
+  const UnitRow unit = f.store->LoadSchedulingState()->units[0];
+  auto attempt = f.store->LeaseUnit(unit.id, "session-a", 2000);
+  ASSERT_TRUE(attempt.ok()) << attempt.status();
+  const std::string rows =
+      R"({"round":1,"part":0,"parts":1,"rows":[[0,true,0.5,10.25,120.0,512,32,3.5,9.0,""],)"
+      R"([1,false,2.0,11.0,130.5,512,31,3.75,8.5,""],[2,false,3.0,0,7.0,512,0,0,0,"HTTP 500"]]})";
+  std::vector<EvidenceIn> ev = {
+      EvidenceIn{"rows-1", *attempt, unit.cell_ids[0], 0, "load_requests", rows, 2100}};
+  ASSERT_TRUE(f.store->Report("session-a", {}, ev, {*attempt}, {}, 2200).ok());
+  auto db = sqlite::Database::Open(f.dir.File("results.db"), sqlite::OpenMode::kReadOnly);
+  EXPECT_EQ(Count(**db, "load_requests"), 0);  // the attempt is not done yet
+  ASSERT_TRUE(
+      f.store->EndAttempt(*attempt, AttemptState::kDone, "", unit.id, UnitState::kDone, 0, 3000)
+          .ok());
+  EXPECT_EQ(Count(**db, "load_requests"), 3);
+  auto stmt = (*db)->Prepare(
+      "SELECT cell_id, round, request, warmup, ttft_ms, e2e_ms, tokens_out, error "
+      "FROM load_requests ORDER BY request");
+  ASSERT_TRUE(stmt.ok());
+  ASSERT_TRUE(*stmt->Step());
+  EXPECT_EQ(stmt->Int(0), unit.cell_ids[0]);
+  EXPECT_EQ(stmt->Int(1), 1);
+  EXPECT_EQ(stmt->Int(2), 0);
+  EXPECT_EQ(stmt->Int(3), 1);  // warm-up
+  EXPECT_DOUBLE_EQ(stmt->Double(4), 10.25);
+  EXPECT_TRUE(stmt->IsNull(7));  // no error
+  ASSERT_TRUE(*stmt->Step());
+  EXPECT_EQ(stmt->Int(3), 0);
+  EXPECT_DOUBLE_EQ(stmt->Double(5), 130.5);
+  EXPECT_EQ(stmt->Int(6), 31);
+  ASSERT_TRUE(*stmt->Step());
+  EXPECT_EQ(stmt->Text(7), "HTTP 500");
+}
+
 TEST(Store, ResultsForAnotherSessionsAttemptAreRefused) {
   Fixture f;
   f.Session("session-a");
