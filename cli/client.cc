@@ -238,12 +238,4 @@ void AddClientFlags(CLI::App* cmd, ClientFlags& flags) {
   cmd->add_flag("--tls", flags.tls, "use TLS with the system's CA roots");
 }
 
-std::vector<std::string> SplitCsv(const std::string& text) {
-  std::vector<std::string> out;
-  for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
-    out.emplace_back(part);
-  }
-  return out;
-}
-
 }  // namespace ladder::cli

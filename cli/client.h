@@ -66,8 +66,6 @@ class AdminClient {
 absl::StatusOr<v1::RunSummary> WatchUntilDone(AdminClient& client, int64_t run_id, bool quiet,
                                               const std::atomic<bool>* interrupted);
 
-std::vector<std::string> SplitCsv(const std::string& text);
-
 // The flags every client command shares: where the coordinator is and how to prove who we are.
 struct ClientFlags {
   std::string coordinator;

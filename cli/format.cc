@@ -3,6 +3,8 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "absl/strings/str_split.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -151,6 +153,14 @@ std::string ProgressLine(int64_t done, int64_t total, int64_t leased, int64_t qu
   out += fmt::format(" {}/{} units  done {}  leased {}  queued {}  failed {}", done + failed,
                      total, done, leased, queued, failed);
   if (eta_seconds >= 0) out += "  ETA " + FormatDuration(eta_seconds);
+  return out;
+}
+
+std::vector<std::string> SplitCsv(const std::string& text) {
+  std::vector<std::string> out;
+  for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
+    out.emplace_back(part);
+  }
   return out;
 }
 

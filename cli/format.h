@@ -27,4 +27,7 @@ std::string FormatTimeMs(int64_t unix_ms);   // "2026-11-29 07:40:12"
 std::string ProgressLine(int64_t done, int64_t total, int64_t leased, int64_t queued,
                          int64_t failed, double eta_seconds, int width);
 
+// "a, b,,c" -> {"a", "b", "c"}: a flag's comma-separated list, blank items dropped.
+std::vector<std::string> SplitCsv(const std::string& text);
+
 }  // namespace ladder::cli
