@@ -15,9 +15,9 @@
 // Every scale point is bounded: it stops after --seconds (or when the matrix is done), lets the
 // agents finish the unit in hand, then checks that every acknowledged measurement is in the
 // database exactly once. Exit status 0 when every check passed, 1 otherwise.
+#include <fcntl.h>
 #include <grpcpp/alarm.h>
 #include <grpcpp/grpcpp.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -43,10 +43,10 @@
 #include <unordered_set>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include "absl/synchronization/mutex.h"
 #include "ladder/coordinator/coordinator.h"
@@ -61,17 +61,17 @@ using Clock = std::chrono::steady_clock;
 
 struct Config {
   std::vector<int> agents = {10, 100, 1000};
-  int per_cell = 4;            // measurements reported per cell
-  double seconds = 8;          // measuring window per scale point
-  int64_t cells = 40000;       // matrix size (one cell per unit)
-  int lease_wait_ms = 1000;    // agents' long poll
-  int heartbeat_ms = 2000;     // told to agents at registration
+  int per_cell = 4;          // measurements reported per cell
+  double seconds = 8;        // measuring window per scale point
+  int64_t cells = 40000;     // matrix size (one cell per unit)
+  int lease_wait_ms = 1000;  // agents' long poll
+  int heartbeat_ms = 2000;   // told to agents at registration
   int lease_ms = 30000;
-  int work_ms = 0;              // simulated unit duration (mean; uniform 0.5x..1.5x); 0: none
-  double session_rate = 0;     // coordinator's per-session call limit; 0: off (see --help)
+  int work_ms = 0;               // simulated unit duration (mean; uniform 0.5x..1.5x); 0: none
+  double session_rate = 0;       // coordinator's per-session call limit; 0: off (see --help)
   bool separate_finish = false;  // Finish as its own RPC (agents before the finish rode along)
   bool json = false;
-  std::string keep_dir;        // keep the databases here instead of a temp folder
+  std::string keep_dir;            // keep the databases here instead of a temp folder
   bool deadlock_detection = true;  // abseil's mutex deadlock detection (on in Debian's build)
 };
 
@@ -105,16 +105,20 @@ class CoordinatorProcess {
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, to_child[0], STDIN_FILENO);
     posix_spawn_file_actions_adddup2(&actions, from_child[1], STDOUT_FILENO);
-    const std::vector<std::string> args = {
-        "ladder-bench-coordinator", "--serve", db_path, std::to_string(config.heartbeat_ms),
-        std::to_string(config.lease_ms), std::to_string(std::max(config.lease_wait_ms, 1000)),
-        fmt::format("{}", config.session_rate), config.deadlock_detection ? "1" : "0"};
+    const std::vector<std::string> args = {"ladder-bench-coordinator",
+                                           "--serve",
+                                           db_path,
+                                           std::to_string(config.heartbeat_ms),
+                                           std::to_string(config.lease_ms),
+                                           std::to_string(std::max(config.lease_wait_ms, 1000)),
+                                           fmt::format("{}", config.session_rate),
+                                           config.deadlock_detection ? "1" : "0"};
     std::vector<char*> argv;
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
     auto process = std::unique_ptr<CoordinatorProcess>(new CoordinatorProcess);
-    const int rc = posix_spawn(&process->pid_, "/proc/self/exe", &actions, nullptr, argv.data(),
-                               environ);
+    const int rc =
+        posix_spawn(&process->pid_, "/proc/self/exe", &actions, nullptr, argv.data(), environ);
     posix_spawn_file_actions_destroy(&actions);
     close(to_child[0]);
     close(from_child[1]);
@@ -224,8 +228,8 @@ int Serve(char** argv) {
 
 std::string NewUuid(std::mt19937_64& rng) {
   const uint64_t a = rng(), b = rng();
-  return fmt::format("{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}", a >> 32, (a >> 16) & 0xffff,
-                     a & 0xfff, (b >> 48 & 0x3fff) | 0x8000, b & 0xffffffffffffULL);
+  return fmt::format("{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}", a >> 32, (a >> 16) & 0xffff, a & 0xfff,
+                     (b >> 48 & 0x3fff) | 0x8000, b & 0xffffffffffffULL);
 }
 
 // The kernel runner's required metrics: a simulated agent fills every slot of the design, as a
@@ -246,9 +250,10 @@ std::string MatrixYaml(int64_t cells, int per_cell) {
   for (int64_t i = 1; i <= a; ++i) yaml += fmt::format("{}{}", i == 1 ? "" : ", ", i * 16);
   yaml += "]\n  query_rows: [";
   for (int64_t i = 1; i <= b; ++i) yaml += fmt::format("{}{}", i == 1 ? "" : ", ", i);
-  yaml += fmt::format("]\nfixed: {{backend: cpu, preset: tiny}}\n"
-                      "replicates: {{sessions: 1, processes: 1, rounds: {}}}\nmetric: time_us\n",
-                      std::max(1, per_cell / kMetricsPerRound));
+  yaml += fmt::format(
+      "]\nfixed: {{backend: cpu, preset: tiny}}\n"
+      "replicates: {{sessions: 1, processes: 1, rounds: {}}}\nmetric: time_us\n",
+      std::max(1, per_cell / kMetricsPerRound));
   return yaml;
 }
 
@@ -270,9 +275,9 @@ struct Shared {
   std::atomic<int64_t> empty_polls{0};
   std::mutex mu;
   std::condition_variable cv;
-  int running = 0;                       // agents not yet stopped
+  int running = 0;  // agents not yet stopped
   int registered = 0;
-  std::vector<double> lease_ms;          // latency of lease calls that returned work
+  std::vector<double> lease_ms;  // latency of lease calls that returned work
   std::vector<std::string> first_errors;
 
   void Error(const std::string& what) {
@@ -507,7 +512,7 @@ struct PointResult {
   int64_t units_done = 0;
   int64_t measurements_acked = 0;
   double window_s = 0;
-  double cpu_s = 0;  // this process's CPU (user + system) in the window: the agents
+  double cpu_s = 0;        // this process's CPU (user + system) in the window: the agents
   double coord_cpu_s = 0;  // the coordinator process's CPU in the window
   int64_t coord_rss_before_kib = 0, coord_rss_registered_kib = 0, coord_rss_after_kib = 0;
   double ingest_per_s = 0;
@@ -523,8 +528,7 @@ struct PointResult {
   std::vector<std::string> first_errors;
 };
 
-absl::StatusOr<PointResult> RunPoint(const Config& config, int n_agents,
-                                     const std::string& dir) {
+absl::StatusOr<PointResult> RunPoint(const Config& config, int n_agents, const std::string& dir) {
   PointResult result;
   result.agents = n_agents;
   result.rss_before_kib = RssKiB();
@@ -541,8 +545,8 @@ absl::StatusOr<PointResult> RunPoint(const Config& config, int n_agents,
 
   // Submit through the admin API, as `ladder submit` does.
   {
-    auto admin = v1::AdminService::NewStub(
-        grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+    auto admin =
+        v1::AdminService::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
     v1::SubmitRequest request;
     request.set_yaml(MatrixYaml(config.cells, config.per_cell));
     request.set_filename("bench.yaml");
@@ -564,10 +568,9 @@ absl::StatusOr<PointResult> RunPoint(const Config& config, int n_agents,
     // A channel (TCP connection) of its own per agent, as separate hosts would have.
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
     args.SetInt("ladder.bench.agent", i);
-    auto channel =
-        grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
-    agents.push_back(std::make_unique<SimAgent>(&shared, channel, i,
-                                                0x5eed0000ULL + static_cast<uint64_t>(i)));
+    auto channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+    agents.push_back(
+        std::make_unique<SimAgent>(&shared, channel, i, 0x5eed0000ULL + static_cast<uint64_t>(i)));
   }
   shared.running = n_agents;
   const auto reg_start = Clock::now();
@@ -577,9 +580,8 @@ absl::StatusOr<PointResult> RunPoint(const Config& config, int n_agents,
   for (auto& a : agents) a->Start();
   {
     std::unique_lock lock(shared.mu);
-    shared.cv.wait_for(lock, std::chrono::seconds(60), [&] {
-      return shared.registered + (n_agents - shared.running) >= n_agents;
-    });
+    shared.cv.wait_for(lock, std::chrono::seconds(60),
+                       [&] { return shared.registered + (n_agents - shared.running) >= n_agents; });
     acked_at_open = shared.acked.load();
     result.cpu_s = -CpuSeconds();
     result.coord_cpu_s = -coord->CpuSeconds();
@@ -613,10 +615,9 @@ absl::StatusOr<PointResult> RunPoint(const Config& config, int n_agents,
   // Drain: agents finish the unit in hand; a long poll returns within lease_wait_ms.
   {
     std::unique_lock lock(shared.mu);
-    if (!shared.cv.wait_for(lock,
-                            std::chrono::milliseconds(config.lease_wait_ms + 30000 +
-                                                      config.work_ms * 3 / 2),
-                            [&] { return shared.running == 0; })) {
+    if (!shared.cv.wait_for(
+            lock, std::chrono::milliseconds(config.lease_wait_ms + 30000 + config.work_ms * 3 / 2),
+            [&] { return shared.running == 0; })) {
       shared.first_errors.push_back("agents did not stop within the drain time");
       shared.errors++;
       // Calls may still be in flight into these objects: leak them rather than free them.
@@ -712,25 +713,26 @@ nlohmann::json ToJson(const PointResult& r) {
 }
 
 void PrintTable(const std::vector<PointResult>& results, const Config& config) {
-  std::printf("ladder-bench-coordinator: %d measurements per one-cell unit, %.0f s window, "
-              "unit work %d ms, long poll %d ms, %u cores\n",
-              config.per_cell, config.seconds, config.work_ms, config.lease_wait_ms,
-              std::thread::hardware_concurrency());
+  std::printf(
+      "ladder-bench-coordinator: %d measurements per one-cell unit, %.0f s window, "
+      "unit work %d ms, long poll %d ms, %u cores\n",
+      config.per_cell, config.seconds, config.work_ms, config.lease_wait_ms,
+      std::thread::hardware_concurrency());
   std::printf("(coordinator: a process of its own; agents: this process)\n");
   std::printf("%7s %9s %11s %10s %9s %9s %9s %9s %9s %9s %10s %6s %6s\n", "agents", "units",
               "measured", "ingest/s", "lease p50", "lease p99", "lease max", "coord us/m",
               "agent us/m", "coord MiB", "KiB/agent", "exact", "errors");
   for (const auto& r : results) {
     const double measured = std::max<double>(1.0, r.ingest_per_s * r.window_s);
-    std::printf("%7d %9lld %11lld %10.0f %8.2fms %8.2fms %8.1fms %9.1f %9.1f %9.1f %10.1f %6s "
-                "%6lld\n",
-                r.agents, static_cast<long long>(r.units_done),
-                static_cast<long long>(r.measurements_acked), r.ingest_per_s, r.lease_p50_ms,
-                r.lease_p99_ms, r.lease_max_ms, r.coord_cpu_s * 1e6 / measured,
-                r.cpu_s * 1e6 / measured, static_cast<double>(r.coord_rss_after_kib) / 1024.0,
-                static_cast<double>(r.coord_rss_registered_kib - r.coord_rss_before_kib) /
-                    r.agents,
-                r.exact ? "yes" : "NO", static_cast<long long>(r.errors));
+    std::printf(
+        "%7d %9lld %11lld %10.0f %8.2fms %8.2fms %8.1fms %9.1f %9.1f %9.1f %10.1f %6s "
+        "%6lld\n",
+        r.agents, static_cast<long long>(r.units_done),
+        static_cast<long long>(r.measurements_acked), r.ingest_per_s, r.lease_p50_ms,
+        r.lease_p99_ms, r.lease_max_ms, r.coord_cpu_s * 1e6 / measured, r.cpu_s * 1e6 / measured,
+        static_cast<double>(r.coord_rss_after_kib) / 1024.0,
+        static_cast<double>(r.coord_rss_registered_kib - r.coord_rss_before_kib) / r.agents,
+        r.exact ? "yes" : "NO", static_cast<long long>(r.errors));
     for (const auto& e : r.first_errors) std::printf("        error: %s\n", e.c_str());
   }
 }
@@ -790,8 +792,7 @@ int Main(int argc, char** argv) {
   std::string dir = config.keep_dir;
   std::string temp;
   if (dir.empty()) {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "ladder-bench-XXXXXX").string();
+    std::string pattern = (std::filesystem::temp_directory_path() / "ladder-bench-XXXXXX").string();
     if (!mkdtemp(pattern.data())) {
       std::perror("mkdtemp");
       return 1;

@@ -70,8 +70,8 @@ report::AnalysisOptions ToOptions(const AnalysisFlags& flags) {
   report::AnalysisOptions options;
   options.metric = flags.metric;
   options.bootstrap_draws = flags.draws;
-  options.warmup = flags.discard_warmup ? report::WarmupPolicy::kDiscardWarmup
-                                        : report::WarmupPolicy::kKeepAll;
+  options.warmup =
+      flags.discard_warmup ? report::WarmupPolicy::kDiscardWarmup : report::WarmupPolicy::kKeepAll;
   options.steady_rule.window = static_cast<size_t>(flags.steady_window);
   options.steady_rule.max_cv = flags.steady_cv_percent / 100.0;
   options.threshold = flags.threshold_percent / 100.0;
@@ -95,8 +95,10 @@ std::unique_ptr<sqlite::Database> OpenDatabase(std::string path) {
     } else if (access("ladder.db", R_OK) == 0) {
       path = "ladder.db";
     } else {
-      Fail("--db FILE is required: report and verify read the results database directly (the "
-           "coordinator's --db file, or a copy of it)", ExitCode::kBadInput);
+      Fail(
+          "--db FILE is required: report and verify read the results database directly (the "
+          "coordinator's --db file, or a copy of it)",
+          ExitCode::kBadInput);
     }
   }
   if (access(path.c_str(), R_OK) != 0) {
@@ -113,13 +115,15 @@ int64_t RunIdIn(sqlite::Database& database, const std::string& text) {
     if (!stmt.ok()) Fail(stmt.status());
     auto row = stmt->Step();
     if (!row.ok()) Fail(row.status());
-    if (!*row || stmt->IsNull(0)) Fail("latest: " + database.path() + " has no run", ExitCode::kBadInput);
+    if (!*row || stmt->IsNull(0))
+      Fail("latest: " + database.path() + " has no run", ExitCode::kBadInput);
     return stmt->Int(0);
   }
   char* end = nullptr;
   const long long value = std::strtoll(text.c_str(), &end, 10);
   if (text.empty() || *end != '\0' || value <= 0) {
-    Fail("RUN: expected a run id (a positive integer) or `latest`, got '" + text + "'", ExitCode::kBadInput);
+    Fail("RUN: expected a run id (a positive integer) or `latest`, got '" + text + "'",
+         ExitCode::kBadInput);
   }
   return value;
 }
@@ -275,8 +279,9 @@ void AddReport(CLI::App& app) {
     for (const auto& r : flags->runs) ids.push_back(RunIdIn(*database, r));
     auto report = report::BuildReport(*database, ids, options);
     if (!report.ok()) {
-      Fail(report.status(), report.status().code() == absl::StatusCode::kInvalidArgument ? ExitCode::kBadInput
-                                                   : ExitCode::kError);
+      Fail(report.status(), report.status().code() == absl::StatusCode::kInvalidArgument
+                                ? ExitCode::kBadInput
+                                : ExitCode::kError);
     }
     std::string text;
     std::set<std::string> only;

@@ -1,10 +1,10 @@
 #include "client.h"
 
+#include <unistd.h>
 #include <chrono>
 #include <fstream>
-#include <sstream>
-#include <unistd.h>
 #include <iostream>
+#include <sstream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -91,8 +91,8 @@ absl::StatusOr<v1::ValidateResponse> AdminClient::Validate(const std::string& ya
   request.set_yaml(yaml);
   request.set_filename(filename);
   request.set_max_cells(max_cells);
-  return Call<v1::ValidateRequest, v1::ValidateResponse>(*stub_, address_,
-                                                         &v1::AdminService::Stub::Validate, request, 30, token_);
+  return Call<v1::ValidateRequest, v1::ValidateResponse>(
+      *stub_, address_, &v1::AdminService::Stub::Validate, request, 30, token_);
 }
 
 absl::StatusOr<v1::SubmitResponse> AdminClient::Submit(const std::string& yaml,
@@ -102,22 +102,22 @@ absl::StatusOr<v1::SubmitResponse> AdminClient::Submit(const std::string& yaml,
   request.set_yaml(yaml);
   request.set_filename(filename);
   request.set_max_cells(max_cells);
-  return Call<v1::SubmitRequest, v1::SubmitResponse>(*stub_, address_,
-                                                     &v1::AdminService::Stub::Submit, request, 120, token_);
+  return Call<v1::SubmitRequest, v1::SubmitResponse>(
+      *stub_, address_, &v1::AdminService::Stub::Submit, request, 120, token_);
 }
 
 absl::StatusOr<v1::RunSummary> AdminClient::GetRun(int64_t run_id) {
   v1::GetRunRequest request;
   request.set_run_id(run_id);
-  return Call<v1::GetRunRequest, v1::RunSummary>(*stub_, address_,
-                                                 &v1::AdminService::Stub::GetRun, request, 30, token_);
+  return Call<v1::GetRunRequest, v1::RunSummary>(*stub_, address_, &v1::AdminService::Stub::GetRun,
+                                                 request, 30, token_);
 }
 
 absl::StatusOr<v1::ListRunsResponse> AdminClient::ListRuns(int limit) {
   v1::ListRunsRequest request;
   request.set_limit(limit);
-  return Call<v1::ListRunsRequest, v1::ListRunsResponse>(*stub_, address_,
-                                                         &v1::AdminService::Stub::ListRuns, request, 30, token_);
+  return Call<v1::ListRunsRequest, v1::ListRunsResponse>(
+      *stub_, address_, &v1::AdminService::Stub::ListRuns, request, 30, token_);
 }
 
 absl::StatusOr<v1::RunSummary> AdminClient::Cancel(int64_t run_id) {
@@ -131,7 +131,8 @@ absl::StatusOr<v1::RunSummary> AdminClient::Cancel(int64_t run_id) {
 
 absl::StatusOr<v1::ListSessionsResponse> AdminClient::ListSessions() {
   return Call<v1::ListSessionsRequest, v1::ListSessionsResponse>(
-      *stub_, address_, &v1::AdminService::Stub::ListSessions, v1::ListSessionsRequest(), 30, token_);
+      *stub_, address_, &v1::AdminService::Stub::ListSessions, v1::ListSessionsRequest(), 30,
+      token_);
 }
 
 absl::StatusOr<nlohmann::json> AdminClient::Query(int64_t run_id,
@@ -141,8 +142,8 @@ absl::StatusOr<nlohmann::json> AdminClient::Query(int64_t run_id,
   request.set_run_id(run_id);
   for (const auto& b : by) request.add_by(b);
   request.set_metric(metric);
-  auto response = Call<v1::QueryRequest, v1::QueryResponse>(*stub_, address_,
-                                                            &v1::AdminService::Stub::Query, request, 30, token_);
+  auto response = Call<v1::QueryRequest, v1::QueryResponse>(
+      *stub_, address_, &v1::AdminService::Stub::Query, request, 30, token_);
   if (!response.ok()) return response.status();
   auto parsed = nlohmann::json::parse(response->result_json(), nullptr, false);
   if (parsed.is_discarded()) return absl::InternalError("coordinator sent malformed query JSON");
@@ -172,15 +173,14 @@ absl::StatusOr<v1::RunSummary> WatchUntilDone(AdminClient& client, int64_t run_i
         // Once per change, on a line of its own: why the queued units are not moving.
         previous_reason = summary.waiting_reason();
         if (!previous_reason.empty()) {
-          std::cerr << (tty ? "\r\033[K" : "") << "run " << run_id << ": "
-                    << previous_reason << "\n";
+          std::cerr << (tty ? "\r\033[K" : "") << "run " << run_id << ": " << previous_reason
+                    << "\n";
         }
       }
       if (!quiet) {
-        std::string line = ProgressLine(summary.units_done(), summary.units_total(),
-                                        summary.units_leased(), summary.units_queued(),
-                                        summary.units_failed(), summary.eta_seconds(),
-                                        TerminalWidth());
+        std::string line = ProgressLine(
+            summary.units_done(), summary.units_total(), summary.units_leased(),
+            summary.units_queued(), summary.units_failed(), summary.eta_seconds(), TerminalWidth());
         if (tty) {
           std::cerr << "\r" << line << "\033[K" << std::flush;
         } else if (line != previous_line) {

@@ -18,7 +18,7 @@ namespace ladder::cli {
 
 struct ClientOptions {
   std::string address;
-  std::string token;        // admin token, sent as `authorization: Bearer ...`
+  std::string token;  // admin token, sent as `authorization: Bearer ...`
   bool tls = false;
   std::string tls_ca_file;  // PEM roots; implies tls
 };

@@ -8,15 +8,15 @@
 
 #include <google/protobuf/util/json_util.h>
 
+#include <set>
 #include "client.h"
 #include "commands.h"
 #include "exit_codes.h"
 #include "format.h"
 #include "ladder/agent/cell_check.h"
+#include "ladder/matrices/matrix.h"
 #include "ladder/runner/validate.h"
 #include "ladder/store/query.h"
-#include <set>
-#include "ladder/matrices/matrix.h"
 
 namespace ladder::cli {
 namespace {
@@ -39,8 +39,8 @@ void PrintSummary(const v1::RunSummary& s) {
   std::cout << "  cells     " << s.cells_done() << " done, " << s.cells_failed() << " failed, "
             << s.cells_total() << " total\n";
   std::cout << "  units     " << s.units_done() << " done, " << s.units_leased() << " leased, "
-            << s.units_queued() << " queued, " << s.units_failed() << " failed, "
-            << s.units_total() << " total\n";
+            << s.units_queued() << " queued, " << s.units_failed() << " failed, " << s.units_total()
+            << " total\n";
   std::cout << "  results   " << s.measurements() << " measurements\n";
   std::cout << "  submitted " << FormatTimeMs(s.created_at_ms());
   if (s.finished_at_ms() > 0) std::cout << "   finished " << FormatTimeMs(s.finished_at_ms());
@@ -96,16 +96,16 @@ void AddClientCommands(CLI::App& app) {
       const std::string yaml = ReadMatrixFile(flags->path);
       matrices::ParseOptions options;
       if (flags->max_cells > 0) options.max_cells = flags->max_cells;
-      auto matrix = matrices::ParseMatrix(yaml, flags->path == "-" ? "<stdin>" : flags->path,
-                                          options);
+      auto matrix =
+          matrices::ParseMatrix(yaml, flags->path == "-" ? "<stdin>" : flags->path, options);
       if (!matrix.ok()) Fail(matrix.status(), ExitCode::kBadInput);
       auto expansion = matrices::Expand(*matrix, options);
       if (!expansion.ok()) Fail(expansion.status(), ExitCode::kBadInput);
       // The same check the coordinator's Submit makes (runner/validate.h).
-      if (auto checked = runner::ValidateMatrix(*matrix, *expansion,
-                                                flags->runner_check
-                                                    ? agent::RunnerSchemasWithChecks()
-                                                    : runner::BuiltinMetricSchemas());
+      if (auto checked =
+              runner::ValidateMatrix(*matrix, *expansion,
+                                     flags->runner_check ? agent::RunnerSchemasWithChecks()
+                                                         : runner::BuiltinMetricSchemas());
           !checked.ok()) {
         Fail(checked, ExitCode::kBadInput);
       }
@@ -121,11 +121,11 @@ void AddClientCommands(CLI::App& app) {
         std::cout << out.dump(2) << "\n";
         return;
       }
-      std::cout << flags->path << ": ok — matrix " << matrix->name << ", runner "
-                << matrix->runner << "\n  " << expansion->cells.size() << " cells, "
-                << expansion->units.size() << " units (" << matrix->replicates.sessions
-                << " sessions x " << matrix->replicates.processes << " processes x "
-                << matrix->replicates.rounds << " rounds per cell)\n";
+      std::cout << flags->path << ": ok — matrix " << matrix->name << ", runner " << matrix->runner
+                << "\n  " << expansion->cells.size() << " cells, " << expansion->units.size()
+                << " units (" << matrix->replicates.sessions << " sessions x "
+                << matrix->replicates.processes << " processes x " << matrix->replicates.rounds
+                << " rounds per cell)\n";
       const size_t show = std::min<size_t>(expansion->cells.size(), 8);
       for (size_t i = 0; i < show; ++i) std::cout << "  " << expansion->cells[i].key << "\n";
       if (show < expansion->cells.size()) {
@@ -145,14 +145,15 @@ void AddClientCommands(CLI::App& app) {
         "Submit a matrix to the coordinator. Prints the run id alone on the last line "
         "(RUN=$(ladder submit m.yaml | tail -1)). A rejected matrix stores nothing.");
     cmd->add_option("matrix", flags->path, "matrix YAML file, or - for stdin")->required();
-    cmd->add_flag("--wait", flags->wait, "follow the run until it is done (exit 4 if cells failed)");
+    cmd->add_flag("--wait", flags->wait,
+                  "follow the run until it is done (exit 4 if cells failed)");
     cmd->add_option("--max-cells", flags->max_cells, "raise the cell cap");
     AddCoordinatorFlag(cmd, *flags);
     cmd->callback([flags] {
       const std::string yaml = ReadMatrixFile(flags->path);
       AdminClient client(flags->Options());
-      auto submitted = client.Submit(yaml, flags->path == "-" ? "<stdin>" : flags->path,
-                                     flags->max_cells);
+      auto submitted =
+          client.Submit(yaml, flags->path == "-" ? "<stdin>" : flags->path, flags->max_cells);
       if (!submitted.ok()) Fail(submitted.status(), ExitCode::kBadInput);
       std::cerr << "submitted: " << submitted->cell_count() << " cells in "
                 << submitted->unit_count() << " units\n";
@@ -212,9 +213,8 @@ void AddClientCommands(CLI::App& app) {
                         std::to_string(r.cells_failed()), std::to_string(r.measurements()),
                         FormatTimeMs(r.created_at_ms())});
       }
-      std::cout << RenderTable({"run", "matrix", "state", "cells done", "failed", "measurements",
-                                "submitted"},
-                               rows);
+      std::cout << RenderTable(
+          {"run", "matrix", "state", "cells done", "failed", "measurements", "submitted"}, rows);
     });
   }
   {
@@ -223,8 +223,9 @@ void AddClientCommands(CLI::App& app) {
     };
     auto flags = std::make_shared<Flags>();
     auto* cmd = app.add_subcommand(
-        "watch", "Follow a run live: a progress bar of units done/leased/queued/failed with an "
-                 "ETA, until it is done. Survives a coordinator restart.");
+        "watch",
+        "Follow a run live: a progress bar of units done/leased/queued/failed with an "
+        "ETA, until it is done. Survives a coordinator restart.");
     cmd->add_option("run", flags->run, "run id")->required();
     AddCoordinatorFlag(cmd, *flags);
     cmd->callback([flags] {
@@ -243,8 +244,9 @@ void AddClientCommands(CLI::App& app) {
     };
     auto flags = std::make_shared<Flags>();
     auto* cmd = app.add_subcommand(
-        "cancel", "Cancel a run: nothing more is leased, and agents stop its units at their next "
-                  "heartbeat. Results already stored are kept.");
+        "cancel",
+        "Cancel a run: nothing more is leased, and agents stop its units at their next "
+        "heartbeat. Results already stored are kept.");
     cmd->add_option("run", flags->run, "run id")->required();
     AddCoordinatorFlag(cmd, *flags);
     cmd->callback([flags] {
@@ -259,9 +261,10 @@ void AddClientCommands(CLI::App& app) {
       bool json = false;
     };
     auto flags = std::make_shared<Flags>();
-    auto* cmd = app.add_subcommand(
-        "sessions", "List agent sessions (one per agent process per host boot) with their "
-                    "hosts and GPUs.");
+    auto* cmd =
+        app.add_subcommand("sessions",
+                           "List agent sessions (one per agent process per host boot) with their "
+                           "hosts and GPUs.");
     cmd->add_flag("--json", flags->json, "print JSON with full inventories");
     AddCoordinatorFlag(cmd, *flags);
     cmd->callback([flags] {

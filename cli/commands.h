@@ -15,11 +15,11 @@
 
 namespace ladder::cli {
 
-void AddServerCommands(CLI::App& app);   // coordinator, agent, local
-void AddClientCommands(CLI::App& app);   // validate, submit, status, watch, cancel, sessions,
-                                         // query, export
-void AddKernelsCommand(CLI::App& app);   // kernels bench | check
-void AddEngineCommand(CLI::App& app);    // engine synthetic
+void AddServerCommands(CLI::App& app);    // coordinator, agent, local
+void AddClientCommands(CLI::App& app);    // validate, submit, status, watch, cancel, sessions,
+                                          // query, export
+void AddKernelsCommand(CLI::App& app);    // kernels bench | check
+void AddEngineCommand(CLI::App& app);     // engine synthetic
 void AddAnalysisCommands(CLI::App& app);  // report, verify, compare
 void AddTokenCommands(CLI::App& app);     // token create | list | revoke
 

@@ -71,7 +71,8 @@ void AddCompareCommand(CLI::App& app) {
     for (std::string v : SplitList(flags->fail_on)) {
       if (v == "no-change") v = "no change";
       if (v != "slower" && v != "faster" && v != "inconclusive" && v != "no change") {
-        Fail("--fail-on: expected slower, faster, inconclusive or no-change, got '" + v + "'", ExitCode::kBadInput);
+        Fail("--fail-on: expected slower, faster, inconclusive or no-change, got '" + v + "'",
+             ExitCode::kBadInput);
       }
       fail_on.insert(v);
     }
@@ -87,12 +88,12 @@ void AddCompareCommand(CLI::App& app) {
     const int64_t a = RunIdIn(*database_a, flags->run_a);
     const int64_t b = RunIdIn(*database_b, flags->run_b);
     const bool two_files = path_b != path_a;
-    report::RunRef ref_a{database_a.get(), a,
-                           two_files ? database_a->path() + " run " + std::to_string(a)
-                                     : "run " + std::to_string(a)};
-    report::RunRef ref_b{database_b, b,
-                           two_files ? database_b->path() + " run " + std::to_string(b)
-                                     : "run " + std::to_string(b)};
+    report::RunRef ref_a{
+        database_a.get(), a,
+        two_files ? database_a->path() + " run " + std::to_string(a) : "run " + std::to_string(a)};
+    report::RunRef ref_b{
+        database_b, b,
+        two_files ? database_b->path() + " run " + std::to_string(b) : "run " + std::to_string(b)};
     report::CompareOptions options;
     options.metric = flags->metric;
     options.by = SplitList(flags->by);

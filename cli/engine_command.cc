@@ -12,8 +12,9 @@ namespace ladder::cli {
 void AddEngineCommand(CLI::App& app) {
 #ifdef LADDER_HAVE_ENGINES
   auto* engine = app.add_subcommand(
-      "engine", "Inference engines. The agent's engine runner starts these itself; run one by "
-                "hand to poke at it with curl.");
+      "engine",
+      "Inference engines. The agent's engine runner starts these itself; run one by "
+      "hand to poke at it with curl.");
   engine->require_subcommand(1);
   auto options = std::make_shared<engines::SyntheticEngineOptions>();
   auto* synthetic = engine->add_subcommand(
@@ -28,7 +29,9 @@ void AddEngineCommand(CLI::App& app) {
   });
 #else
   auto* cmd = app.add_subcommand("engine", "Inference engines (not built into this binary).");
-  cmd->callback([] { Fail("this ladder was built without engine support (LADDER_ENGINES=OFF)", ExitCode::kBadInput); });
+  cmd->callback([] {
+    Fail("this ladder was built without engine support (LADDER_ENGINES=OFF)", ExitCode::kBadInput);
+  });
 #endif
 }
 

@@ -146,12 +146,13 @@ std::string FormatTimeMs(int64_t unix_ms) {
 std::string ProgressLine(int64_t done, int64_t total, int64_t leased, int64_t queued,
                          int64_t failed, double eta_seconds, int width) {
   const int bar = std::clamp(width - 70, 10, 40);
-  const double fraction = total > 0 ? static_cast<double>(done + failed) / static_cast<double>(total) : 0;
+  const double fraction =
+      total > 0 ? static_cast<double>(done + failed) / static_cast<double>(total) : 0;
   const int filled = static_cast<int>(fraction * bar);
   std::string out = "[" + std::string(static_cast<size_t>(filled), '#') +
                     std::string(static_cast<size_t>(bar - filled), '.') + "]";
-  out += fmt::format(" {}/{} units  done {}  leased {}  queued {}  failed {}", done + failed,
-                     total, done, leased, queued, failed);
+  out += fmt::format(" {}/{} units  done {}  leased {}  queued {}  failed {}", done + failed, total,
+                     done, leased, queued, failed);
   if (eta_seconds >= 0) out += "  ETA " + FormatDuration(eta_seconds);
   return out;
 }

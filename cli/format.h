@@ -21,7 +21,7 @@ std::string FormatNumber(double value);      // 4 significant digits, no exponen
 std::string FormatRoundTrip(double value);
 // Counts and df: "4", "2.5", "7.31" (up to 3 significant decimals, no trailing zeros).
 std::string FormatShortest(double value);
-std::string FormatTimeMs(int64_t unix_ms);   // "2026-11-29 07:40:12"
+std::string FormatTimeMs(int64_t unix_ms);  // "2026-11-29 07:40:12"
 
 // "[#########.......] 12/40 cells  done 10  leased 2  queued 28  failed 0  ETA 1 min 10 s"
 std::string ProgressLine(int64_t done, int64_t total, int64_t leased, int64_t queued,

@@ -3,8 +3,8 @@
 
 #include "commands.h"
 #include "exit_codes.h"
-#include "ladder/common/size.h"
 #include "format.h"
+#include "ladder/common/size.h"
 #include "ladder/kernels/bench.h"
 #include "ladder/kernels/cases.h"
 
@@ -26,9 +26,10 @@ std::vector<int> ParseSizesOrFail(const std::string& text, const std::string& fl
 }  // namespace
 
 void AddKernelsCommand(CLI::App& app) {
-  auto* kernels_cmd = app.add_subcommand(
-      "kernels", "Run the unified-attention kernels locally: a benchmark sweep or the "
-                 "correctness case table. No coordinator involved.");
+  auto* kernels_cmd =
+      app.add_subcommand("kernels",
+                         "Run the unified-attention kernels locally: a benchmark sweep or the "
+                         "correctness case table. No coordinator involved.");
   kernels_cmd->require_subcommand(1);
   {
     struct Flags {
@@ -85,10 +86,13 @@ void AddKernelsCommand(CLI::App& app) {
       options.flush_l2 = flags->flush_l2;
       options.timing = flags->graph ? kernels::Timing::kGraph : kernels::Timing::kStream;
       options.graph_calls = flags->graph_calls;
-      if (auto valid = options.Validate(); !valid.ok()) Fail(valid.error().message, ExitCode::kBadInput);
+      if (auto valid = options.Validate(); !valid.ok())
+        Fail(valid.error().message, ExitCode::kBadInput);
       if (!kernels::BackendAvailable(options.backend)) {
-        Fail("backend " + flags->backend + " is not available here (not compiled in, or no "
-             "device)", ExitCode::kBadInput);
+        Fail("backend " + flags->backend +
+                 " is not available here (not compiled in, or no "
+                 "device)",
+             ExitCode::kBadInput);
       }
       const size_t total = options.Points().size();
       size_t done = 0;
@@ -103,8 +107,10 @@ void AddKernelsCommand(CLI::App& app) {
       });
       if (flags->json) std::cerr << "\n";
       if (!results.ok()) Fail(results.error().message, ExitCode::kError);
-      if (flags->json) std::cout << kernels::FormatJsonArray(*results) << "\n";
-      else std::cout << kernels::FormatTableFooter(*results) << std::flush;
+      if (flags->json)
+        std::cout << kernels::FormatJsonArray(*results) << "\n";
+      else
+        std::cout << kernels::FormatTableFooter(*results) << std::flush;
     });
   }
   {
@@ -113,8 +119,9 @@ void AddKernelsCommand(CLI::App& app) {
     };
     auto flags = std::make_shared<Flags>();
     auto* cmd = kernels_cmd->add_subcommand(
-        "check", "Run the correctness case table on a backend against a double-precision "
-                 "reference; exit 1 if any case fails.");
+        "check",
+        "Run the correctness case table on a backend against a double-precision "
+        "reference; exit 1 if any case fails.");
     cmd->add_option("--backend", flags->backend, "cpu | cuda | hip")->capture_default_str();
     cmd->callback([flags] {
       auto backend = OrFail(kernels::ParseBackend(flags->backend), "--backend");

@@ -83,9 +83,9 @@ int main(int argc, char** argv) {
       "ladder"};
   app.require_subcommand(1);
   // Version, commit and backends: what an agent also reports in its inventory.
-  app.set_version_flag("--version", std::string("ladder ") + ladder::build::kVersion +
-                                        "\ncommit " + ladder::build::kCommit +
-                                        "\nbackends " + ladder::build::kBackends);
+  app.set_version_flag("--version", std::string("ladder ") + ladder::build::kVersion + "\ncommit " +
+                                        ladder::build::kCommit + "\nbackends " +
+                                        ladder::build::kBackends);
   std::string log_level = "info";
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error|off")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));

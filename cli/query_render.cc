@@ -69,14 +69,16 @@ std::string RenderQueryTable(const nlohmann::json& result) {
                     result.value("metric", "") + (unit.empty() ? "" : " (" + unit + ")") +
                     "  valid measurements only\n";
   out += RenderTable(header, rows);
-  out += "95% CI: of the geometric mean of session means when every value is > 0 (log-t, "
-         "df = sessions - 1), else of their mean\n";
+  out +=
+      "95% CI: of the geometric mean of session means when every value is > 0 (log-t, "
+      "df = sessions - 1), else of their mean\n";
   if (within_session) {
     out += "* one session: the interval covers only within-session noise\n";
   }
   if (too_few_sessions) {
-    out += "no interval below 3 sessions: with 2, t(1) = 12.7 makes it say only that more "
-           "sessions are needed\n";
+    out +=
+        "no interval below 3 sessions: with 2, t(1) = 12.7 makes it say only that more "
+        "sessions are needed\n";
   }
   for (const auto& note : result.value("notes", nlohmann::json::array())) {
     out += "note: " + note.get<std::string>() + "\n";
@@ -112,8 +114,9 @@ std::string RenderQueryCsv(const nlohmann::json& result) {
   std::string out;
   const auto by = result.value("by", nlohmann::json::array());
   for (const auto& axis : by) out += CsvField(axis.get<std::string>()) + ",";
-  out += "n,sessions,median,mean,sd,cv,min,max,ci95_lower,ci95_upper,ci95_df,"
-         "ci95_within_session_only,flags\n";
+  out +=
+      "n,sessions,median,mean,sd,cv,min,max,ci95_lower,ci95_upper,ci95_df,"
+      "ci95_within_session_only,flags\n";
   for (const auto& row : result.value("rows", nlohmann::json::array())) {
     for (const auto& axis : by) {
       out += CsvValue(row["group"].value(axis.get<std::string>(), nlohmann::json())) + ",";
@@ -135,10 +138,9 @@ std::string RenderQueryCsv(const nlohmann::json& result) {
 }
 
 std::string RenderExportCsv(const nlohmann::json& exported) {
-  static const char* const kColumns[] = {"uuid",      "cell_id",  "cell",   "attempt_id",
-                                         "session_id", "hostname", "process", "round",
-                                         "metric",    "value",    "unit",   "measured_at_ms",
-                                         "valid",     "attempt_state"};
+  static const char* const kColumns[] = {
+      "uuid",  "cell_id", "cell",  "attempt_id", "session_id",     "hostname", "process",
+      "round", "metric",  "value", "unit",       "measured_at_ms", "valid",    "attempt_state"};
   std::string out;
   for (const char* c : kColumns) out += std::string(out.empty() ? "" : ",") + c;
   out += "\n";

@@ -136,7 +136,8 @@ void RunLocal(LocalFlags flags) {
            ExitCode::kBadInput);
     }
   }
-  if (flags.agents < 1 || flags.agents > 64) Fail("--agents: expected 1 to 64", ExitCode::kBadInput);
+  if (flags.agents < 1 || flags.agents > 64)
+    Fail("--agents: expected 1 to 64", ExitCode::kBadInput);
   // The progress bar says what the logs would; keep only warnings unless asked otherwise.
   if (spdlog::get_level() == spdlog::level::info) spdlog::set_level(spdlog::level::warn);
 

@@ -11,10 +11,7 @@
 #include "ladder/store/tokens.h"
 
 namespace ladder::cli {
-namespace {
-
-
-}  // namespace
+namespace {}  // namespace
 
 void AddTokenCommands(CLI::App& app) {
   auto* token = app.add_subcommand(
@@ -49,7 +46,8 @@ void AddTokenCommands(CLI::App& app) {
         auto database = sqlite::Database::Open(flags->db, sqlite::OpenMode::kReadWrite);
         if (!database.ok()) Fail(database.status());
         if (auto migrated = store::Migrate(**database); !migrated.ok()) Fail(migrated);
-        auto created = store::CreateToken(**database, *role, flags->description, *expires, UnixNowMs());
+        auto created =
+            store::CreateToken(**database, *role, flags->description, *expires, UnixNowMs());
         if (!created.ok()) Fail(created.status());
         std::cerr << "created " << flags->role << " token " << created->info.id
                   << " (shown once)\n";

@@ -20,8 +20,8 @@
 
 #include "absl/strings/str_split.h"
 #include "ladder/coordinator/scheduler.h"
-#include "ladder/store/query.h"
 #include "ladder/sqlite/sqlite.h"
+#include "ladder/store/query.h"
 #include "ladder/store/store.h"
 
 namespace {
@@ -67,9 +67,8 @@ struct World {
     reader = std::move(*r);
     ladder::coordinator::SchedulerOptions options;
     options.max_cells = 512;
-    auto sched = ladder::coordinator::Scheduler::Create(store.get(),
-                                                        &ladder::coordinator::SystemClock(),
-                                                        options);
+    auto sched = ladder::coordinator::Scheduler::Create(
+        store.get(), &ladder::coordinator::SystemClock(), options);
     Check(sched.ok());
     scheduler = std::move(*sched);
     submitted = 0;

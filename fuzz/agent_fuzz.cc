@@ -154,15 +154,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   report.session_id = session;
   for (const auto& m : request.measurements()) {
     if (m.uuid().empty() || m.uuid().size() > 64) continue;  // the service refuses these
-    report.measurements.push_back(ladder::store::MeasurementIn{
-        m.uuid(), Fold(m.attempt_id(), world.first_attempt, 3), Fold(m.cell_id(), world.first_cell, 5),
-        m.process(), m.round(), m.metric(), m.value(), m.unit(), m.measured_at_ms()});
+    report.measurements.push_back(
+        ladder::store::MeasurementIn{m.uuid(), Fold(m.attempt_id(), world.first_attempt, 3),
+                                     Fold(m.cell_id(), world.first_cell, 5), m.process(), m.round(),
+                                     m.metric(), m.value(), m.unit(), m.measured_at_ms()});
   }
   for (const auto& e : request.evidence()) {
     if (e.uuid().empty() || e.uuid().size() > 64) continue;
-    report.evidence.push_back(ladder::store::EvidenceIn{
-        e.uuid(), Fold(e.attempt_id(), world.first_attempt, 3), Fold(e.cell_id(), world.first_cell, 5),
-        e.process(), e.kind(), e.value_json(), e.recorded_at_ms()});
+    report.evidence.push_back(
+        ladder::store::EvidenceIn{e.uuid(), Fold(e.attempt_id(), world.first_attempt, 3),
+                                  Fold(e.cell_id(), world.first_cell, 5), e.process(), e.kind(),
+                                  e.value_json(), e.recorded_at_ms()});
   }
   std::vector<ladder::store::ReportIn> batch;
   batch.push_back(std::move(report));

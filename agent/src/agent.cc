@@ -3,14 +3,14 @@
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
-#include <cstring>
-#include <fstream>
-#include <sstream>
 #include <atomic>
 #include <chrono>
+#include <cstring>
+#include <fstream>
 #include <optional>
 #include <random>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include <spdlog/spdlog.h>
@@ -21,10 +21,10 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "kernel_runner.h"
-#include "ladder/status_macros.h"
-#include "ladder/v1/agent.grpc.pb.h"
 #include "ladder/common/time.h"
 #include "ladder/proto/tls.h"
+#include "ladder/status_macros.h"
+#include "ladder/v1/agent.grpc.pb.h"
 #include "spool.h"
 
 #ifdef LADDER_HAVE_ENGINES
@@ -51,7 +51,8 @@ absl::StatusOr<std::string> ReadTextFile(const std::string& path, const char* fl
   if (path.empty()) return std::string();
   std::ifstream in(path);
   if (!in) {
-    return absl::NotFoundError(absl::StrCat(flag, ": cannot read ", path, ": ", std::strerror(errno)));
+    return absl::NotFoundError(
+        absl::StrCat(flag, ": cannot read ", path, ": ", std::strerror(errno)));
   }
   std::stringstream buffer;
   buffer << in.rdbuf();
@@ -281,9 +282,10 @@ struct Agent::Impl {
       absl::MutexLock lock(&mu);
       if (!parked_sessions.insert(sid).second) return;
     }
-    spdlog::warn("coordinator cannot place results of session {} ({}); {} stay in the spool {} "
-                 "(see ladder agent --spool-status)",
-                 sid.substr(0, 8), status.error_message(), pending, options.spool_path);
+    spdlog::warn(
+        "coordinator cannot place results of session {} ({}); {} stay in the spool {} "
+        "(see ladder agent --spool-status)",
+        sid.substr(0, 8), status.error_message(), pending, options.spool_path);
   }
   bool Parked(const std::string& sid) {
     absl::MutexLock lock(&mu);
@@ -383,8 +385,8 @@ struct Agent::Impl {
       if (auto s = spool->Remove(done); !s.ok()) spdlog::error("spool: {}", s.ToString());
       for (const auto& outcome : response.finished()) {
         if (outcome.retry()) continue;  // stays spooled; finished on its own below or later
-        if (!outcome.accepted()) spdlog::warn("attempt {}: {}", outcome.attempt_id(),
-                                              outcome.detail());
+        if (!outcome.accepted())
+          spdlog::warn("attempt {}: {}", outcome.attempt_id(), outcome.detail());
         (void)spool->RemoveFinish(outcome.attempt_id());
       }
       progress = true;
@@ -421,8 +423,7 @@ struct Agent::Impl {
         (void)spool->RemoveFinish(f.attempt_id);
         progress = true;
       } else if (code == grpc::StatusCode::FAILED_PRECONDITION && f.ok &&
-                 status.error_message().find("slots of the design filled") !=
-                     std::string::npos) {
+                 status.error_message().find("slots of the design filled") != std::string::npos) {
         // Every result of the attempt is delivered, yet the design is not filled: the runner
         // left required slots empty. Say so now, as a failure the coordinator retries
         // elsewhere, instead of letting the lease expire with no reason.
@@ -489,8 +490,8 @@ struct Agent::Impl {
           backoff = 100;
           continue;
         }
-        auto until = std::chrono::system_clock::now() +
-                     std::chrono::milliseconds(empty ? 500 : backoff);
+        auto until =
+            std::chrono::system_clock::now() + std::chrono::milliseconds(empty ? 500 : backoff);
         // Leaving: wake at the end of the drain whatever the backoff has grown to.
         if (drain_deadline.has_value()) until = std::min(until, *drain_deadline);
         wake.WaitWithDeadline(&mu, absl::FromChrono(until));
@@ -568,8 +569,8 @@ struct Agent::Impl {
     if (status.ok()) {
       auto runner = runners.find(work.runner);
       if (runner == runners.end()) {
-        status = absl::UnimplementedError(
-            absl::StrCat("this agent has no runner '", work.runner, "'"));
+        status =
+            absl::UnimplementedError(absl::StrCat("this agent has no runner '", work.runner, "'"));
       } else {
         spdlog::info("attempt {}: running {} cells ({} processes x {} rounds) with the {} runner",
                      work.attempt_id, work.cells.size(), work.processes, work.rounds, work.runner);
@@ -584,8 +585,8 @@ struct Agent::Impl {
       coordinator_cancelled = cancelled_attempts.count(work.attempt_id) > 0;
     }
     if (status.ok()) {
-      spdlog::info("attempt {} measured {} values in {:.1f} s", work.attempt_id,
-                   sink.measurements, seconds);
+      spdlog::info("attempt {} measured {} values in {:.1f} s", work.attempt_id, sink.measurements,
+                   seconds);
     } else if (coordinator_cancelled) {
       spdlog::info("attempt {} stopped: cancelled by the coordinator", work.attempt_id);
     } else if (release_current) {
@@ -596,9 +597,9 @@ struct Agent::Impl {
     // Cancelled or released attempts need no Finish: the coordinator already ended them, or
     // Release will.
     if (!coordinator_cancelled && !(release_current && !status.ok())) {
-      SpooledFinish finish{session_id, work.attempt_id, status.ok(),
-                           status.ok() ? "" : std::string(status.message()), sink.measurements,
-                           sink.evidence};
+      SpooledFinish finish{session_id,        work.attempt_id,
+                           status.ok(),       status.ok() ? "" : std::string(status.message()),
+                           sink.measurements, sink.evidence};
       if (auto s = spool->AddFinish(finish); !s.ok()) {
         spdlog::error("spool: cannot record the end of attempt {}: {}", work.attempt_id,
                       s.ToString());
@@ -698,8 +699,8 @@ struct Agent::Impl {
     }
     auto left = spool->TotalPending();
     if (left.ok() && *left > 0) {
-      spdlog::warn("{} results are still in the spool {}; they will be reported next start",
-                   *left, options.spool_path);
+      spdlog::warn("{} results are still in the spool {}; they will be reported next start", *left,
+                   options.spool_path);
     }
     return absl::OkStatus();
   }
@@ -714,8 +715,8 @@ absl::StatusOr<std::string> DescribeSpool(const std::string& spool_path, bool js
   if (json) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& b : backlog) {
-      out.push_back({{"session_id", b.session_id}, {"results", b.results},
-                     {"finishes", b.finishes}});
+      out.push_back(
+          {{"session_id", b.session_id}, {"results", b.results}, {"finishes", b.finishes}});
     }
     return out.dump(2) + "\n";
   }
@@ -725,8 +726,9 @@ absl::StatusOr<std::string> DescribeSpool(const std::string& spool_path, bool js
   for (const auto& b : backlog) {
     text += absl::StrFormat("%-36s  %7d  %8d\n", b.session_id, b.results, b.finishes);
   }
-  text += "They are reported when an agent with this spool reaches the coordinator that leased "
-          "them; another coordinator refuses them and they stay here.\n";
+  text +=
+      "They are reported when an agent with this spool reaches the coordinator that leased "
+      "them; another coordinator refuses them and they stay here.\n";
   return text;
 }
 
@@ -744,13 +746,14 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(const AgentOptions& options
   // Reconnect quickly after a coordinator restart.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 5000);
-  ASSIGN_OR_RETURN(std::shared_ptr<grpc::ChannelCredentials> credentials,
-                   proto::MakeChannelCredentials(proto::ClientTls{
-                       options.tls, options.tls_ca_file, options.tls_cert_file,
-                       options.tls_key_file}));
+  ASSIGN_OR_RETURN(
+      std::shared_ptr<grpc::ChannelCredentials> credentials,
+      proto::MakeChannelCredentials(proto::ClientTls{options.tls, options.tls_ca_file,
+                                                     options.tls_cert_file, options.tls_key_file}));
   if (!options.token_file.empty()) {
     ASSIGN_OR_RETURN(std::string token, ReadTextFile(options.token_file, "--token-file"));
-    while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ')) {
+    while (!token.empty() &&
+           (token.back() == '\n' || token.back() == '\r' || token.back() == ' ')) {
       token.pop_back();
     }
     if (token.empty()) {
@@ -764,10 +767,9 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(const AgentOptions& options
   if (!options.fake_gpus_json.empty()) {
     impl->inventory.gpus.clear();
     for (const auto& g : nlohmann::json::parse(options.fake_gpus_json)) {
-      impl->inventory.gpus.push_back(GpuInfo{g.value("vendor", ""), g.value("name", ""),
-                                             g.value("arch", ""), g.value("uuid", ""),
-                                             g.value("memory_mib", int64_t{0}),
-                                             g.value("driver", "")});
+      impl->inventory.gpus.push_back(
+          GpuInfo{g.value("vendor", ""), g.value("name", ""), g.value("arch", ""),
+                  g.value("uuid", ""), g.value("memory_mib", int64_t{0}), g.value("driver", "")});
     }
   }
   auto kernel = MakeKernelRunner();
@@ -777,9 +779,8 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(const AgentOptions& options
   {
     // The synthetic engine is this same binary (`ladder engine synthetic`).
     engines::EngineRunnerOptions engine_options;
-    engine_options.recipe_context.ladder_binary = options.ladder_binary.empty()
-                                                      ? std::string("/proc/self/exe")
-                                                      : options.ladder_binary;
+    engine_options.recipe_context.ladder_binary =
+        options.ladder_binary.empty() ? std::string("/proc/self/exe") : options.ladder_binary;
     engine_options.log_dir = options.engine_log_dir;
     impl->runners["engine"] = std::make_unique<engines::EngineRunner>(engine_options);
   }

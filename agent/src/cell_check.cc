@@ -14,8 +14,7 @@ namespace {
 #ifdef LADDER_HAVE_ENGINES
 absl::Status CheckEngineParams(const nlohmann::json& params) {
   if (!params.contains("engine") || !params["engine"].is_string()) {
-    return runner::ParamError("engine",
-                              "engine runner: parameter `engine` (a string) is required");
+    return runner::ParamError("engine", "engine runner: parameter `engine` (a string) is required");
   }
   auto recipe = engines::FindBuiltinRecipe(params["engine"].get<std::string>());
   if (!recipe.ok()) return runner::ParamError("engine", std::string(recipe.status().message()));

@@ -77,7 +77,8 @@ GpuQueryResult ParseNvidiaSmi(std::string_view output) {
     if (line.empty()) continue;
     std::vector<std::string> fields = absl::StrSplit(line, ',');
     if (fields.size() != 5) {
-      result.problems.push_back(absl::StrCat("nvidia-smi line ", line_number, ": expected 5 fields (",
+      result.problems.push_back(absl::StrCat("nvidia-smi line ", line_number,
+                                             ": expected 5 fields (",
                                              "name, uuid, memory.total, driver_version, ",
                                              "compute_cap), got ", fields.size(), ": ", line));
       continue;
@@ -90,9 +91,9 @@ GpuQueryResult ParseNvidiaSmi(std::string_view output) {
     gpu.driver = IsNotAvailable(fields[3]) ? "" : fields[3];
     if (!absl::SimpleAtoi(fields[2], &gpu.memory_mib) || gpu.memory_mib < 0) {
       gpu.memory_mib = 0;
-      result.problems.push_back(absl::StrCat("nvidia-smi line ", line_number, " (", gpu.name,
-                                             "): memory.total is not a number of MiB: ",
-                                             fields[2]));
+      result.problems.push_back(
+          absl::StrCat("nvidia-smi line ", line_number, " (", gpu.name,
+                       "): memory.total is not a number of MiB: ", fields[2]));
     }
     gpu.arch = ArchFromComputeCap(fields[4]);
     if (gpu.arch.empty()) {
@@ -114,15 +115,15 @@ GpuQueryResult ParseRocmSmi(std::string_view output) {
   // Some ROCm releases print a warning line (a GPU in a low-power state) before the JSON.
   const size_t start = output.find('{');
   if (start == std::string_view::npos) {
-    result.problems.push_back(absl::StrCat("rocm-smi printed no JSON: ",
-                                           Trimmed(output.substr(0, 200))));
+    result.problems.push_back(
+        absl::StrCat("rocm-smi printed no JSON: ", Trimmed(output.substr(0, 200))));
     return result;
   }
   nlohmann::json doc = nlohmann::json::parse(output.substr(start), nullptr,
                                              /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object()) {
-    result.problems.push_back(absl::StrCat("rocm-smi printed malformed JSON: ",
-                                           Trimmed(output.substr(start, 200))));
+    result.problems.push_back(
+        absl::StrCat("rocm-smi printed malformed JSON: ", Trimmed(output.substr(start, 200))));
     return result;
   }
   // "card10" sorts before "card2" as text; the agent reports GPUs in device order.
@@ -150,13 +151,13 @@ GpuQueryResult ParseRocmSmi(std::string_view output) {
     if (absl::SimpleAtoi(vram, &bytes) && bytes >= 0) {
       gpu.memory_mib = bytes >> 20;
     } else {
-      result.problems.push_back(absl::StrCat("rocm-smi card", index,
-                                             ": VRAM Total Memory (B) is not a number of bytes: ",
-                                             vram.empty() ? "(missing)" : vram));
+      result.problems.push_back(absl::StrCat(
+          "rocm-smi card", index,
+          ": VRAM Total Memory (B) is not a number of bytes: ", vram.empty() ? "(missing)" : vram));
     }
     if (gpu.arch.empty()) {
-      result.problems.push_back(absl::StrCat("rocm-smi card", index,
-                                             ": no GFX Version (rocm-smi older than ROCm 5.7?)"));
+      result.problems.push_back(
+          absl::StrCat("rocm-smi card", index, ": no GFX Version (rocm-smi older than ROCm 5.7?)"));
     }
     result.gpus.push_back(std::move(gpu));
   }
@@ -169,7 +170,8 @@ CommandRunner SystemCommandRunner() {
     std::string program = argv[0];
     if (program.find('/') == std::string::npos) {
       std::vector<std::string> folders;
-      if (const char* path = std::getenv("PATH")) folders = absl::StrSplit(path, ':', absl::SkipEmpty());
+      if (const char* path = std::getenv("PATH"))
+        folders = absl::StrSplit(path, ':', absl::SkipEmpty());
       for (const char* extra : {"/usr/bin", "/usr/local/bin", "/opt/rocm/bin"}) {
         folders.emplace_back(extra);
       }
@@ -222,8 +224,8 @@ CommandRunner SystemCommandRunner() {
 
 GpuQueryResult QueryGpus(const CommandRunner& run) {
   GpuQueryResult all;
-  for (const auto& [command, parse] :
-       {std::pair{NvidiaSmiCommand(), &ParseNvidiaSmi}, std::pair{RocmSmiCommand(), &ParseRocmSmi}}) {
+  for (const auto& [command, parse] : {std::pair{NvidiaSmiCommand(), &ParseNvidiaSmi},
+                                       std::pair{RocmSmiCommand(), &ParseRocmSmi}}) {
     std::optional<std::string> output = run(command);
     if (!output) continue;  // not installed, or no driver: no GPUs of that vendor
     GpuQueryResult one = parse(*output);

@@ -16,10 +16,9 @@ namespace {
 // typo in a matrix fails loudly instead of silently measuring the default.
 const std::set<std::string>& KnownParams() {
   static const std::set<std::string> known = {
-      "backend", "preset", "q_heads", "kv_heads", "head_dim", "depth", "query_rows",
-      "num_seqs", "block_size", "window", "softcap", "dtype", "policy", "path", "warmup",
-      "repeats", "flush_l2", "seed", "decode_query_len", "seq_threshold_3d", "timing",
-      "graph_calls",
+      "backend", "preset", "q_heads", "kv_heads", "head_dim", "depth", "query_rows", "num_seqs",
+      "block_size", "window", "softcap", "dtype", "policy", "path", "warmup", "repeats", "flush_l2",
+      "seed", "decode_query_len", "seq_threshold_3d", "timing", "graph_calls",
       // kernels::TuningConfig, one parameter per field: an A/B of kernels or launch options is
       // a matrix whose paired axis is one of these.
       "head512", "bulk_copies", "merge_in_kernel", "merge_overlap", "evict_first"};
@@ -30,8 +29,7 @@ const std::set<std::string>& KnownParams() {
 absl::Status FromKernel(const kernels::KernelError& error, std::string_view what,
                         std::string_view param = "") {
   const std::string message = absl::StrCat(std::string(what), ": ", error.ToString());
-  return param.empty() ? absl::InvalidArgumentError(message)
-                       : runner::ParamError(param, message);
+  return param.empty() ? absl::InvalidArgumentError(message) : runner::ParamError(param, message);
 }
 
 absl::StatusOr<int> IntParam(const nlohmann::json& params, const char* name, int fallback) {
@@ -81,9 +79,9 @@ absl::Status TuningFromParams(const nlohmann::json& params, kernels::TuningConfi
 absl::StatusOr<kernels::BenchPoint> PointFromParams(const nlohmann::json& params) {
   for (const auto& [key, value] : params.items()) {
     if (!KnownParams().count(key)) {
-      return runner::ParamError(key, absl::StrCat(
-          "kernel runner: unknown parameter '", key, "'; known: ",
-          absl::StrJoin(KnownParams(), ", ")));
+      return runner::ParamError(key,
+                                absl::StrCat("kernel runner: unknown parameter '", key,
+                                             "'; known: ", absl::StrJoin(KnownParams(), ", ")));
     }
   }
   ASSIGN_OR_RETURN(std::string backend_name, StringParam(params, "backend", "cpu"));
@@ -152,8 +150,8 @@ absl::StatusOr<kernels::BenchPoint> PointFromParams(const nlohmann::json& params
   if (timing == "graph") {
     point.timing = kernels::Timing::kGraph;
   } else if (timing != "stream") {
-    return runner::ParamError("timing", absl::StrCat("parameter timing: expected stream or graph, got '",
-                                                     timing, "'"));
+    return runner::ParamError(
+        "timing", absl::StrCat("parameter timing: expected stream or graph, got '", timing, "'"));
   }
   ASSIGN_OR_RETURN(point.graph_calls, IntParam(params, "graph_calls", point.graph_calls));
   RETURN_IF_ERROR(TuningFromParams(params, &point.tuning));
@@ -211,7 +209,8 @@ class KernelRunner final : public runner::Runner {
           }
           const kernels::BenchResult& r = *result;
           auto record = [&](const char* metric, double value, const char* unit_name) {
-            return sink.Record(runner::Measurement{cell.cell_id, process, round, metric, value, unit_name});
+            return sink.Record(
+                runner::Measurement{cell.cell_id, process, round, metric, value, unit_name});
           };
           RETURN_IF_ERROR(record("time_us", r.time_us_median, "us"));
           RETURN_IF_ERROR(record("time_us_min", r.time_us_min, "us"));
@@ -228,16 +227,18 @@ class KernelRunner final : public runner::Runner {
           }
           if (!evidence_written[static_cast<size_t>(i)]) {
             evidence_written[static_cast<size_t>(i)] = true;
-            RETURN_IF_ERROR(sink.RecordEvidence(runner::Evidence{
-                cell.cell_id, process, "kernel_path",
-                {{"path", std::string(kernels::ToString(r.path))},
-                 {"segments", r.segments},
-                 {"grid", r.grid},
-                 {"reason", r.reason},
-                 {"device", r.device},
-                 {"tuning", point.tuning.ToString()},
-                 {"timing_method", r.timing_method},
-                 {"policy", std::string(kernels::ToString(point.policy))}}}));
+            RETURN_IF_ERROR(sink.RecordEvidence(
+                runner::Evidence{cell.cell_id,
+                                 process,
+                                 "kernel_path",
+                                 {{"path", std::string(kernels::ToString(r.path))},
+                                  {"segments", r.segments},
+                                  {"grid", r.grid},
+                                  {"reason", r.reason},
+                                  {"device", r.device},
+                                  {"tuning", point.tuning.ToString()},
+                                  {"timing_method", r.timing_method},
+                                  {"policy", std::string(kernels::ToString(point.policy))}}}));
           }
         }
       }

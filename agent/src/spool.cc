@@ -56,9 +56,11 @@ absl::StatusOr<std::unique_ptr<Spool>> Spool::Open(const std::string& path) {
 
 absl::Status Spool::AddResult(const SpooledResult& r) {
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(sqlite::Statement* stmt, db_->Cached(
-      "INSERT OR IGNORE INTO results(uuid, session_id, attempt_id, is_evidence, payload) "
-      "VALUES (?1, ?2, ?3, ?4, ?5)"));
+  ASSIGN_OR_RETURN(
+      sqlite::Statement * stmt,
+      db_->Cached(
+          "INSERT OR IGNORE INTO results(uuid, session_id, attempt_id, is_evidence, payload) "
+          "VALUES (?1, ?2, ?3, ?4, ?5)"));
   return stmt->Bind(1, r.uuid)
       .Bind(2, r.session_id)
       .Bind(3, r.attempt_id)
@@ -70,9 +72,10 @@ absl::Status Spool::AddResult(const SpooledResult& r) {
 absl::StatusOr<std::vector<SpooledResult>> Spool::PendingResults(int limit,
                                                                  const std::string& session_id) {
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(sqlite::Statement* stmt, db_->Cached(
-      "SELECT uuid, session_id, attempt_id, is_evidence, payload FROM results "
-      "WHERE session_id = ?2 ORDER BY seq LIMIT ?1"));
+  ASSIGN_OR_RETURN(
+      sqlite::Statement * stmt,
+      db_->Cached("SELECT uuid, session_id, attempt_id, is_evidence, payload FROM results "
+                  "WHERE session_id = ?2 ORDER BY seq LIMIT ?1"));
   stmt->Bind(1, static_cast<int64_t>(limit)).Bind(2, session_id);
   std::vector<SpooledResult> out;
   while (true) {
@@ -93,12 +96,13 @@ absl::StatusOr<std::vector<std::string>> Spool::PendingSessions() {
 
 absl::StatusOr<std::vector<Spool::SessionBacklog>> Spool::Backlog() {
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(sqlite::Statement* stmt, db_->Cached(
-      "SELECT session_id, SUM(results), SUM(finishes), MIN(first) FROM ("
-      "  SELECT session_id, COUNT(*) AS results, 0 AS finishes, MIN(seq) AS first "
-      "  FROM results GROUP BY session_id"
-      "  UNION ALL SELECT session_id, 0, COUNT(*), 9223372036854775807 "
-      "  FROM finishes GROUP BY session_id) GROUP BY session_id ORDER BY MIN(first)"));
+  ASSIGN_OR_RETURN(
+      sqlite::Statement * stmt,
+      db_->Cached("SELECT session_id, SUM(results), SUM(finishes), MIN(first) FROM ("
+                  "  SELECT session_id, COUNT(*) AS results, 0 AS finishes, MIN(seq) AS first "
+                  "  FROM results GROUP BY session_id"
+                  "  UNION ALL SELECT session_id, 0, COUNT(*), 9223372036854775807 "
+                  "  FROM finishes GROUP BY session_id) GROUP BY session_id ORDER BY MIN(first)"));
   std::vector<SessionBacklog> out;
   while (true) {
     ASSIGN_OR_RETURN(bool row, stmt->Step());
@@ -112,7 +116,7 @@ absl::Status Spool::Remove(const std::vector<std::string>& uuids) {
   if (uuids.empty()) return absl::OkStatus();
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(sqlite::Transaction tx, sqlite::Transaction::Begin(*db_));
-  ASSIGN_OR_RETURN(sqlite::Statement* stmt, db_->Cached("DELETE FROM results WHERE uuid = ?1"));
+  ASSIGN_OR_RETURN(sqlite::Statement * stmt, db_->Cached("DELETE FROM results WHERE uuid = ?1"));
   for (const auto& uuid : uuids) {
     stmt->Reset();
     RETURN_IF_ERROR(stmt->Bind(1, uuid).Run());
@@ -122,7 +126,7 @@ absl::Status Spool::Remove(const std::vector<std::string>& uuids) {
 
 absl::StatusOr<int64_t> Spool::PendingCount(int64_t attempt_id) {
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(sqlite::Statement* stmt,
+  ASSIGN_OR_RETURN(sqlite::Statement * stmt,
                    db_->Cached("SELECT COUNT(*) FROM results WHERE attempt_id = ?1"));
   stmt->Bind(1, attempt_id);
   ASSIGN_OR_RETURN(bool row, stmt->Step());
@@ -131,17 +135,20 @@ absl::StatusOr<int64_t> Spool::PendingCount(int64_t attempt_id) {
 
 absl::StatusOr<int64_t> Spool::TotalPending() {
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(sqlite::Statement* stmt, db_->Cached(
-      "SELECT (SELECT COUNT(*) FROM results) + (SELECT COUNT(*) FROM finishes)"));
+  ASSIGN_OR_RETURN(
+      sqlite::Statement * stmt,
+      db_->Cached("SELECT (SELECT COUNT(*) FROM results) + (SELECT COUNT(*) FROM finishes)"));
   ASSIGN_OR_RETURN(bool row, stmt->Step());
   return row ? stmt->Int(0) : 0;
 }
 
 absl::Status Spool::AddFinish(const SpooledFinish& f) {
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(sqlite::Statement* stmt, db_->Cached(
-      "INSERT OR REPLACE INTO finishes(attempt_id, session_id, ok, reason, measurement_count, "
-      "evidence_count) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
+  ASSIGN_OR_RETURN(
+      sqlite::Statement * stmt,
+      db_->Cached(
+          "INSERT OR REPLACE INTO finishes(attempt_id, session_id, ok, reason, measurement_count, "
+          "evidence_count) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
   return stmt->Bind(1, f.attempt_id)
       .Bind(2, f.session_id)
       .Bind(3, f.ok ? 1 : 0)
@@ -153,9 +160,10 @@ absl::Status Spool::AddFinish(const SpooledFinish& f) {
 
 absl::StatusOr<std::vector<SpooledFinish>> Spool::PendingFinishes() {
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(sqlite::Statement* stmt, db_->Cached(
-      "SELECT session_id, attempt_id, ok, reason, measurement_count, evidence_count "
-      "FROM finishes ORDER BY attempt_id"));
+  ASSIGN_OR_RETURN(
+      sqlite::Statement * stmt,
+      db_->Cached("SELECT session_id, attempt_id, ok, reason, measurement_count, evidence_count "
+                  "FROM finishes ORDER BY attempt_id"));
   std::vector<SpooledFinish> out;
   while (true) {
     ASSIGN_OR_RETURN(bool row, stmt->Step());
@@ -168,20 +176,22 @@ absl::StatusOr<std::vector<SpooledFinish>> Spool::PendingFinishes() {
 
 absl::Status Spool::RemoveFinish(int64_t attempt_id) {
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(sqlite::Statement* stmt, db_->Cached("DELETE FROM finishes WHERE attempt_id = ?1"));
+  ASSIGN_OR_RETURN(sqlite::Statement * stmt,
+                   db_->Cached("DELETE FROM finishes WHERE attempt_id = ?1"));
   return stmt->Bind(1, attempt_id).Run();
 }
 
 absl::Status Spool::SaveCredential(const std::string& session_id, const std::string& credential) {
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(sqlite::Statement* stmt, db_->Cached(
-      "INSERT OR REPLACE INTO credentials(session_id, credential) VALUES (?1, ?2)"));
+  ASSIGN_OR_RETURN(
+      sqlite::Statement * stmt,
+      db_->Cached("INSERT OR REPLACE INTO credentials(session_id, credential) VALUES (?1, ?2)"));
   return stmt->Bind(1, session_id).Bind(2, credential).Run();
 }
 
 absl::StatusOr<std::string> Spool::Credential(const std::string& session_id) {
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(sqlite::Statement* stmt,
+  ASSIGN_OR_RETURN(sqlite::Statement * stmt,
                    db_->Cached("SELECT credential FROM credentials WHERE session_id = ?1"));
   stmt->Bind(1, session_id);
   ASSIGN_OR_RETURN(bool row, stmt->Step());

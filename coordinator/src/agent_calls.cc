@@ -32,8 +32,7 @@ constexpr size_t kMaxBatchRecords = 20000;
 
 }  // namespace
 
-std::shared_ptr<LeaseCall> LeaseCall::Create(std::string session_id,
-                                             v1::LeaseResponse* response,
+std::shared_ptr<LeaseCall> LeaseCall::Create(std::string session_id, v1::LeaseResponse* response,
                                              std::chrono::steady_clock::time_point deadline) {
   auto call = std::make_shared<LeaseCall>(std::move(session_id), response, deadline);
   call->self_ = call;
@@ -165,11 +164,10 @@ void LeaseDispatcher::Stop() {
   }
 }
 
-ReportIngestor::ReportIngestor(Scheduler* scheduler, size_t max_queued_records,
-                               std::function<grpc::Status(const absl::Status&,
-                                                          const std::string&)> failure)
-    : scheduler_(scheduler), max_queued_records_(max_queued_records),
-      failure_(std::move(failure)) {
+ReportIngestor::ReportIngestor(
+    Scheduler* scheduler, size_t max_queued_records,
+    std::function<grpc::Status(const absl::Status&, const std::string&)> failure)
+    : scheduler_(scheduler), max_queued_records_(max_queued_records), failure_(std::move(failure)) {
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -186,11 +184,10 @@ void ReportIngestor::Add(Call call) {
     }
   }
   // Outside the lock: finishing may run gRPC code.
-  call.reactor->Finish(stopping
-                           ? grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                                          "coordinator is shutting down")
-                           : grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                                          "coordinator busy writing results; retry shortly"));
+  call.reactor->Finish(
+      stopping ? grpc::Status(grpc::StatusCode::UNAVAILABLE, "coordinator is shutting down")
+               : grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                              "coordinator busy writing results; retry shortly"));
 }
 
 void ReportIngestor::Loop() {
@@ -201,8 +198,8 @@ void ReportIngestor::Loop() {
       cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
       if (queue_.empty()) return;  // stopping, and everything queued is written
       size_t records = 0;
-      while (!queue_.empty() && (batch.empty() || records + queue_.front().records <=
-                                                      kMaxBatchRecords)) {
+      while (!queue_.empty() &&
+             (batch.empty() || records + queue_.front().records <= kMaxBatchRecords)) {
         records += queue_.front().records;
         batch.push_back(std::move(queue_.front()));
         queue_.pop_front();
@@ -232,7 +229,8 @@ void ReportIngestor::Write(std::vector<Call> batch) {
     for (const auto& uuid : outcome->stored) call.response->add_acknowledged_uuids(uuid);
     for (const auto& uuid : outcome->stale) call.response->add_stale_uuids(uuid);
     for (const std::vector<store::RefusedRecord>* list :
-         {static_cast<const std::vector<store::RefusedRecord>*>(&call.refused), &outcome->refused}) {
+         {static_cast<const std::vector<store::RefusedRecord>*>(&call.refused),
+          &outcome->refused}) {
       for (const auto& r : *list) {
         auto* out = call.response->add_refused();
         out->set_uuid(r.uuid);

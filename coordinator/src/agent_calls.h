@@ -94,8 +94,8 @@ class LeaseDispatcher {
   const Answer answer_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::vector<std::shared_ptr<LeaseCall>> incoming_;  // new calls, kBusy
-  std::vector<std::shared_ptr<LeaseCall>> waiting_;   // tried, kWaiting
+  std::vector<std::shared_ptr<LeaseCall>> incoming_;     // new calls, kBusy
+  std::vector<std::shared_ptr<LeaseCall>> waiting_;      // tried, kWaiting
   std::chrono::steady_clock::time_point next_deadline_;  // earliest deadline in waiting_
   bool work_signalled_ = false;
   bool stopping_ = false;

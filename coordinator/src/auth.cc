@@ -1,8 +1,8 @@
 #include "auth.h"
 
 #include "absl/strings/str_cat.h"
-#include "ladder/store/store.h"
 #include "ladder/status_macros.h"
+#include "ladder/store/store.h"
 
 namespace ladder::coordinator {
 namespace {
@@ -61,8 +61,8 @@ absl::StatusOr<std::optional<store::SessionCredential>> Authenticator::Credentia
 absl::StatusOr<bool> Authenticator::RevokedLocked(const std::string& token_id) {
   const auto now = std::chrono::steady_clock::now();
   auto it = revocations_.find(token_id);
-  if (it != revocations_.end() && (it->second.revoked || now - it->second.checked <
-                                                             kRevocationRecheck)) {
+  if (it != revocations_.end() &&
+      (it->second.revoked || now - it->second.checked < kRevocationRecheck)) {
     return it->second.revoked;
   }
   ASSIGN_OR_RETURN(bool revoked, store::TokenRevoked(*db_, token_id));
@@ -84,7 +84,8 @@ absl::StatusOr<std::string> Authenticator::AdmitRegister(const grpc::ServerConte
   if (existing.has_value()) {
     const std::string presented = BearerToken(context);
     const bool holds_credential =
-        !presented.empty() && store::ConstantTimeEquals(store::Sha256Hex(presented), existing->hash);
+        !presented.empty() &&
+        store::ConstantTimeEquals(store::Sha256Hex(presented), existing->hash);
     if (!holds_credential && existing->token_id != info.id) {
       return absl::AlreadyExistsError(absl::StrCat(
           "session ", session_id.substr(0, 8),
@@ -132,8 +133,8 @@ absl::Status Authenticator::CheckSession(const grpc::ServerContextBase& context,
 }
 
 absl::StatusOr<store::NewToken> Authenticator::CreateToken(store::Role role,
-                                                        const std::string& description,
-                                                        int64_t expires_in_ms) {
+                                                           const std::string& description,
+                                                           int64_t expires_in_ms) {
   std::lock_guard lock(mu_);
   return store::CreateToken(*db_, role, description, expires_in_ms, clock_->NowMs());
 }
@@ -164,8 +165,8 @@ absl::Status Authenticator::RateLimit(const std::string& session_id) {
   bucket.tokens = std::min(burst_, bucket.tokens + elapsed * calls_per_second_);
   bucket.last = now;
   if (bucket.tokens < 1) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "session ", session_id.substr(0, 8), " exceeds ", calls_per_second_, " calls/s"));
+    return absl::ResourceExhaustedError(absl::StrCat("session ", session_id.substr(0, 8),
+                                                     " exceeds ", calls_per_second_, " calls/s"));
   }
   bucket.tokens -= 1;
   return absl::OkStatus();

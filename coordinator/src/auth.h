@@ -60,7 +60,7 @@ class Authenticator {
 
   // Token management over the same connection (the admin service's token RPCs).
   absl::StatusOr<store::NewToken> CreateToken(store::Role role, const std::string& description,
-                                           int64_t expires_in_ms);
+                                              int64_t expires_in_ms);
   absl::StatusOr<std::vector<store::TokenInfo>> ListTokens();
   // Revokes the token; the credentials it issued end at their next call.
   absl::Status RevokeToken(const std::string& id);

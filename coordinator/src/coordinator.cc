@@ -7,24 +7,24 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
-#include <set>
 #include <condition_variable>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include <spdlog/spdlog.h>
 
+#include <fstream>
+#include <sstream>
 #include "absl/strings/str_cat.h"
 #include "agent_calls.h"
 #include "auth.h"
-#include "ladder/store/tokens.h"
-#include <fstream>
-#include <sstream>
+#include "ladder/proto/tls.h"
+#include "ladder/runner/schema.h"
+#include "ladder/status_macros.h"
 #include "ladder/store/query.h"
 #include "ladder/store/store.h"
-#include "ladder/runner/schema.h"
-#include "ladder/proto/tls.h"
-#include "ladder/status_macros.h"
+#include "ladder/store/tokens.h"
 #include "ladder/v1/admin.grpc.pb.h"
 #include "ladder/v1/agent.grpc.pb.h"
 
@@ -52,8 +52,7 @@ grpc::Status ToGrpc(const absl::Status& status) {
     }
   }
   // absl and gRPC share the canonical code numbering.
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
-                      std::string(status.message()));
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
 }
 
 // Text a client sent: bounded, no NUL or other control bytes (they end up in CSV, logs, HTML).
@@ -87,8 +86,7 @@ bool IsName(std::string_view name, size_t max, std::string_view extra) {
 bool IsSessionId(std::string_view id) {
   if (id.size() < 8 || id.size() > 64) return false;
   for (char c : id) {
-    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-          c == '-')) {
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-')) {
       return false;
     }
   }
@@ -269,8 +267,7 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
         dispatcher_(scheduler, AnswerLease),
         ingestor_(scheduler, options.max_queued_report_records,
                   [](const absl::Status& status, const std::string& session_id) {
-                    return StoreFailure(status, "storing results (none acknowledged)",
-                                        session_id);
+                    return StoreFailure(status, "storing results (none acknowledged)", session_id);
                   }) {}
 
   // Ends the waits: long polls are answered "unavailable"; queued reports are written first.
@@ -304,9 +301,9 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
     }
     // The dispatcher thread tries it (with the others that came meanwhile, one transaction for
     // all) and keeps it waiting if there is no work: no gRPC thread blocks on the scheduler.
-    auto call = LeaseCall::Create(request->session_id(), response,
-                                  std::chrono::steady_clock::now() +
-                                      std::chrono::milliseconds(wait));
+    auto call =
+        LeaseCall::Create(request->session_id(), response,
+                          std::chrono::steady_clock::now() + std::chrono::milliseconds(wait));
     LeaseCall* raw = call.get();
     dispatcher_.Add(std::move(call));
     return raw;
@@ -337,8 +334,8 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
       }
       call.finishes.push_back(finish);
     }
-    call.records = call.report.measurements.size() + call.report.evidence.size() +
-                   call.finishes.size();
+    call.records =
+        call.report.measurements.size() + call.report.evidence.size() + call.finishes.size();
     call.response = response;
     call.reactor = reactor;
     ingestor_.Add(std::move(call));
@@ -395,8 +392,8 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
     row.labels = inv.labels_json().empty() ? nlohmann::json::object()
                                            : nlohmann::json::parse(inv.labels_json());
     for (const auto& g : inv.gpus()) {
-      row.gpus.push_back(store::GpuRow{g.vendor(), g.name(), g.arch(), g.uuid(), g.driver(),
-                                    g.memory_mib()});
+      row.gpus.push_back(
+          store::GpuRow{g.vendor(), g.name(), g.arch(), g.uuid(), g.driver(), g.memory_mib()});
     }
     // Check the token and the session id's owner before storing anything about the caller.
     auto token_id = auth_->AdmitRegister(context, request->join_token(), row.id);
@@ -424,8 +421,7 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
   }
 
   grpc::Status HeartbeatNow(const grpc::CallbackServerContext& context,
-                            const v1::HeartbeatRequest* request,
-                            v1::HeartbeatResponse* response) {
+                            const v1::HeartbeatRequest* request, v1::HeartbeatResponse* response) {
     if (auto s = auth_->CheckSession(context, request->session_id()); !s.ok()) return ToGrpc(s);
     std::vector<int64_t> ids(request->attempt_ids().begin(), request->attempt_ids().end());
     auto stop = scheduler_->Heartbeat(request->session_id(), ids);
@@ -457,7 +453,8 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
       const auto& m = request->measurements(i);
       if (!usable_uuid(m.uuid())) {
         return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                            absl::StrCat("measurements[", i, "]: uuid must be 1 to 64 printable "
+                            absl::StrCat("measurements[", i,
+                                         "]: uuid must be 1 to 64 printable "
                                          "bytes"));
       }
       if (!runner::IsValidMetricName(m.metric())) {
@@ -473,14 +470,15 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
         continue;
       }
       report->measurements.push_back(store::MeasurementIn{m.uuid(), m.attempt_id(), m.cell_id(),
-                                                       m.process(), m.round(), m.metric(),
-                                                       m.value(), m.unit(), m.measured_at_ms()});
+                                                          m.process(), m.round(), m.metric(),
+                                                          m.value(), m.unit(), m.measured_at_ms()});
     }
     for (int i = 0; i < request->evidence_size(); ++i) {
       const auto& e = request->evidence(i);
       if (!usable_uuid(e.uuid())) {
         return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                            absl::StrCat("evidence[", i, "]: uuid must be 1 to 64 printable "
+                            absl::StrCat("evidence[", i,
+                                         "]: uuid must be 1 to 64 printable "
                                          "bytes"));
       }
       if (!runner::IsValidMetricName(e.kind())) {
@@ -488,8 +486,8 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
         continue;
       }
       report->evidence.push_back(store::EvidenceIn{e.uuid(), e.attempt_id(), e.cell_id(),
-                                                e.process(), e.kind(), e.value_json(),
-                                                e.recorded_at_ms()});
+                                                   e.process(), e.kind(), e.value_json(),
+                                                   e.recorded_at_ms()});
     }
     return grpc::Status::OK;
   }
@@ -580,8 +578,8 @@ class AdminServiceImpl final : public v1::AdminService::Service {
     if (auto s = auth_->CheckAdmin(*context); !s.ok()) return ToGrpc(s);
     auto result = scheduler_->Submit(request->yaml(), request->filename(), request->max_cells());
     if (!result.ok()) return ToGrpc(result.status());
-    spdlog::info("run {} submitted: matrix {}, {} cells in {} units", result->run_id,
-                 result->name, result->cells, result->units);
+    spdlog::info("run {} submitted: matrix {}, {} cells in {} units", result->run_id, result->name,
+                 result->cells, result->units);
     response->set_run_id(result->run_id);
     response->set_cell_count(result->cells);
     response->set_unit_count(result->units);
@@ -595,7 +593,8 @@ class AdminServiceImpl final : public v1::AdminService::Service {
   // The run's summary as the wire shows it; NOT_FOUND (without the database's path) for an
   // unknown run.
   grpc::Status Summarize(int64_t run_id, v1::RunSummary* out) {
-    auto summary = reader_->With([&](sqlite::Database& d) { return store::GetRunSummary(d, run_id); });
+    auto summary =
+        reader_->With([&](sqlite::Database& d) { return store::GetRunSummary(d, run_id); });
     if (!summary.ok()) {
       if (summary.status().code() == absl::StatusCode::kNotFound) {
         return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("no run ", run_id));
@@ -618,7 +617,8 @@ class AdminServiceImpl final : public v1::AdminService::Service {
   grpc::Status ListRuns(grpc::ServerContext* context, const v1::ListRunsRequest* request,
                         v1::ListRunsResponse* response) override {
     if (auto s = auth_->CheckAdmin(*context); !s.ok()) return ToGrpc(s);
-    auto runs = reader_->With([&](sqlite::Database& d) { return store::ListRuns(d, request->limit()); });
+    auto runs =
+        reader_->With([&](sqlite::Database& d) { return store::ListRuns(d, request->limit()); });
     if (!runs.ok()) return ToGrpc(runs.status());
     for (const auto& r : *runs) FillSummary(r, response->add_runs());
     return grpc::Status::OK;
@@ -723,7 +723,8 @@ absl::Status CoordinatorOptions::Validate() const {
   }
   if (!IsLoopback() && tls_cert_file.empty() && !insecure) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "refusing to listen on ", listen, " without TLS: agents on the internet would send "
+        "refusing to listen on ", listen,
+        " without TLS: agents on the internet would send "
         "their tokens and results in clear. Pass --tls-cert and --tls-key, or --insecure if a "
         "VPN or SSH tunnel already protects this address"));
   }
@@ -776,8 +777,7 @@ Coordinator::Coordinator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Coordinator::~Coordinator() { Shutdown(); }
 
-absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(
-    const CoordinatorOptions& options) {
+absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const CoordinatorOptions& options) {
   RETURN_IF_ERROR(options.Validate());
   auto impl = std::make_unique<Impl>();
   impl->options = options;
@@ -788,20 +788,21 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(
     spdlog::warn("fault injection: the database may grow by {} pages only",
                  options.fault_db_growth_pages);
   }
-  ASSIGN_OR_RETURN(auto read_db, sqlite::Database::Open(options.db_path, sqlite::OpenMode::kReadWrite));
+  ASSIGN_OR_RETURN(auto read_db,
+                   sqlite::Database::Open(options.db_path, sqlite::OpenMode::kReadWrite));
   impl->reader = std::make_unique<Reader>(std::move(read_db));
   ASSIGN_OR_RETURN(impl->scheduler,
                    Scheduler::Create(impl->store.get(), impl->clock, options.scheduler));
-  ASSIGN_OR_RETURN(auto auth_db, sqlite::Database::Open(options.db_path, sqlite::OpenMode::kReadWrite));
+  ASSIGN_OR_RETURN(auto auth_db,
+                   sqlite::Database::Open(options.db_path, sqlite::OpenMode::kReadWrite));
   // Beyond loopback, tokens are always required.
   const bool require_tokens = options.require_tokens || !options.IsLoopback();
-  impl->auth = std::make_unique<Authenticator>(std::move(auth_db), impl->clock,
-                                               require_tokens ? Authenticator::TokenPolicy::kRequired
-                                                              : Authenticator::TokenPolicy::kOff,
-                                               options.session_calls_per_second,
-                                               std::max(50.0, options.session_calls_per_second));
-  impl->agent_service = std::make_unique<AgentServiceImpl>(impl->scheduler.get(),
-                                                           impl->auth.get(), impl->options);
+  impl->auth = std::make_unique<Authenticator>(
+      std::move(auth_db), impl->clock,
+      require_tokens ? Authenticator::TokenPolicy::kRequired : Authenticator::TokenPolicy::kOff,
+      options.session_calls_per_second, std::max(50.0, options.session_calls_per_second));
+  impl->agent_service =
+      std::make_unique<AgentServiceImpl>(impl->scheduler.get(), impl->auth.get(), impl->options);
   impl->admin_service = std::make_unique<AdminServiceImpl>(
       impl->scheduler.get(), impl->reader.get(), impl->auth.get(), &impl->stopping);
   ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
@@ -827,14 +828,13 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(
     }
   }
   impl->reaper = std::thread([raw = impl.get()] { raw->ReaperLoop(); });
-  spdlog::info("coordinator listening on {} (database {}, {}, tokens {})",
-               options.listen.substr(0, options.listen.rfind(':')) + ":" +
-                   std::to_string(impl->port),
-               options.db_path,
-               options.tls_cert_file.empty() ? "plaintext"
-                                             : (options.tls_client_ca_file.empty() ? "TLS"
-                                                                                   : "mutual TLS"),
-               require_tokens ? "required" : "off");
+  spdlog::info(
+      "coordinator listening on {} (database {}, {}, tokens {})",
+      options.listen.substr(0, options.listen.rfind(':')) + ":" + std::to_string(impl->port),
+      options.db_path,
+      options.tls_cert_file.empty() ? "plaintext"
+                                    : (options.tls_client_ca_file.empty() ? "TLS" : "mutual TLS"),
+      require_tokens ? "required" : "off");
   return std::unique_ptr<Coordinator>(new Coordinator(std::move(impl)));
 }
 

@@ -19,7 +19,6 @@
 namespace ladder::coordinator {
 namespace {
 
-
 // A line: the cells that differ only in the located axis and the pair axis.
 std::string LineKey(const std::string& cell_key, const LocateConfig& config) {
   return matrices::CellKeyWithout(cell_key, {config.axis, config.pair_axis});
@@ -153,21 +152,23 @@ absl::StatusOr<std::vector<store::NewCell>> ProbeCells(const Rungs& rungs,
 
 }  // namespace
 
-bool SchedulerImpl::IsLocateProbeGroupLocked(const OpenRun& run, const std::string& group_key) const {
+bool SchedulerImpl::IsLocateProbeGroupLocked(const OpenRun& run,
+                                             const std::string& group_key) const {
   if (run.row.locate.empty()) return false;
   auto config = matrices::LocateFromJson(run.row.locate);
   if (!config.ok()) return false;
   for (const auto& part : matrices::ParseCellKey(group_key)) {
     if (part.axis != config->axis) continue;
     const std::string& value = part.value;
-    return std::none_of(config->declared.begin(), config->declared.end(),
-                        [&](const nlohmann::json& v) { return matrices::ValueToString(v) == value; });
+    return std::none_of(
+        config->declared.begin(), config->declared.end(),
+        [&](const nlohmann::json& v) { return matrices::ValueToString(v) == value; });
   }
   return false;
 }
 
 absl::Status SchedulerImpl::LocateAfterUnitLocked(int64_t run_id,
-                                              const std::vector<int64_t>& cell_ids) {
+                                                  const std::vector<int64_t>& cell_ids) {
   auto run = runs_.find(run_id);
   if (run == runs_.end() || run->second.row.locate.empty()) return absl::OkStatus();
   ASSIGN_OR_RETURN(const LocateConfig config, matrices::LocateFromJson(run->second.row.locate));
@@ -192,10 +193,9 @@ absl::Status SchedulerImpl::LocateAllLinesLocked(int64_t run_id) {
   return absl::OkStatus();
 }
 
-bool SchedulerImpl::LineUnitsEndedLocked(int64_t run_id,
-                                         const std::map<int64_t, double>& depth_of_cell,
-                                         std::map<double, std::set<int64_t>>* units_at_depth)
-    const {
+bool SchedulerImpl::LineUnitsEndedLocked(
+    int64_t run_id, const std::map<int64_t, double>& depth_of_cell,
+    std::map<double, std::set<int64_t>>* units_at_depth) const {
   for (const auto& [id, unit] : units_) {
     if (unit.row.run_id != run_id) continue;
     for (int64_t cell : unit.row.cell_ids) {
@@ -258,16 +258,14 @@ absl::Status SchedulerImpl::AddProbeSessionLocked(int64_t run_id, const std::str
                                                   const std::vector<int64_t>& cell_ids,
                                                   const store::LocateDecisionRow& decision) {
   const uint64_t seed = ProbeSeed(group_key, replicate);
-  ASSIGN_OR_RETURN(const int64_t unit_id,
-                   store_->AddLocateReplicate(run_id, group_key, replicate, seed, cell_ids,
-                                              decision));
+  ASSIGN_OR_RETURN(const int64_t unit_id, store_->AddLocateReplicate(run_id, group_key, replicate,
+                                                                     seed, cell_ids, decision));
   QueueNewUnitLocked(unit_id, run_id, group_key, replicate, seed, cell_ids);
   return absl::OkStatus();
 }
 
 absl::Status SchedulerImpl::AddProbeLocked(int64_t run_id, const std::string& group_key,
-                                           const std::vector<store::NewCell>& cells,
-                                           int sessions,
+                                           const std::vector<store::NewCell>& cells, int sessions,
                                            const store::LocateDecisionRow& decision) {
   std::vector<uint64_t> seeds;
   for (int r = 0; r < sessions; ++r) seeds.push_back(ProbeSeed(group_key, r));

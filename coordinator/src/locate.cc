@@ -42,9 +42,8 @@ LocateStep DecideLocateStep(const LocateConfig& config, const std::vector<Locate
   options.min_step = static_cast<double>(config.min_step);
   // 1. The latest probe must be decided before it counts as a rung of the bracket.
   if (current_probe) {
-    const auto probe = std::find_if(rungs.begin(), rungs.end(), [&](const LocateRung& r) {
-      return r.depth == *current_probe;
-    });
+    const auto probe = std::find_if(rungs.begin(), rungs.end(),
+                                    [&](const LocateRung& r) { return r.depth == *current_probe; });
     const int units = probe == rungs.end() ? 0 : probe->units;
     step.sessions = units;
     std::string why;
@@ -55,9 +54,10 @@ LocateStep DecideLocateStep(const LocateConfig& config, const std::vector<Locate
       const stats::Interval& r = *probe->ratio;
       step.half_width = r.RelativeHalfWidth();
       if (r.scope == stats::IntervalScope::kWithinSessionOnly) {
-        why = absl::StrFormat("probe at %s: ratio %s from one session covers only "
-                              "within-session noise",
-                              Depth(*current_probe), Ratio(r));
+        why = absl::StrFormat(
+            "probe at %s: ratio %s from one session covers only "
+            "within-session noise",
+            Depth(*current_probe), Ratio(r));
       } else if (stats::ClassifyProbe(r) == stats::ProbeVerdict::kUndecided) {
         why = absl::StrFormat("probe at %s: ratio %s neither excludes 1 nor lies within 1 ± 1 %%",
                               Depth(*current_probe), Ratio(r));
@@ -76,14 +76,15 @@ LocateStep DecideLocateStep(const LocateConfig& config, const std::vector<Locate
       }
       if (units < config.max_sessions) {
         step.action = LocateAction::kAddSession;
-        step.reason = absl::StrFormat("%s: session %d of at most %d", why, units + 1,
-                                      config.max_sessions);
+        step.reason =
+            absl::StrFormat("%s: session %d of at most %d", why, units + 1, config.max_sessions);
       } else {
         step.action = LocateAction::kStop;
         step.outcome = "budget_spent";
-        step.reason = absl::StrFormat("budget spent: %s after %d of max_sessions %d; the "
-                                      "crossover is near %s",
-                                      why, units, config.max_sessions, Depth(*current_probe));
+        step.reason = absl::StrFormat(
+            "budget spent: %s after %d of max_sessions %d; the "
+            "crossover is near %s",
+            why, units, config.max_sessions, Depth(*current_probe));
       }
       return step;
     }
@@ -109,9 +110,8 @@ LocateStep DecideLocateStep(const LocateConfig& config, const std::vector<Locate
     step.bracket_lower = plan->bracket_lower;
     step.bracket_upper = plan->bracket_upper;
   }
-  const std::string bracket =
-      absl::StrFormat("[%s, %s] (%.3f octave)", Depth(plan->bracket_lower),
-                      Depth(plan->bracket_upper), plan->width_octaves);
+  const std::string bracket = absl::StrFormat("[%s, %s] (%.3f octave)", Depth(plan->bracket_lower),
+                                              Depth(plan->bracket_upper), plan->width_octaves);
   const std::string warning =
       plan->sign_changes > 1
           ? absl::StrFormat("; %d sign changes: the ladder is not monotone", plan->sign_changes)
@@ -124,36 +124,37 @@ LocateStep DecideLocateStep(const LocateConfig& config, const std::vector<Locate
       return step;
     case stats::LocateStatus::kResolved:
       step.outcome = "resolved";
-      step.reason = absl::StrFormat("resolved: bracket %s is narrower than %.3g octave%s",
-                                    bracket, config.resolution_octaves, warning);
+      step.reason = absl::StrFormat("resolved: bracket %s is narrower than %.3g octave%s", bracket,
+                                    config.resolution_octaves, warning);
       return step;
     case stats::LocateStatus::kStepLimited:
       step.outcome = "step_limited";
-      step.reason = absl::StrFormat("step-limited: no multiple of min_step %d lies inside "
-                                    "bracket %s%s",
-                                    config.min_step, bracket, warning);
+      step.reason = absl::StrFormat(
+          "step-limited: no multiple of min_step %d lies inside "
+          "bracket %s%s",
+          config.min_step, bracket, warning);
       return step;
     case stats::LocateStatus::kProbe:
       break;
   }
-  const auto existing = std::find_if(rungs.begin(), rungs.end(), [&](const LocateRung& r) {
-    return r.depth == plan->next_probe;
-  });
+  const auto existing = std::find_if(
+      rungs.begin(), rungs.end(), [&](const LocateRung& r) { return r.depth == plan->next_probe; });
   if (existing != rungs.end()) {
     // Only a rung without a ratio can sit strictly inside the bracket: it was measured and
     // failed. Probing it again would repeat a failure.
     step.outcome = "no_data";
-    step.reason = absl::StrFormat("the midpoint %s of bracket %s was measured without a ratio "
-                                  "(%s)",
-                                  Depth(plan->next_probe), bracket, existing->error);
+    step.reason = absl::StrFormat(
+        "the midpoint %s of bracket %s was measured without a ratio "
+        "(%s)",
+        Depth(plan->next_probe), bracket, existing->error);
     return step;
   }
   step.action = LocateAction::kProbe;
   step.depth = plan->next_probe;
-  step.reason = absl::StrFormat("sign change in bracket %s, not narrower than %.3g octave: "
-                                "probe its log2-midpoint %s%s",
-                                bracket, config.resolution_octaves, Depth(plan->next_probe),
-                                warning);
+  step.reason = absl::StrFormat(
+      "sign change in bracket %s, not narrower than %.3g octave: "
+      "probe its log2-midpoint %s%s",
+      bracket, config.resolution_octaves, Depth(plan->next_probe), warning);
   return step;
 }
 

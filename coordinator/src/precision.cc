@@ -51,7 +51,8 @@ absl::Status SchedulerImpl::MaybeExtendGroupLocked(int64_t run_id, const std::st
   }
   if (group.empty()) return absl::OkStatus();
   int sessions = 0;
-  for (const UnitEntry* unit : group) sessions += unit->row.state == store::UnitState::kDone ? 1 : 0;
+  for (const UnitEntry* unit : group)
+    sessions += unit->row.state == store::UnitState::kDone ? 1 : 0;
   const std::vector<int64_t> cells = group.front()->row.cell_ids;
 
   ASSIGN_OR_RETURN(std::vector<store::CellRow> cell_rows, store_->LoadCells(cells));
@@ -67,9 +68,8 @@ absl::Status SchedulerImpl::MaybeExtendGroupLocked(int64_t run_id, const std::st
   const double widest = stats::WidestRatioHalfWidth(samples);
 
   const int64_t now = clock_->NowMs();
-  const std::string widest_text = std::isfinite(widest)
-                                      ? absl::StrFormat("%.2f%%", 100 * widest)
-                                      : std::string("unbounded");
+  const std::string widest_text =
+      std::isfinite(widest) ? absl::StrFormat("%.2f%%", 100 * widest) : std::string("unbounded");
   if (widest <= target) {
     return store_->RecordDecision(
         run_id, group_key, sessions, widest, target, "stop",
@@ -80,8 +80,8 @@ absl::Status SchedulerImpl::MaybeExtendGroupLocked(int64_t run_id, const std::st
   if (sessions >= max_sessions) {
     return store_->RecordDecision(
         run_id, group_key, sessions, widest, target, "stop",
-        absl::StrFormat("budget spent: %d of max_sessions %d; widest half-width still %s",
-                        sessions, max_sessions, widest_text),
+        absl::StrFormat("budget spent: %d of max_sessions %d; widest half-width still %s", sessions,
+                        max_sessions, widest_text),
         now);
   }
   const int replicate = static_cast<int>(group.size());

@@ -46,7 +46,8 @@ bool HasFeature(const nlohmann::json& features, const std::string& name) {
 void AddBackendFeatures(matrices::Matrix& matrix) {
   if (matrix.runner != "kernel") return;  // the engine runner's `backend` is an engine's own
   std::vector<matrices::Value> values;
-  if (auto it = matrix.fixed.find("backend"); it != matrix.fixed.end()) values.push_back(it->second);
+  if (auto it = matrix.fixed.find("backend"); it != matrix.fixed.end())
+    values.push_back(it->second);
   for (const auto& axis : matrix.axes) {
     if (axis.name == "backend") values.insert(values.end(), axis.values.begin(), axis.values.end());
   }
@@ -186,13 +187,13 @@ absl::Status SchedulerImpl::Load() {
 }
 
 absl::StatusOr<SubmitResult> SchedulerImpl::Validate(const std::string& yaml,
-                                                 const std::string& filename,
-                                                 int64_t max_cells) const {
+                                                     const std::string& filename,
+                                                     int64_t max_cells) const {
   matrices::ParseOptions parse_options;
   parse_options.max_cells = max_cells > 0 ? max_cells : options_.max_cells;
-  ASSIGN_OR_RETURN(matrices::Matrix matrix,
-                   matrices::ParseMatrix(yaml, filename.empty() ? "<matrix>" : filename,
-                                         parse_options));
+  ASSIGN_OR_RETURN(
+      matrices::Matrix matrix,
+      matrices::ParseMatrix(yaml, filename.empty() ? "<matrix>" : filename, parse_options));
   ASSIGN_OR_RETURN(matrices::Expansion expansion, matrices::Expand(matrix, parse_options));
   RETURN_IF_ERROR(runner::ValidateMatrix(matrix, expansion, runners()));
   AddBackendFeatures(matrix);
@@ -203,18 +204,17 @@ absl::StatusOr<SubmitResult> SchedulerImpl::Validate(const std::string& yaml,
 }
 
 absl::StatusOr<SubmitResult> SchedulerImpl::Submit(const std::string& yaml,
-                                               const std::string& filename, int64_t max_cells) {
+                                                   const std::string& filename, int64_t max_cells) {
   matrices::ParseOptions parse_options;
   parse_options.max_cells = max_cells > 0 ? max_cells : options_.max_cells;
-  ASSIGN_OR_RETURN(matrices::Matrix matrix,
-                   matrices::ParseMatrix(yaml, filename.empty() ? "<matrix>" : filename,
-                                         parse_options));
+  ASSIGN_OR_RETURN(
+      matrices::Matrix matrix,
+      matrices::ParseMatrix(yaml, filename.empty() ? "<matrix>" : filename, parse_options));
   ASSIGN_OR_RETURN(matrices::Expansion expansion, matrices::Expand(matrix, parse_options));
   RETURN_IF_ERROR(runner::ValidateMatrix(matrix, expansion, runners()));
   if (matrix.metric.empty()) matrix.metric = matrix.runner == "engine" ? "decode_tok_s" : "time_us";
   AddBackendFeatures(matrix);
-  ASSIGN_OR_RETURN(int64_t run_id,
-                   store_->CreateRun(yaml, matrix, expansion, clock_->NowMs()));
+  ASSIGN_OR_RETURN(int64_t run_id, store_->CreateRun(yaml, matrix, expansion, clock_->NowMs()));
   // Pick the new run's rows back up from the store so memory and disk agree on ids.
   ASSIGN_OR_RETURN(store::SchedulingSnapshot snapshot, store_->LoadSchedulingState());
   {
@@ -295,7 +295,7 @@ const runner::RunnerSchemas& SchedulerImpl::runners() const {
 }
 
 std::string SchedulerImpl::UnmetLocked(const std::string& runner,
-                                   const matrices::Requirements& requirements) const {
+                                       const matrices::Requirements& requirements) const {
   int connected = 0;
   std::map<std::string, int> reasons;  // reason -> sessions failing for it
   for (const auto& [id, session] : sessions_) {
@@ -312,7 +312,8 @@ std::string SchedulerImpl::UnmetLocked(const std::string& runner,
   if (!requirements.gpu_name_glob.empty()) {
     wanted.push_back(absl::StrCat("gpu_name=", requirements.gpu_name_glob));
   }
-  if (requirements.gpu_count > 0) wanted.push_back(absl::StrCat("gpu_count>=", requirements.gpu_count));
+  if (requirements.gpu_count > 0)
+    wanted.push_back(absl::StrCat("gpu_count>=", requirements.gpu_count));
   if (requirements.min_gpu_memory_mib > 0) {
     wanted.push_back(absl::StrCat("gpu memory>=", requirements.min_gpu_memory_mib, " MiB"));
   }
@@ -329,7 +330,7 @@ std::string SchedulerImpl::UnmetLocked(const std::string& runner,
 }
 
 std::string SchedulerImpl::UnmetRequirements(const std::string& runner,
-                                         const matrices::Requirements& requirements) const {
+                                             const matrices::Requirements& requirements) const {
   absl::MutexLock lock(&mu_);
   return UnmetLocked(runner, requirements);
 }
@@ -352,7 +353,7 @@ absl::StatusOr<std::optional<Lease>> SchedulerImpl::TryLeaseLocked(const std::st
 }
 
 int64_t SchedulerImpl::ChooseUnitLocked(const std::string& session_id,
-                                    const std::set<int64_t>& taken) const {
+                                        const std::set<int64_t>& taken) const {
   const SessionEntry& session = sessions_.at(session_id);
   // Runs the session can take, in creation order: Matches is a property of (run, session), so
   // it is evaluated once per run here, not once per queued unit.
@@ -461,7 +462,7 @@ std::vector<absl::StatusOr<std::optional<Lease>>> SchedulerImpl::TryLeaseBatch(
 }
 
 absl::StatusOr<std::optional<Lease>> SchedulerImpl::LeaseFor(const std::string& session_id,
-                                                         int wait_ms) {
+                                                             int wait_ms) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
   while (true) {
     uint64_t seen = 0;
@@ -489,8 +490,8 @@ bool SchedulerImpl::shutting_down() const {
   return shutdown_;
 }
 
-absl::StatusOr<std::vector<int64_t>> SchedulerImpl::Heartbeat(const std::string& session_id,
-                                                          const std::vector<int64_t>& attempt_ids) {
+absl::StatusOr<std::vector<int64_t>> SchedulerImpl::Heartbeat(
+    const std::string& session_id, const std::vector<int64_t>& attempt_ids) {
   absl::MutexLock lock(&mu_);
   if (!sessions_.count(session_id)) {
     return absl::NotFoundError(absl::StrCat("unknown session ", session_id));
@@ -525,8 +526,7 @@ absl::StatusOr<store::ReportOutcome> SchedulerImpl::Report(
   }
   // The store call happens outside the lock: it is the slow part, and liveness only matters
   // at the instant of the snapshot (a lease that expires meanwhile was live when measured).
-  return store_->Report(session_id, measurements, evidence, live, MetricCheck(),
-                        clock_->NowMs());
+  return store_->Report(session_id, measurements, evidence, live, MetricCheck(), clock_->NowMs());
 }
 
 std::vector<absl::StatusOr<store::ReportOutcome>> SchedulerImpl::ReportBatch(
@@ -578,8 +578,8 @@ std::vector<absl::StatusOr<FinishResult>> SchedulerImpl::FinishBatch(
       }
       TouchLocked(f.session_id);
       if (f.measurement_count < 0 || f.evidence_count < 0) {
-        results[i] = absl::InvalidArgumentError(
-            "measurement_count and evidence_count must not be negative");
+        results[i] =
+            absl::InvalidArgumentError("measurement_count and evidence_count must not be negative");
         continue;
       }
       if (f.failure_reason.size() > 4096) {
@@ -588,8 +588,8 @@ std::vector<absl::StatusOr<FinishResult>> SchedulerImpl::FinishBatch(
       }
       auto it = live_.find(f.attempt_id);
       if (it != live_.end() && it->second.session_id != f.session_id) {
-        results[i] = absl::PermissionDeniedError(absl::StrCat(
-            "attempt ", f.attempt_id, " was leased to another session"));
+        results[i] = absl::PermissionDeniedError(
+            absl::StrCat("attempt ", f.attempt_id, " was leased to another session"));
         continue;
       }
       if (it == live_.end()) {
@@ -599,8 +599,8 @@ std::vector<absl::StatusOr<FinishResult>> SchedulerImpl::FinishBatch(
           continue;
         }
         if (design->session_id != f.session_id) {
-          results[i] = absl::PermissionDeniedError(absl::StrCat(
-              "attempt ", f.attempt_id, " was leased to another session"));
+          results[i] = absl::PermissionDeniedError(
+              absl::StrCat("attempt ", f.attempt_id, " was leased to another session"));
           continue;
         }
       }
@@ -613,8 +613,8 @@ std::vector<absl::StatusOr<FinishResult>> SchedulerImpl::FinishBatch(
       }
       if (f.outcome == AttemptOutcome::kFailed) {
         absl::Status s = EndUnsuccessfulLocked(
-            f.attempt_id, store::AttemptState::kFailed, f.failure_reason.empty() ? "runner failed" : f.failure_reason,
-            FailureCount::kCounts);
+            f.attempt_id, store::AttemptState::kFailed,
+            f.failure_reason.empty() ? "runner failed" : f.failure_reason, FailureCount::kCounts);
         if (s.ok()) {
           results[i] = FinishResult{true, "failure recorded"};
           requeued = true;
@@ -640,15 +640,14 @@ std::vector<absl::StatusOr<FinishResult>> SchedulerImpl::FinishBatch(
         continue;
       }
       if (fill->measurements < f.measurement_count || fill->evidence < f.evidence_count) {
-        results[i] = absl::FailedPreconditionError(absl::StrCat(
-            "attempt ", f.attempt_id, ": ", fill->measurements, " of ", f.measurement_count,
-            " measurements and ", fill->evidence, " of ", f.evidence_count,
-            " evidence records stored; report the rest first"));
+        results[i] = absl::FailedPreconditionError(
+            absl::StrCat("attempt ", f.attempt_id, ": ", fill->measurements, " of ",
+                         f.measurement_count, " measurements and ", fill->evidence, " of ",
+                         f.evidence_count, " evidence records stored; report the rest first"));
         continue;
       }
-      const int64_t expected = static_cast<int64_t>(unit.row.cell_ids.size()) *
-                               run.row.processes * run.row.rounds *
-                               static_cast<int64_t>(required.size());
+      const int64_t expected = static_cast<int64_t>(unit.row.cell_ids.size()) * run.row.processes *
+                               run.row.rounds * static_cast<int64_t>(required.size());
       if (fill->required_filled < expected) {
         results[i] = absl::FailedPreconditionError(absl::StrCat(
             "attempt ", f.attempt_id, ": ", fill->required_filled, " of ", expected,
@@ -657,7 +656,8 @@ std::vector<absl::StatusOr<FinishResult>> SchedulerImpl::FinishBatch(
             " required metrics); report the rest, or finish it as failed"));
         continue;
       }
-      done.push_back(store::Store::AttemptDone{f.attempt_id, unit_id, units_.at(unit_id).row.attempts});
+      done.push_back(
+          store::Store::AttemptDone{f.attempt_id, unit_id, units_.at(unit_id).row.attempts});
       done_index.push_back(i);
     }
     if (!done.empty()) {
@@ -686,9 +686,9 @@ std::vector<absl::StatusOr<FinishResult>> SchedulerImpl::FinishBatch(
 }
 
 absl::Status SchedulerImpl::EndUnsuccessfulLocked(int64_t attempt_id,
-                                              store::AttemptState attempt_state,
-                                              const std::string& reason,
-                                              FailureCount failure_count) {
+                                                  store::AttemptState attempt_state,
+                                                  const std::string& reason,
+                                                  FailureCount failure_count) {
   auto it = live_.find(attempt_id);
   if (it == live_.end()) return absl::OkStatus();
   const LiveAttempt attempt = it->second;
@@ -729,8 +729,8 @@ absl::Status SchedulerImpl::EndUnsuccessfulLocked(int64_t attempt_id,
 }
 
 void SchedulerImpl::QueueNewUnitLocked(int64_t unit_id, int64_t run_id,
-                                       const std::string& group_key, int replicate,
-                                       uint64_t seed, const std::vector<int64_t>& cell_ids) {
+                                       const std::string& group_key, int replicate, uint64_t seed,
+                                       const std::vector<int64_t>& cell_ids) {
   store::UnitRow row;
   row.id = unit_id;
   row.run_id = run_id;
@@ -794,7 +794,8 @@ absl::Status SchedulerImpl::Release(const std::string& session_id, const std::st
     }
     for (int64_t id : mine) {
       RETURN_IF_ERROR(EndUnsuccessfulLocked(
-          id, store::AttemptState::kFailed, absl::StrCat("released by agent: ", reason.empty() ? "stopping" : reason),
+          id, store::AttemptState::kFailed,
+          absl::StrCat("released by agent: ", reason.empty() ? "stopping" : reason),
           FailureCount::kDoesNotCount));
     }
     if (auto s = sessions_.find(session_id); s != sessions_.end()) {
@@ -839,11 +840,11 @@ absl::Status SchedulerImpl::Tick() {
       if (attempt.deadline_ms <= now) expired.emplace_back(id, attempt.session_id);
     }
     for (const auto& [id, session] : expired) {
-      RETURN_IF_ERROR(EndUnsuccessfulLocked(
-          id, store::AttemptState::kExpired,
-          absl::StrCat("lease expired: session ", session.substr(0, 8), " silent for ",
-                       options_.lease_ms / 1000.0, " s"),
-          FailureCount::kCounts));
+      RETURN_IF_ERROR(
+          EndUnsuccessfulLocked(id, store::AttemptState::kExpired,
+                                absl::StrCat("lease expired: session ", session.substr(0, 8),
+                                             " silent for ", options_.lease_ms / 1000.0, " s"),
+                                FailureCount::kCounts));
       requeued = true;
     }
     for (auto& [id, session] : sessions_) {

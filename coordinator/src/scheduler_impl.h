@@ -39,16 +39,15 @@ class SchedulerImpl final : public Scheduler {
                                         int64_t max_cells) const override;
   absl::StatusOr<SubmitResult> Submit(const std::string& yaml, const std::string& filename,
                                       int64_t max_cells) override ABSL_LOCKS_EXCLUDED(mu_);
-  absl::Status RegisterSession(const store::SessionRow& session) override
-      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status RegisterSession(const store::SessionRow& session) override ABSL_LOCKS_EXCLUDED(mu_);
   bool KnowsSession(const std::string& session_id) const override ABSL_LOCKS_EXCLUDED(mu_);
   int LiveAttemptsOf(const std::string& session_id) const override ABSL_LOCKS_EXCLUDED(mu_);
   std::string WhyWaiting(int64_t run_id) const override ABSL_LOCKS_EXCLUDED(mu_);
   std::string UnmetRequirements(const std::string& runner,
                                 const matrices::Requirements& requirements) const override
       ABSL_LOCKS_EXCLUDED(mu_);
-  absl::StatusOr<std::optional<Lease>> LeaseFor(const std::string& session_id,
-                                                int wait_ms) override ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<std::optional<Lease>> LeaseFor(const std::string& session_id, int wait_ms) override
+      ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<std::optional<Lease>> TryLease(const std::string& session_id) override
       ABSL_LOCKS_EXCLUDED(mu_);
   std::vector<absl::StatusOr<std::optional<Lease>>> TryLeaseBatch(
@@ -64,15 +63,14 @@ class SchedulerImpl final : public Scheduler {
   absl::StatusOr<std::vector<int64_t>> Heartbeat(const std::string& session_id,
                                                  const std::vector<int64_t>& attempt_ids) override
       ABSL_LOCKS_EXCLUDED(mu_);
-  absl::StatusOr<store::ReportOutcome> Report(const std::string& session_id,
-                                              const std::vector<store::MeasurementIn>& measurements,
-                                              const std::vector<store::EvidenceIn>& evidence)
-      override ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<store::ReportOutcome> Report(
+      const std::string& session_id, const std::vector<store::MeasurementIn>& measurements,
+      const std::vector<store::EvidenceIn>& evidence) override ABSL_LOCKS_EXCLUDED(mu_);
   std::vector<absl::StatusOr<store::ReportOutcome>> ReportBatch(
       std::vector<store::ReportIn> reports) override ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<FinishResult> Finish(const FinishIn& finish) override ABSL_LOCKS_EXCLUDED(mu_);
-  std::vector<absl::StatusOr<FinishResult>> FinishBatch(const std::vector<FinishIn>& finishes)
-      override ABSL_LOCKS_EXCLUDED(mu_);
+  std::vector<absl::StatusOr<FinishResult>> FinishBatch(
+      const std::vector<FinishIn>& finishes) override ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status Release(const std::string& session_id, const std::string& reason) override
       ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status Cancel(int64_t run_id) override ABSL_LOCKS_EXCLUDED(mu_);
@@ -86,8 +84,8 @@ class SchedulerImpl final : public Scheduler {
   struct OpenRun {
     store::RunRow row;
     matrices::Requirements requirements;
-    int64_t open_units = 0;       // queued or leased
-    std::set<int64_t> queued;     // unit ids, in creation order
+    int64_t open_units = 0;    // queued or leased
+    std::set<int64_t> queued;  // unit ids, in creation order
   };
   struct UnitEntry {
     store::UnitRow row;
@@ -110,8 +108,9 @@ class SchedulerImpl final : public Scheduler {
   const runner::RunnerSchemas& runners() const;
   // Whether a metric and unit are what the runner declares (the store's record check).
   store::MetricCheck MetricCheck() const;
-  std::string UnmetLocked(const std::string& runner, const matrices::Requirements& requirements)
-      const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::string UnmetLocked(const std::string& runner,
+                          const matrices::Requirements& requirements) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<std::optional<Lease>> TryLeaseLocked(const std::string& session_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A queued unit the session may take (not in `taken`), or 0.

@@ -39,12 +39,10 @@ class WorkSignal {
   // Blocks until the generation differs from `seen` or `deadline` passes; the generation then.
   uint64_t WaitUntil(uint64_t seen, std::chrono::steady_clock::time_point deadline)
       ABSL_LOCKS_EXCLUDED(mu_) {
-    const absl::Duration left =
-        absl::FromChrono(deadline - std::chrono::steady_clock::now());
+    const absl::Duration left = absl::FromChrono(deadline - std::chrono::steady_clock::now());
     absl::MutexLock lock(&mu_);
-    auto changed = [this, seen]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return generation_ != seen;
-    };
+    auto changed = [this, seen]()
+                       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return generation_ != seen; };
     mu_.AwaitWithTimeout(absl::Condition(&changed), left);
     return generation_;
   }

@@ -6,10 +6,10 @@
 #include <cmath>
 
 #include "absl/strings/match.h"
-#include "message.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "ladder/status_macros.h"
+#include "message.h"
 
 namespace ladder::engines {
 
@@ -61,8 +61,8 @@ absl::StatusOr<std::string> EngineClient::Get(const std::string& path,
   std::string url = endpoints_.base_url + path;
   if (!result) return TransportError(url, result.error());
   if (result->status != 200) {
-    return absl::InternalError(Cat("GET ", url, " returned HTTP ", result->status, ": ",
-                                            Snippet(result->body)));
+    return absl::InternalError(
+        Cat("GET ", url, " returned HTTP ", result->status, ": ", Snippet(result->body)));
   }
   return result->body;
 }
@@ -79,7 +79,7 @@ absl::StatusOr<std::string> EngineClient::Version() const {
     return j["version"].get<std::string>();
   }
   return absl::DataLossError(Cat("malformed JSON from engine at ", endpoints_.base_url,
-                                          endpoints_.version_path, ": ", Snippet(body)));
+                                 endpoints_.version_path, ": ", Snippet(body)));
 }
 
 absl::StatusOr<std::vector<PrometheusSample>> EngineClient::Metrics() const {
@@ -94,8 +94,8 @@ absl::StatusOr<SpecCounters> EngineClient::ReadSpecCounters(const SpecMetricName
   std::optional<double> drafts = SumCounter(samples, names.num_drafts);
   std::optional<double> accepted = SumCounter(samples, names.num_accepted_tokens);
   if (!drafts.has_value() || !accepted.has_value()) {
-    return absl::NotFoundError(Cat("metrics lack ", names.num_drafts, " or ",
-                                            names.num_accepted_tokens));
+    return absl::NotFoundError(
+        Cat("metrics lack ", names.num_drafts, " or ", names.num_accepted_tokens));
   }
   SpecCounters c;
   c.num_drafts = *drafts;
@@ -125,8 +125,8 @@ absl::StatusOr<SpecGauges> EngineClient::ReadSpecGauges(const SpecGaugeNames& na
   if (!names.accept_length.empty()) g.accept_length = mean(names.accept_length);
   if (!names.accept_rate.empty()) g.accept_rate = mean(names.accept_rate);
   if (!g.accept_length.has_value() && !g.accept_rate.has_value()) {
-    return absl::NotFoundError(Cat("metrics lack ", names.accept_length, " and ",
-                                   names.accept_rate));
+    return absl::NotFoundError(
+        Cat("metrics lack ", names.accept_length, " and ", names.accept_rate));
   }
   return g;
 }
@@ -230,8 +230,8 @@ absl::StatusOr<GenerationResult> EngineClient::Generate(std::span<const int32_t>
   std::string plain_body;  // a reply that is not an event stream
   req.response_handler = [&](const httplib::Response& response) {
     http_status = response.status;
-    event_stream = response.get_header_value("Content-Type").find("text/event-stream") !=
-                   std::string::npos;
+    event_stream =
+        response.get_header_value("Content-Type").find("text/event-stream") != std::string::npos;
     return true;
   };
   req.content_receiver = [&](const char* data, size_t length, uint64_t, uint64_t) {
@@ -258,8 +258,8 @@ absl::StatusOr<GenerationResult> EngineClient::Generate(std::span<const int32_t>
   if (!stream_status.ok()) return stream_status;
   if (!ok && http_status == 0) return TransportError(url, error);
   if (http_status != 200) {
-    return absl::InternalError(Cat("POST ", url, " returned HTTP ", http_status, ": ",
-                                            Snippet(raw_prefix)));
+    return absl::InternalError(
+        Cat("POST ", url, " returned HTTP ", http_status, ": ", Snippet(raw_prefix)));
   }
   if (!ok) return TransportError(url, error);
   if (!event_stream) {
@@ -279,8 +279,7 @@ absl::StatusOr<GenerationResult> EngineClient::Generate(std::span<const int32_t>
   }
   if (!done) {
     return absl::DataLossError(Cat("stream from engine at ", url,
-                                            " ended without [DONE]; received: ",
-                                            Snippet(raw_prefix)));
+                                   " ended without [DONE]; received: ", Snippet(raw_prefix)));
   }
   if (!saw_text) {
     return absl::DataLossError(Cat("stream from engine at ", url, " carried no text"));

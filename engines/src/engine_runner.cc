@@ -11,13 +11,13 @@
 #include <thread>
 
 #include "absl/strings/match.h"
-#include "message.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "ladder/engines/client.h"
 #include "ladder/engines/engine_version.h"
 #include "ladder/engines/load.h"
 #include "ladder/status_macros.h"
+#include "message.h"
 #include "params.h"
 
 namespace ladder::engines {
@@ -54,9 +54,9 @@ struct ArmSettings {
 struct Arm {
   int index = 0;
   const Recipe* recipe = nullptr;
-  nlohmann::json params;          // the first cell's params (depth varies within the arm)
-  std::string label;              // the cell key without depth
-  std::vector<int> cells;         // indices into unit.cells
+  nlohmann::json params;   // the first cell's params (depth varies within the arm)
+  std::string label;       // the cell key without depth
+  std::vector<int> cells;  // indices into unit.cells
   // Each cell's request shape (depth and load parameters): two cells with the same shape and
   // configuration are duplicated arms (an A/A control) and get separate engines.
   std::set<std::string> shapes;
@@ -92,8 +92,8 @@ std::string NormalizeBackend(std::string_view name) {
 // Parameters that shape the requests sent to an engine, not the engine: cells differing only in
 // these share one engine process (a depth ladder, a concurrency sweep).
 constexpr const char* kRequestShapeParams[] = {
-    "depth",       "concurrency",   "request_rate", "num_requests", "duration_s",
-    "warmup_requests", "output_tokens", "length_spread", "slo_ttft_ms", "slo_itl_ms"};
+    "depth",           "concurrency",   "request_rate",  "num_requests", "duration_s",
+    "warmup_requests", "output_tokens", "length_spread", "slo_ttft_ms",  "slo_itl_ms"};
 
 bool IsRequestShape(absl::string_view key) {
   for (const char* name : kRequestShapeParams) {
@@ -144,7 +144,10 @@ class UnitRun {
  public:
   UnitRun(const EngineRunnerOptions& options, EngineRunner::DetectedVersions& versions,
           const UnitWork& unit, MeasurementSink& sink)
-      : options_(options), versions_(versions), context_(options.recipe_context), unit_(unit),
+      : options_(options),
+        versions_(versions),
+        context_(options.recipe_context),
+        unit_(unit),
         sink_(sink) {}
 
   ~UnitRun() {
@@ -165,8 +168,8 @@ class UnitRun {
     RETURN_IF_ERROR(BuildArms());
     watchdog_ = std::thread([this] { Watchdog(); });
     for (int p = 0; p < unit_.processes; ++p) {
-      absl::Status s = residency_ == Residency::kTogether ? RunProcessTogether(p)
-                                                          : RunProcessOneAtATime(p);
+      absl::Status s =
+          residency_ == Residency::kTogether ? RunProcessTogether(p) : RunProcessOneAtATime(p);
       StopAll();
       if (!s.ok()) return cancelled_ ? absl::CancelledError("engine runner: unit cancelled") : s;
     }
@@ -193,8 +196,9 @@ class UnitRun {
       }
       version = it->second;
     }
-    probes_[engine] = version.ok() ? nlohmann::json{{"version", *version}}
-                                   : nlohmann::json{{"error", std::string(version.status().message())}};
+    probes_[engine] = version.ok()
+                          ? nlohmann::json{{"version", *version}}
+                          : nlohmann::json{{"error", std::string(version.status().message())}};
     if (version.ok()) context_.engine_versions[engine] = *version;
   }
 
@@ -228,9 +232,9 @@ class UnitRun {
       if (auto r = recipe->Render(cell.params, probe_context); !r.ok()) {
         return Annotate(r.status(), Cat("cell ", cell.key));
       }
-      Residency cell_residency =
-          (engine == "synthetic" || engine == "external") ? Residency::kTogether
-                                                          : Residency::kOneAtATime;
+      Residency cell_residency = (engine == "synthetic" || engine == "external")
+                                     ? Residency::kTogether
+                                     : Residency::kOneAtATime;
       if (auto r = internal::GetString(cell.params, "arm_residency")) {
         if (*r == "together") {
           cell_residency = Residency::kTogether;
@@ -238,8 +242,7 @@ class UnitRun {
           cell_residency = Residency::kOneAtATime;
         } else {
           return internal::ParamError(engine, "arm_residency",
-                                      Cat("expected together or one_at_a_time, got \"",
-                                                   *r, "\""));
+                                      Cat("expected together or one_at_a_time, got \"", *r, "\""));
         }
       }
       if (residency.has_value() && *residency != cell_residency) {
@@ -339,8 +342,8 @@ class UnitRun {
     rc.port = 1;
     ASSIGN_OR_RETURN(RenderedEngine probe, arm.recipe->Render(arm.params, rc));
     if (probe.launch.has_value()) {
-      absl::StatusOr<int> port = options_.pick_port ? options_.pick_port(rc.host)
-                                                    : PickFreePort(rc.host);
+      absl::StatusOr<int> port =
+          options_.pick_port ? options_.pick_port(rc.host) : PickFreePort(rc.host);
       if (!port.ok()) return Annotate(port.status(), context);
       rc.port = *port;
       if (auto s = CheckPortFree(rc.host, rc.port); !s.ok()) {
@@ -358,8 +361,8 @@ class UnitRun {
       ProcessOptions po = options_.process;
       po.probe_patterns = arm.settings.probe_patterns;
       if (!options_.log_dir.empty()) {
-        po.log_file = Cat(options_.log_dir, "/attempt", unit_.attempt_id, "-unit",
-                                   unit_.unit_id, "-arm", arm.index, "-proc", p, ".log");
+        po.log_file = Cat(options_.log_dir, "/attempt", unit_.attempt_id, "-unit", unit_.unit_id,
+                          "-arm", arm.index, "-proc", p, ".log");
       }
       auto process = EngineProcess::Start(*live->rendered.launch, po);
       if (!process.ok()) return Annotate(process.status(), context);
@@ -379,31 +382,33 @@ class UnitRun {
       if (IsCancelled()) return absl::CancelledError("engine runner: unit cancelled");
       if (raw->process) {
         if (auto exit = raw->process->Poll()) {
-          return FailWithLog(*raw, -1, absl::UnavailableError(Cat(
-                                           context, ": engine ", raw->process->DescribeExit(*exit),
-                                           " before becoming healthy")));
+          return FailWithLog(
+              *raw, -1,
+              absl::UnavailableError(Cat(context, ": engine ", raw->process->DescribeExit(*exit),
+                                         " before becoming healthy")));
         }
       }
       last = raw->client->Health(std::chrono::milliseconds(2000));
       if (last.ok()) break;
       if (Clock::now() >= deadline) {
-        double seconds =
-            std::chrono::duration<double>(raw->rendered.start_timeout).count();
+        double seconds = std::chrono::duration<double>(raw->rendered.start_timeout).count();
         return FailWithLog(
             *raw, -1,
-            absl::DeadlineExceededError(Cat(
-                context, ": engine did not become healthy within ", seconds, " s at ",
-                raw->rendered.endpoints.base_url, raw->rendered.endpoints.health_path,
-                " (last: ", last.message(), ")")));
+            absl::DeadlineExceededError(Cat(context, ": engine did not become healthy within ",
+                                            seconds, " s at ", raw->rendered.endpoints.base_url,
+                                            raw->rendered.endpoints.health_path,
+                                            " (last: ", last.message(), ")")));
       }
       std::this_thread::sleep_for(options_.health_poll_interval);
     }
     if (raw->process) {
       if (auto exit = raw->process->Poll()) {
-        return FailWithLog(*raw, -1, absl::UnavailableError(Cat(
-                                         context, ": engine ", raw->process->DescribeExit(*exit),
-                                         " right after a health check passed (is another "
-                                         "server on port ", raw->port, "?)")));
+        return FailWithLog(
+            *raw, -1,
+            absl::UnavailableError(Cat(context, ": engine ", raw->process->DescribeExit(*exit),
+                                       " right after a health check passed (is another "
+                                       "server on port ",
+                                       raw->port, "?)")));
       }
     }
     raw->start_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
@@ -449,8 +454,7 @@ class UnitRun {
     if (!tail.empty()) {
       std::vector<std::string> last(tail.end() - std::min<size_t>(tail.size(), 5), tail.end());
       return absl::Status(status.code(),
-                          Cat(status.message(), "; last log lines: ",
-                                       absl::StrJoin(last, " | ")));
+                          Cat(status.message(), "; last log lines: ", absl::StrJoin(last, " | ")));
     }
     return status;
   }
@@ -501,9 +505,10 @@ class UnitRun {
     // A dead engine fails the cell; a few failed requests of a live one are part of the result.
     if (engine.process) {
       if (auto exit = engine.process->Poll()) {
-        return FailWithLog(engine, c, absl::UnavailableError(Cat(
-                                          context, ": engine ",
-                                          engine.process->DescribeExit(*exit), " mid-cell")));
+        return FailWithLog(
+            engine, c,
+            absl::UnavailableError(
+                Cat(context, ": engine ", engine.process->DescribeExit(*exit), " mid-cell")));
       }
     }
     LoadSummary sum = Summarize(config, *records);
@@ -527,7 +532,8 @@ class UnitRun {
         {"load_itl_ms_p90", sum.itl_ms_p90},   {"load_itl_ms_p99", sum.itl_ms_p99},
         {"load_e2e_ms_p50", sum.e2e_ms_p50},   {"load_e2e_ms_p90", sum.e2e_ms_p90},
         {"load_e2e_ms_p99", sum.e2e_ms_p99}};
-    for (const auto& [metric, value] : ms) RETURN_IF_ERROR(RecordMetric(id, p, r, metric, value, "ms"));
+    for (const auto& [metric, value] : ms)
+      RETURN_IF_ERROR(RecordMetric(id, p, r, metric, value, "ms"));
     if (sum.window_s > 0) {
       RETURN_IF_ERROR(RecordMetric(id, p, r, "load_output_tok_s", sum.output_tok_s, "tok/s"));
       RETURN_IF_ERROR(RecordMetric(id, p, r, "load_req_s", sum.req_s, "req/s"));
@@ -540,13 +546,13 @@ class UnitRun {
     // Evidence values are capped at 64 KiB by the store: the rows go in chunks.
     std::vector<nlohmann::json> chunks = RecordChunks(*records, 60 * 1024);
     for (size_t i = 0; i < chunks.size(); ++i) {
-      nlohmann::json value = {
-          {"round", r},
-          {"part", i},
-          {"parts", chunks.size()},
-          {"columns", {"index", "warmup", "start_ms", "ttft_ms", "e2e_ms", "tokens_in",
-                       "tokens_out", "itl_mean_ms", "itl_max_ms", "error"}},
-          {"rows", std::move(chunks[i])}};
+      nlohmann::json value = {{"round", r},
+                              {"part", i},
+                              {"parts", chunks.size()},
+                              {"columns",
+                               {"index", "warmup", "start_ms", "ttft_ms", "e2e_ms", "tokens_in",
+                                "tokens_out", "itl_mean_ms", "itl_max_ms", "error"}},
+                              {"rows", std::move(chunks[i])}};
       RETURN_IF_ERROR(sink_.RecordEvidence(Evidence{id, p, "load_requests", std::move(value)}));
     }
     return absl::OkStatus();
@@ -567,9 +573,10 @@ class UnitRun {
           std::this_thread::sleep_for(std::chrono::milliseconds(50));
         }
         if (auto exit = engine.process->Poll()) {
-          return FailWithLog(engine, c, absl::UnavailableError(Cat(
-                                            context, ": engine ",
-                                            engine.process->DescribeExit(*exit), " mid-cell")));
+          return FailWithLog(
+              engine, c,
+              absl::UnavailableError(
+                  Cat(context, ": engine ", engine.process->DescribeExit(*exit), " mid-cell")));
         }
       }
       return FailWithLog(engine, c, Annotate(status, context));
@@ -612,8 +619,8 @@ class UnitRun {
       RETURN_IF_ERROR(RecordMetric(id, p, r, "decode_tok_s", dtokens / (dt_ms / 1000.0), "tok/s"));
     } else {
       Evidence note{id, p, "measurement_note",
-                    Cat("round ", r, ": no decode rate: long - short = ", dtokens,
-                                 " tokens in ", dt_ms, " ms")};
+                    Cat("round ", r, ": no decode rate: long - short = ", dtokens, " tokens in ",
+                        dt_ms, " ms")};
       RETURN_IF_ERROR(sink_.RecordEvidence(note));
     }
     RETURN_IF_ERROR(RecordMetric(id, p, r, "t_short_ms", short_gen->total_ms, "ms"));
@@ -632,7 +639,9 @@ class UnitRun {
     RETURN_IF_ERROR(RecordAcceptance(engine, id, p, r, before, after, *short_gen, *long_gen));
     for (const GenerationResult* g : {&*short_gen, &*long_gen}) {
       if (g->reported_prompt_tokens >= 0 && g->reported_prompt_tokens != depth) {
-        Evidence ev{id, p, "prompt_tokens_mismatch",
+        Evidence ev{id,
+                    p,
+                    "prompt_tokens_mismatch",
                     {{"sent", depth}, {"reported", g->reported_prompt_tokens}, {"round", r}}};
         RETURN_IF_ERROR(sink_.RecordEvidence(ev));
         break;
@@ -705,10 +714,10 @@ class UnitRun {
       RETURN_IF_ERROR(sink_.RecordEvidence(Evidence{id, p, "acceptance_source", source}));
     }
     if (re.spec_k > 0 && drafted.has_value() && *drafted <= 0) {
-      RETURN_IF_ERROR(sink_.RecordEvidence(Evidence{
-          id, p, "speculation_not_engaged",
-          Cat("round ", r, ": spec_k=", re.spec_k, " but the engine drafted no tokens (", source,
-              "); it ran the target model alone")}));
+      RETURN_IF_ERROR(sink_.RecordEvidence(
+          Evidence{id, p, "speculation_not_engaged",
+                   Cat("round ", r, ": spec_k=", re.spec_k, " but the engine drafted no tokens (",
+                       source, "); it ran the target model alone")}));
     }
     return absl::OkStatus();
   }
@@ -717,9 +726,8 @@ class UnitRun {
     LogEvidence log;
     if (engine.process) log = engine.process->Evidence();
     const RenderedEngine& re = engine.rendered;
-    nlohmann::json backend = {{"requested", re.requested_backend},
-                              {"backends", log.backends},
-                              {"forced", log.forced}};
+    nlohmann::json backend = {
+        {"requested", re.requested_backend}, {"backends", log.backends}, {"forced", log.forced}};
     nlohmann::json mismatch = nullptr;
     if (!re.requested_backend.empty() && (!log.backends.empty() || !log.forced.empty())) {
       std::string want = NormalizeBackend(re.requested_backend);

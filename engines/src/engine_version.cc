@@ -19,8 +19,8 @@ bool IsDigit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; 
 // of a whitespace-separated word, with its suffix up to the next space.
 std::optional<std::string> FirstDottedVersion(std::string_view text) {
   for (size_t i = 0; i < text.size(); ++i) {
-    bool word_start = i == 0 || std::isspace(static_cast<unsigned char>(text[i - 1])) ||
-                      text[i - 1] == 'v';
+    bool word_start =
+        i == 0 || std::isspace(static_cast<unsigned char>(text[i - 1])) || text[i - 1] == 'v';
     if (!word_start || !IsDigit(text[i])) continue;
     size_t j = i;
     while (j < text.size() && IsDigit(text[j])) ++j;
@@ -75,15 +75,13 @@ absl::StatusOr<std::string> ParseEngineVersion(std::string_view engine, std::str
         if (digits >= rest.size() || rest[digits] != '.') return Cat("b", *build);
       }
     }
-    return absl::NotFoundError(
-        Cat("llama.cpp: no \"version: BUILD\" in the output of --version: \"", Start(output),
-            "\""));
+    return absl::NotFoundError(Cat(
+        "llama.cpp: no \"version: BUILD\" in the output of --version: \"", Start(output), "\""));
   }
   if (engine == "vllm" || engine == "sglang") {
     if (auto v = FirstDottedVersion(output)) return *v;
-    return absl::NotFoundError(
-        Cat(engine, ": no version number in the version command's output: \"", Start(output),
-            "\""));
+    return absl::NotFoundError(Cat(
+        engine, ": no version number in the version command's output: \"", Start(output), "\""));
   }
   return absl::NotFoundError(Cat(engine, ": the version of this engine is not probed"));
 }
@@ -113,9 +111,8 @@ absl::StatusOr<std::string> DetectEngineVersion(std::string_view engine,
   options.kill_grace = std::chrono::milliseconds(500);
   auto process = EngineProcess::Start(*spec, options);
   if (!process.ok()) {
-    return absl::UnavailableError(
-        Cat(engine, ": cannot run ", spec->argv[0], " for its version: ",
-            process.status().message()));
+    return absl::UnavailableError(Cat(engine, ": cannot run ", spec->argv[0],
+                                      " for its version: ", process.status().message()));
   }
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   std::optional<ExitInfo> exit;

@@ -4,8 +4,8 @@
 #include <atomic>
 #include <cmath>
 #include <condition_variable>
-#include <mutex>
 #include <limits>
+#include <mutex>
 #include <thread>
 
 #include "message.h"
@@ -45,9 +45,9 @@ bool SleepUntil(Clock::time_point until, const std::function<bool()>& cancelled)
   return !(cancelled && cancelled());
 }
 
-const char* const kLoadParams[] = {"concurrency",   "request_rate",  "num_requests",
+const char* const kLoadParams[] = {"concurrency",   "request_rate",    "num_requests",
                                    "duration_s",    "warmup_requests", "output_tokens",
-                                   "length_spread", "slo_ttft_ms",   "slo_itl_ms"};
+                                   "length_spread", "slo_ttft_ms",     "slo_itl_ms"};
 
 }  // namespace
 
@@ -109,14 +109,13 @@ absl::StatusOr<LoadConfig> LoadConfigFromParams(const nlohmann::json& params, ui
   c.num_requests = static_cast<int>(num.value_or(duration_s.has_value() ? 0 : 32));
   // Closed loop: the first `concurrency` requests start together (a burst of prefills no later
   // request sees), so by default they are the warm-up.
-  c.warmup_requests = static_cast<int>(internal::GetInt(params, "warmup_requests")
-                                           .value_or(c.mode == LoadMode::kClosedLoop
-                                                         ? c.concurrency
-                                                         : 1));
+  c.warmup_requests =
+      static_cast<int>(internal::GetInt(params, "warmup_requests")
+                           .value_or(c.mode == LoadMode::kClosedLoop ? c.concurrency : 1));
   c.input_tokens = static_cast<int>(internal::GetInt(params, "depth").value_or(1));
-  c.output_tokens = static_cast<int>(internal::GetInt(params, "output_tokens")
-                                         .value_or(internal::GetInt(params, "long_tokens")
-                                                       .value_or(64)));
+  c.output_tokens =
+      static_cast<int>(internal::GetInt(params, "output_tokens")
+                           .value_or(internal::GetInt(params, "long_tokens").value_or(64)));
   c.length_spread = internal::GetNumber(params, "length_spread").value_or(0);
   c.slo_ttft_ms = internal::GetNumber(params, "slo_ttft_ms");
   c.slo_itl_ms = internal::GetNumber(params, "slo_itl_ms");
@@ -155,8 +154,8 @@ absl::StatusOr<std::vector<RequestRecord>> RunLoad(const LoadConfig& config, con
   if (absl::Status s = config.Validate(); !s.ok()) return s;
   const Clock::time_point start = Clock::now();
   const bool timed = config.duration.count() > 0;
-  const int total = config.num_requests > 0 ? config.total_requests()
-                                            : std::numeric_limits<int>::max();
+  const int total =
+      config.num_requests > 0 ? config.total_requests() : std::numeric_limits<int>::max();
   std::optional<Clock::time_point> measure_deadline;  // set once the warm-up has been sent
 
   std::mutex mu;
@@ -303,9 +302,9 @@ std::vector<nlohmann::json> RecordChunks(const std::vector<RequestRecord>& recor
       max = std::max(max, g);
     }
     if (!r.gaps_ms.empty()) mean /= static_cast<double>(r.gaps_ms.size());
-    nlohmann::json row = {r.index,       r.warmup,     round3(r.start_ms), round3(r.ttft_ms),
-                          round3(r.e2e_ms), r.tokens_in, r.tokens_out,     round3(mean),
-                          round3(max),   r.error.substr(0, 200)};
+    nlohmann::json row = {
+        r.index,     r.warmup,     round3(r.start_ms), round3(r.ttft_ms), round3(r.e2e_ms),
+        r.tokens_in, r.tokens_out, round3(mean),       round3(max),       r.error.substr(0, 200)};
     size_t row_bytes = row.dump().size() + 1;
     if (!rows.empty() && bytes + row_bytes > max_bytes) {
       chunks.push_back(std::move(rows));

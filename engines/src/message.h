@@ -19,8 +19,8 @@ inline void AppendPiece(std::string& out, char c) { out.push_back(c); }
 inline void AppendPiece(std::string& out, absl::string_view s) { out.append(s.data(), s.size()); }
 #endif
 template <typename T>
-  requires(std::is_integral_v<T> && !std::is_same_v<T, char> && !std::is_same_v<T, bool>)
-void AppendPiece(std::string& out, T v) {
+requires(std::is_integral_v<T> && !std::is_same_v<T, char> &&
+         !std::is_same_v<T, bool>) void AppendPiece(std::string& out, T v) {
   out.append(std::to_string(v));
 }
 inline void AppendPiece(std::string& out, bool v) { out.append(v ? "true" : "false"); }

@@ -4,12 +4,12 @@
 #include <cctype>
 
 #include "absl/strings/numbers.h"
-#include "message.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "ladder/engines/load.h"
 #include "ladder/engines/recipe.h"
 #include "ladder/runner/validate.h"
+#include "message.h"
 
 namespace ladder::engines {
 namespace internal {
@@ -133,9 +133,9 @@ absl::StatusOr<SpecRequest> GetSpec(const nlohmann::json& params, std::string_vi
     }
     std::vector<std::string> parts = absl::StrSplit(*shorthand, ':');
     if (parts.size() > 2 || parts[0].empty()) {
-      return ParamError(engine, "spec",
-                        Cat("expected \"off\", \"METHOD\" or \"METHOD:K\", got \"",
-                                     *shorthand, "\""));
+      return ParamError(
+          engine, "spec",
+          Cat("expected \"off\", \"METHOD\" or \"METHOD:K\", got \"", *shorthand, "\""));
     }
     spec.method = parts[0];
     spec.k = 1;
@@ -154,8 +154,8 @@ absl::StatusOr<SpecRequest> GetSpec(const nlohmann::json& params, std::string_vi
   if (spec.k == 0) {
     // speculation off; a method or model without k is a mistake worth reporting
     if (method.has_value() && *method != "off" && *method != "none") {
-      return ParamError(engine, "spec_k", Cat("missing or 0 while spec_method is \"",
-                                                       *method, "\""));
+      return ParamError(engine, "spec_k",
+                        Cat("missing or 0 while spec_method is \"", *method, "\""));
     }
     if (!spec.model.empty()) return ParamError(engine, "spec_model", "given while spec_k is 0");
     return spec;
@@ -172,32 +172,52 @@ namespace {
 
 bool TypeMatches(ParamType type, const nlohmann::json& v) {
   switch (type) {
-    case ParamType::kString: return v.is_string();
-    case ParamType::kInteger: return v.is_number_integer();
-    case ParamType::kNonNegativeInteger: return v.is_number_integer() && v.get<int64_t>() >= 0;
-    case ParamType::kPositiveInteger: return v.is_number_integer() && v.get<int64_t>() > 0;
-    case ParamType::kNumber: return v.is_number();
-    case ParamType::kBool: return v.is_boolean();
-    case ParamType::kStringOrNumber: return v.is_string() || v.is_number();
-    case ParamType::kStringOrList: return v.is_string() || v.is_array();
-    case ParamType::kStringOrObject: return v.is_string() || v.is_object();
-    case ParamType::kAny: return true;
+    case ParamType::kString:
+      return v.is_string();
+    case ParamType::kInteger:
+      return v.is_number_integer();
+    case ParamType::kNonNegativeInteger:
+      return v.is_number_integer() && v.get<int64_t>() >= 0;
+    case ParamType::kPositiveInteger:
+      return v.is_number_integer() && v.get<int64_t>() > 0;
+    case ParamType::kNumber:
+      return v.is_number();
+    case ParamType::kBool:
+      return v.is_boolean();
+    case ParamType::kStringOrNumber:
+      return v.is_string() || v.is_number();
+    case ParamType::kStringOrList:
+      return v.is_string() || v.is_array();
+    case ParamType::kStringOrObject:
+      return v.is_string() || v.is_object();
+    case ParamType::kAny:
+      return true;
   }
   return false;
 }
 
 std::string_view TypeName(ParamType type) {
   switch (type) {
-    case ParamType::kString: return "a string";
-    case ParamType::kInteger: return "an integer";
-    case ParamType::kNonNegativeInteger: return "a non-negative integer";
-    case ParamType::kPositiveInteger: return "a positive integer";
-    case ParamType::kNumber: return "a number";
-    case ParamType::kBool: return "true or false";
-    case ParamType::kStringOrNumber: return "a string or a number";
-    case ParamType::kStringOrList: return "a string or a list of strings";
-    case ParamType::kStringOrObject: return "a string or an object";
-    case ParamType::kAny: return "any value";
+    case ParamType::kString:
+      return "a string";
+    case ParamType::kInteger:
+      return "an integer";
+    case ParamType::kNonNegativeInteger:
+      return "a non-negative integer";
+    case ParamType::kPositiveInteger:
+      return "a positive integer";
+    case ParamType::kNumber:
+      return "a number";
+    case ParamType::kBool:
+      return "true or false";
+    case ParamType::kStringOrNumber:
+      return "a string or a number";
+    case ParamType::kStringOrList:
+      return "a string or a list of strings";
+    case ParamType::kStringOrObject:
+      return "a string or an object";
+    case ParamType::kAny:
+      return "any value";
   }
   return "?";
 }
@@ -220,8 +240,7 @@ const std::vector<ParamSpec>& CommonParameters() {
        "together | one_at_a_time: whether a unit's arms' engines run at the same time"},
       {"label", ParamType::kAny, false, "a free annotation, ignored"},
       // Load (any of these turns the cell from batch-1 differencing into a load cell).
-      {"concurrency", ParamType::kPositiveInteger, false,
-       "closed loop: requests kept in flight"},
+      {"concurrency", ParamType::kPositiveInteger, false, "closed loop: requests kept in flight"},
       {"request_rate", ParamType::kNumber, false, "open loop: Poisson arrivals per second"},
       {"num_requests", ParamType::kNonNegativeInteger, false,
        "measured requests per cell and round (default 32; 0 with duration_s)"},
@@ -258,14 +277,14 @@ absl::Status ValidateParams(const Recipe& recipe, const nlohmann::json& params) 
     if (spec == nullptr) {
       std::vector<std::string> names;
       for (const auto& s : recipe.parameters()) names.push_back(s.name);
-      return absl::InvalidArgumentError(
-          Cat(engine, ": unknown parameter '", key, "' (", engine, " accepts: ",
-                       absl::StrJoin(names, ", "), "; and the common ones: see docs/engines.md)"));
+      return absl::InvalidArgumentError(Cat(engine, ": unknown parameter '", key, "' (", engine,
+                                            " accepts: ", absl::StrJoin(names, ", "),
+                                            "; and the common ones: see docs/engines.md)"));
     }
     if (value.is_null()) continue;
     if (!TypeMatches(spec->type, value)) {
-      return internal::ParamError(engine, key, Cat("expected ", TypeName(spec->type),
-                                                            ", got ", value.dump()));
+      return internal::ParamError(engine, key,
+                                  Cat("expected ", TypeName(spec->type), ", got ", value.dump()));
     }
   }
   auto check_required = [&](const std::vector<ParamSpec>& specs) -> absl::Status {

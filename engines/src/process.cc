@@ -66,10 +66,10 @@ std::string LastDotted(std::string_view name) {
 // backend.", "Using Triton MLA backend.", ...).
 std::string FromLegacyName(std::string_view words) {
   static constexpr std::pair<std::string_view, std::string_view> kNames[] = {
-      {"Flash Attention", "FLASH_ATTN"}, {"FlashAttention", "FLASH_ATTN"},
-      {"FlashInfer", "FLASHINFER"},      {"Triton", "TRITON_ATTN"},
-      {"TritonAttention", "TRITON_ATTN"}, {"XFormers", "XFORMERS"},
-      {"Triton MLA", "TRITON_MLA"},      {"FlashMLA", "FLASHMLA"},
+      {"Flash Attention", "FLASH_ATTN"},    {"FlashAttention", "FLASH_ATTN"},
+      {"FlashInfer", "FLASHINFER"},         {"Triton", "TRITON_ATTN"},
+      {"TritonAttention", "TRITON_ATTN"},   {"XFormers", "XFORMERS"},
+      {"Triton MLA", "TRITON_MLA"},         {"FlashMLA", "FLASHMLA"},
       {"FlashInfer MLA", "FLASHINFER_MLA"}, {"Torch SDPA", "TORCH_SDPA"},
       {"ROCmFlashAttention", "ROCM_FLASH"}, {"ROCm Flash Attention", "ROCM_FLASH"},
   };
@@ -340,7 +340,7 @@ EngineProcess::EngineProcess(std::unique_ptr<Impl> impl) : impl_(std::move(impl)
 EngineProcess::~EngineProcess() = default;
 
 absl::StatusOr<std::unique_ptr<EngineProcess>> EngineProcess::Start(const LaunchSpec& spec,
-                                                                   const ProcessOptions& options) {
+                                                                    const ProcessOptions& options) {
   if (spec.argv.empty() || spec.argv[0].empty()) {
     return absl::InvalidArgumentError("engine launch: empty argv");
   }
@@ -415,8 +415,8 @@ absl::StatusOr<std::unique_ptr<EngineProcess>> EngineProcess::Start(const Launch
     int status = 0;
     waitpid(pid, &status, 0);
     close(out_pipe[0]);
-    std::string message = Cat("engine launch: cannot execute \"", spec.argv[0],
-                                       "\": ", ErrnoText(child_errno));
+    std::string message =
+        Cat("engine launch: cannot execute \"", spec.argv[0], "\": ", ErrnoText(child_errno));
     if (child_errno == ENOENT) return absl::NotFoundError(message);
     return absl::FailedPreconditionError(message);
   }
@@ -428,9 +428,7 @@ int EngineProcess::pid() const { return impl_->pid(); }
 std::optional<ExitInfo> EngineProcess::Poll() { return impl_->Poll(); }
 void EngineProcess::Kill() noexcept { impl_->Kill(); }
 LogEvidence EngineProcess::Evidence() const { return impl_->Evidence(); }
-std::vector<std::string> EngineProcess::LogTail() const {
-  return impl_->LogTail();
-}
+std::vector<std::string> EngineProcess::LogTail() const { return impl_->LogTail(); }
 
 std::string EngineProcess::DescribeExit(const ExitInfo& info) const {
   impl_->DrainAfterExit(std::chrono::milliseconds(500));
@@ -451,8 +449,7 @@ absl::StatusOr<sockaddr_in> Ipv4Address(const std::string& host, int port) {
   addr.sin_port = htons(static_cast<uint16_t>(port));
   std::string h = host == "localhost" ? "127.0.0.1" : host;
   if (inet_pton(AF_INET, h.c_str(), &addr.sin_addr) != 1) {
-    return absl::InvalidArgumentError(
-        Cat("engine host \"", host, "\" is not an IPv4 address"));
+    return absl::InvalidArgumentError(Cat("engine host \"", host, "\" is not an IPv4 address"));
   }
   return addr;
 }
@@ -486,9 +483,8 @@ absl::Status CheckPortFree(const std::string& host, int port) {
   int err = errno;
   close(fd);
   if (rc != 0) {
-    return absl::FailedPreconditionError(Cat("port ", port, " on ", host,
-                                                      " is already in use (", ErrnoText(err),
-                                                      ")"));
+    return absl::FailedPreconditionError(
+        Cat("port ", port, " on ", host, " is already in use (", ErrnoText(err), ")"));
   }
   return absl::OkStatus();
 }

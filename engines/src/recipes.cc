@@ -5,13 +5,13 @@
 #include <string>
 #include <vector>
 
-#include "message.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "ladder/engines/engine_version.h"
 #include "ladder/engines/recipe.h"
 #include "ladder/status_macros.h"
+#include "message.h"
 #include "params.h"
 
 namespace ladder::engines {
@@ -76,15 +76,15 @@ void AddInt(std::vector<std::string>& argv, const nlohmann::json& params, std::s
     argv.push_back(std::to_string(*v));
   }
 }
-void AddString(std::vector<std::string>& argv, const nlohmann::json& params,
-               std::string_view name, std::string_view flag) {
+void AddString(std::vector<std::string>& argv, const nlohmann::json& params, std::string_view name,
+               std::string_view flag) {
   if (auto v = GetString(params, name)) {
     argv.emplace_back(flag);
     argv.push_back(*v);
   }
 }
-void AddNumber(std::vector<std::string>& argv, const nlohmann::json& params,
-               std::string_view name, std::string_view flag) {
+void AddNumber(std::vector<std::string>& argv, const nlohmann::json& params, std::string_view name,
+               std::string_view flag) {
   if (auto v = GetNumber(params, name)) {
     argv.emplace_back(flag);
     argv.push_back(FormatNumber(*v));
@@ -126,7 +126,11 @@ class VllmRecipe final : public Recipe {
         {"model", ParamType::kString, true, "vllm serve MODEL"},
         {"attention_backend", ParamType::kString, false,
          "--attention-backend (>= 0.13) or VLLM_ATTENTION_BACKEND (< 0.13)"},
-        kEngineVersion, kSpec, kSpecMethod, kSpecK, kSpecModel,
+        kEngineVersion,
+        kSpec,
+        kSpecMethod,
+        kSpecK,
+        kSpecModel,
         {"tensor_parallel_size", ParamType::kPositiveInteger, false, "--tensor-parallel-size"},
         {"max_model_len", ParamType::kPositiveInteger, false, "--max-model-len"},
         {"gpu_memory_utilization", ParamType::kNumber, false, "--gpu-memory-utilization"},
@@ -136,7 +140,8 @@ class VllmRecipe final : public Recipe {
         {"prefix_caching", ParamType::kBool, false,
          "default false: --no-enable-prefix-caching; true: --enable-prefix-caching"},
         {"seed", ParamType::kInteger, false, "--seed"},
-        kExtraArgs, kExtraEnv,
+        kExtraArgs,
+        kExtraEnv,
     };
     return kParams;
   }
@@ -150,7 +155,7 @@ class VllmRecipe final : public Recipe {
     out.launch.emplace();
     std::string model = *GetString(params, "model");
     std::vector<std::string>& argv = out.launch->argv;
-    argv = {context.vllm_executable, "serve", model, "--host", context.host, "--port",
+    argv = {context.vllm_executable,     "serve", model, "--host", context.host, "--port",
             std::to_string(context.port)};
     AddInt(argv, params, "seed", "--seed");
 
@@ -197,7 +202,8 @@ class VllmRecipe final : public Recipe {
 // NGRAM. A matrix's engine-neutral names map onto them; "" for anything else.
 std::string SglangAlgorithm(std::string_view method) {
   std::string upper;
-  for (char c : method) upper.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
+  for (char c : method)
+    upper.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
   if (upper == "EAGLE" || upper == "EAGLE3" || upper == "NEXTN" || upper == "STANDALONE" ||
       upper == "NGRAM") {
     return upper;
@@ -215,7 +221,11 @@ class SglangRecipe final : public Recipe {
     static const std::vector<ParamSpec> kParams = {
         {"model", ParamType::kString, true, "--model-path"},
         {"attention_backend", ParamType::kString, false, "--attention-backend"},
-        kEngineVersion, kSpec, kSpecMethod, kSpecK, kSpecModel,
+        kEngineVersion,
+        kSpec,
+        kSpecMethod,
+        kSpecK,
+        kSpecModel,
         {"tensor_parallel_size", ParamType::kPositiveInteger, false, "--tp-size"},
         {"max_model_len", ParamType::kPositiveInteger, false, "--context-length"},
         {"mem_fraction_static", ParamType::kNumber, false, "--mem-fraction-static"},
@@ -225,7 +235,8 @@ class SglangRecipe final : public Recipe {
         {"metric_num_drafts", ParamType::kString, false, "Prometheus counter of drafts"},
         {"metric_num_draft_tokens", ParamType::kString, false, "counter of drafted tokens"},
         {"metric_num_accepted_tokens", ParamType::kString, false, "counter of accepted tokens"},
-        kExtraArgs, kExtraEnv,
+        kExtraArgs,
+        kExtraEnv,
     };
     return kParams;
   }
@@ -239,8 +250,15 @@ class SglangRecipe final : public Recipe {
     out.launch.emplace();
     std::string model = *GetString(params, "model");
     std::vector<std::string>& argv = out.launch->argv;
-    argv = {context.python_executable, "-m", "sglang.launch_server", "--model-path", model,
-            "--host", context.host, "--port", std::to_string(context.port)};
+    argv = {context.python_executable,
+            "-m",
+            "sglang.launch_server",
+            "--model-path",
+            model,
+            "--host",
+            context.host,
+            "--port",
+            std::to_string(context.port)};
     AddInt(argv, params, "seed", "--random-seed");
     if (auto backend = GetString(params, "attention_backend")) {
       out.requested_backend = *backend;
@@ -256,15 +274,16 @@ class SglangRecipe final : public Recipe {
         return ParamError(name(), "spec_method",
                           Cat("SGLang's --speculative-algorithm takes EAGLE, EAGLE3, NEXTN, "
                               "STANDALONE or NGRAM (mtp reads NEXTN, draft reads STANDALONE); "
-                              "got \"", spec.method, "\""));
+                              "got \"",
+                              spec.method, "\""));
       }
       argv.insert(argv.end(), {"--speculative-algorithm", algorithm});
       if (!spec.model.empty()) {
         argv.insert(argv.end(), {"--speculative-draft-model-path", spec.model});
       }
-      argv.insert(argv.end(), {"--speculative-num-steps", std::to_string(spec.k),
-                               "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens",
-                               std::to_string(spec.k + 1)});
+      argv.insert(argv.end(),
+                  {"--speculative-num-steps", std::to_string(spec.k), "--speculative-eagle-topk",
+                   "1", "--speculative-num-draft-tokens", std::to_string(spec.k + 1)});
       out.spec_k = spec.k;
     }
     AddInt(argv, params, "tensor_parallel_size", "--tp-size");
@@ -297,7 +316,11 @@ class LlamaCppRecipe final : public Recipe {
   const std::vector<ParamSpec>& parameters() const override {
     static const std::vector<ParamSpec> kParams = {
         {"model", ParamType::kString, true, "--model (a GGUF path)"},
-        kEngineVersion, kSpec, kSpecMethod, kSpecK, kSpecModel,
+        kEngineVersion,
+        kSpec,
+        kSpecMethod,
+        kSpecK,
+        kSpecModel,
         {"spec_k_min", ParamType::kNonNegativeInteger, false,
          "--spec-draft-n-min (b9022 on) or --draft-min"},
         {"spec_p_min", ParamType::kNumber, false, "--spec-draft-p-min (b9022 on) or --draft-p-min"},
@@ -308,7 +331,8 @@ class LlamaCppRecipe final : public Recipe {
          "--flash-attn on|off|auto (b6327 on); before: a bare --flash-attn for on"},
         {"max_model_len", ParamType::kPositiveInteger, false, "--ctx-size"},
         {"seed", ParamType::kInteger, false, "--seed"},
-        kExtraArgs, kExtraEnv,
+        kExtraArgs,
+        kExtraEnv,
     };
     return kParams;
   }
@@ -325,15 +349,15 @@ class LlamaCppRecipe final : public Recipe {
     // parsing, loudly, rather than measuring something else.
     std::optional<int> build = LlamaCppBuild(out.engine_version);
     if (!out.engine_version.empty() && !build.has_value()) {
-      return ParamError(name(), "engine_version",
-                        Cat("expected a build number such as b7100, got \"", out.engine_version,
-                            "\""));
+      return ParamError(
+          name(), "engine_version",
+          Cat("expected a build number such as b7100, got \"", out.engine_version, "\""));
     }
     auto at_least = [&](int first) { return !build.has_value() || *build >= first; };
     std::string model = *GetString(params, "model");
     std::vector<std::string>& argv = out.launch->argv;
-    argv = {context.llama_server_executable, "--model", model, "--host", context.host, "--port",
-            std::to_string(context.port), "--metrics"};
+    argv = {context.llama_server_executable, "--model",  model, "--host", context.host, "--port",
+            std::to_string(context.port),    "--metrics"};
     AddInt(argv, params, "seed", "--seed");
     AddInt(argv, params, "max_model_len", "--ctx-size");
     AddInt(argv, params, "gpu_layers", "--n-gpu-layers");
@@ -368,8 +392,8 @@ class LlamaCppRecipe final : public Recipe {
       }
       // --model-draft (alias -md) is accepted before and after the rename to --spec-draft-model.
       if (!spec.model.empty()) argv.insert(argv.end(), {"--model-draft", spec.model});
-      argv.insert(argv.end(), {new_flags ? "--spec-draft-n-max" : "--draft-max",
-                               std::to_string(spec.k)});
+      argv.insert(argv.end(),
+                  {new_flags ? "--spec-draft-n-max" : "--draft-max", std::to_string(spec.k)});
       AddInt(argv, params, "spec_k_min", new_flags ? "--spec-draft-n-min" : "--draft-min");
       AddNumber(argv, params, "spec_p_min", new_flags ? "--spec-draft-p-min" : "--draft-p-min");
       AddInt(argv, params, "gpu_layers_draft",
@@ -396,15 +420,16 @@ class LlamaCppRecipe final : public Recipe {
   // (the default), draft-mtp for a model's own MTP head, draft-eagle3 for an EAGLE3 drafter.
   absl::StatusOr<std::string> LlamaSpecType(const std::string& method) const {
     std::string m;
-    for (char c : method) m.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+    for (char c : method)
+      m.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
     if (m.empty() || m == "draft" || m == "draft_model" || m == "draft-simple") {
       return std::string("draft-simple");
     }
     if (m == "mtp" || m == "draft-mtp") return std::string("draft-mtp");
     if (m == "eagle3" || m == "draft-eagle3") return std::string("draft-eagle3");
-    return ParamError(name(), "spec_method",
-                      Cat("llama-server drafts with draft (a draft model), mtp or eagle3; got \"",
-                          method, "\""));
+    return ParamError(
+        name(), "spec_method",
+        Cat("llama-server drafts with draft (a draft model), mtp or eagle3; got \"", method, "\""));
   }
 };
 
@@ -418,7 +443,11 @@ class ExternalRecipe final : public Recipe {
         {"model", ParamType::kString, false, "the request's model field"},
         {"attention_backend", ParamType::kString, false,
          "the backend the server is expected to use (recorded; not checkable without its log)"},
-        kEngineVersion, kSpec, kSpecMethod, kSpecK, kSpecModel,
+        kEngineVersion,
+        kSpec,
+        kSpecMethod,
+        kSpecK,
+        kSpecModel,
         {"health_path", ParamType::kString, false, "default /health"},
         {"metrics_path", ParamType::kString, false, "default /metrics"},
     };
@@ -433,8 +462,9 @@ class ExternalRecipe final : public Recipe {
     out.engine = std::string(name());
     std::string url = *GetString(params, "url");
     if (url.rfind("http://", 0) != 0) {
-      return ParamError(name(), "url", Cat("expected http://host:port, got \"", url,
-                                                    "\" (https is not supported)"));
+      return ParamError(
+          name(), "url",
+          Cat("expected http://host:port, got \"", url, "\" (https is not supported)"));
     }
     while (!url.empty() && url.back() == '/') url.pop_back();
     out.endpoints.base_url = url;
@@ -460,7 +490,10 @@ class SyntheticRecipe final : public Recipe {
     static const std::vector<ParamSpec> kParams = {
         {"preset", ParamType::kString, false, "--preset (tiny, gemma4-31b); default tiny"},
         {"policy", ParamType::kString, false, "--policy legacy|spec-aware"},
-        kSpec, kSpecMethod, kSpecK, kSpecModel,
+        kSpec,
+        kSpecMethod,
+        kSpecK,
+        kSpecModel,
         {"acceptance", ParamType::kStringOrNumber, false,
          "--acceptance RATE or DEPTH:RATE,DEPTH:RATE,..."},
         {"seed", ParamType::kInteger, false, "--seed"},
@@ -494,12 +527,19 @@ class SyntheticRecipe final : public Recipe {
     out.launch.emplace();
     std::string preset = GetString(params, "preset").value_or("tiny");
     std::vector<std::string>& argv = out.launch->argv;
-    argv = {context.ladder_binary, "engine", "synthetic", "--preset", preset, "--host",
-            context.host, "--port", std::to_string(context.port)};
+    argv = {context.ladder_binary,
+            "engine",
+            "synthetic",
+            "--preset",
+            preset,
+            "--host",
+            context.host,
+            "--port",
+            std::to_string(context.port)};
     if (auto policy = GetString(params, "policy")) {
       if (*policy != "legacy" && *policy != "spec-aware") {
-        return ParamError(name(), "policy", Cat("expected legacy or spec-aware, got \"",
-                                                         *policy, "\""));
+        return ParamError(name(), "policy",
+                          Cat("expected legacy or spec-aware, got \"", *policy, "\""));
       }
       argv.insert(argv.end(), {"--policy", *policy});
     }
@@ -529,7 +569,8 @@ class SyntheticRecipe final : public Recipe {
     AddInt(argv, params, "max_batch", "--max-batch");
     if (auto device = GetString(params, "device")) {
       if (*device != "cpu" && *device != "cuda" && *device != "auto") {
-        return ParamError(name(), "device", Cat("expected cpu, cuda or auto, got \"", *device, "\""));
+        return ParamError(name(), "device",
+                          Cat("expected cpu, cuda or auto, got \"", *device, "\""));
       }
       argv.insert(argv.end(), {"--device", *device});
     }
@@ -560,8 +601,8 @@ absl::StatusOr<const Recipe*> FindBuiltinRecipe(std::string_view engine) {
   for (const Recipe* recipe : kAll) {
     if (recipe->name() == engine) return recipe;
   }
-  return absl::NotFoundError(Cat("unknown engine \"", engine, "\" (known: ",
-                                          absl::StrJoin(BuiltinRecipeNames(), ", "), ")"));
+  return absl::NotFoundError(Cat("unknown engine \"", engine,
+                                 "\" (known: ", absl::StrJoin(BuiltinRecipeNames(), ", "), ")"));
 }
 
 std::vector<std::string> BuiltinRecipeNames() {

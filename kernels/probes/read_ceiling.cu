@@ -11,10 +11,19 @@
 #include <random>
 #include <vector>
 
-#define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { std::printf("%s: %s\n", #x, cudaGetErrorString(e)); return 1; } } while (0)
+#define CK(x)                                             \
+  do {                                                    \
+    cudaError_t e = (x);                                  \
+    if (e != cudaSuccess) {                               \
+      std::printf("%s: %s\n", #x, cudaGetErrorString(e)); \
+      return 1;                                           \
+    }                                                     \
+  } while (0)
 
-// Each block streams `rows_per_block` 1 KB rows; row r of block b is at row_off[b * rows_per_block + r].
-__global__ void ReadRows(const uint4* base, const long long* row_off, int rows_per_block, unsigned* sink) {
+// Each block streams `rows_per_block` 1 KB rows; row r of block b is at row_off[b * rows_per_block
+// + r].
+__global__ void ReadRows(const uint4* base, const long long* row_off, int rows_per_block,
+                         unsigned* sink) {
   unsigned acc = 0;
   const long long* my = row_off + static_cast<long long>(blockIdx.x) * rows_per_block;
   // 64 uint4 per 1 KB row; a 512-thread block covers 8 rows per step, 4 steps unrolled in flight.
@@ -58,9 +67,12 @@ int main() {
     std::sort(t.begin(), t.end());
     return t[t.size() / 2];
   };
-  const float copy_us = time_us([&] { cudaMemcpyAsync(dst, buf, bytes, cudaMemcpyDeviceToDevice); });
-  std::printf("copy ceiling      %8.1f us  %7.1f GB/s (read+write)\n", copy_us, 2.0 * bytes / copy_us / 1e3);
-  // (a) contiguous rows; (b) the paged pattern: page p (16 tokens) of head h at page_perm[p] * 64 KB
+  const float copy_us =
+      time_us([&] { cudaMemcpyAsync(dst, buf, bytes, cudaMemcpyDeviceToDevice); });
+  std::printf("copy ceiling      %8.1f us  %7.1f GB/s (read+write)\n", copy_us,
+              2.0 * bytes / copy_us / 1e3);
+  // (a) contiguous rows; (b) the paged pattern: page p (16 tokens) of head h at page_perm[p] * 64
+  // KB
   // + slot * 4 KB + h * 1 KB; 4 heads' blocks read their own head.
   std::vector<long long> contiguous(rows), paged(rows);
   for (int r = 0; r < rows; ++r) contiguous[r] = static_cast<long long>(r) * 1024;
@@ -80,10 +92,10 @@ int main() {
   for (int blocks : {132, 264, 528, 1056}) {
     const int per = rows / blocks / 32 * 32;
     for (int which = 0; which < 2; ++which) {
-      CK(cudaMemcpy(d_off, which ? paged.data() : contiguous.data(), rows * sizeof(long long), cudaMemcpyHostToDevice));
-      const float us = time_us([&] {
-        ReadRows<<<blocks, 512>>>(static_cast<const uint4*>(buf), d_off, per, sink);
-      });
+      CK(cudaMemcpy(d_off, which ? paged.data() : contiguous.data(), rows * sizeof(long long),
+                    cudaMemcpyHostToDevice));
+      const float us = time_us(
+          [&] { ReadRows<<<blocks, 512>>>(static_cast<const uint4*>(buf), d_off, per, sink); });
       const double moved = double(per) * blocks * 1024;
       std::printf("%-10s %5d blocks %8.1f us  %7.1f GB/s read  (%.1f%% of the copy ceiling)\n",
                   which ? "paged" : "contiguous", blocks, us, moved / us / 1e3,

@@ -23,12 +23,18 @@ using internal::HalfToFloat;
 
 std::string_view ToString(ErrorCode code) {
   switch (code) {
-    case ErrorCode::kInvalidArgument: return "invalid argument";
-    case ErrorCode::kNotFound: return "not found";
-    case ErrorCode::kUnavailable: return "unavailable";
-    case ErrorCode::kUnsupported: return "unsupported";
-    case ErrorCode::kDeviceError: return "device error";
-    case ErrorCode::kCheckFailed: return "check failed";
+    case ErrorCode::kInvalidArgument:
+      return "invalid argument";
+    case ErrorCode::kNotFound:
+      return "not found";
+    case ErrorCode::kUnavailable:
+      return "unavailable";
+    case ErrorCode::kUnsupported:
+      return "unsupported";
+    case ErrorCode::kDeviceError:
+      return "device error";
+    case ErrorCode::kCheckFailed:
+      return "check failed";
   }
   return "?";
 }
@@ -39,28 +45,39 @@ std::string KernelError::ToString() const {
 
 std::string_view ToString(Backend b) {
   switch (b) {
-    case Backend::kCpu: return "cpu";
-    case Backend::kCuda: return "cuda";
-    case Backend::kHip: return "hip";
+    case Backend::kCpu:
+      return "cpu";
+    case Backend::kCuda:
+      return "cuda";
+    case Backend::kHip:
+      return "hip";
   }
   return "?";
 }
 std::string_view ToString(Path p) { return p == Path::k2D ? "2D" : "3D"; }
 std::string_view ToString(Policy p) {
   switch (p) {
-    case Policy::kForce2D: return "2d";
-    case Policy::kForce3D: return "3d";
-    case Policy::kLegacy: return "legacy";
-    case Policy::kSpecAware: return "spec-aware";
-    case Policy::kAuto: return "auto";
+    case Policy::kForce2D:
+      return "2d";
+    case Policy::kForce3D:
+      return "3d";
+    case Policy::kLegacy:
+      return "legacy";
+    case Policy::kSpecAware:
+      return "spec-aware";
+    case Policy::kAuto:
+      return "auto";
   }
   return "?";
 }
 std::string_view ToString(DType d) {
   switch (d) {
-    case DType::kF32: return "f32";
-    case DType::kF16: return "f16";
-    case DType::kBF16: return "bf16";
+    case DType::kF32:
+      return "f32";
+    case DType::kF16:
+      return "f16";
+    case DType::kBF16:
+      return "bf16";
   }
   return "?";
 }
@@ -105,9 +122,10 @@ Result<DeviceInfo> QueryDevice(Backend b) {
     return info;
   }
   if (gpu::CompiledBackend() != b)
-    return Error(ErrorCode::kUnavailable, "backend " + std::string(ToString(b)) +
-                                              " is not compiled into this binary (configure with -DLADDER_" +
-                                              (b == Backend::kCuda ? "CUDA" : "HIP") + "=ON)");
+    return Error(ErrorCode::kUnavailable,
+                 "backend " + std::string(ToString(b)) +
+                     " is not compiled into this binary (configure with -DLADDER_" +
+                     (b == Backend::kCuda ? "CUDA" : "HIP") + "=ON)");
   return gpu::QueryDevice();
 }
 
@@ -140,7 +158,9 @@ float HostTensor::Get(size_t i) const {
 
 void HostTensor::Set(size_t i, float v) {
   switch (dtype_) {
-    case DType::kF32: std::memcpy(bytes_.data() + i * 4, &v, 4); break;
+    case DType::kF32:
+      std::memcpy(bytes_.data() + i * 4, &v, 4);
+      break;
     case DType::kBF16: {
       const uint16_t h = FloatToBf16(v);
       std::memcpy(bytes_.data() + i * 2, &h, 2);
@@ -174,9 +194,9 @@ float AttentionShape::EffectiveScale() const {
 
 Status AttentionShape::Validate() const {
   if (q_heads <= 0 || kv_heads <= 0 || q_heads % kv_heads != 0)
-    return Error(ErrorCode::kInvalidArgument,
-                 "q_heads (" + std::to_string(q_heads) + ") must be a positive multiple of kv_heads (" +
-                     std::to_string(kv_heads) + ")");
+    return Error(ErrorCode::kInvalidArgument, "q_heads (" + std::to_string(q_heads) +
+                                                  ") must be a positive multiple of kv_heads (" +
+                                                  std::to_string(kv_heads) + ")");
   if (head_dim != 64 && head_dim != 128 && head_dim != 256 && head_dim != 512)
     return Error(ErrorCode::kInvalidArgument,
                  "head_dim " + std::to_string(head_dim) + " not supported (64, 128, 256, 512)");
@@ -189,7 +209,8 @@ Status AttentionShape::Validate() const {
 
 int HostProblem::max_query_len() const {
   int m = 0;
-  for (size_t s = 0; s + 1 < query_start.size(); ++s) m = std::max(m, query_start[s + 1] - query_start[s]);
+  for (size_t s = 0; s + 1 < query_start.size(); ++s)
+    m = std::max(m, query_start[s + 1] - query_start[s]);
   return m;
 }
 int HostProblem::max_kv_len() const {
@@ -201,21 +222,28 @@ Status HostProblem::Validate() const {
   const int ns = num_seqs();
   if (ns <= 0) return Error(ErrorCode::kInvalidArgument, "no sequences");
   if (static_cast<int>(query_start.size()) != ns + 1 || query_start[0] != 0)
-    return Error(ErrorCode::kInvalidArgument, "query_start must have num_seqs + 1 entries starting at 0");
+    return Error(ErrorCode::kInvalidArgument,
+                 "query_start must have num_seqs + 1 entries starting at 0");
   for (int s = 0; s < ns; ++s) {
     const int ql = query_start[s + 1] - query_start[s];
-    if (ql < 1) return Error(ErrorCode::kInvalidArgument, "sequence " + std::to_string(s) + " has no query rows");
+    if (ql < 1)
+      return Error(ErrorCode::kInvalidArgument,
+                   "sequence " + std::to_string(s) + " has no query rows");
     if (seq_lens[s] < ql)
-      return Error(ErrorCode::kInvalidArgument, "sequence " + std::to_string(s) + ": seq_len < query rows");
+      return Error(ErrorCode::kInvalidArgument,
+                   "sequence " + std::to_string(s) + ": seq_len < query rows");
     if ((seq_lens[s] + shape.block_size - 1) / shape.block_size > max_blocks_per_seq)
-      return Error(ErrorCode::kInvalidArgument, "sequence " + std::to_string(s) + " needs more pages than the block table has");
+      return Error(ErrorCode::kInvalidArgument,
+                   "sequence " + std::to_string(s) + " needs more pages than the block table has");
   }
   if (static_cast<int>(block_table.size()) != ns * max_blocks_per_seq)
     return Error(ErrorCode::kInvalidArgument, "block_table size != num_seqs * max_blocks_per_seq");
   for (int b : block_table)
-    if (b < 0 || b >= num_blocks) return Error(ErrorCode::kInvalidArgument, "block table entry out of range");
+    if (b < 0 || b >= num_blocks)
+      return Error(ErrorCode::kInvalidArgument, "block table entry out of range");
   const size_t row = static_cast<size_t>(shape.head_dim);
-  if (q.numel() != static_cast<size_t>(num_tokens()) * shape.q_heads * row || q.dtype() != shape.dtype)
+  if (q.numel() != static_cast<size_t>(num_tokens()) * shape.q_heads * row ||
+      q.dtype() != shape.dtype)
     return Error(ErrorCode::kInvalidArgument, "q has the wrong size or dtype");
   const size_t kv = static_cast<size_t>(num_blocks) * shape.block_size * shape.kv_heads * row;
   if (k_cache.numel() != kv || v_cache.numel() != kv || k_cache.dtype() != shape.dtype ||
@@ -261,7 +289,8 @@ Result<HostProblem> MakeProblem(const AttentionShape& shape, const std::vector<S
   const size_t kv = static_cast<size_t>(p.num_blocks) * shape.block_size * shape.kv_heads * d;
   p.k_cache = HostTensor(shape.dtype, kv);
   p.v_cache = HostTensor(shape.dtype, kv);
-  for (size_t i = 0; i < p.q.numel(); ++i) p.q.Set(i, internal::HashToValue(seed * 3 + 0, i) * q_scale);
+  for (size_t i = 0; i < p.q.numel(); ++i)
+    p.q.Set(i, internal::HashToValue(seed * 3 + 0, i) * q_scale);
   for (size_t i = 0; i < kv; ++i) p.k_cache.Set(i, internal::HashToValue(seed * 3 + 1, i));
   for (size_t i = 0; i < kv; ++i) p.v_cache.Set(i, internal::HashToValue(seed * 3 + 2, i));
   return p;
@@ -302,20 +331,32 @@ PathDecision ChoosePath(Policy policy, const PolicyConfig& config, int num_seqs,
     d.reason = std::move(reason);
   };
   switch (policy) {
-    case Policy::kForce2D: two_d("forced 2D"); break;
-    case Policy::kForce3D: three_d("forced 3D"); break;
+    case Policy::kForce2D:
+      two_d("forced 2D");
+      break;
+    case Policy::kForce3D:
+      three_d("forced 3D");
+      break;
     case Policy::kLegacy:
-      if (max_query_len > 1) two_d("legacy: max_seqlen_q " + std::to_string(max_query_len) + " > 1");
-      else if (num_seqs > threshold) two_d("legacy: num_seqs " + std::to_string(num_seqs) + " > threshold " + std::to_string(threshold));
-      else three_d("legacy: decode, num_seqs <= threshold");
+      if (max_query_len > 1)
+        two_d("legacy: max_seqlen_q " + std::to_string(max_query_len) + " > 1");
+      else if (num_seqs > threshold)
+        two_d("legacy: num_seqs " + std::to_string(num_seqs) + " > threshold " +
+              std::to_string(threshold));
+      else
+        three_d("legacy: decode, num_seqs <= threshold");
       break;
     case Policy::kSpecAware:
     case Policy::kAuto:
       if (max_query_len > config.decode_query_len)
         two_d("spec-aware: max_seqlen_q " + std::to_string(max_query_len) + " > decode_query_len " +
               std::to_string(config.decode_query_len) + " (prefill)");
-      else if (num_seqs > threshold) two_d("spec-aware: num_seqs " + std::to_string(num_seqs) + " > threshold " + std::to_string(threshold));
-      else three_d("spec-aware: max_seqlen_q " + std::to_string(max_query_len) + " <= decode_query_len");
+      else if (num_seqs > threshold)
+        two_d("spec-aware: num_seqs " + std::to_string(num_seqs) + " > threshold " +
+              std::to_string(threshold));
+      else
+        three_d("spec-aware: max_seqlen_q " + std::to_string(max_query_len) +
+                " <= decode_query_len");
       break;
   }
   return d;
@@ -331,16 +372,20 @@ namespace {
 Result<RunInfo> RunOnGpu(Backend backend, const HostProblem& p, const RunOptions& options,
                          HostTensor* out) {
   using gpu::DeviceBuffer;
-  LADDER_K_ASSIGN_OR_RETURN(DeviceBuffer qs, DeviceBuffer::Alloc(p.query_start.size() * sizeof(int)));
+  LADDER_K_ASSIGN_OR_RETURN(DeviceBuffer qs,
+                            DeviceBuffer::Alloc(p.query_start.size() * sizeof(int)));
   LADDER_K_ASSIGN_OR_RETURN(DeviceBuffer sl, DeviceBuffer::Alloc(p.seq_lens.size() * sizeof(int)));
-  LADDER_K_ASSIGN_OR_RETURN(DeviceBuffer bt, DeviceBuffer::Alloc(std::max<size_t>(1, p.block_table.size()) * sizeof(int)));
+  LADDER_K_ASSIGN_OR_RETURN(
+      DeviceBuffer bt,
+      DeviceBuffer::Alloc(std::max<size_t>(1, p.block_table.size()) * sizeof(int)));
   LADDER_K_ASSIGN_OR_RETURN(DeviceBuffer q, DeviceBuffer::Alloc(p.q.bytes()));
   LADDER_K_ASSIGN_OR_RETURN(DeviceBuffer k, DeviceBuffer::Alloc(p.k_cache.bytes()));
   LADDER_K_ASSIGN_OR_RETURN(DeviceBuffer v, DeviceBuffer::Alloc(p.v_cache.bytes()));
   LADDER_K_ASSIGN_OR_RETURN(DeviceBuffer o, DeviceBuffer::Alloc(out->bytes()));
   LADDER_K_TRY(gpu::CopyToDevice(qs.get(), p.query_start.data(), qs.size()));
   LADDER_K_TRY(gpu::CopyToDevice(sl.get(), p.seq_lens.data(), sl.size()));
-  LADDER_K_TRY(gpu::CopyToDevice(bt.get(), p.block_table.data(), p.block_table.size() * sizeof(int)));
+  LADDER_K_TRY(
+      gpu::CopyToDevice(bt.get(), p.block_table.data(), p.block_table.size() * sizeof(int)));
   LADDER_K_TRY(gpu::CopyToDevice(q.get(), p.q.data(), q.size()));
   LADDER_K_TRY(gpu::CopyToDevice(k.get(), p.k_cache.data(), k.size()));
   LADDER_K_TRY(gpu::CopyToDevice(v.get(), p.v_cache.data(), v.size()));
@@ -359,7 +404,8 @@ Result<RunInfo> RunOnGpu(Backend backend, const HostProblem& p, const RunOptions
   args.v_cache = v.get();
   args.out = o.get();
   LADDER_K_ASSIGN_OR_RETURN(DeviceAttentionPlan plan, PlanDeviceAttention(backend, args, options));
-  LADDER_K_ASSIGN_OR_RETURN(DeviceBuffer ws, DeviceBuffer::Alloc(std::max<size_t>(plan.workspace_bytes, 16)));
+  LADDER_K_ASSIGN_OR_RETURN(DeviceBuffer ws,
+                            DeviceBuffer::Alloc(std::max<size_t>(plan.workspace_bytes, 16)));
   LADDER_K_TRY(LaunchDeviceAttention(backend, args, plan, nullptr, ws.get(), ws.size()));
   LADDER_K_TRY(gpu::Synchronize());
   LADDER_K_TRY(gpu::CopyToHost(out->data(), o.get(), out->bytes()));
@@ -373,22 +419,23 @@ Result<RunInfo> RunAttention(Backend backend, const HostProblem& problem, const 
   if (out == nullptr) return Error(ErrorCode::kInvalidArgument, "out is null");
   LADDER_K_TRY(problem.Validate());
   LADDER_K_TRY(options.tuning.Validate());
-  *out = HostTensor(problem.shape.dtype,
-                    static_cast<size_t>(problem.num_tokens()) * problem.shape.q_heads * problem.shape.head_dim);
+  *out = HostTensor(problem.shape.dtype, static_cast<size_t>(problem.num_tokens()) *
+                                             problem.shape.q_heads * problem.shape.head_dim);
   if (backend != Backend::kCpu) return RunOnGpu(backend, problem, options, out);
 
   const int threads = std::max(1, options.cpu_threads);
   const int units = problem.num_seqs() * problem.shape.kv_heads;
-  const PathDecision dec = ChoosePath(options.policy, options.config, problem.num_seqs(),
-                                      problem.max_query_len(), problem.max_kv_len(),
-                                      problem.shape.kv_heads, units, threads);
+  const PathDecision dec =
+      ChoosePath(options.policy, options.config, problem.num_seqs(), problem.max_query_len(),
+                 problem.max_kv_len(), problem.shape.kv_heads, units, threads);
   internal::RunCpu(problem, dec.path, dec.segments, threads, out);
   RunInfo info;
   info.path = dec.path;
   info.segments = dec.segments;
   info.reason = dec.reason;
-  info.grid = "cpu " + std::to_string(problem.num_seqs()) + "x" + std::to_string(problem.shape.kv_heads) +
-              "x" + std::to_string(dec.segments) + " items on " + std::to_string(threads) + " threads";
+  info.grid = "cpu " + std::to_string(problem.num_seqs()) + "x" +
+              std::to_string(problem.shape.kv_heads) + "x" + std::to_string(dec.segments) +
+              " items on " + std::to_string(threads) + " threads";
   return info;
 }
 

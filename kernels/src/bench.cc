@@ -20,12 +20,16 @@ namespace {
 
 const std::vector<ShapePreset>& PresetList() {
   static const std::vector<ShapePreset> presets = {
-      {"gemma4-31b-global", 32, 4, 512, 0, 0.0f, "Gemma 4 31B global layers: 32 q / 4 kv heads, head 512"},
-      {"gemma4-31b-sliding", 32, 16, 256, 1024, 0.0f, "Gemma 4 31B sliding layers: 32 / 16, head 256, window 1024"},
+      {"gemma4-31b-global", 32, 4, 512, 0, 0.0f,
+       "Gemma 4 31B global layers: 32 q / 4 kv heads, head 512"},
+      {"gemma4-31b-sliding", 32, 16, 256, 1024, 0.0f,
+       "Gemma 4 31B sliding layers: 32 / 16, head 256, window 1024"},
       {"gemma4-31b-global-tp2", 16, 2, 512, 0, 0.0f, "gemma4-31b-global at TP=2 (heads halved)"},
-      {"gemma4-31b-sliding-tp2", 16, 8, 256, 1024, 0.0f, "gemma4-31b-sliding at TP=2 (heads halved)"},
+      {"gemma4-31b-sliding-tp2", 16, 8, 256, 1024, 0.0f,
+       "gemma4-31b-sliding at TP=2 (heads halved)"},
       {"llama-70b", 64, 8, 128, 0, 0.0f, "Llama 70B: 64 / 8 heads, head 128"},
-      {"gemma4-dense-256", 32, 16, 256, 0, 0.0f, "32 q / 16 kv heads, head 256, no window (vs torch SDPA)"},
+      {"gemma4-dense-256", 32, 16, 256, 0, 0.0f,
+       "32 q / 16 kv heads, head 256, no window (vs torch SDPA)"},
       {"tiny", 8, 2, 64, 0, 0.0f, "8 q / 2 kv heads, head 64: CPU demos and tests"},
   };
   return presets;
@@ -95,20 +99,29 @@ Result<double> CopyCeiling(Backend b) {
 std::string TimingMethod(const BenchPoint& p, unsigned long long hold_ns) {
   char buf[384];
   if (p.backend == Backend::kCpu) {
-    std::snprintf(buf, sizeof(buf), "steady clock around each call; %d warm-up calls; median of %d calls", p.warmup,
+    std::snprintf(buf, sizeof(buf),
+                  "steady clock around each call; %d warm-up calls; median of %d calls", p.warmup,
                   p.repeats);
     return buf;
   }
   char spin[96];
-  if (hold_ns > 0) std::snprintf(spin, sizeof(spin), "a %.0f us device spin before each start event", hold_ns * 1e-3);
-  else std::snprintf(spin, sizeof(spin), "no device spin before the start event (host launch gaps included)");
+  if (hold_ns > 0)
+    std::snprintf(spin, sizeof(spin), "a %.0f us device spin before each start event",
+                  hold_ns * 1e-3);
+  else
+    std::snprintf(spin, sizeof(spin),
+                  "no device spin before the start event (host launch gaps included)");
   if (p.timing == Timing::kGraph) {
-    std::snprintf(buf, sizeof(buf),
-                  "graph replay: %d calls captured in one %s graph, device events around each replay, %s; "
-                  "%d warm-up calls and 1 untimed replay; per call = replay / %d; median of %d replays",
-                  p.graph_calls, p.backend == Backend::kHip ? "HIP" : "CUDA", spin, p.warmup, p.graph_calls, p.repeats);
+    std::snprintf(
+        buf, sizeof(buf),
+        "graph replay: %d calls captured in one %s graph, device events around each replay, %s; "
+        "%d warm-up calls and 1 untimed replay; per call = replay / %d; median of %d replays",
+        p.graph_calls, p.backend == Backend::kHip ? "HIP" : "CUDA", spin, p.warmup, p.graph_calls,
+        p.repeats);
   } else {
-    std::snprintf(buf, sizeof(buf), "stream launches: device events around each call, %s%s; %d warm-up calls; median of %d calls",
+    std::snprintf(buf, sizeof(buf),
+                  "stream launches: device events around each call, %s%s; %d warm-up calls; median "
+                  "of %d calls",
                   spin, p.flush_l2 ? ", L2 flushed before each call" : "", p.warmup, p.repeats);
   }
   return buf;
@@ -120,7 +133,8 @@ void Finish(BenchResult* r, std::vector<double> times_us) {
   r->time_us_min = *std::min_element(r->times_us.begin(), r->times_us.end());
   r->bytes_moved = EffectiveBytes(r->point);
   r->bytes_per_s = r->bytes_moved / (r->time_us_median * 1e-6);
-  r->fraction_of_ceiling = r->copy_ceiling_bytes_per_s > 0 ? r->bytes_per_s / r->copy_ceiling_bytes_per_s : 0;
+  r->fraction_of_ceiling =
+      r->copy_ceiling_bytes_per_s > 0 ? r->bytes_per_s / r->copy_ceiling_bytes_per_s : 0;
 }
 
 Result<BenchResult> RunCpuPoint(const BenchPoint& pt) {
@@ -134,7 +148,8 @@ Result<BenchResult> RunCpuPoint(const BenchPoint& pt) {
   for (int i = 0; i < pt.warmup + pt.repeats; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
     internal::RunCpu(prob, dec.path, dec.segments, threads, &out);
-    const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    const double us =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
     if (i >= pt.warmup) times.push_back(us);
   }
   BenchResult r;
@@ -157,14 +172,17 @@ Result<BenchResult> RunGpuPoint(const BenchPoint& pt) {
   const AttentionShape shape = ShapeOf(pt);
   const int pages = (pt.depth + pt.block_size - 1) / pt.block_size;
   const int num_blocks = pages * pt.num_seqs;
-  std::vector<int> qs(pt.num_seqs + 1), sl(pt.num_seqs, pt.depth), bt(static_cast<size_t>(num_blocks));
+  std::vector<int> qs(pt.num_seqs + 1), sl(pt.num_seqs, pt.depth),
+      bt(static_cast<size_t>(num_blocks));
   for (int s = 0; s <= pt.num_seqs; ++s) qs[s] = s * pt.query_rows;
   std::iota(bt.begin(), bt.end(), 0);
   for (int i = num_blocks - 1; i > 0; --i)  // shuffled pages, as a real cache would have
     std::swap(bt[i], bt[internal::SplitMix64(pt.seed ^ i) % (i + 1)]);
   const size_t es = DTypeBytes(pt.dtype);
-  const size_t q_elems = static_cast<size_t>(pt.num_seqs) * pt.query_rows * pt.q_heads * pt.head_dim;
-  const size_t kv_elems = static_cast<size_t>(num_blocks) * pt.block_size * pt.kv_heads * pt.head_dim;
+  const size_t q_elems =
+      static_cast<size_t>(pt.num_seqs) * pt.query_rows * pt.q_heads * pt.head_dim;
+  const size_t kv_elems =
+      static_cast<size_t>(num_blocks) * pt.block_size * pt.kv_heads * pt.head_dim;
   LADDER_K_ASSIGN_OR_RETURN(DeviceBuffer d_qs, DeviceBuffer::Alloc(qs.size() * sizeof(int)));
   LADDER_K_ASSIGN_OR_RETURN(DeviceBuffer d_sl, DeviceBuffer::Alloc(sl.size() * sizeof(int)));
   LADDER_K_ASSIGN_OR_RETURN(DeviceBuffer d_bt, DeviceBuffer::Alloc(bt.size() * sizeof(int)));
@@ -200,31 +218,35 @@ Result<BenchResult> RunGpuPoint(const BenchPoint& pt) {
   }
   const PathDecision dec = ChoosePath(pt.policy, config, pt.num_seqs, pt.query_rows, pt.depth,
                                       pt.kv_heads, units, info.sm_count);
-  LADDER_K_ASSIGN_OR_RETURN(gpu::LaunchPlan plan, gpu::MakePlan(dp, dec.path, dec.segments, pt.tuning));
+  LADDER_K_ASSIGN_OR_RETURN(gpu::LaunchPlan plan,
+                            gpu::MakePlan(dp, dec.path, dec.segments, pt.tuning));
   const size_t ws_bytes = gpu::WorkspaceBytes(dp, plan);
   LADDER_K_ASSIGN_OR_RETURN(DeviceBuffer ws, DeviceBuffer::Alloc(std::max<size_t>(ws_bytes, 16)));
   DeviceBuffer flush;
   if (pt.flush_l2) {
-    LADDER_K_ASSIGN_OR_RETURN(flush, DeviceBuffer::Alloc(std::max<size_t>(2 * info.l2_bytes, 64u << 20)));
+    LADDER_K_ASSIGN_OR_RETURN(flush,
+                              DeviceBuffer::Alloc(std::max<size_t>(2 * info.l2_bytes, 64u << 20)));
   }
   std::vector<double> times;
   if (pt.timing == Timing::kGraph) {
-    LADDER_K_ASSIGN_OR_RETURN(times, gpu::TimeGraphReplays(dp, plan, ws.get(), ws_bytes, pt.warmup, pt.repeats,
-                                                           pt.graph_calls));
+    LADDER_K_ASSIGN_OR_RETURN(times, gpu::TimeGraphReplays(dp, plan, ws.get(), ws_bytes, pt.warmup,
+                                                           pt.repeats, pt.graph_calls));
   } else {
-    LADDER_K_ASSIGN_OR_RETURN(times, gpu::TimeLaunches(dp, plan, ws.get(), ws_bytes, pt.warmup, pt.repeats,
-                                                       flush.get(), flush.size()));
+    LADDER_K_ASSIGN_OR_RETURN(times, gpu::TimeLaunches(dp, plan, ws.get(), ws_bytes, pt.warmup,
+                                                       pt.repeats, flush.get(), flush.size()));
   }
   // Right after the timed calls, before the GPU idles down (NVML reports the present clock).
-  const internal::SmClockMhz clock =
-      pt.backend == Backend::kCuda ? internal::SampleSmClock(info.pci_bus_id) : internal::SmClockMhz{};
+  const internal::SmClockMhz clock = pt.backend == Backend::kCuda
+                                         ? internal::SampleSmClock(info.pci_bus_id)
+                                         : internal::SmClockMhz{};
   BenchResult r;
   r.point = pt;
   r.path = plan.path;
   r.segments = plan.segments;
   r.grid = plan.grid;
   // A captured launch cannot merge inside the kernel (Launch): say what the replays ran.
-  if (pt.timing == Timing::kGraph && plan.merge_in_kernel) r.grid += " [in the graph: merge kernel]";
+  if (pt.timing == Timing::kGraph && plan.merge_in_kernel)
+    r.grid += " [in the graph: merge kernel]";
   r.reason = dec.reason;
   r.device = info.name;
   r.timing_method = TimingMethod(pt, gpu::HoldNs());
@@ -263,7 +285,8 @@ Result<ShapePreset> FindPreset(std::string_view name) {
     if (p.name == name) return p;
   std::string known;
   for (const ShapePreset& p : PresetList()) known += (known.empty() ? "" : ", ") + p.name;
-  return Error(ErrorCode::kNotFound, "unknown shape preset '" + std::string(name) + "' (known: " + known + ")");
+  return Error(ErrorCode::kNotFound,
+               "unknown shape preset '" + std::string(name) + "' (known: " + known + ")");
 }
 
 Result<BenchPoint> BenchPoint::FromPreset(std::string_view preset, Backend backend) {
@@ -284,16 +307,19 @@ Status BenchPoint::Validate() const {
   if (query_rows < 1 || depth < query_rows)
     return Error(ErrorCode::kInvalidArgument, "need 1 <= query_rows <= depth");
   if (num_seqs < 1) return Error(ErrorCode::kInvalidArgument, "num_seqs must be >= 1");
-  if (repeats < 1 || warmup < 0) return Error(ErrorCode::kInvalidArgument, "repeats >= 1, warmup >= 0");
+  if (repeats < 1 || warmup < 0)
+    return Error(ErrorCode::kInvalidArgument, "repeats >= 1, warmup >= 0");
   if (backend != Backend::kCpu && dtype == DType::kF32)
     return Error(ErrorCode::kUnsupported, "GPU backends take bf16 or f16");
   LADDER_K_TRY(tuning.Validate());
   if (timing == Timing::kGraph) {
-    if (backend == Backend::kCpu) return Error(ErrorCode::kUnsupported, "graph timing needs a GPU backend");
+    if (backend == Backend::kCpu)
+      return Error(ErrorCode::kUnsupported, "graph timing needs a GPU backend");
     if (graph_calls < 1) return Error(ErrorCode::kInvalidArgument, "graph_calls must be >= 1");
     if (flush_l2)
       return Error(ErrorCode::kInvalidArgument,
-                   "graph timing replays calls back to back: it does not combine with an L2 flush between calls");
+                   "graph timing replays calls back to back: it does not combine with an L2 flush "
+                   "between calls");
   }
   return OkStatus();
 }
@@ -302,8 +328,9 @@ Result<BenchResult> RunBenchPoint(const BenchPoint& point) {
   LADDER_K_TRY(point.Validate());
   if (!BackendAvailable(point.backend)) {
     auto info = QueryDevice(point.backend);
-    return Error(ErrorCode::kUnavailable, "backend " + std::string(ToString(point.backend)) + " unavailable: " +
-                                              (info.ok() ? std::string("no device") : info.error().message));
+    return Error(ErrorCode::kUnavailable,
+                 "backend " + std::string(ToString(point.backend)) + " unavailable: " +
+                     (info.ok() ? std::string("no device") : info.error().message));
   }
   if (point.backend == Backend::kCpu) return RunCpuPoint(point);
   return RunGpuPoint(point);
@@ -311,7 +338,8 @@ Result<BenchResult> RunBenchPoint(const BenchPoint& point) {
 
 Status SweepOptions::Validate() const {
   if (presets.empty() || depths.empty() || query_rows.empty() || policies.empty())
-    return Error(ErrorCode::kInvalidArgument, "presets, depths, query_rows and policies must be non-empty");
+    return Error(ErrorCode::kInvalidArgument,
+                 "presets, depths, query_rows and policies must be non-empty");
   for (const auto& p : presets) LADDER_K_TRY(FindPreset(p));
   for (const BenchPoint& pt : Points()) LADDER_K_TRY(pt.Validate());
   return OkStatus();
@@ -359,16 +387,18 @@ Result<std::vector<BenchResult>> RunSweep(const SweepOptions& options, const Pro
 
 std::string FormatTableHeader() {
   char buf[256];
-  std::snprintf(buf, sizeof(buf), "%-5s %-24s %7s %4s %-10s %-4s %4s %11s %11s %9s %7s  %s", "back", "preset",
-                "depth", "rows", "policy", "path", "seg", "median_us", "min_us", "GB/s", "%ceil", "grid");
+  std::snprintf(buf, sizeof(buf), "%-5s %-24s %7s %4s %-10s %-4s %4s %11s %11s %9s %7s  %s", "back",
+                "preset", "depth", "rows", "policy", "path", "seg", "median_us", "min_us", "GB/s",
+                "%ceil", "grid");
   return buf;
 }
 
 std::string FormatTableRow(const BenchResult& r) {
   char buf[512];
-  std::snprintf(buf, sizeof(buf), "%-5s %-24s %7d %4d %-10s %-4s %4d %11.2f %11.2f %9.1f %6.1f%%  %s",
-                std::string(ToString(r.point.backend)).c_str(), r.point.preset.c_str(), r.point.depth,
-                r.point.query_rows, std::string(ToString(r.point.policy)).c_str(),
+  std::snprintf(buf, sizeof(buf),
+                "%-5s %-24s %7d %4d %-10s %-4s %4d %11.2f %11.2f %9.1f %6.1f%%  %s",
+                std::string(ToString(r.point.backend)).c_str(), r.point.preset.c_str(),
+                r.point.depth, r.point.query_rows, std::string(ToString(r.point.policy)).c_str(),
                 std::string(ToString(r.path)).c_str(), r.segments, r.time_us_median, r.time_us_min,
                 r.bytes_per_s / 1e9, 100.0 * r.fraction_of_ceiling, r.grid.c_str());
   return buf;
@@ -380,7 +410,8 @@ std::string FormatTableFooter(std::span<const BenchResult> results) {
   // Each distinct method once (a sweep shares one; a caller may format results of several).
   std::vector<std::string> methods;
   for (const BenchResult& r : results)
-    if (std::find(methods.begin(), methods.end(), r.timing_method) == methods.end()) methods.push_back(r.timing_method);
+    if (std::find(methods.begin(), methods.end(), r.timing_method) == methods.end())
+      methods.push_back(r.timing_method);
   for (const std::string& m : methods) s += "timing: " + m + "\n";
   char buf[256];
   std::snprintf(buf, sizeof(buf), "copy ceiling: %.1f GB/s (device-to-device, read+write)\n",
@@ -389,9 +420,11 @@ std::string FormatTableFooter(std::span<const BenchResult> results) {
   // The lowest clock any point ended at: a throttled GPU shows here before it shows as noise.
   const BenchResult* slowest = nullptr;
   for (const BenchResult& r : results)
-    if (r.sm_clock_mhz > 0 && (slowest == nullptr || r.sm_clock_mhz < slowest->sm_clock_mhz)) slowest = &r;
+    if (r.sm_clock_mhz > 0 && (slowest == nullptr || r.sm_clock_mhz < slowest->sm_clock_mhz))
+      slowest = &r;
   if (slowest != nullptr) {
-    std::snprintf(buf, sizeof(buf), "SM clock after the timed calls: lowest %.0f MHz, maximum %.0f (NVML)\n",
+    std::snprintf(buf, sizeof(buf),
+                  "SM clock after the timed calls: lowest %.0f MHz, maximum %.0f (NVML)\n",
                   slowest->sm_clock_mhz, slowest->sm_clock_max_mhz);
     s += buf;
   }
@@ -413,30 +446,35 @@ std::string FormatJson(const BenchResult& r) {
   }
   const BenchPoint& p = r.point;
   char buf[4096];
-  std::snprintf(buf, sizeof(buf),
-                "{\"backend\":\"%s\",\"device\":\"%s\",\"preset\":\"%s\",\"q_heads\":%d,\"kv_heads\":%d,"
-                "\"head_dim\":%d,\"depth\":%d,\"query_rows\":%d,\"num_seqs\":%d,\"block_size\":%d,\"window\":%d,"
-                "\"softcap\":%g,\"dtype\":\"%s\",\"policy\":\"%s\",\"path\":\"%s\",\"segments\":%d,"
-                "\"grid\":\"%s\",\"tuning\":\"%s\",\"reason\":\"%s\",\"warmup\":%d,\"repeats\":%d,\"flush_l2\":%s,"
-                "\"timing\":\"%s\",\"graph_calls\":%d,\"timing_method\":\"%s\","
-                "\"time_us_median\":%.3f,\"time_us_min\":%.3f,\"bytes_moved\":%.0f,\"bytes_per_s\":%.6g,"
-                "\"copy_ceiling_bytes_per_s\":%.6g,\"fraction_of_ceiling\":%.4f,\"sm_clock_mhz\":%.0f,"
-                "\"sm_clock_max_mhz\":%.0f,\"times_us\":[",
-                std::string(ToString(p.backend)).c_str(), JsonEscape(r.device).c_str(), JsonEscape(p.preset).c_str(),
-                p.q_heads, p.kv_heads, p.head_dim, p.depth, p.query_rows, p.num_seqs, p.block_size, p.window,
-                p.softcap, std::string(ToString(p.dtype)).c_str(), std::string(ToString(p.policy)).c_str(),
-                std::string(ToString(r.path)).c_str(), r.segments, JsonEscape(r.grid).c_str(),
-                JsonEscape(p.tuning.ToString()).c_str(), JsonEscape(r.reason).c_str(), p.warmup, p.repeats, p.flush_l2 ? "true" : "false",
-                std::string(ToString(p.timing)).c_str(), p.timing == Timing::kGraph ? p.graph_calls : 0,
-                JsonEscape(r.timing_method).c_str(),
-                r.time_us_median, r.time_us_min, r.bytes_moved, r.bytes_per_s, r.copy_ceiling_bytes_per_s,
-                r.fraction_of_ceiling, r.sm_clock_mhz, r.sm_clock_max_mhz);
+  std::snprintf(
+      buf, sizeof(buf),
+      "{\"backend\":\"%s\",\"device\":\"%s\",\"preset\":\"%s\",\"q_heads\":%d,\"kv_heads\":%d,"
+      "\"head_dim\":%d,\"depth\":%d,\"query_rows\":%d,\"num_seqs\":%d,\"block_size\":%d,\"window\":"
+      "%d,"
+      "\"softcap\":%g,\"dtype\":\"%s\",\"policy\":\"%s\",\"path\":\"%s\",\"segments\":%d,"
+      "\"grid\":\"%s\",\"tuning\":\"%s\",\"reason\":\"%s\",\"warmup\":%d,\"repeats\":%d,\"flush_"
+      "l2\":%s,"
+      "\"timing\":\"%s\",\"graph_calls\":%d,\"timing_method\":\"%s\","
+      "\"time_us_median\":%.3f,\"time_us_min\":%.3f,\"bytes_moved\":%.0f,\"bytes_per_s\":%.6g,"
+      "\"copy_ceiling_bytes_per_s\":%.6g,\"fraction_of_ceiling\":%.4f,\"sm_clock_mhz\":%.0f,"
+      "\"sm_clock_max_mhz\":%.0f,\"times_us\":[",
+      std::string(ToString(p.backend)).c_str(), JsonEscape(r.device).c_str(),
+      JsonEscape(p.preset).c_str(), p.q_heads, p.kv_heads, p.head_dim, p.depth, p.query_rows,
+      p.num_seqs, p.block_size, p.window, p.softcap, std::string(ToString(p.dtype)).c_str(),
+      std::string(ToString(p.policy)).c_str(), std::string(ToString(r.path)).c_str(), r.segments,
+      JsonEscape(r.grid).c_str(), JsonEscape(p.tuning.ToString()).c_str(),
+      JsonEscape(r.reason).c_str(), p.warmup, p.repeats, p.flush_l2 ? "true" : "false",
+      std::string(ToString(p.timing)).c_str(), p.timing == Timing::kGraph ? p.graph_calls : 0,
+      JsonEscape(r.timing_method).c_str(), r.time_us_median, r.time_us_min, r.bytes_moved,
+      r.bytes_per_s, r.copy_ceiling_bytes_per_s, r.fraction_of_ceiling, r.sm_clock_mhz,
+      r.sm_clock_max_mhz);
   return std::string(buf) + times + "]}";
 }
 
 std::string FormatJsonArray(std::span<const BenchResult> results) {
   std::string s = "[\n";
-  for (size_t i = 0; i < results.size(); ++i) s += "  " + FormatJson(results[i]) + (i + 1 < results.size() ? ",\n" : "\n");
+  for (size_t i = 0; i < results.size(); ++i)
+    s += "  " + FormatJson(results[i]) + (i + 1 < results.size() ? ",\n" : "\n");
   return s + "]\n";
 }
 

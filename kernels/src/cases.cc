@@ -49,7 +49,8 @@ std::vector<CaseSpec> MakeCases() {
   add("prefill5_d512_window512", Shape(16, 2, 512, 16, 512), {{5, 3000}});
   add("mixed_decode_3seqs", Shape(8, 2, 128), {{1, 17}, {1, 1024}, {1, 300}});
   add("mixed_rows_4seqs", Shape(8, 2, 128), {{1, 100}, {2, 2000}, {4, 513}, {5, 64}});
-  add("mixed_window64_softcap20_bs32", Shape(8, 4, 256, 32, 64, 20.0f), {{2, 700}, {1, 40}, {4, 1000}});
+  add("mixed_window64_softcap20_bs32", Shape(8, 4, 256, 32, 64, 20.0f),
+      {{2, 700}, {1, 40}, {4, 1000}});
   add("mha_d64_spec2", Shape(4, 4, 64), {{2, 333}});
   add("gqa16_d128_spec2", Shape(16, 1, 128), {{2, 2048}});
   add("window2_spec4_rows_see_little", Shape(8, 2, 64, 16, 2), {{4, 300}});
@@ -60,8 +61,10 @@ std::vector<CaseSpec> MakeCases() {
   // Head 512 beyond GQA 8 (the sm_90 team kernel picks 8, 16 or 32 score columns): mixed rows
   // with window and softcap, f16 with 8 query rows of GQA 4 (32 columns) and a partial page, GQA
   // 16 at 2 rows (32 columns) with forced, mostly empty segments.
-  add("mixed_d512_window700_softcap30_bs32", Shape(32, 4, 512, 32, 700, 30.0f), {{2, 1500}, {1, 9}, {4, 2100}});
-  add("f16_d512_gqa4_rows8_partial_page", Shape(8, 2, 512, 16, 0, 0, DType::kF16), {{8, 70}, {3, 33}});
+  add("mixed_d512_window700_softcap30_bs32", Shape(32, 4, 512, 32, 700, 30.0f),
+      {{2, 1500}, {1, 9}, {4, 2100}});
+  add("f16_d512_gqa4_rows8_partial_page", Shape(8, 2, 512, 16, 0, 0, DType::kF16),
+      {{8, 70}, {3, 33}});
   add("d512_gqa16_spec2_empty_segments", Shape(16, 1, 512), {{2, 40}}, 16);
   return c;
 }
@@ -90,10 +93,12 @@ std::string CaseResult::Line() const {
     return buf;
   }
   std::snprintf(buf, sizeof(buf),
-                "%s %-34s 2D rel %.2e det %s | 3D(%3d seg) rel %.2e det %s | 2D~3D %lld ulp (raw %lld) | %.2fs%s%s",
-                passed ? "PASS" : "FAIL", name.c_str(), p2d.rel_l2_err, p2d.deterministic ? "y" : "N",
-                p3d.segments, p3d.rel_l2_err, p3d.deterministic ? "y" : "N",
-                static_cast<long long>(max_ulp_2d_vs_3d), static_cast<long long>(max_raw_ulp_2d_vs_3d), seconds, failure.empty() ? "" : " : ",
+                "%s %-34s 2D rel %.2e det %s | 3D(%3d seg) rel %.2e det %s | 2D~3D %lld ulp (raw "
+                "%lld) | %.2fs%s%s",
+                passed ? "PASS" : "FAIL", name.c_str(), p2d.rel_l2_err,
+                p2d.deterministic ? "y" : "N", p3d.segments, p3d.rel_l2_err,
+                p3d.deterministic ? "y" : "N", static_cast<long long>(max_ulp_2d_vs_3d),
+                static_cast<long long>(max_raw_ulp_2d_vs_3d), seconds, failure.empty() ? "" : " : ",
                 failure.c_str());
   return buf;
 }
@@ -162,7 +167,8 @@ Result<CaseResult> RunCase(Backend backend, const CaseSpec& spec, int repeats, i
       err_sq += e * e;
       HostTensor rr(dt, 1);
       rr.Set(0, static_cast<float>(r));
-      outc->max_ulp_vs_ref = std::max(outc->max_ulp_vs_ref, UlpDistance(dt, first->Bits(i), rr.Bits(0)));
+      outc->max_ulp_vs_ref =
+          std::max(outc->max_ulp_vs_ref, UlpDistance(dt, first->Bits(i), rr.Bits(0)));
       if (e > UlpOf(dt, r) + abs_slack) within = false;
     }
     outc->rel_l2_err = ref_sq > 0 ? std::sqrt(err_sq / ref_sq) : std::sqrt(err_sq);
@@ -178,18 +184,22 @@ Result<CaseResult> RunCase(Backend backend, const CaseSpec& spec, int repeats, i
   LADDER_K_TRY(run_path(Path::k3D, &res.p3d, &out3d));
   const double floor = std::ldexp(ref_max, -6);
   for (size_t i = 0; i < out2d.numel(); ++i) {
-    res.max_raw_ulp_2d_vs_3d = std::max(res.max_raw_ulp_2d_vs_3d, UlpDistance(dt, out2d.Bits(i), out3d.Bits(i)));
+    res.max_raw_ulp_2d_vs_3d =
+        std::max(res.max_raw_ulp_2d_vs_3d, UlpDistance(dt, out2d.Bits(i), out3d.Bits(i)));
     const double a = out2d.Get(i), b = out3d.Get(i);
     const double u = UlpOf(dt, std::max({std::fabs(a), std::fabs(b), floor}));
     const auto d = static_cast<int64_t>(std::ceil(std::fabs(a - b) / u - 1e-9));
     res.max_ulp_2d_vs_3d = std::max(res.max_ulp_2d_vs_3d, d);
   }
   // 16-bit outputs: at most one ULP apart. f32: rounding differences are many f32 ULPs but tiny.
-  if (dt != DType::kF32 && res.max_ulp_2d_vs_3d > 1) failures.push_back("2D and 3D differ by more than 1 ULP");
+  if (dt != DType::kF32 && res.max_ulp_2d_vs_3d > 1)
+    failures.push_back("2D and 3D differ by more than 1 ULP");
   if (dt == DType::kF32) {
     double md = 0;
-    for (size_t i = 0; i < out2d.numel(); ++i) md = std::max(md, std::fabs(double(out2d.Get(i)) - out3d.Get(i)));
-    if (md > 1e-5 * std::max(1.0, ref_max)) failures.push_back("2D and 3D differ beyond float rounding");
+    for (size_t i = 0; i < out2d.numel(); ++i)
+      md = std::max(md, std::fabs(double(out2d.Get(i)) - out3d.Get(i)));
+    if (md > 1e-5 * std::max(1.0, ref_max))
+      failures.push_back("2D and 3D differ beyond float rounding");
   }
   res.passed = failures.empty();
   for (size_t i = 0; i < failures.size(); ++i) res.failure += (i ? "; " : "") + failures[i];

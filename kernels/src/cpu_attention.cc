@@ -37,8 +37,8 @@ void LoadRow(const HostTensor& t, size_t offset, int n, float* dst) {
 // Geometry of one sequence's KV walk, shared by the 2D and 3D paths.
 struct SeqWalk {
   int q_start = 0, q_len = 0, seq_len = 0, ctx = 0;
-  int lo = 0;     // first tile's first key (tile aligned)
-  int hi = 0;     // one past the last key any row may see
+  int lo = 0;  // first tile's first key (tile aligned)
+  int hi = 0;  // one past the last key any row may see
   int tiles = 0;
 };
 
@@ -94,8 +94,10 @@ void ProcessTiles(const HostProblem& p, const SeqWalk& w, int s, int kvh, int ti
     if (n_keys <= 0) break;
     for (int n = 0; n < n_keys; ++n) {
       const int j = j0 + n;
-      const int page = p.block_table[static_cast<size_t>(s) * p.max_blocks_per_seq + j / sh.block_size];
-      const size_t row = (static_cast<size_t>(page) * sh.block_size + j % sh.block_size) * sh.kv_heads + kvh;
+      const int page =
+          p.block_table[static_cast<size_t>(s) * p.max_blocks_per_seq + j / sh.block_size];
+      const size_t row =
+          (static_cast<size_t>(page) * sh.block_size + j % sh.block_size) * sh.kv_heads + kvh;
       LoadRow(p.k_cache, row * d, d, sc.k.data() + static_cast<size_t>(n) * d);
       LoadRow(p.v_cache, row * d, d, sc.v.data() + static_cast<size_t>(n) * d);
     }
@@ -257,8 +259,11 @@ std::vector<double> ReferenceAttention(const HostProblem& p) {
         scores.assign(pos - lo + 1, 0.0);
         double mx = -std::numeric_limits<double>::infinity();
         auto row_of = [&](int j) {
-          const int page = p.block_table[static_cast<size_t>(s) * p.max_blocks_per_seq + j / sh.block_size];
-          return ((static_cast<size_t>(page) * sh.block_size + j % sh.block_size) * sh.kv_heads + kvh) * d;
+          const int page =
+              p.block_table[static_cast<size_t>(s) * p.max_blocks_per_seq + j / sh.block_size];
+          return ((static_cast<size_t>(page) * sh.block_size + j % sh.block_size) * sh.kv_heads +
+                  kvh) *
+                 d;
         };
         for (int j = lo; j <= pos; ++j) {
           const size_t koff = row_of(j);

@@ -35,14 +35,17 @@ class DeviceFacts {
   }
 
   // Occupancy of the kernel that (shape, rows) selects; nullopt when it cannot be asked.
-  std::optional<int> CtasPerSm(const AttentionShape& shape, int max_query_len, const TuningConfig& tuning) {
+  std::optional<int> CtasPerSm(const AttentionShape& shape, int max_query_len,
+                               const TuningConfig& tuning) {
     const int group = shape.q_heads / shape.kv_heads;
     // The kernel is chosen by block rows and score columns (query rows x q heads per KV head).
-    const int score_cols = std::min(internal::GpuRowsPerQBlock(group, max_query_len), max_query_len) * group;
+    const int score_cols =
+        std::min(internal::GpuRowsPerQBlock(group, max_query_len), max_query_len) * group;
     // (The tuning's kernel choice counts too: head512 and bulk_copies pick among the table's rows.)
-    const auto key = std::make_tuple(static_cast<int>(shape.dtype), shape.head_dim,
-                                     internal::GpuBlockM(group, max_query_len) * 100 + score_cols,
-                                     static_cast<int>(tuning.head512) * 10 + static_cast<int>(tuning.bulk_copies));
+    const auto key = std::make_tuple(
+        static_cast<int>(shape.dtype), shape.head_dim,
+        internal::GpuBlockM(group, max_query_len) * 100 + score_cols,
+        static_cast<int>(tuning.head512) * 10 + static_cast<int>(tuning.bulk_copies));
     std::lock_guard<std::mutex> lock(mu_);
     auto it = ctas_.find(key);
     if (it == ctas_.end()) {
@@ -54,16 +57,20 @@ class DeviceFacts {
 
  private:
   std::mutex mu_;
-  std::optional<DeviceInfo> device_;                               // guarded by mu_
+  std::optional<DeviceInfo> device_;                                   // guarded by mu_
   std::map<std::tuple<int, int, int, int>, std::optional<int>> ctas_;  // guarded by mu_
 };
 
 Status ValidateArgs(const DeviceAttentionArgs& a) {
   LADDER_K_TRY(a.shape.Validate());
-  auto bad = [](const std::string& why) { return Error(ErrorCode::kInvalidArgument, "device attention: " + why); };
+  auto bad = [](const std::string& why) {
+    return Error(ErrorCode::kInvalidArgument, "device attention: " + why);
+  };
   if (a.num_seqs < 1) return bad("num_seqs must be >= 1");
-  if (a.num_tokens < a.num_seqs) return bad("num_tokens must be >= num_seqs (every sequence has a query row)");
-  if (a.max_query_len < 1 || a.max_query_len > a.num_tokens) return bad("max_query_len must be in 1..num_tokens");
+  if (a.num_tokens < a.num_seqs)
+    return bad("num_tokens must be >= num_seqs (every sequence has a query row)");
+  if (a.max_query_len < 1 || a.max_query_len > a.num_tokens)
+    return bad("max_query_len must be in 1..num_tokens");
   if (a.max_kv_len < a.max_query_len) return bad("max_kv_len must be >= max_query_len");
   if (static_cast<long long>(a.max_blocks_per_seq) * a.shape.block_size < a.max_kv_len)
     return bad("max_blocks_per_seq * block_size is below max_kv_len");
@@ -91,7 +98,8 @@ gpu::DeviceProblem ToDeviceProblem(const DeviceAttentionArgs& a) {
 
 Status CheckBackend(Backend backend) {
   if (backend == Backend::kCpu)
-    return Error(ErrorCode::kUnavailable, "device attention needs a GPU backend (use RunAttention on the CPU)");
+    return Error(ErrorCode::kUnavailable,
+                 "device attention needs a GPU backend (use RunAttention on the CPU)");
   if (gpu::CompiledBackend() != backend)
     return Error(ErrorCode::kUnavailable,
                  "backend " + std::string(ToString(backend)) + " is not compiled into this binary");
@@ -107,16 +115,19 @@ Result<DeviceAttentionPlan> PlanDeviceAttention(Backend backend, const DeviceAtt
   DeviceFacts& facts = DeviceFacts::Get();
   LADDER_K_ASSIGN_OR_RETURN(DeviceInfo device, facts.Device());
   const int group = args.shape.q_heads / args.shape.kv_heads;
-  const int units = args.num_seqs * args.shape.kv_heads * internal::GpuQBlocks(group, args.max_query_len);
+  const int units =
+      args.num_seqs * args.shape.kv_heads * internal::GpuQBlocks(group, args.max_query_len);
   PolicyConfig config = options.config;
   if (config.ctas_from_occupancy) {
-    if (const std::optional<int> ctas = facts.CtasPerSm(args.shape, args.max_query_len, options.tuning))
+    if (const std::optional<int> ctas =
+            facts.CtasPerSm(args.shape, args.max_query_len, options.tuning))
       config.ctas_per_sm = *ctas;
   }
-  const PathDecision dec = ChoosePath(options.policy, config, args.num_seqs, args.max_query_len, args.max_kv_len,
-                                      args.shape.kv_heads, units, device.sm_count);
+  const PathDecision dec = ChoosePath(options.policy, config, args.num_seqs, args.max_query_len,
+                                      args.max_kv_len, args.shape.kv_heads, units, device.sm_count);
   const gpu::DeviceProblem dp = ToDeviceProblem(args);
-  LADDER_K_ASSIGN_OR_RETURN(gpu::LaunchPlan launch, gpu::MakePlan(dp, dec.path, dec.segments, options.tuning));
+  LADDER_K_ASSIGN_OR_RETURN(gpu::LaunchPlan launch,
+                            gpu::MakePlan(dp, dec.path, dec.segments, options.tuning));
   DeviceAttentionPlan plan;
   plan.info = RunInfo{launch.path, launch.segments, launch.grid, dec.reason};
   plan.workspace_bytes = gpu::WorkspaceBytes(dp, launch);
@@ -124,30 +135,35 @@ Result<DeviceAttentionPlan> PlanDeviceAttention(Backend backend, const DeviceAtt
   return plan;
 }
 
-Status LaunchDeviceAttention(Backend backend, const DeviceAttentionArgs& args, const DeviceAttentionPlan& plan,
-                             void* stream, void* workspace, size_t workspace_bytes) {
+Status LaunchDeviceAttention(Backend backend, const DeviceAttentionArgs& args,
+                             const DeviceAttentionPlan& plan, void* stream, void* workspace,
+                             size_t workspace_bytes) {
   LADDER_K_TRY(CheckBackend(backend));
   LADDER_K_TRY(ValidateArgs(args));
   if (workspace_bytes < plan.workspace_bytes || (plan.workspace_bytes > 0 && workspace == nullptr))
     return Error(ErrorCode::kInvalidArgument,
-                 "device attention: workspace of " + std::to_string(workspace_bytes) + " bytes, plan needs " +
-                     std::to_string(plan.workspace_bytes));
+                 "device attention: workspace of " + std::to_string(workspace_bytes) +
+                     " bytes, plan needs " + std::to_string(plan.workspace_bytes));
   // The same launch as planned (merge inside the kernel included), rebuilt from the plan's path
   // and segments: host-only work.
   const gpu::DeviceProblem dp = ToDeviceProblem(args);
-  LADDER_K_ASSIGN_OR_RETURN(const gpu::LaunchPlan launch, gpu::MakePlan(dp, plan.info.path, plan.info.segments, plan.tuning));
+  LADDER_K_ASSIGN_OR_RETURN(const gpu::LaunchPlan launch,
+                            gpu::MakePlan(dp, plan.info.path, plan.info.segments, plan.tuning));
   return gpu::Launch(dp, launch, workspace, workspace_bytes, stream);
 }
 
-size_t MaxDeviceWorkspaceBytes(const AttentionShape& shape, int max_tokens, const PolicyConfig& config) {
-  const size_t segments = config.force_segments > 0 ? config.force_segments : std::max(1, config.max_segments);
+size_t MaxDeviceWorkspaceBytes(const AttentionShape& shape, int max_tokens,
+                               const PolicyConfig& config) {
+  const size_t segments =
+      config.force_segments > 0 ? config.force_segments : std::max(1, config.max_segments);
   const size_t tokens = std::max(0, max_tokens);
   // Bounds gpu::WorkspaceBytes: a head_dim fp32 accumulator plus max and sum per slot, then the
   // merge flags of the merge inside the kernel, 8 bytes per work group (at most one
   // (sequence, query block) per query row).
   const size_t slots = tokens * std::max(0, shape.q_heads) * segments;
   const size_t work_groups = tokens * std::max(0, shape.kv_heads) * segments;
-  return slots * static_cast<size_t>(std::max(0, shape.head_dim)) * 4 + 2 * slots * 4 + 8 * work_groups;
+  return slots * static_cast<size_t>(std::max(0, shape.head_dim)) * 4 + 2 * slots * 4 +
+         8 * work_groups;
 }
 
 }  // namespace ladder::kernels

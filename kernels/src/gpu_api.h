@@ -29,7 +29,8 @@ class DeviceBuffer {
  public:
   DeviceBuffer() = default;
   static Result<DeviceBuffer> Alloc(size_t bytes);
-  DeviceBuffer(DeviceBuffer&& o) noexcept : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)) {}
+  DeviceBuffer(DeviceBuffer&& o) noexcept
+      : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)) {}
   DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
@@ -80,14 +81,15 @@ struct LaunchPlan {
 
 // Finds the kernel in the dispatch table (kUnsupported naming the combination when the table
 // has none: see TuningConfig) and decides everything else the launch needs.
-Result<LaunchPlan> MakePlan(const DeviceProblem& p, Path path, int segments, const TuningConfig& tuning);
+Result<LaunchPlan> MakePlan(const DeviceProblem& p, Path path, int segments,
+                            const TuningConfig& tuning);
 // Bytes of caller-owned workspace the 3D path needs (0 for 2D): per query token x q head x
 // segment, a head_dim fp32 accumulator plus max and sum.
 size_t WorkspaceBytes(const DeviceProblem& p, const LaunchPlan& plan);
 // Enqueues the kernels on `stream` (a cudaStream_t / hipStream_t; nullptr: the default
 // stream); never allocates, copies or synchronizes.
-Status Launch(const DeviceProblem& p, const LaunchPlan& plan, void* workspace, size_t workspace_bytes,
-              void* stream = nullptr);
+Status Launch(const DeviceProblem& p, const LaunchPlan& plan, void* workspace,
+              size_t workspace_bytes, void* stream = nullptr);
 Status Synchronize();
 
 // Times `repeats` launches with device events after `warmup` untimed ones; when flush is

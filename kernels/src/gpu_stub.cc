@@ -4,8 +4,9 @@
 namespace ladder::kernels::gpu {
 namespace {
 KernelError NoGpu() {
-  return Error(ErrorCode::kUnavailable,
-               "this binary has no GPU backend (configure with -DLADDER_CUDA=ON or -DLADDER_HIP=ON)");
+  return Error(
+      ErrorCode::kUnavailable,
+      "this binary has no GPU backend (configure with -DLADDER_CUDA=ON or -DLADDER_HIP=ON)");
 }
 }  // namespace
 
@@ -22,15 +23,18 @@ DeviceBuffer::~DeviceBuffer() = default;
 Status CopyToDevice(void*, const void*, size_t) { return NoGpu(); }
 Status CopyToHost(void*, const void*, size_t) { return NoGpu(); }
 Status FillRandom(void*, size_t, DType, uint64_t, float) { return NoGpu(); }
-Result<LaunchPlan> MakePlan(const DeviceProblem&, Path, int, const TuningConfig&) { return NoGpu(); }
+Result<LaunchPlan> MakePlan(const DeviceProblem&, Path, int, const TuningConfig&) {
+  return NoGpu();
+}
 size_t WorkspaceBytes(const DeviceProblem&, const LaunchPlan&) { return 0; }
 Status Launch(const DeviceProblem&, const LaunchPlan&, void*, size_t, void*) { return NoGpu(); }
 Status Synchronize() { return NoGpu(); }
-Result<std::vector<double>> TimeLaunches(const DeviceProblem&, const LaunchPlan&, void*, size_t, int, int,
-                                         void*, size_t) {
+Result<std::vector<double>> TimeLaunches(const DeviceProblem&, const LaunchPlan&, void*, size_t,
+                                         int, int, void*, size_t) {
   return NoGpu();
 }
-Result<std::vector<double>> TimeGraphReplays(const DeviceProblem&, const LaunchPlan&, void*, size_t, int, int, int) {
+Result<std::vector<double>> TimeGraphReplays(const DeviceProblem&, const LaunchPlan&, void*, size_t,
+                                             int, int, int) {
   return NoGpu();
 }
 unsigned long long HoldNs() { return 0; }

@@ -41,7 +41,8 @@ std::vector<std::string> Split(std::string_view s) {
   size_t start = 0;
   while (start <= s.size()) {
     const size_t c = s.find(',', start);
-    const std::string_view part = s.substr(start, c == std::string_view::npos ? std::string_view::npos : c - start);
+    const std::string_view part =
+        s.substr(start, c == std::string_view::npos ? std::string_view::npos : c - start);
     if (!part.empty()) out.emplace_back(part);
     if (c == std::string_view::npos) break;
     start = c + 1;
@@ -80,22 +81,28 @@ void AddTuningFlags(lk::TuningConfig* t, std::vector<Flag>* flags) {
     };
   };
   flags->push_back({"head512", true,
-                    "head-512 kernel: auto | generic | team-by-dims | team-by-column | team-split | team-split-wgmma",
+                    "head-512 kernel: auto | generic | team-by-dims | team-by-column | team-split "
+                    "| team-split-wgmma",
                     [t](std::string_view v) -> lk::Status {
                       LADDER_K_ASSIGN_OR_RETURN(t->head512, lk::ParseHead512Kernel(v));
                       return {};
                     }});
-  flags->push_back({"bulk-copies", true, "team kernels' K/V by bulk copies: auto | on | off", set_switch(&t->bulk_copies)});
-  flags->push_back({"merge-in-kernel", true, "3D merge inside the team kernel: auto | off", set_switch(&t->merge_in_kernel)});
-  flags->push_back({"merge-overlap", true, "merge kernel by programmatic dependent launch: auto | off",
+  flags->push_back({"bulk-copies", true, "team kernels' K/V by bulk copies: auto | on | off",
+                    set_switch(&t->bulk_copies)});
+  flags->push_back({"merge-in-kernel", true, "3D merge inside the team kernel: auto | off",
+                    set_switch(&t->merge_in_kernel)});
+  flags->push_back({"merge-overlap", true,
+                    "merge kernel by programmatic dependent launch: auto | off",
                     set_switch(&t->merge_overlap)});
-  flags->push_back({"evict-first", true, "K/V under an L2 evict-first policy: auto | on | off", set_switch(&t->evict_first)});
+  flags->push_back({"evict-first", true, "K/V under an L2 evict-first policy: auto | on | off",
+                    set_switch(&t->evict_first)});
 }
 
 void PrintHelp(const char* cmd, const std::vector<Flag>& flags) {
   std::fprintf(stderr, "usage: ladder-kernels %s [flags]\n", cmd);
   for (const auto& f : flags)
-    std::fprintf(stderr, "  --%-14s %s\n", (f.name + (f.takes_value ? " V" : "")).c_str(), f.help.c_str());
+    std::fprintf(stderr, "  --%-14s %s\n", (f.name + (f.takes_value ? " V" : "")).c_str(),
+                 f.help.c_str());
 }
 
 // Returns false (after printing) on error or --help.
@@ -152,13 +159,25 @@ int Bench(int argc, char** argv) {
   std::string json_out;
   std::vector<Flag> flags = {
       {"backend", true, "cpu | cuda | hip (default cpu)",
-       [&](std::string_view v) -> lk::Status { LADDER_K_ASSIGN_OR_RETURN(o.backend, lk::ParseBackend(v)); return {}; }},
+       [&](std::string_view v) -> lk::Status {
+         LADDER_K_ASSIGN_OR_RETURN(o.backend, lk::ParseBackend(v));
+         return {};
+       }},
       {"preset", true, "shape presets, comma separated (see `presets`)",
-       [&](std::string_view v) -> lk::Status { o.presets = Split(v); return {}; }},
+       [&](std::string_view v) -> lk::Status {
+         o.presets = Split(v);
+         return {};
+       }},
       {"depths", true, "KV lengths, e.g. 1K,8K,32K",
-       [&](std::string_view v) -> lk::Status { LADDER_K_ASSIGN_OR_RETURN(o.depths, ParseInts(v)); return {}; }},
+       [&](std::string_view v) -> lk::Status {
+         LADDER_K_ASSIGN_OR_RETURN(o.depths, ParseInts(v));
+         return {};
+       }},
       {"rows", true, "query rows per sequence, e.g. 1,2,4",
-       [&](std::string_view v) -> lk::Status { LADDER_K_ASSIGN_OR_RETURN(o.query_rows, ParseInts(v)); return {}; }},
+       [&](std::string_view v) -> lk::Status {
+         LADDER_K_ASSIGN_OR_RETURN(o.query_rows, ParseInts(v));
+         return {};
+       }},
       {"policy", true, "2d, 3d, legacy, spec-aware, auto (comma separated)",
        [&](std::string_view v) -> lk::Status {
          o.policies.clear();
@@ -169,29 +188,62 @@ int Bench(int argc, char** argv) {
          return {};
        }},
       {"dtype", true, "bf16 (default) | f16 | f32 (cpu only)",
-       [&](std::string_view v) -> lk::Status { LADDER_K_ASSIGN_OR_RETURN(o.dtype, lk::ParseDType(v)); return {}; }},
+       [&](std::string_view v) -> lk::Status {
+         LADDER_K_ASSIGN_OR_RETURN(o.dtype, lk::ParseDType(v));
+         return {};
+       }},
       {"seqs", true, "sequences per call (default 1)",
-       [&](std::string_view v) -> lk::Status { LADDER_K_ASSIGN_OR_RETURN(o.num_seqs, ParseInt(v)); return {}; }},
+       [&](std::string_view v) -> lk::Status {
+         LADDER_K_ASSIGN_OR_RETURN(o.num_seqs, ParseInt(v));
+         return {};
+       }},
       {"block-size", true, "KV page size in tokens (default 16)",
-       [&](std::string_view v) -> lk::Status { LADDER_K_ASSIGN_OR_RETURN(o.block_size, ParseInt(v)); return {}; }},
+       [&](std::string_view v) -> lk::Status {
+         LADDER_K_ASSIGN_OR_RETURN(o.block_size, ParseInt(v));
+         return {};
+       }},
       {"warmup", true, "untimed calls per point (default 2)",
-       [&](std::string_view v) -> lk::Status { LADDER_K_ASSIGN_OR_RETURN(o.warmup, ParseInt(v)); return {}; }},
+       [&](std::string_view v) -> lk::Status {
+         LADDER_K_ASSIGN_OR_RETURN(o.warmup, ParseInt(v));
+         return {};
+       }},
       {"repeats", true, "timed calls per point (default 10)",
-       [&](std::string_view v) -> lk::Status { LADDER_K_ASSIGN_OR_RETURN(o.repeats, ParseInt(v)); return {}; }},
+       [&](std::string_view v) -> lk::Status {
+         LADDER_K_ASSIGN_OR_RETURN(o.repeats, ParseInt(v));
+         return {};
+       }},
       {"segments", true, "force the 3D segment count (default: from SM count and depth)",
-       [&](std::string_view v) -> lk::Status { LADDER_K_ASSIGN_OR_RETURN(o.config.force_segments, ParseInt(v)); return {}; }},
+       [&](std::string_view v) -> lk::Status {
+         LADDER_K_ASSIGN_OR_RETURN(o.config.force_segments, ParseInt(v));
+         return {};
+       }},
       {"flush-l2", false, "overwrite the L2 between timed calls (stream timing only)",
-       [&](std::string_view) -> lk::Status { o.flush_l2 = true; return {}; }},
+       [&](std::string_view) -> lk::Status {
+         o.flush_l2 = true;
+         return {};
+       }},
       {"graph", false,
        "time graph replays, as engines run decode: --graph-calls calls captured in one graph, each "
        "sample one replay / calls (default: stream launches, one call per sample)",
-       [&](std::string_view) -> lk::Status { o.timing = lk::Timing::kGraph; return {}; }},
+       [&](std::string_view) -> lk::Status {
+         o.timing = lk::Timing::kGraph;
+         return {};
+       }},
       {"graph-calls", true, "calls captured per graph with --graph (default 20)",
-       [&](std::string_view v) -> lk::Status { LADDER_K_ASSIGN_OR_RETURN(o.graph_calls, ParseInt(v)); return {}; }},
+       [&](std::string_view v) -> lk::Status {
+         LADDER_K_ASSIGN_OR_RETURN(o.graph_calls, ParseInt(v));
+         return {};
+       }},
       {"json", false, "print a JSON array instead of the table",
-       [&](std::string_view) -> lk::Status { json = true; return {}; }},
+       [&](std::string_view) -> lk::Status {
+         json = true;
+         return {};
+       }},
       {"json-out", true, "also write the JSON array to this file",
-       [&](std::string_view v) -> lk::Status { json_out = v; return {}; }},
+       [&](std::string_view v) -> lk::Status {
+         json_out = v;
+         return {};
+       }},
   };
   AddTuningFlags(&o.tuning, &flags);
   if (!ParseFlags("bench", argc, argv, 2, flags)) return 2;
@@ -206,8 +258,10 @@ int Bench(int argc, char** argv) {
     std::fprintf(stderr, "bench failed: %s\n", results.error().ToString().c_str());
     return 1;
   }
-  if (json) std::printf("%s", lk::FormatJsonArray(results.value()).c_str());
-  else std::printf("%s", lk::FormatTableFooter(results.value()).c_str());
+  if (json)
+    std::printf("%s", lk::FormatJsonArray(results.value()).c_str());
+  else
+    std::printf("%s", lk::FormatTableFooter(results.value()).c_str());
   if (!json_out.empty()) {
     std::ofstream f(json_out);
     f << lk::FormatJsonArray(results.value());
@@ -226,11 +280,20 @@ int Check(int argc, char** argv) {
   lk::TuningConfig tuning;
   std::vector<Flag> flags = {
       {"backend", true, "cpu | cuda | hip (default cpu)",
-       [&](std::string_view v) -> lk::Status { LADDER_K_ASSIGN_OR_RETURN(backend, lk::ParseBackend(v)); return {}; }},
+       [&](std::string_view v) -> lk::Status {
+         LADDER_K_ASSIGN_OR_RETURN(backend, lk::ParseBackend(v));
+         return {};
+       }},
       {"case", true, "run only cases whose name contains this",
-       [&](std::string_view v) -> lk::Status { only = v; return {}; }},
+       [&](std::string_view v) -> lk::Status {
+         only = v;
+         return {};
+       }},
       {"repeats", true, "calls per path for the determinism check (default 10)",
-       [&](std::string_view v) -> lk::Status { LADDER_K_ASSIGN_OR_RETURN(repeats, ParseInt(v)); return {}; }},
+       [&](std::string_view v) -> lk::Status {
+         LADDER_K_ASSIGN_OR_RETURN(repeats, ParseInt(v));
+         return {};
+       }},
   };
   AddTuningFlags(&tuning, &flags);
   if (!ParseFlags("check", argc, argv, 2, flags)) return 2;
@@ -245,15 +308,16 @@ int Check(int argc, char** argv) {
     return 1;
   }
   if (auto info = lk::QueryDevice(backend); info.ok())
-    std::printf("device: %s (%d SMs/threads, warp %d), tuning: %s\n", info->name.c_str(), info->sm_count,
-                info->warp_size, tuning.ToString().c_str());
+    std::printf("device: %s (%d SMs/threads, warp %d), tuning: %s\n", info->name.c_str(),
+                info->sm_count, info->warp_size, tuning.ToString().c_str());
   int failed = 0, run = 0;
   for (const lk::CaseSpec& c : lk::Cases()) {
     if (!only.empty() && c.name.find(only) == std::string::npos) continue;
     auto r = lk::RunCase(backend, c, repeats, /*cpu_threads=*/2, tuning);
     ++run;
     // A forced kernel has no instantiation for some cases' score columns: not a failure.
-    if (!r.ok() && r.error().code == lk::ErrorCode::kUnsupported && tuning.ToString() != "defaults") {
+    if (!r.ok() && r.error().code == lk::ErrorCode::kUnsupported &&
+        tuning.ToString() != "defaults") {
       std::printf("SKIP  %-34s %s\n", c.name.c_str(), r.error().message.c_str());
       --run;
       continue;
@@ -273,18 +337,20 @@ int Check(int argc, char** argv) {
 
 int Presets() {
   for (const auto& p : lk::Presets())
-    std::printf("%-24s q %3d kv %3d head %4d window %5d  %s\n", p.name.c_str(), p.q_heads, p.kv_heads, p.head_dim,
-                p.window, p.description.c_str());
+    std::printf("%-24s q %3d kv %3d head %4d window %5d  %s\n", p.name.c_str(), p.q_heads,
+                p.kv_heads, p.head_dim, p.window, p.description.c_str());
   return 0;
 }
 
 int ListCases() {
   for (const auto& c : lk::Cases()) {
     std::string seqs;
-    for (const auto& s : c.seqs) seqs += "(" + std::to_string(s.q_len) + "," + std::to_string(s.kv_len) + ")";
-    std::printf("%-34s q %2d kv %2d d %3d bs %2d win %4d cap %4.0f %-4s seqs %s\n", c.name.c_str(), c.shape.q_heads,
-                c.shape.kv_heads, c.shape.head_dim, c.shape.block_size, c.shape.window, c.shape.softcap,
-                std::string(lk::ToString(c.shape.dtype)).c_str(), seqs.c_str());
+    for (const auto& s : c.seqs)
+      seqs += "(" + std::to_string(s.q_len) + "," + std::to_string(s.kv_len) + ")";
+    std::printf("%-34s q %2d kv %2d d %3d bs %2d win %4d cap %4.0f %-4s seqs %s\n", c.name.c_str(),
+                c.shape.q_heads, c.shape.kv_heads, c.shape.head_dim, c.shape.block_size,
+                c.shape.window, c.shape.softcap, std::string(lk::ToString(c.shape.dtype)).c_str(),
+                seqs.c_str());
   }
   return 0;
 }
@@ -293,11 +359,12 @@ int Devices() {
   for (lk::Backend b : {lk::Backend::kCpu, lk::Backend::kCuda, lk::Backend::kHip}) {
     auto info = lk::QueryDevice(b);
     if (info.ok())
-      std::printf("%-4s %s: %d SMs, warp %d, L2 %zu KiB, cc %d.%d\n", std::string(lk::ToString(b)).c_str(),
-                  info->name.c_str(), info->sm_count, info->warp_size, info->l2_bytes / 1024, info->cc_major,
-                  info->cc_minor);
+      std::printf("%-4s %s: %d SMs, warp %d, L2 %zu KiB, cc %d.%d\n",
+                  std::string(lk::ToString(b)).c_str(), info->name.c_str(), info->sm_count,
+                  info->warp_size, info->l2_bytes / 1024, info->cc_major, info->cc_minor);
     else
-      std::printf("%-4s unavailable: %s\n", std::string(lk::ToString(b)).c_str(), info.error().message.c_str());
+      std::printf("%-4s unavailable: %s\n", std::string(lk::ToString(b)).c_str(),
+                  info.error().message.c_str());
   }
   return 0;
 }
@@ -311,14 +378,15 @@ int main(int argc, char** argv) {
   if (cmd == "presets") return Presets();
   if (cmd == "cases") return ListCases();
   if (cmd == "devices") return Devices();
-  std::fprintf(stderr,
-               "ladder-kernels: unified attention over a paged KV cache (CPU, CUDA, HIP)\n"
-               "commands:\n"
-               "  bench    sweep depth x rows x policy x preset; prints µs, bytes/s, %% of copy ceiling\n"
-               "  check    run the correctness case table on a backend (non-zero exit on failure)\n"
-               "  presets  list shape presets\n"
-               "  cases    list correctness cases\n"
-               "  devices  list backends compiled in and their devices\n"
-               "run `ladder-kernels <command> --help` for flags\n");
+  std::fprintf(
+      stderr,
+      "ladder-kernels: unified attention over a paged KV cache (CPU, CUDA, HIP)\n"
+      "commands:\n"
+      "  bench    sweep depth x rows x policy x preset; prints µs, bytes/s, %% of copy ceiling\n"
+      "  check    run the correctness case table on a backend (non-zero exit on failure)\n"
+      "  presets  list shape presets\n"
+      "  cases    list correctness cases\n"
+      "  devices  list backends compiled in and their devices\n"
+      "run `ladder-kernels <command> --help` for flags\n");
   return cmd.empty() || cmd == "--help" || cmd == "help" ? 0 : 2;
 }

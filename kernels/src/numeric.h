@@ -1,9 +1,9 @@
 // Host-side conversions between float and the 16-bit dtypes (round to nearest even).
 #pragma once
 
-#include <cstring>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 #if defined(__CUDACC__) || defined(__HIPCC__)
 #define LADDER_KERNELS_HD __host__ __device__
@@ -34,7 +34,8 @@ inline uint16_t FloatToHalf(float f) {
   const uint32_t x = BitCast<uint32_t>(f);
   const uint32_t sign = (x >> 16) & 0x8000u;
   const uint32_t absx = x & 0x7fffffffu;
-  if (absx >= 0x7f800000u) return static_cast<uint16_t>(sign | (absx > 0x7f800000u ? 0x7e00u : 0x7c00u));
+  if (absx >= 0x7f800000u)
+    return static_cast<uint16_t>(sign | (absx > 0x7f800000u ? 0x7e00u : 0x7c00u));
   if (absx >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds to inf
   if (absx < 0x38800000u) {  // half subnormal: value * 2^24 rounded to an integer
     const float a = BitCast<float>(absx);

@@ -8,8 +8,8 @@ namespace ladder::kernels::internal {
 namespace {
 
 // The few NVML entry points used, with the types of nvml.h (which is not on every build host).
-using NvmlReturn = int;         // nvmlReturn_t: 0 = NVML_SUCCESS
-using NvmlDevice = void*;       // nvmlDevice_t
+using NvmlReturn = int;          // nvmlReturn_t: 0 = NVML_SUCCESS
+using NvmlDevice = void*;        // nvmlDevice_t
 constexpr int kNvmlClockSm = 1;  // nvmlClockType_t NVML_CLOCK_SM
 constexpr NvmlReturn kNvmlSuccess = 0;
 
@@ -27,12 +27,14 @@ const Nvml& LoadNvml() {
     void* lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
     if (lib == nullptr) return n;
     auto init = reinterpret_cast<NvmlReturn (*)()>(dlsym(lib, "nvmlInit_v2"));
-    n.device_by_bus_id =
-        reinterpret_cast<NvmlReturn (*)(const char*, NvmlDevice*)>(dlsym(lib, "nvmlDeviceGetHandleByPciBusId_v2"));
-    n.clock = reinterpret_cast<NvmlReturn (*)(NvmlDevice, int, unsigned*)>(dlsym(lib, "nvmlDeviceGetClockInfo"));
-    n.max_clock = reinterpret_cast<NvmlReturn (*)(NvmlDevice, int, unsigned*)>(dlsym(lib, "nvmlDeviceGetMaxClockInfo"));
-    n.ok = init != nullptr && n.device_by_bus_id != nullptr && n.clock != nullptr && n.max_clock != nullptr &&
-           init() == kNvmlSuccess;
+    n.device_by_bus_id = reinterpret_cast<NvmlReturn (*)(const char*, NvmlDevice*)>(
+        dlsym(lib, "nvmlDeviceGetHandleByPciBusId_v2"));
+    n.clock = reinterpret_cast<NvmlReturn (*)(NvmlDevice, int, unsigned*)>(
+        dlsym(lib, "nvmlDeviceGetClockInfo"));
+    n.max_clock = reinterpret_cast<NvmlReturn (*)(NvmlDevice, int, unsigned*)>(
+        dlsym(lib, "nvmlDeviceGetMaxClockInfo"));
+    n.ok = init != nullptr && n.device_by_bus_id != nullptr && n.clock != nullptr &&
+           n.max_clock != nullptr && init() == kNvmlSuccess;
     return n;
   }();
   return nvml;

@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
-#include <unordered_map>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -157,9 +157,10 @@ std::string ReplicateCapError(int64_t cells, int sessions) {
       replicates <= kMaxCellReplicates) {
     return "";
   }
-  return fmt::format("{} cells x {} sessions is more than the {} cell replicates one "
-                     "coordinator holds",
-                     cells, sessions, kMaxCellReplicates);
+  return fmt::format(
+      "{} cells x {} sessions is more than the {} cell replicates one "
+      "coordinator holds",
+      cells, sessions, kMaxCellReplicates);
 }
 
 }  // namespace internal
@@ -175,9 +176,8 @@ absl::StatusOr<Expansion> Expand(const Matrix& matrix, const ParseOptions& optio
   }
   if (const std::string error = internal::ReplicateCapError(count, matrix.replicates.sessions);
       !error.empty() || matrix.replicates.sessions < 1) {
-    return absl::InvalidArgumentError(fmt::format(
-        "matrix {}: replicates.sessions: {}", matrix.name,
-        error.empty() ? "must be at least 1" : error));
+    return absl::InvalidArgumentError(fmt::format("matrix {}: replicates.sessions: {}", matrix.name,
+                                                  error.empty() ? "must be at least 1" : error));
   }
 
   nlohmann::json fixed = nlohmann::json::object();
@@ -188,16 +188,15 @@ absl::StatusOr<Expansion> Expand(const Matrix& matrix, const ParseOptions& optio
   for (size_t a = 0; a < axes.size(); ++a) {
     const std::string& name = axes[a].name;
     if (std::find(matrix.pair.begin(), matrix.pair.end(), name) != matrix.pair.end() ||
-        std::find(matrix.together.begin(), matrix.together.end(), name) !=
-            matrix.together.end()) {
+        std::find(matrix.together.begin(), matrix.together.end(), name) != matrix.together.end()) {
       grouping[a] = false;
     }
   }
 
   Expansion expansion;
   expansion.cells.reserve(static_cast<size_t>(count));
-  std::vector<std::string> group_keys;              // by group index
-  std::vector<std::vector<int>> group_cells;        // by group index
+  std::vector<std::string> group_keys;        // by group index
+  std::vector<std::vector<int>> group_cells;  // by group index
   std::unordered_map<std::string, size_t> group_index_of_key;
 
   std::vector<int> order(axes.size());

@@ -15,8 +15,8 @@ namespace ladder::matrices::internal {
 // (identical to `values` except for the A/A arm, whose parameter is the `of` value).
 struct ExpandedAxis {
   std::string name;
-  std::vector<Value> values;        // what cell keys and Cell::axes show
-  std::vector<Value> param_values;  // what Cell::params carries
+  std::vector<Value> values;          // what cell keys and Cell::axes show
+  std::vector<Value> param_values;    // what Cell::params carries
   std::vector<std::string> rendered;  // ValueToString(values[i])
 };
 std::vector<ExpandedAxis> ExpandAxes(const Matrix& matrix);

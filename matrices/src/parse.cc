@@ -34,10 +34,10 @@
 namespace ladder::matrices {
 namespace {
 
-constexpr std::string_view kTopKeys[] = {
-    "name",     "description", "runner", "axes",   "fixed",        "exclude",   "pair",
-    "together", "replicates",  "requires", "metric", "seed", "max_attempts", "aa_control",
-    "precision", "locate"};
+constexpr std::string_view kTopKeys[] = {"name",         "description", "runner",    "axes",
+                                         "fixed",        "exclude",     "pair",      "together",
+                                         "replicates",   "requires",    "metric",    "seed",
+                                         "max_attempts", "aa_control",  "precision", "locate"};
 constexpr std::string_view kReplicateKeys[] = {"sessions", "processes", "rounds"};
 constexpr std::string_view kRequiresKeys[] = {"gpu_vendor", "gpu_name", "gpu_count",
                                               "min_gpu_memory_mib", "features"};
@@ -48,9 +48,9 @@ constexpr std::string_view kLocateKeys[] = {"axis", "where", "resolution", "min_
 constexpr std::string_view kRunners[] = {"kernel", "engine"};
 constexpr std::string_view kGpuVendors[] = {"nvidia", "amd", "any"};
 // Parameters that must be positive integers wherever they appear (axes or fixed).
-constexpr std::string_view kPositiveIntegerParams[] = {
-    "depth", "query_rows", "num_seqs", "block_size", "head_dim", "q_heads", "kv_heads",
-    "processes"};
+constexpr std::string_view kPositiveIntegerParams[] = {"depth",      "query_rows", "num_seqs",
+                                                       "block_size", "head_dim",   "q_heads",
+                                                       "kv_heads",   "processes"};
 
 template <size_t N>
 bool Contains(const std::string_view (&list)[N], std::string_view s) {
@@ -117,10 +117,14 @@ std::string Join(const std::string_view (&parts)[N]) {
 
 const char* KindName(const YAML::Node& node) {
   switch (node.Type()) {
-    case YAML::NodeType::Sequence: return "a list";
-    case YAML::NodeType::Map: return "a mapping";
-    case YAML::NodeType::Scalar: return "a scalar";
-    default: return "nothing";
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Map:
+      return "a mapping";
+    case YAML::NodeType::Scalar:
+      return "a scalar";
+    default:
+      return "nothing";
   }
 }
 
@@ -167,9 +171,11 @@ class Parser {
   static void Remember(Matrix& m, const std::string& path, const YAML::Mark& mark) {
     if (!mark.is_null()) m.locations[path] = SourceLocation{mark.line + 1, mark.column + 1};
   }
-  absl::Status Error(const YAML::Mark& mark, std::string_view path, std::string_view message) const {
+  absl::Status Error(const YAML::Mark& mark, std::string_view path,
+                     std::string_view message) const {
     std::string location = filename_;
-    if (!mark.is_null()) location = fmt::format("{}:{}:{}", filename_, mark.line + 1, mark.column + 1);
+    if (!mark.is_null())
+      location = fmt::format("{}:{}:{}", filename_, mark.line + 1, mark.column + 1);
     if (path.empty()) return absl::InvalidArgumentError(fmt::format("{}: {}", location, message));
     return absl::InvalidArgumentError(fmt::format("{}: {}: {}", location, path, message));
   }
@@ -180,8 +186,8 @@ class Parser {
   absl::StatusOr<std::vector<Entry>> ReadMapping(const YAML::Node& node, const YAML::Mark& at,
                                                  std::string_view path,
                                                  const std::string_view (&allowed)[N]) const {
-    return ReadMappingImpl(node, at, path, std::vector<std::string_view>(std::begin(allowed),
-                                                                         std::end(allowed)));
+    return ReadMappingImpl(node, at, path,
+                           std::vector<std::string_view>(std::begin(allowed), std::end(allowed)));
   }
   absl::StatusOr<std::vector<Entry>> ReadAnyMapping(const YAML::Node& node, const YAML::Mark& at,
                                                     std::string_view path) const {
@@ -253,8 +259,8 @@ absl::StatusOr<std::vector<Entry>> Parser::ReadMappingImpl(
     // fuzz/matrix_fuzz.cc on the seed corpus).
     const YAML::Node key = it->first;
     if (!key.IsScalar()) {
-      return Error(Where(key, at), path, fmt::format("keys must be plain names, got {}",
-                                                     KindName(key)));
+      return Error(Where(key, at), path,
+                   fmt::format("keys must be plain names, got {}", KindName(key)));
     }
     Entry entry{key.Scalar(), Where(key, at), it->second};
     for (const Entry& seen : entries) {
@@ -264,8 +270,7 @@ absl::StatusOr<std::vector<Entry>> Parser::ReadMappingImpl(
                                  seen.key_mark.line + 1, seen.key_mark.column + 1));
       }
     }
-    if (!allowed.empty() &&
-        std::find(allowed.begin(), allowed.end(), entry.key) == allowed.end()) {
+    if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), entry.key) == allowed.end()) {
       return Error(entry.key_mark, "",
                    fmt::format("unknown key \"{}\" {}{}; allowed keys: {}", entry.key, where,
                                Suggest(entry.key, allowed), fmt::join(allowed, ", ")));
@@ -328,16 +333,15 @@ absl::StatusOr<Value> Parser::ReadValue(const YAML::Node& node, const YAML::Mark
         });
     if (all_digits) {
       uint64_t magnitude = 0;
-      auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), magnitude,
-                                       base);
+      auto [end, ec] =
+          std::from_chars(digits.data(), digits.data() + digits.size(), magnitude, base);
       const uint64_t int64_max = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
       if (ec == std::errc() && end == digits.data() + digits.size()) {
         if (!negative && magnitude <= int64_max) return Value(static_cast<int64_t>(magnitude));
         if (!negative) return Value(magnitude);  // uint64 range: seeds
         if (magnitude <= int64_max + 1) {
-          return Value(magnitude == int64_max + 1
-                           ? std::numeric_limits<int64_t>::min()
-                           : -static_cast<int64_t>(magnitude));
+          return Value(magnitude == int64_max + 1 ? std::numeric_limits<int64_t>::min()
+                                                  : -static_cast<int64_t>(magnitude));
         }
       }
       return Error(mark, path, fmt::format("integer {} is out of range", text));
@@ -407,7 +411,8 @@ absl::StatusOr<int64_t> Parser::ReadInteger(const YAML::Node& node, const YAML::
     return Error(mark, path, fmt::format("{} is too large (at most {})", node.Scalar(), maximum));
   }
   const int64_t v = value->get<int64_t>();
-  if (v < minimum) return Error(mark, path, fmt::format("expected {}, got {}", expected, Shown(node)));
+  if (v < minimum)
+    return Error(mark, path, fmt::format("expected {}, got {}", expected, Shown(node)));
   if (v > maximum) {
     return Error(mark, path, fmt::format("{} is too large (at most {})", node.Scalar(), maximum));
   }
@@ -419,10 +424,9 @@ absl::StatusOr<std::vector<std::pair<std::string, YAML::Mark>>> Parser::ReadStri
   if (!entry.value.IsSequence()) {
     return Error(entry.where(), path,
                  fmt::format("expected a list, got {}{}", Shown(entry.value),
-                             entry.value.IsScalar()
-                                 ? fmt::format(" (write [{}] for a list of one)",
-                                               entry.value.Scalar())
-                                 : ""));
+                             entry.value.IsScalar() ? fmt::format(" (write [{}] for a list of one)",
+                                                                  entry.value.Scalar())
+                                                    : ""));
   }
   std::vector<std::pair<std::string, YAML::Mark>> items;
   for (size_t i = 0; i < entry.value.size(); ++i) {
@@ -453,8 +457,10 @@ absl::Status Parser::CheckKnownParam(std::string_view name, const Value& value,
 
 absl::Status Parser::ParseAxes(const Entry& entry, Matrix& m) {
   axes_mark_ = entry.where();
-  if (entry.value.IsNull()) return Error(entry.key_mark, "axes", "expected a mapping of axes, got nothing");
-  ASSIGN_OR_RETURN(const std::vector<Entry> axes, ReadAnyMapping(entry.value, entry.key_mark, "axes"));
+  if (entry.value.IsNull())
+    return Error(entry.key_mark, "axes", "expected a mapping of axes, got nothing");
+  ASSIGN_OR_RETURN(const std::vector<Entry> axes,
+                   ReadAnyMapping(entry.value, entry.key_mark, "axes"));
   if (axes.empty()) {
     return Error(entry.where(), "axes", "a matrix needs at least one axis");
   }
@@ -495,9 +501,9 @@ absl::Status Parser::ParseAxes(const Entry& entry, Matrix& m) {
       }
       const auto dup = std::find(rendered.begin(), rendered.end(), text);
       if (dup != rendered.end()) {
-        return Error(mark, item_path,
-                     fmt::format("duplicate value {} (same as {}[{}])", text, path,
-                                 dup - rendered.begin()));
+        return Error(
+            mark, item_path,
+            fmt::format("duplicate value {} (same as {}[{}])", text, path, dup - rendered.begin()));
       }
       rendered.push_back(std::move(text));
       axis.values.push_back(std::move(value));
@@ -511,7 +517,8 @@ absl::Status Parser::ParseAxes(const Entry& entry, Matrix& m) {
 }
 
 absl::Status Parser::ParseFixed(const Entry& entry, Matrix& m) {
-  ASSIGN_OR_RETURN(const std::vector<Entry> fixed, ReadAnyMapping(entry.value, entry.key_mark, "fixed"));
+  ASSIGN_OR_RETURN(const std::vector<Entry> fixed,
+                   ReadAnyMapping(entry.value, entry.key_mark, "fixed"));
   for (const Entry& param : fixed) {
     const std::string path = Field("fixed", param.key);
     if (!IsIdentifier(param.key)) {
@@ -550,8 +557,9 @@ absl::Status Parser::ParseExclude(const Entry& entry, Matrix& m) {
     const YAML::Mark mark = Where(item, entry.where());
     ASSIGN_OR_RETURN(const std::vector<Entry> terms, ReadAnyMapping(item, mark, path));
     if (terms.empty()) {
-      return Error(mark, path, "an exclusion must name at least one axis (an empty one would "
-                               "exclude every cell)");
+      return Error(mark, path,
+                   "an exclusion must name at least one axis (an empty one would "
+                   "exclude every cell)");
     }
     std::map<std::string, Value> exclusion;
     std::map<std::string, std::pair<YAML::Mark, YAML::Mark>> marks;
@@ -619,9 +627,8 @@ absl::Status Parser::ParseRequires(const Entry& entry, Matrix& m) {
       ASSIGN_OR_RETURN(const int64_t v, ReadInteger(field.value, field.key_mark, path, 0, INT_MAX));
       r.gpu_count = static_cast<int>(v);
     } else if (field.key == "min_gpu_memory_mib") {
-      ASSIGN_OR_RETURN(r.min_gpu_memory_mib,
-                       ReadInteger(field.value, field.key_mark, path, 0,
-                                   std::numeric_limits<int64_t>::max()));
+      ASSIGN_OR_RETURN(r.min_gpu_memory_mib, ReadInteger(field.value, field.key_mark, path, 0,
+                                                         std::numeric_limits<int64_t>::max()));
     } else if (field.key == "features") {
       ASSIGN_OR_RETURN(const auto items, ReadStringList(field, path));
       for (size_t i = 0; i < items.size(); ++i) {
@@ -667,9 +674,8 @@ absl::Status Parser::ParsePrecision(const Entry& entry, Matrix& m) {
       precision.ratio_half_width = v * scale;
       has_width = true;
     } else if (field.key == "max_sessions") {
-      ASSIGN_OR_RETURN(const int64_t v,
-                       ReadInteger(field.value, field.key_mark, path, m.replicates.sessions,
-                                   internal::kMaxSessions));
+      ASSIGN_OR_RETURN(const int64_t v, ReadInteger(field.value, field.key_mark, path,
+                                                    m.replicates.sessions, internal::kMaxSessions));
       precision.max_sessions = static_cast<int>(v);
     }
   }
@@ -741,9 +747,9 @@ absl::Status Parser::ParseLocate(const Entry& entry, Matrix& m) {
         }
       }
       if (axis->values.size() < 2) {
-        return Error(field.where(), path,
-                     fmt::format("axis {} has one value; a crossing is bracketed between two",
-                                 locate.axis));
+        return Error(
+            field.where(), path,
+            fmt::format("axis {} has one value; a crossing is bracketed between two", locate.axis));
       }
     } else if (field.key == "where") {
       ASSIGN_OR_RETURN(const std::string where, ReadString(field, path));
@@ -781,12 +787,10 @@ absl::Status Parser::ParseLocate(const Entry& entry, Matrix& m) {
       locate.resolution_octaves = v;
     } else if (field.key == "min_step") {
       ASSIGN_OR_RETURN(locate.min_step,
-                       ReadInteger(field.value, field.key_mark, path, 1,
-                                   int64_t{1} << 40));
+                       ReadInteger(field.value, field.key_mark, path, 1, int64_t{1} << 40));
     } else if (field.key == "max_sessions") {
-      ASSIGN_OR_RETURN(const int64_t v,
-                       ReadInteger(field.value, field.key_mark, path, m.replicates.sessions,
-                                   internal::kMaxSessions));
+      ASSIGN_OR_RETURN(const int64_t v, ReadInteger(field.value, field.key_mark, path,
+                                                    m.replicates.sessions, internal::kMaxSessions));
       locate.max_sessions = static_cast<int>(v);
     }
   }
@@ -814,9 +818,9 @@ absl::Status Parser::ParseAAControl(const Entry& entry, Matrix& m) {
       {axis_field, "axis"}, {of_field, "of"}, {as_field, "as"}};
   for (const auto& [field, name] : required) {
     if (field == nullptr) {
-      return Error(entry.where(), "aa_control",
-                   fmt::format("missing required key \"{}\"; aa_control needs axis, of and as",
-                               name));
+      return Error(
+          entry.where(), "aa_control",
+          fmt::format("missing required key \"{}\"; aa_control needs axis, of and as", name));
     }
   }
   AAControl aa;
@@ -946,8 +950,7 @@ absl::StatusOr<Matrix> Parser::Parse(std::string_view yaml) {
   }
   const YAML::Mark start{};  // line 0, column 0 -> "1:1"
   if (documents.empty() || (documents.size() == 1 && documents[0].IsNull())) {
-    return Error(start, "",
-                 "the document is empty; a matrix needs at least name, runner and axes");
+    return Error(start, "", "the document is empty; a matrix needs at least name, runner and axes");
   }
   if (documents.size() > 1) {
     return Error(Where(documents[1], start), "",
@@ -989,9 +992,9 @@ absl::StatusOr<Matrix> Parser::Parse(std::string_view yaml) {
   if (const Entry* e = find("metric")) Remember(m, "metric", e->where());
   ASSIGN_OR_RETURN(m.name, ReadString(*find("name"), "name"));
   if (!IsMatrixName(m.name)) {
-    return Error(find("name")->where(), "name",
-                 fmt::format("\"{}\" is not a valid matrix name; names match [A-Za-z0-9_.-]+",
-                             m.name));
+    return Error(
+        find("name")->where(), "name",
+        fmt::format("\"{}\" is not a valid matrix name; names match [A-Za-z0-9_.-]+", m.name));
   }
   if (const Entry* e = optional("description")) {
     ASSIGN_OR_RETURN(m.description, ReadString(*e, "description"));
@@ -1025,21 +1028,21 @@ absl::StatusOr<Matrix> Parser::Parse(std::string_view yaml) {
   if (const Entry* e = optional("metric")) {
     ASSIGN_OR_RETURN(m.metric, ReadString(*e, "metric"));
     if (!IsMatrixName(m.metric)) {
-      return Error(e->where(), "metric",
-                   fmt::format("\"{}\" is not a valid metric name; names match [A-Za-z0-9_.-]+",
-                               m.metric));
+      return Error(
+          e->where(), "metric",
+          fmt::format("\"{}\" is not a valid metric name; names match [A-Za-z0-9_.-]+", m.metric));
     }
   }
   m.seed = DefaultSeed(m.name);
   if (const Entry* e = optional("seed")) {
     const YAML::Node& node = e->value;
     auto value = node.IsScalar() && node.Tag() != "!" ? ReadValue(node, e->key_mark, "seed")
-                                                       : absl::StatusOr<Value>(Value());
+                                                      : absl::StatusOr<Value>(Value());
     if (!value.ok() || !value->is_number_integer() ||
         (!value->is_number_unsigned() && value->get<int64_t>() < 0)) {
-      return Error(e->where(), "seed",
-                   fmt::format("expected a non-negative integer (at most 2^64-1), got {}",
-                               Shown(node)));
+      return Error(
+          e->where(), "seed",
+          fmt::format("expected a non-negative integer (at most 2^64-1), got {}", Shown(node)));
     }
     m.seed = value->is_number_unsigned() ? value->get<uint64_t>()
                                          : static_cast<uint64_t>(value->get<int64_t>());
@@ -1142,16 +1145,17 @@ absl::StatusOr<Matrix> ParseMatrix(std::string_view yaml, std::string_view filen
     }
     return absl::InvalidArgumentError(fmt::format("{}: {}", location, e.msg));
   } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(fmt::format("{}: cannot read the matrix: {}", filename,
-                                                  e.what()));
+    return absl::InvalidArgumentError(
+        fmt::format("{}: cannot read the matrix: {}", filename, e.what()));
   }
 }
 
 absl::StatusOr<Matrix> ParseMatrixFile(const std::string& path, const ParseOptions& options) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    return absl::NotFoundError(fmt::format("cannot read matrix file {}: {}", path,
-                                           std::error_code(errno, std::generic_category()).message()));
+    return absl::NotFoundError(
+        fmt::format("cannot read matrix file {}: {}", path,
+                    std::error_code(errno, std::generic_category()).message()));
   }
   std::ostringstream contents;
   contents << in.rdbuf();

@@ -31,8 +31,8 @@ absl::StatusOr<std::string> ReadPemFile(const std::string& path, const std::stri
 
 absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials(
     const ClientTls& tls) {
-  const bool on = tls.enabled || !tls.ca_file.empty() || !tls.cert_file.empty() ||
-                  !tls.key_file.empty();
+  const bool on =
+      tls.enabled || !tls.ca_file.empty() || !tls.cert_file.empty() || !tls.key_file.empty();
   if (!on) return grpc::InsecureChannelCredentials();
   if (tls.cert_file.empty() != tls.key_file.empty()) {
     return absl::InvalidArgumentError(

@@ -72,8 +72,8 @@ bool ParsePositiveNumber(const std::string& text, double* out) {
 }  // namespace
 
 Direction DirectionOfUnit(const std::string& unit) {
-  static const std::set<std::string> kTimes = {"us", "µs", "ms", "s", "ns", "sec", "seconds",
-                                               "us/token", "ms/token"};
+  static const std::set<std::string> kTimes = {"us",  "µs",      "ms",       "s",       "ns",
+                                               "sec", "seconds", "us/token", "ms/token"};
   if (kTimes.count(unit)) return Direction::kLowerIsBetter;
   if (unit.size() > 2 && unit.substr(unit.size() - 2) == "/s") return Direction::kHigherIsBetter;
   return Direction::kUnknown;
@@ -81,17 +81,22 @@ Direction DirectionOfUnit(const std::string& unit) {
 
 std::string DirectionText(Direction direction) {
   switch (direction) {
-    case Direction::kHigherIsBetter: return "higher is better";
-    case Direction::kLowerIsBetter: return "lower is better";
-    case Direction::kUnknown: break;
+    case Direction::kHigherIsBetter:
+      return "higher is better";
+    case Direction::kLowerIsBetter:
+      return "lower is better";
+    case Direction::kUnknown:
+      break;
   }
   return "direction unknown";
 }
 
 std::string VerdictText(stats::ChangeClass change, Direction direction) {
   switch (change) {
-    case stats::ChangeClass::kWithin: return "no change";
-    case stats::ChangeClass::kStraddles: return "inconclusive";
+    case stats::ChangeClass::kWithin:
+      return "no change";
+    case stats::ChangeClass::kStraddles:
+      return "inconclusive";
     case stats::ChangeClass::kAbove:
       if (direction == Direction::kLowerIsBetter) return "slower";
       if (direction == Direction::kHigherIsBetter) return "faster";
@@ -106,10 +111,12 @@ std::string VerdictText(stats::ChangeClass change, Direction direction) {
 
 std::string RepeatText(int repeats, stats::RepeatBound bound) {
   switch (bound) {
-    case stats::RepeatBound::kAtCap: return absl::StrCat("≥ ", repeats, " (the cap)");
+    case stats::RepeatBound::kAtCap:
+      return absl::StrCat("≥ ", repeats, " (the cap)");
     case stats::RepeatBound::kNoVariance:
       return absl::StrCat(repeats, " (no variance at this level)");
-    case stats::RepeatBound::kOptimum: break;
+    case stats::RepeatBound::kOptimum:
+      break;
   }
   return absl::StrCat(repeats);
 }
@@ -122,8 +129,8 @@ std::string SessionsNeededText(const stats::SessionsNeeded& needed) {
 
 absl::Status AnalysisOptions::Validate() const {
   if (!(confidence > 0 && confidence < 1)) {
-    return absl::InvalidArgumentError(absl::StrCat("confidence must be in (0, 1), got ",
-                                                   confidence));
+    return absl::InvalidArgumentError(
+        absl::StrCat("confidence must be in (0, 1), got ", confidence));
   }
   if (bootstrap_draws < 0) {
     return absl::InvalidArgumentError("bootstrap draws must be >= 0");
@@ -204,9 +211,10 @@ absl::Status AddLocated(sqlite::Database& db, RunAnalysis& out) {
     }
     located.cells = static_cast<int64_t>(cells.size());
     if (!cells.empty()) {
-      ASSIGN_OR_RETURN(sqlite::Statement units, db.Prepare(absl::StrCat(
-          "SELECT COUNT(DISTINCT unit_id) FROM unit_cells WHERE cell_id IN (",
-          absl::StrJoin(cells, ","), ")")));
+      ASSIGN_OR_RETURN(sqlite::Statement units,
+                       db.Prepare(absl::StrCat(
+                           "SELECT COUNT(DISTINCT unit_id) FROM unit_cells WHERE cell_id IN (",
+                           absl::StrJoin(cells, ","), ")")));
       ASSIGN_OR_RETURN(bool row, units.Step());
       if (row) located.units = units.Int(0);
     }
@@ -219,9 +227,11 @@ absl::Status AddLocated(sqlite::Database& db, RunAnalysis& out) {
 
 absl::StatusOr<MeasuredCosts> MeasureLevelCosts(sqlite::Database& db, int64_t run_id) {
   // The end of each (attempt, process, round): its last measurement.
-  ASSIGN_OR_RETURN(sqlite::Statement ends, db.Prepare(
-      "SELECT attempt_id, process, round, MAX(measured_at) FROM valid_measurements "
-      "WHERE run_id = ?1 GROUP BY attempt_id, process, round ORDER BY attempt_id, process, round"));
+  ASSIGN_OR_RETURN(
+      sqlite::Statement ends,
+      db.Prepare("SELECT attempt_id, process, round, MAX(measured_at) FROM valid_measurements "
+                 "WHERE run_id = ?1 GROUP BY attempt_id, process, round ORDER BY attempt_id, "
+                 "process, round"));
   ends.Bind(1, run_id);
   struct End {
     int64_t attempt, process, round, at_ms;
@@ -250,8 +260,9 @@ absl::StatusOr<MeasuredCosts> MeasureLevelCosts(sqlite::Database& db, int64_t ru
   };
   // What the engine runner measured with its steady clock: process starts and the time of each
   // cell measurement (one round of one cell).
-  ASSIGN_OR_RETURN(sqlite::Statement starts, db.Prepare(
-      "SELECT value FROM evidence WHERE run_id = ?1 AND stale = 0 AND kind = 'engine_process'"));
+  ASSIGN_OR_RETURN(sqlite::Statement starts,
+                   db.Prepare("SELECT value FROM evidence WHERE run_id = ?1 AND stale = 0 AND kind "
+                              "= 'engine_process'"));
   starts.Bind(1, run_id);
   std::vector<double> engine_starts, engine_rounds;
   while (true) {
@@ -305,9 +316,11 @@ absl::StatusOr<MeasuredCosts> MeasureLevelCosts(sqlite::Database& db, int64_t ru
     sources.push_back("process start: not measured (one process per session)");
   }
   // Session set-up: registration to first result, less a process start and a round.
-  ASSIGN_OR_RETURN(sqlite::Statement first, db.Prepare(
-      "SELECT s.started_at, MIN(m.measured_at) FROM sessions s "
-      "JOIN valid_measurements m ON m.session_id = s.id WHERE m.run_id = ?1 GROUP BY s.id"));
+  ASSIGN_OR_RETURN(
+      sqlite::Statement first,
+      db.Prepare(
+          "SELECT s.started_at, MIN(m.measured_at) FROM sessions s "
+          "JOIN valid_measurements m ON m.session_id = s.id WHERE m.run_id = ?1 GROUP BY s.id"));
   first.Bind(1, run_id);
   std::vector<double> setups;
   while (true) {
@@ -332,10 +345,12 @@ absl::StatusOr<RunAnalysis> AnalyzeRun(sqlite::Database& db, int64_t run_id,
   info.run_id = run_id;
   out.threshold = options.threshold;
   {
-    ASSIGN_OR_RETURN(sqlite::Statement stmt, db.Prepare(
-        "SELECT m.name, m.sha256, m.yaml, r.state, r.runner, r.metric, r.axes, r.pair_axes, "
-        "r.sessions, r.processes, r.rounds FROM runs r JOIN matrices m ON m.id = r.matrix_id "
-        "WHERE r.id = ?1"));
+    ASSIGN_OR_RETURN(
+        sqlite::Statement stmt,
+        db.Prepare(
+            "SELECT m.name, m.sha256, m.yaml, r.state, r.runner, r.metric, r.axes, r.pair_axes, "
+            "r.sessions, r.processes, r.rounds FROM runs r JOIN matrices m ON m.id = r.matrix_id "
+            "WHERE r.id = ?1"));
     stmt.Bind(1, run_id);
     ASSIGN_OR_RETURN(bool row, stmt.Step());
     if (!row) {
@@ -360,9 +375,9 @@ absl::StatusOr<RunAnalysis> AnalyzeRun(sqlite::Database& db, int64_t run_id,
     // parses (stored by an older ladder) simply has no A/A arm here.
     auto matrix = matrices::ParseMatrix(yaml, "stored matrix");
     if (matrix.ok() && matrix->aa_control) {
-      info.aa_control = AAControlInfo{matrix->aa_control->axis,
-                                      matrices::ValueToString(matrix->aa_control->of),
-                                      matrix->aa_control->as};
+      info.aa_control =
+          AAControlInfo{matrix->aa_control->axis, matrices::ValueToString(matrix->aa_control->of),
+                        matrix->aa_control->as};
     }
     if (matrix.ok() && matrix->locate) {
       info.locate = LocateInfo{matrix->locate->axis, matrix->locate->resolution_octaves,
@@ -373,9 +388,10 @@ absl::StatusOr<RunAnalysis> AnalyzeRun(sqlite::Database& db, int64_t run_id,
 
   // Metrics present, and the unit of ours.
   {
-    ASSIGN_OR_RETURN(sqlite::Statement stmt, db.Prepare(
-        "SELECT metric, MIN(unit) FROM measurements WHERE run_id = ?1 GROUP BY metric "
-        "ORDER BY metric"));
+    ASSIGN_OR_RETURN(
+        sqlite::Statement stmt,
+        db.Prepare("SELECT metric, MIN(unit) FROM measurements WHERE run_id = ?1 GROUP BY metric "
+                   "ORDER BY metric"));
     stmt.Bind(1, run_id);
     std::vector<std::string> metrics;
     while (true) {
@@ -387,9 +403,9 @@ absl::StatusOr<RunAnalysis> AnalyzeRun(sqlite::Database& db, int64_t run_id,
     }
     if (!metrics.empty() &&
         std::find(metrics.begin(), metrics.end(), info.metric) == metrics.end()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--metric: run ", run_id, " has no measurements of '", info.metric,
-          "'; it has: ", absl::StrJoin(metrics, ", ")));
+      return absl::InvalidArgumentError(absl::StrCat("--metric: run ", run_id,
+                                                     " has no measurements of '", info.metric,
+                                                     "'; it has: ", absl::StrJoin(metrics, ", ")));
     }
   }
   info.direction = DirectionOfUnit(info.unit);
@@ -397,11 +413,13 @@ absl::StatusOr<RunAnalysis> AnalyzeRun(sqlite::Database& db, int64_t run_id,
   // Cells, with failure state and reasons.
   std::map<int64_t, size_t> cell_index;
   {
-    ASSIGN_OR_RETURN(sqlite::Statement stmt, db.Prepare(
-        "SELECT c.id, c.key, c.axes, MAX(u.state = 'failed'), "
-        "GROUP_CONCAT(DISTINCT u.fail_reason) FROM cells c "
-        "LEFT JOIN unit_cells uc ON uc.cell_id = c.id LEFT JOIN units u ON u.id = uc.unit_id "
-        "WHERE c.run_id = ?1 GROUP BY c.id ORDER BY c.idx"));
+    ASSIGN_OR_RETURN(
+        sqlite::Statement stmt,
+        db.Prepare(
+            "SELECT c.id, c.key, c.axes, MAX(u.state = 'failed'), "
+            "GROUP_CONCAT(DISTINCT u.fail_reason) FROM cells c "
+            "LEFT JOIN unit_cells uc ON uc.cell_id = c.id LEFT JOIN units u ON u.id = uc.unit_id "
+            "WHERE c.run_id = ?1 GROUP BY c.id ORDER BY c.idx"));
     stmt.Bind(1, run_id);
     while (true) {
       ASSIGN_OR_RETURN(bool row, stmt.Step());
@@ -442,10 +460,12 @@ absl::StatusOr<RunAnalysis> AnalyzeRun(sqlite::Database& db, int64_t run_id,
   using Index = std::tuple<size_t, int64_t, int64_t, int64_t>;  // cell, session, process, round
   std::map<Index, std::pair<double, double>> clocks;            // (clock, default)
   {
-    ASSIGN_OR_RETURN(sqlite::Statement stmt, db.Prepare(
-        "SELECT cell_id, session_id, process, round, metric, value FROM valid_measurements "
-        "WHERE run_id = ?1 AND metric IN (?2, 'acceptance_rate', 'mean_acceptance_length', "
-        "'gpu_clock_mhz', 'gpu_clock_default_mhz') ORDER BY id"));
+    ASSIGN_OR_RETURN(
+        sqlite::Statement stmt,
+        db.Prepare(
+            "SELECT cell_id, session_id, process, round, metric, value FROM valid_measurements "
+            "WHERE run_id = ?1 AND metric IN (?2, 'acceptance_rate', 'mean_acceptance_length', "
+            "'gpu_clock_mhz', 'gpu_clock_default_mhz') ORDER BY id"));
     stmt.Bind(1, run_id).Bind(2, info.metric);
     while (true) {
       ASSIGN_OR_RETURN(bool row, stmt.Step());
@@ -511,10 +531,13 @@ absl::StatusOr<RunAnalysis> AnalyzeRun(sqlite::Database& db, int64_t run_id,
 
   // Evidence that contradicts the request.
   {
-    ASSIGN_OR_RETURN(sqlite::Statement stmt, db.Prepare(
-        "SELECT e.cell_id, e.kind, e.value FROM evidence e JOIN attempts a ON a.id = e.attempt_id "
-        "WHERE e.run_id = ?1 AND a.state = 'done' AND e.stale = 0 "
-        "AND e.kind IN ('backend_mismatch', 'throttled', 'probe_silent') ORDER BY e.id"));
+    ASSIGN_OR_RETURN(
+        sqlite::Statement stmt,
+        db.Prepare(
+            "SELECT e.cell_id, e.kind, e.value FROM evidence e JOIN attempts a ON a.id = "
+            "e.attempt_id "
+            "WHERE e.run_id = ?1 AND a.state = 'done' AND e.stale = 0 "
+            "AND e.kind IN ('backend_mismatch', 'throttled', 'probe_silent') ORDER BY e.id"));
     stmt.Bind(1, run_id);
     while (true) {
       ASSIGN_OR_RETURN(bool row, stmt.Step());
@@ -534,8 +557,8 @@ absl::StatusOr<RunAnalysis> AnalyzeRun(sqlite::Database& db, int64_t run_id,
   if (options.warmup == WarmupPolicy::kDiscardWarmup) {
     out.notes.push_back(absl::StrCat(
         "warm-up discarded: per process, rounds before the first window of ",
-        options.steady_rule.window, " consecutive rounds with CV <= ",
-        FormatNumber(100 * options.steady_rule.max_cv), " %"));
+        options.steady_rule.window,
+        " consecutive rounds with CV <= ", FormatNumber(100 * options.steady_rule.max_cv), " %"));
     for (size_t c = 0; c < rows.size(); ++c) {
       std::map<std::pair<int64_t, int64_t>, std::vector<Row>> series;
       for (const auto& r : rows[c]) series[{r.session, r.process}].push_back(r);
@@ -661,7 +684,8 @@ absl::StatusOr<RunAnalysis> AnalyzeRun(sqlite::Database& db, int64_t run_id,
           out.levels.rounds_text = RepeatText(plan->rounds_per_process, plan->rounds_bound);
           out.levels.processes_text =
               RepeatText(plan->processes_per_session, plan->processes_bound);
-          if (process_below_resolution && plan->processes_bound != stats::RepeatBound::kNoVariance) {
+          if (process_below_resolution &&
+              plan->processes_bound != stats::RepeatBound::kNoVariance) {
             out.levels.warnings.push_back(
                 "the process start is below the 1 ms resolution of the time stamps, so "
                 "processes per session is a lower bound and rounds per process an upper one; "
@@ -694,10 +718,12 @@ absl::StatusOr<RunAnalysis> AnalyzeRun(sqlite::Database& db, int64_t run_id,
         per_session[r.session].second.insert(c);
       }
     }
-    ASSIGN_OR_RETURN(sqlite::Statement stmt, db.Prepare(
-        "SELECT hostname, state, cpu_model FROM sessions WHERE id = ?1"));
-    ASSIGN_OR_RETURN(sqlite::Statement gpus, db.Prepare(
-        "SELECT name, arch, driver FROM session_gpus WHERE session_id = ?1 ORDER BY idx"));
+    ASSIGN_OR_RETURN(sqlite::Statement stmt,
+                     db.Prepare("SELECT hostname, state, cpu_model FROM sessions WHERE id = ?1"));
+    ASSIGN_OR_RETURN(
+        sqlite::Statement gpus,
+        db.Prepare(
+            "SELECT name, arch, driver FROM session_gpus WHERE session_id = ?1 ORDER BY idx"));
     for (size_t s = 0; s < session_names.size(); ++s) {
       SessionInfo si;
       si.session_id = session_names[s];
@@ -733,7 +759,8 @@ absl::StatusOr<RunAnalysis> AnalyzeRun(sqlite::Database& db, int64_t run_id,
     int64_t max_sessions = 0;
     for (const auto& c : out.cells) max_sessions = std::max(max_sessions, c.sessions);
     if (max_sessions == 1) {
-      out.notes.push_back(absl::StrCat("one session only: every ", std::string(stats::kWithinSessionNote),
+      out.notes.push_back(absl::StrCat("one session only: every ",
+                                       std::string(stats::kWithinSessionNote),
                                        "; it says how well this machine was measured, nothing "
                                        "about another"));
     }
@@ -823,13 +850,15 @@ absl::StatusOr<RunAnalysis> AnalyzeRun(sqlite::Database& db, int64_t run_id,
         cmp.t.interval = *r;
         cmp.change = stats::ClassifyChange(*r, options.threshold);
         cmp.verdict = VerdictText(cmp.change, info.direction);
-        if (r->scope == stats::IntervalScope::kWithinSessionOnly) cmp.verdict += " (this session only)";
+        if (r->scope == stats::IntervalScope::kWithinSessionOnly)
+          cmp.verdict += " (this session only)";
       } else {
         cmp.t.error = std::string(r.status().message());
       }
       if (options.bootstrap_draws > 0 && both.size() < stats::kMinSessionsForInterval) {
         // Four resamples of two sessions cover ~92 % (docs/statistics.md): not shown.
-        cmp.bootstrap.error = stats::SessionsNeededNote(stats::kMinSessionsForInterval, both.size());
+        cmp.bootstrap.error =
+            stats::SessionsNeededNote(stats::kMinSessionsForInterval, both.size());
       } else if (options.bootstrap_draws > 0) {
         stats::BootstrapOptions boot;
         boot.confidence = options.confidence;
@@ -901,8 +930,8 @@ absl::StatusOr<RunAnalysis> AnalyzeRun(sqlite::Database& db, int64_t run_id,
       }
       const std::string line_key = absl::StrJoin(parts, ",");
       std::string label = absl::StrJoin(parts, " ");
-      label += std::string(label.empty() ? "" : " · ") + cmp.pair_axis + " " +
-               cmp.treatment_value + " vs " + cmp.baseline_value;
+      label += std::string(label.empty() ? "" : " · ") + cmp.pair_axis + " " + cmp.treatment_value +
+               " vs " + cmp.baseline_value;
       auto [it, inserted] = line_index.try_emplace(label, out.lines.size());
       if (inserted) {
         LadderLine line;
@@ -974,16 +1003,15 @@ absl::StatusOr<RunAnalysis> AnalyzeRun(sqlite::Database& db, int64_t run_id,
   return out;
 }
 
-absl::StatusOr<RunReproducibility> CompareRunAnalyses(const RunAnalysis& a,
-                                                      const RunAnalysis& b) {
+absl::StatusOr<RunReproducibility> CompareRunAnalyses(const RunAnalysis& a, const RunAnalysis& b) {
   RunReproducibility out;
   out.run_a = a.info.run_id;
   out.run_b = b.info.run_id;
   out.same_matrix = a.info.matrix_sha256 == b.info.matrix_sha256;
   if (a.info.metric != b.info.metric) {
-    return absl::InvalidArgumentError(absl::StrCat("runs ", a.info.run_id, " and ",
-                                                   b.info.run_id, " report different metrics (",
-                                                   a.info.metric, ", ", b.info.metric, ")"));
+    return absl::InvalidArgumentError(absl::StrCat("runs ", a.info.run_id, " and ", b.info.run_id,
+                                                   " report different metrics (", a.info.metric,
+                                                   ", ", b.info.metric, ")"));
   }
   std::vector<double> va, vb;
   for (const auto& cell : a.cells) {
@@ -1001,10 +1029,9 @@ absl::StatusOr<RunReproducibility> CompareRunAnalyses(const RunAnalysis& a,
   ASSIGN_OR_RETURN(stats::Reproducibility repro, stats::CompareRuns(va, vb));
   for (size_t i = 0; i < out.rows.size(); ++i) out.rows[i].percent = repro.percent_difference[i];
   out.summary = repro.summary;
-  out.note = out.same_matrix
-                 ? "same matrix (sha256): every cell matched by key"
-                 : absl::StrCat("different matrices: ", out.rows.size(),
-                                " cells matched by equal keys");
+  out.note = out.same_matrix ? "same matrix (sha256): every cell matched by key"
+                             : absl::StrCat("different matrices: ", out.rows.size(),
+                                            " cells matched by equal keys");
   return out;
 }
 

@@ -34,7 +34,8 @@ absl::StatusOr<RunData> ReadRun(const RunRef& ref, const std::string& metric_wan
   RunData out;
   sqlite::Database& db = *ref.db;
   {
-    ASSIGN_OR_RETURN(sqlite::Statement stmt, db.Prepare("SELECT metric, axes FROM runs WHERE id = ?1"));
+    ASSIGN_OR_RETURN(sqlite::Statement stmt,
+                     db.Prepare("SELECT metric, axes FROM runs WHERE id = ?1"));
     stmt.Bind(1, ref.run_id);
     ASSIGN_OR_RETURN(bool row, stmt.Step());
     if (!row) return absl::NotFoundError(absl::StrCat(ref.label, ": no such run in ", db.path()));
@@ -47,9 +48,10 @@ absl::StatusOr<RunData> ReadRun(const RunRef& ref, const std::string& metric_wan
     }
   }
   {
-    ASSIGN_OR_RETURN(sqlite::Statement stmt, db.Prepare(
-        "SELECT metric, MIN(unit) FROM measurements WHERE run_id = ?1 GROUP BY metric "
-        "ORDER BY metric"));
+    ASSIGN_OR_RETURN(
+        sqlite::Statement stmt,
+        db.Prepare("SELECT metric, MIN(unit) FROM measurements WHERE run_id = ?1 GROUP BY metric "
+                   "ORDER BY metric"));
     stmt.Bind(1, ref.run_id);
     std::vector<std::string> metrics;
     while (true) {
@@ -59,23 +61,25 @@ absl::StatusOr<RunData> ReadRun(const RunRef& ref, const std::string& metric_wan
       if (metrics.back() == out.metric) out.unit = stmt.Text(1);
     }
     if (std::find(metrics.begin(), metrics.end(), out.metric) == metrics.end()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--metric: ", ref.label, " has no measurements of '", out.metric, "'",
-          metrics.empty() ? "" : "; it has: " + absl::StrJoin(metrics, ", ")));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--metric: ", ref.label, " has no measurements of '", out.metric, "'",
+                       metrics.empty() ? "" : "; it has: " + absl::StrJoin(metrics, ", ")));
     }
   }
   if (by->empty()) *by = out.axes;
   for (const auto& axis : *by) {
     if (std::find(out.axes.begin(), out.axes.end(), axis) == out.axes.end()) {
-      return absl::InvalidArgumentError(absl::StrCat("--by: ", ref.label, " has no axis '", axis,
-                                                     "'; its axes are: ",
-                                                     absl::StrJoin(out.axes, ", ")));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--by: ", ref.label, " has no axis '", axis,
+                       "'; its axes are: ", absl::StrJoin(out.axes, ", ")));
     }
   }
-  ASSIGN_OR_RETURN(sqlite::Statement stmt, db.Prepare(
-      "SELECT c.id, c.key, m.session_id, m.process, m.round, m.value FROM valid_measurements m "
-      "JOIN cells c ON c.id = m.cell_id WHERE m.run_id = ?1 AND m.metric = ?2 "
-      "ORDER BY c.idx, m.id"));
+  ASSIGN_OR_RETURN(
+      sqlite::Statement stmt,
+      db.Prepare(
+          "SELECT c.id, c.key, m.session_id, m.process, m.round, m.value FROM valid_measurements m "
+          "JOIN cells c ON c.id = m.cell_id WHERE m.run_id = ?1 AND m.metric = ?2 "
+          "ORDER BY c.idx, m.id"));
   stmt.Bind(1, ref.run_id).Bind(2, out.metric);
   std::map<std::string, int64_t> session_index;
   while (true) {
@@ -140,12 +144,12 @@ std::string SpreadFlag(const CompareRow& r, const std::string& label_a,
 
 absl::Status CompareOptions::Validate() const {
   if (!(threshold >= 0 && threshold < 1)) {
-    return absl::InvalidArgumentError(absl::StrCat("--threshold must be in [0, 1), got ",
-                                                   threshold));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--threshold must be in [0, 1), got ", threshold));
   }
   if (!(confidence > 0 && confidence < 1)) {
-    return absl::InvalidArgumentError(absl::StrCat("confidence must be in (0, 1), got ",
-                                                   confidence));
+    return absl::InvalidArgumentError(
+        absl::StrCat("confidence must be in (0, 1), got ", confidence));
   }
   return absl::OkStatus();
 }
@@ -162,8 +166,7 @@ absl::StatusOr<RunComparison> CompareTwoRuns(const RunRef& a, const RunRef& b,
     std::set<std::string> sb(rb.axes.begin(), rb.axes.end());
     if (sa != sb) {
       std::vector<std::string> common;
-      std::set_intersection(sa.begin(), sa.end(), sb.begin(), sb.end(),
-                            std::back_inserter(common));
+      std::set_intersection(sa.begin(), sa.end(), sb.begin(), sb.end(), std::back_inserter(common));
       return absl::InvalidArgumentError(absl::StrCat(
           "the runs have different axes (", a.label, ": ", absl::StrJoin(da.axes, ", "), "; ",
           b.label, ": ", absl::StrJoin(rb.axes, ", "), "); match on common ones with --by ",
@@ -171,9 +174,8 @@ absl::StatusOr<RunComparison> CompareTwoRuns(const RunRef& a, const RunRef& b,
     }
   }
   if (da.unit != rb.unit) {
-    return absl::InvalidArgumentError(absl::StrCat("the runs record ", da.metric,
-                                                   " in different units (", da.unit, ", ",
-                                                   rb.unit, ")"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the runs record ", da.metric, " in different units (", da.unit, ", ", rb.unit, ")"));
   }
   RunComparison out;
   out.label_a = a.label;
@@ -191,9 +193,9 @@ absl::StatusOr<RunComparison> CompareTwoRuns(const RunRef& a, const RunRef& b,
     out.direction = DirectionOfUnit(out.unit);
     out.direction_source = "unit";
     if (out.direction == Direction::kUnknown) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "cannot tell whether higher or lower ", out.metric, " (unit '", out.unit,
-          "') is better: pass --higher-is-better or --lower-is-better"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot tell whether higher or lower ", out.metric, " (unit '", out.unit,
+                       "') is better: pass --higher-is-better or --lower-is-better"));
     }
   }
   for (const auto& key : da.order) {
@@ -242,9 +244,8 @@ absl::StatusOr<RunComparison> CompareTwoRuns(const RunRef& a, const RunRef& b,
                                                       absl::StrJoin(by, ", "), ")"));
   }
   if (!out.only_a.empty() || !out.only_b.empty()) {
-    out.notes.push_back(absl::StrCat(out.only_a.size(), " cell(s) measured only in ", a.label,
-                                     ", ", out.only_b.size(), " only in ", b.label,
-                                     ": not compared"));
+    out.notes.push_back(absl::StrCat(out.only_a.size(), " cell(s) measured only in ", a.label, ", ",
+                                     out.only_b.size(), " only in ", b.label, ": not compared"));
   }
   if (by_given) {
     out.notes.push_back(absl::StrCat("cells matched on ", absl::StrJoin(by, ", "),
@@ -256,11 +257,14 @@ absl::StatusOr<RunComparison> CompareTwoRuns(const RunRef& a, const RunRef& b,
 std::string ComparisonMethodText(const RunComparison& c) {
   const std::string band = FormatDf(100 * c.threshold);
   return absl::StrCat(
-      "Ratio B/A of ", c.metric, c.unit.empty() ? "" : " (" + c.unit + ", " +
-      DirectionText(c.direction) + ")", ", B = ", c.label_b, ", A = ", c.label_a,
+      "Ratio B/A of ", c.metric,
+      c.unit.empty() ? "" : " (" + c.unit + ", " + DirectionText(c.direction) + ")",
+      ", B = ", c.label_b, ", A = ", c.label_a,
       ": the ratio of the runs' geometric means of session means, with a ",
-      FormatDf(100 * c.confidence), " % interval from Welch's t on the log session means "
-      "(sessions are the unit of replication across runs; df shown). Verdict against ±", band,
+      FormatDf(100 * c.confidence),
+      " % interval from Welch's t on the log session means "
+      "(sessions are the unit of replication across runs; df shown). Verdict against ±",
+      band,
       " %: slower or faster only when the whole interval lies beyond the band, no change only "
       "when it lies within it, inconclusive otherwise (more sessions would tell).");
 }
@@ -286,12 +290,12 @@ std::string RenderComparisonMarkdown(const RunComparison& c) {
                         r.verdict, " | ", flags.empty() ? " " : flags, " |\n");
   }
   std::vector<std::string> counts;
-  for (const char* v : {"slower", "faster", "higher", "lower", "no change", "inconclusive", "n/a"}) {
+  for (const char* v :
+       {"slower", "faster", "higher", "lower", "no change", "inconclusive", "n/a"}) {
     auto it = c.verdicts.find(v);
     if (it != c.verdicts.end()) counts.push_back(absl::StrCat(it->second, " ", v));
   }
-  out += absl::StrCat("\n", c.rows.size(), " cells compared: ", absl::StrJoin(counts, ", "),
-                      ".\n");
+  out += absl::StrCat("\n", c.rows.size(), " cells compared: ", absl::StrJoin(counts, ", "), ".\n");
   for (const auto& n : c.notes) out += "Note: " + n + ".\n";
   return out;
 }
@@ -313,12 +317,9 @@ nlohmann::json ToJson(const RunComparison& c) {
                           {"band", std::string(stats::ChangeClassName(r.change))},
                           {"spread_exceeds_difference", r.spread_exceeds_difference}};
     if (r.ratio) {
-      row["ratio"] = {{"estimate", num(r.ratio->estimate)},
-                      {"lower", num(r.ratio->lower)},
-                      {"upper", num(r.ratio->upper)},
-                      {"df", num(r.ratio->df)},
-                      {"confidence", r.ratio->confidence},
-                      {"estimand", r.ratio->estimand}};
+      row["ratio"] = {{"estimate", num(r.ratio->estimate)}, {"lower", num(r.ratio->lower)},
+                      {"upper", num(r.ratio->upper)},       {"df", num(r.ratio->df)},
+                      {"confidence", r.ratio->confidence},  {"estimand", r.ratio->estimand}};
     }
     if (!r.error.empty()) row["error"] = r.error;
     rows.push_back(std::move(row));

@@ -19,7 +19,7 @@ json IntervalJson(const stats::Interval& i) {
           {"df", Num(i.df)},
           {"n_units", i.n_units},
           {"scope", i.scope == stats::IntervalScope::kBetweenSessions ? "between_sessions"
-                                                                       : "within_session_only"},
+                                                                      : "within_session_only"},
           {"bounded", i.bounds == stats::Boundedness::kBounded},
           {"note", i.note},
           {"estimand", i.estimand}};
@@ -37,9 +37,8 @@ json FlagsJson(const std::vector<Flag>& flags) {
 }
 
 json SummaryJson(const stats::Summary& s) {
-  return {{"n", s.n},       {"median", Num(s.median)}, {"mean", Num(s.mean)},
-          {"sd", Num(s.sd)}, {"cv", Num(s.cv)},         {"min", Num(s.min)},
-          {"max", Num(s.max)}};
+  return {{"n", s.n},        {"median", Num(s.median)}, {"mean", Num(s.mean)}, {"sd", Num(s.sd)},
+          {"cv", Num(s.cv)}, {"min", Num(s.min)},       {"max", Num(s.max)}};
 }
 
 json LevelsArray(const std::array<double, stats::kNumLevels>& a) {
@@ -52,28 +51,30 @@ json LevelsArray(const std::array<double, stats::kNumLevels>& a) {
 
 json ToJson(const RunAnalysis& analysis) {
   const RunInfo& info = analysis.info;
-  json run = {{"run_id", info.run_id},
-              {"matrix", info.matrix_name},
-              {"matrix_sha256", info.matrix_sha256},
-              {"state", info.state},
-              {"runner", info.runner},
-              {"metric", info.metric},
-              {"unit", info.unit},
-              {"direction", DirectionText(info.direction)},
-              {"axes", info.axes},
-              {"pair_axes", info.pair_axes},
-              {"replicates",
-               {{"sessions", info.sessions}, {"processes", info.processes},
-                {"rounds", info.rounds}}}};
+  json run = {
+      {"run_id", info.run_id},
+      {"matrix", info.matrix_name},
+      {"matrix_sha256", info.matrix_sha256},
+      {"state", info.state},
+      {"runner", info.runner},
+      {"metric", info.metric},
+      {"unit", info.unit},
+      {"direction", DirectionText(info.direction)},
+      {"axes", info.axes},
+      {"pair_axes", info.pair_axes},
+      {"replicates",
+       {{"sessions", info.sessions}, {"processes", info.processes}, {"rounds", info.rounds}}}};
   if (info.aa_control) {
-    run["aa_control"] = {{"axis", info.aa_control->axis},
-                         {"of", info.aa_control->of},
-                         {"as", info.aa_control->as}};
+    run["aa_control"] = {
+        {"axis", info.aa_control->axis}, {"of", info.aa_control->of}, {"as", info.aa_control->as}};
   }
   json cells = json::array();
   for (const auto& c : analysis.cells) {
-    json cell = {{"cell", c.key},       {"axes", c.axes},   {"n", c.n},
-                 {"sessions", c.sessions}, {"flags", FlagsJson(c.flags)}};
+    json cell = {{"cell", c.key},
+                 {"axes", c.axes},
+                 {"n", c.n},
+                 {"sessions", c.sessions},
+                 {"flags", FlagsJson(c.flags)}};
     if (c.summary) cell["summary"] = SummaryJson(*c.summary);
     if (c.interval) {
       cell["interval"] = IntervalJson(*c.interval);
@@ -141,31 +142,35 @@ json ToJson(const RunAnalysis& analysis) {
   levels["warnings"] = lv.warnings;
   // Each verdict as a number, how it came about, and the text the report prints.
   auto needed = [](const stats::SessionsNeeded& n, const std::string& text) {
-    return json{{"sessions", n.sessions},
-                {"verdict", n.verdict == stats::SessionsVerdict::kExceedsMax ? "exceeds_cap"
-                                                                              : "reachable"},
-                {"text", text}};
+    return json{
+        {"sessions", n.sessions},
+        {"verdict", n.verdict == stats::SessionsVerdict::kExceedsMax ? "exceeds_cap" : "reachable"},
+        {"text", text}};
   };
-  if (lv.sessions_for_2pct) levels["sessions_for_2pct"] = needed(*lv.sessions_for_2pct, lv.sessions_for_2pct_text);
-  if (lv.sessions_for_5pct) levels["sessions_for_5pct"] = needed(*lv.sessions_for_5pct, lv.sessions_for_5pct_text);
+  if (lv.sessions_for_2pct)
+    levels["sessions_for_2pct"] = needed(*lv.sessions_for_2pct, lv.sessions_for_2pct_text);
+  if (lv.sessions_for_5pct)
+    levels["sessions_for_5pct"] = needed(*lv.sessions_for_5pct, lv.sessions_for_5pct_text);
   auto bound = [](stats::RepeatBound b) {
     switch (b) {
-      case stats::RepeatBound::kAtCap: return "at_cap";
-      case stats::RepeatBound::kNoVariance: return "no_variance";
-      case stats::RepeatBound::kOptimum: break;
+      case stats::RepeatBound::kAtCap:
+        return "at_cap";
+      case stats::RepeatBound::kNoVariance:
+        return "no_variance";
+      case stats::RepeatBound::kOptimum:
+        break;
     }
     return "optimum";
   };
   if (lv.optimal) {
-    levels["optimal"] = {
-        {"rounds_per_process",
-         {{"repeats", lv.optimal->rounds_per_process},
-          {"bound", bound(lv.optimal->rounds_bound)},
-          {"text", lv.rounds_text}}},
-        {"processes_per_session",
-         {{"repeats", lv.optimal->processes_per_session},
-          {"bound", bound(lv.optimal->processes_bound)},
-          {"text", lv.processes_text}}}};
+    levels["optimal"] = {{"rounds_per_process",
+                          {{"repeats", lv.optimal->rounds_per_process},
+                           {"bound", bound(lv.optimal->rounds_bound)},
+                           {"text", lv.rounds_text}}},
+                         {"processes_per_session",
+                          {{"repeats", lv.optimal->processes_per_session},
+                           {"bound", bound(lv.optimal->processes_bound)},
+                           {"text", lv.processes_text}}}};
   }
   if (lv.costs) {
     levels["costs"] = {{"session_s", lv.costs->session},
@@ -217,7 +222,8 @@ json ToJson(const RunAnalysis& analysis) {
                         {"measurements", s.measurements},
                         {"cells", s.cells}});
   }
-  return {{"method", {{"analysis", kAnalysisVersion}, {"stats", std::string(stats::kStatsMethodVersion)}}},
+  return {{"method",
+           {{"analysis", kAnalysisVersion}, {"stats", std::string(stats::kStatsMethodVersion)}}},
           {"run", run},
           {"depth_axis", analysis.depth_axis},
           {"cells", cells},

@@ -61,8 +61,8 @@ void RunSections(const RunAnalysis& a, std::vector<Section>& out) {
         "Matrix ", info.matrix_name, " (sha256 ", info.matrix_sha256.substr(0, 12), "), ",
         info.runner, " runner, state ", info.state, ". Metric ", info.metric,
         info.unit.empty() ? "" : " (" + info.unit + ", " + DirectionText(info.direction) + ")",
-        ". Planned replicates: ", info.sessions, " sessions × ", info.processes,
-        " processes × ", info.rounds, " rounds. Only measurements of completed attempts count."));
+        ". Planned replicates: ", info.sessions, " sessions × ", info.processes, " processes × ",
+        info.rounds, " rounds. Only measurements of completed attempts count."));
     s.paragraphs.push_back(absl::StrCat(
         "Method: ", kAnalysisVersion, ", ", std::string(stats::kStatsMethodVersion),
         ". Intervals are 95 % with degrees of freedom from sessions (the top replicated level), "
@@ -72,7 +72,8 @@ void RunSections(const RunAnalysis& a, std::vector<Section>& out) {
         "t interval estimates the geometric mean of per-session ratios (per-session log-ratio, t "
         "across sessions), as does the bootstrap (sessions resampled, t-calibrated); Fieller's "
         "interval estimates a different quantity, the ratio of the arms' means, shown with its "
-        "own estimate. Verdicts are against ±", FormatDf(100 * a.threshold),
+        "own estimate. Verdicts are against ±",
+        FormatDf(100 * a.threshold),
         " %: slower or faster only when the whole t interval lies beyond the band, no change "
         "only when it lies within it, else inconclusive."));
     for (const auto& note : a.notes) s.paragraphs.push_back("Note: " + note);
@@ -86,26 +87,32 @@ void RunSections(const RunAnalysis& a, std::vector<Section>& out) {
         "Each row compares a cell (arm B) with the cell that differs only in the pair axis, at "
         "its first value (arm A), within the sessions that measured both. ",
         DirectionText(info.direction), " for ", info.metric, "."));
-    s.table.header = {"context", "B vs A", "sessions", "A mean" + unit, "B mean" + unit,
-                      "ratio B/A", "change", "95 % t interval (df)",
-                      "verdict (±" + FormatDf(100 * a.threshold) + " %)", "flags"};
+    s.table.header = {"context",
+                      "B vs A",
+                      "sessions",
+                      "A mean" + unit,
+                      "B mean" + unit,
+                      "ratio B/A",
+                      "change",
+                      "95 % t interval (df)",
+                      "verdict (±" + FormatDf(100 * a.threshold) + " %)",
+                      "flags"};
     for (const auto& cmp : a.comparisons) {
-      std::string arms = absl::StrCat(cmp.pair_axis, " ", cmp.treatment_value, " vs ",
-                                      cmp.baseline_value);
+      std::string arms =
+          absl::StrCat(cmp.pair_axis, " ", cmp.treatment_value, " vs ", cmp.baseline_value);
       if (cmp.aa) arms += " (A/A)";
       std::string flags = FlagsText(cmp.flags);
       if (cmp.t.interval && cmp.t.interval->scope == stats::IntervalScope::kWithinSessionOnly) {
-        flags = absl::StrCat(flags.empty() ? "" : flags + "; ", "1 session: ",
-                             std::string(stats::kWithinSessionNote));
+        flags = absl::StrCat(flags.empty() ? "" : flags + "; ",
+                             "1 session: ", std::string(stats::kWithinSessionNote));
       }
       if (!cmp.t.interval && !cmp.t.error.empty()) {
         flags = absl::StrCat(flags.empty() ? "" : flags + "; ", cmp.t.error);
       }
-      s.table.rows.push_back({cmp.context_key, arms, std::to_string(cmp.sessions),
-                              FormatNumber(cmp.mean_a), FormatNumber(cmp.mean_b),
-                              FormatNumber(cmp.Ratio()), FormatChange(cmp.Ratio()),
-                              IntervalWithDf(cmp.t), cmp.verdict.empty() ? "-" : cmp.verdict,
-                              flags});
+      s.table.rows.push_back(
+          {cmp.context_key, arms, std::to_string(cmp.sessions), FormatNumber(cmp.mean_a),
+           FormatNumber(cmp.mean_b), FormatNumber(cmp.Ratio()), FormatChange(cmp.Ratio()),
+           IntervalWithDf(cmp.t), cmp.verdict.empty() ? "-" : cmp.verdict, flags});
       s.table.row_cells.push_back(cmp.treatment_key);
       s.table.row_flagged.push_back(!cmp.flags.empty());
     }
@@ -126,8 +133,8 @@ void RunSections(const RunAnalysis& a, std::vector<Section>& out) {
                       "bootstrap: geo. mean of session ratios [95 %] (df)",
                       "Fieller: ratio of means [95 %] (df)"};
     for (const auto& cmp : a.comparisons) {
-      std::string arms = absl::StrCat(cmp.pair_axis, " ", cmp.treatment_value, " vs ",
-                                      cmp.baseline_value);
+      std::string arms =
+          absl::StrCat(cmp.pair_axis, " ", cmp.treatment_value, " vs ", cmp.baseline_value);
       if (cmp.aa) arms += " (A/A)";
       s.table.rows.push_back({cmp.context_key, arms, std::to_string(cmp.sessions),
                               EstimateWithInterval(cmp.bootstrap),
@@ -163,7 +170,8 @@ void RunSections(const RunAnalysis& a, std::vector<Section>& out) {
       s.paragraphs.push_back("No numeric axis besides the pair axes: points are in cell order.");
     } else {
       s.paragraphs.push_back(absl::StrCat(
-          "Ratio B/A against ", a.depth_axis, " (log axis), one line per combination of the "
+          "Ratio B/A against ", a.depth_axis,
+          " (log axis), one line per combination of the "
           "other axes; whiskers are the 95 % t intervals; the dashed line is ratio 1 (no "
           "gain)."));
     }
@@ -187,8 +195,7 @@ void RunSections(const RunAnalysis& a, std::vector<Section>& out) {
         }
         if (undecided) bracket += "; an end's interval contains 1, so the sign is not settled";
         if (line.crossing->sign_changes > 1) {
-          bracket += absl::StrCat("; ", line.crossing->sign_changes,
-                                  " sign changes: not monotone");
+          bracket += absl::StrCat("; ", line.crossing->sign_changes, " sign changes: not monotone");
         }
         if (line.crossover_fit) {
           fit = line.crossover_fit->bounds == stats::Boundedness::kUnbounded
@@ -216,26 +223,26 @@ void RunSections(const RunAnalysis& a, std::vector<Section>& out) {
         FormatNumber(info.locate->resolution_octaves), " octave (probes at multiples of ",
         info.locate->min_step, ", at most ", info.locate->max_sessions,
         " paired sessions per probe). The crossover is the root of a linear fit of the "
-        "per-token latency difference (B − A) against ", info.locate->axis,
+        "per-token latency difference (B − A) against ",
+        info.locate->axis,
         ", with Fieller's 95 % interval; the bracket is the pair of measured depths whose ratios "
         "straddle 1."));
-    s.table.header = {"line", "outcome", "crossover (fit, 95 %)", "bracket", "probes", "cost",
-                      "why"};
+    s.table.header = {"line", "outcome", "crossover (fit, 95 %)", "bracket", "probes",
+                      "cost", "why"};
     for (const auto& line : a.lines) {
       if (!line.located) continue;
       const auto& l = *line.located;
-      std::string fit = line.crossover_fit
-                            ? (line.crossover_fit->bounds == stats::Boundedness::kUnbounded
-                                   ? absl::StrCat("unbounded (point ",
-                                                  Short(line.crossover_fit->estimate), ")")
-                                   : absl::StrCat(Short(line.crossover_fit->estimate), " ",
-                                                  FormatInterval(*line.crossover_fit)))
-                            : (line.crossover_error.empty() ? "-" : line.crossover_error);
+      std::string fit =
+          line.crossover_fit
+              ? (line.crossover_fit->bounds == stats::Boundedness::kUnbounded
+                     ? absl::StrCat("unbounded (point ", Short(line.crossover_fit->estimate), ")")
+                     : absl::StrCat(Short(line.crossover_fit->estimate), " ",
+                                    FormatInterval(*line.crossover_fit)))
+              : (line.crossover_error.empty() ? "-" : line.crossover_error);
       const std::string bracket =
           std::isfinite(l.bracket_lower)
               ? absl::StrCat("[", Short(l.bracket_lower), ", ", Short(l.bracket_upper), "] (",
-                             FormatNumber(std::log2(l.bracket_upper / l.bracket_lower)),
-                             " octave)")
+                             FormatNumber(std::log2(l.bracket_upper / l.bracket_lower)), " octave)")
               : "none";
       std::vector<std::string> probes;
       for (double p : l.probes) probes.push_back(Short(p));
@@ -260,10 +267,12 @@ void RunSections(const RunAnalysis& a, std::vector<Section>& out) {
     s.paragraphs.push_back(absl::StrCat(
         "Per cell: n measurements, distinct sessions, median, mean, sd and CV of the "
         "measurements, and the geometric mean of the session means with its 95 % log-t interval "
-        "(df = sessions − 1; both bounds positive). Below ", stats::kMinSessionsForInterval,
+        "(df = sessions − 1; both bounds positive). Below ",
+        stats::kMinSessionsForInterval,
         " sessions there is no interval: t with 1 df multiplies the spread by 12.7."));
-    s.table.header = {"cell", "n", "sessions", "median" + unit, "mean" + unit, "sd", "cv %",
-                      "geo. mean [95 %]", "df", "acceptance", "flags"};
+    s.table.header = {"cell",        "n",          "sessions", "median" + unit,
+                      "mean" + unit, "sd",         "cv %",     "geo. mean [95 %]",
+                      "df",          "acceptance", "flags"};
     for (const auto& c : a.cells) {
       std::vector<std::string> row = {c.key, std::to_string(c.n), std::to_string(c.sessions)};
       if (c.summary) {
@@ -307,17 +316,16 @@ void RunSections(const RunAnalysis& a, std::vector<Section>& out) {
         "Kalibera & Jones components on log(value): T is the relative sd each level adds "
         "(round ⊂ process ⊂ session), share is T² / ΣT².");
     if (l.cells > 0) {
-      std::string p = absl::StrCat(
-          "Median over ", l.cells, " cells: round ", Percent(l.median_t[stats::kRound]),
-          " % (share ", Percent(l.median_share[stats::kRound]), " %), process ",
-          Percent(l.median_t[stats::kProcess]), " % (share ",
-          Percent(l.median_share[stats::kProcess]), " %), session ",
-          Percent(l.median_t[stats::kSession]), " % (share ",
-          Percent(l.median_share[stats::kSession]), " %).");
+      std::string p = absl::StrCat("Median over ", l.cells, " cells: round ",
+                                   Percent(l.median_t[stats::kRound]), " % (share ",
+                                   Percent(l.median_share[stats::kRound]), " %), process ",
+                                   Percent(l.median_t[stats::kProcess]), " % (share ",
+                                   Percent(l.median_share[stats::kProcess]), " %), session ",
+                                   Percent(l.median_t[stats::kSession]), " % (share ",
+                                   Percent(l.median_share[stats::kSession]), " %).");
       if (l.sessions_for_2pct && l.sessions_for_5pct) {
         p += absl::StrCat(" Sessions needed for a ±2 % interval of a cell mean at this design: ",
-                          l.sessions_for_2pct_text, "; for ±5 %: ", l.sessions_for_5pct_text,
-                          ".");
+                          l.sessions_for_2pct_text, "; for ±5 %: ", l.sessions_for_5pct_text, ".");
       }
       if (l.optimal && l.costs) {
         p += absl::StrCat(" Optimal repeats for the ", l.costs_source, " costs (session set-up ",
@@ -333,8 +341,9 @@ void RunSections(const RunAnalysis& a, std::vector<Section>& out) {
       if (!l.note.empty()) p += " " + l.note;
       s.paragraphs.push_back(p);
     }
-    s.table.header = {"cell", "round T %", "round share %", "process T %", "process share %",
-                      "session T %", "session share %", "note"};
+    s.table.header = {
+        "cell",        "round T %",       "round share %", "process T %", "process share %",
+        "session T %", "session share %", "note"};
     for (const auto& v : a.variance) {
       if (!v.components) {
         s.table.rows.push_back({v.key, "-", "-", "-", "-", "-", "-", v.error});
@@ -359,16 +368,15 @@ void RunSections(const RunAnalysis& a, std::vector<Section>& out) {
         "The session main effect cancels in a paired ratio; the arm × session interaction "
         "(how much the benefit varies from session to session) is what limits its precision. "
         "Relative sds on the log scale, in %.");
-    s.table.header = {"cell", "sessions", "session main %", "interaction %",
-                      "within-session %", "interaction net %"};
+    s.table.header = {"cell",          "sessions",         "session main %",
+                      "interaction %", "within-session %", "interaction net %"};
     for (const auto& cmp : a.comparisons) {
       if (cmp.arm_session) {
         const auto& v = *cmp.arm_session;
-        s.table.rows.push_back({cmp.treatment_key, std::to_string(v.sessions),
-                                Percent(std::sqrt(v.session_main)),
-                                Percent(std::sqrt(v.interaction_ms)),
-                                Percent(std::sqrt(v.within_session_noise)),
-                                Percent(std::sqrt(v.interaction_net))});
+        s.table.rows.push_back(
+            {cmp.treatment_key, std::to_string(v.sessions), Percent(std::sqrt(v.session_main)),
+             Percent(std::sqrt(v.interaction_ms)), Percent(std::sqrt(v.within_session_noise)),
+             Percent(std::sqrt(v.interaction_net))});
       } else {
         s.table.rows.push_back({cmp.treatment_key, std::to_string(cmp.sessions), "-", "-", "-",
                                 cmp.arm_session_error.empty() ? "-" : cmp.arm_session_error});
@@ -435,9 +443,9 @@ absl::StatusOr<Report> BuildReport(sqlite::Database& db, const std::vector<int64
       if (repro.ok()) {
         report.reproducibility.push_back(std::move(*repro));
       } else {
-        report.notes.push_back(absl::StrCat("runs ", report.runs[i].info.run_id, " and ",
-                                            report.runs[j].info.run_id, " not compared: ",
-                                            std::string(repro.status().message())));
+        report.notes.push_back(
+            absl::StrCat("runs ", report.runs[i].info.run_id, " and ", report.runs[j].info.run_id,
+                         " not compared: ", std::string(repro.status().message())));
         continue;
       }
       CompareOptions compare;
@@ -445,13 +453,13 @@ absl::StatusOr<Report> BuildReport(sqlite::Database& db, const std::vector<int64
       compare.threshold = options.threshold;
       compare.confidence = options.confidence;
       const int64_t a = report.runs[i].info.run_id, b = report.runs[j].info.run_id;
-      auto cmp = CompareTwoRuns({&db, a, absl::StrCat("run ", a)}, {&db, b, absl::StrCat("run ", b)},
-                                compare);
+      auto cmp = CompareTwoRuns({&db, a, absl::StrCat("run ", a)},
+                                {&db, b, absl::StrCat("run ", b)}, compare);
       if (cmp.ok()) {
         report.comparisons.push_back(std::move(*cmp));
       } else {
-        report.notes.push_back(absl::StrCat("run ", b, " vs run ", a, ": no verdicts: ",
-                                            std::string(cmp.status().message())));
+        report.notes.push_back(absl::StrCat(
+            "run ", b, " vs run ", a, ": no verdicts: ", std::string(cmp.status().message())));
       }
     }
   }
@@ -476,7 +484,8 @@ std::vector<Section> BuildSections(const Report& report) {
     s.table.header = {"cell", absl::StrCat("run ", repro.run_a), absl::StrCat("run ", repro.run_b),
                       "difference %"};
     for (const auto& r : repro.rows) {
-      s.table.rows.push_back({r.key, FormatNumber(r.a), FormatNumber(r.b), FormatNumber(r.percent)});
+      s.table.rows.push_back(
+          {r.key, FormatNumber(r.a), FormatNumber(r.b), FormatNumber(r.percent)});
       s.table.row_cells.push_back(r.key);
       s.table.row_flagged.push_back(false);
     }
@@ -489,8 +498,8 @@ std::vector<Section> BuildSections(const Report& report) {
     s.anchor = absl::StrCat("compare-", c.run_a, "-", c.run_b);
     s.paragraphs.push_back(ComparisonMethodText(c));
     const std::string unit = c.unit.empty() ? "" : " " + c.unit;
-    s.table.header = {"cell", "sessions A/B", "A" + unit, "B" + unit, "ratio B/A", "change",
-                      "95 % interval (df)", "verdict", "flags"};
+    s.table.header = {"cell",   "sessions A/B",       "A" + unit, "B" + unit, "ratio B/A",
+                      "change", "95 % interval (df)", "verdict",  "flags"};
     int64_t flagged = 0;
     for (const auto& r : c.rows) {
       std::string interval = "-";
@@ -501,27 +510,26 @@ std::vector<Section> BuildSections(const Report& report) {
       if (r.spread_exceeds_difference && r.ratio) {
         const double diff = std::fabs(std::log(r.ratio->estimate));
         const bool in_a = r.spread_a > diff;
-        flags = absl::StrCat("⚠ session-to-session spread in ", in_a ? c.label_a : c.label_b,
-                             " (", Percent(in_a ? r.spread_a : r.spread_b),
-                             " %) is larger than the difference between the runs (",
-                             Percent(diff), " %)");
+        flags = absl::StrCat("⚠ session-to-session spread in ", in_a ? c.label_a : c.label_b, " (",
+                             Percent(in_a ? r.spread_a : r.spread_b),
+                             " %) is larger than the difference between the runs (", Percent(diff),
+                             " %)");
         ++flagged;
       }
       if (!r.error.empty()) flags = r.error;
-      s.table.rows.push_back({r.key, absl::StrCat(r.sessions_a, "/", r.sessions_b),
-                              FormatNumber(r.mean_a), FormatNumber(r.mean_b),
-                              r.ratio ? FormatNumber(r.ratio->estimate) : "-",
-                              r.ratio ? FormatChange(r.ratio->estimate) : "-", interval,
-                              r.verdict, flags});
+      s.table.rows.push_back(
+          {r.key, absl::StrCat(r.sessions_a, "/", r.sessions_b), FormatNumber(r.mean_a),
+           FormatNumber(r.mean_b), r.ratio ? FormatNumber(r.ratio->estimate) : "-",
+           r.ratio ? FormatChange(r.ratio->estimate) : "-", interval, r.verdict, flags});
       s.table.row_cells.push_back(r.key);
       s.table.row_flagged.push_back(!flags.empty());
     }
     std::vector<std::string> counts;
     for (const auto& [verdict, n] : c.verdicts) counts.push_back(absl::StrCat(n, " ", verdict));
-    s.paragraphs.push_back(absl::StrCat(c.rows.size(), " cells compared: ",
-                                        absl::StrJoin(counts, ", "), ". ", flagged,
-                                        " flagged where a run's sessions differ more than the "
-                                        "runs do."));
+    s.paragraphs.push_back(
+        absl::StrCat(c.rows.size(), " cells compared: ", absl::StrJoin(counts, ", "), ". ", flagged,
+                     " flagged where a run's sessions differ more than the "
+                     "runs do."));
     for (const auto& n : c.notes) s.paragraphs.push_back("Note: " + n + ".");
     out.push_back(std::move(s));
   }

@@ -17,13 +17,26 @@ std::string Esc(const std::string& text) {
   out.reserve(text.size());
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      case '\n': out += "&#10;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      case '\n':
+        out += "&#10;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -55,14 +68,13 @@ std::string Tooltip(const RunAnalysis& a, const Comparison& cmp) {
                                FormatNumber(cmp.mean_b), unit, " (n ", cmp.n_b, ")"));
   lines.push_back(absl::StrCat("A ", cmp.pair_axis, "=", cmp.baseline_value, ": ",
                                FormatNumber(cmp.mean_a), unit, " (n ", cmp.n_a, ")"));
-  std::string ratio = absl::StrCat("ratio B/A ", FormatNumber(cmp.Ratio()), " (",
-                                   FormatChange(cmp.Ratio()), ")");
+  std::string ratio =
+      absl::StrCat("ratio B/A ", FormatNumber(cmp.Ratio()), " (", FormatChange(cmp.Ratio()), ")");
   if (cmp.t.interval) ratio += absl::StrCat(", 95 % ", FormatInterval(*cmp.t.interval));
   lines.push_back(ratio);
-  lines.push_back(absl::StrCat("sessions ", cmp.sessions,
-                               cmp.sessions == 1 ? std::string(" — ") +
-                                                       std::string(stats::kWithinSessionNote)
-                                                 : ""));
+  lines.push_back(absl::StrCat(
+      "sessions ", cmp.sessions,
+      cmp.sessions == 1 ? std::string(" — ") + std::string(stats::kWithinSessionNote) : ""));
   for (const CellStats* c : {b, base}) {
     if (!c) continue;
     std::vector<std::string> acc;
@@ -71,8 +83,8 @@ std::string Tooltip(const RunAnalysis& a, const Comparison& cmp) {
       acc.push_back("mean length " + FormatNumber(*c->mean_acceptance_length));
     }
     if (!acc.empty()) {
-      lines.push_back(absl::StrCat("acceptance (", c == b ? "B" : "A", "): ",
-                                   absl::StrJoin(acc, ", ")));
+      lines.push_back(
+          absl::StrCat("acceptance (", c == b ? "B" : "A", "): ", absl::StrJoin(acc, ", ")));
     }
   }
   if (!cmp.flags.empty()) {
@@ -131,17 +143,17 @@ std::string Chart(const RunAnalysis& a) {
   auto Y = [&](double y) {
     return top + (1.0 - (std::log(y) - y0) / (y1 - y0)) * (height - top - bottom);
   };
-  std::string svg = absl::StrCat(
-      "<svg class=\"ladder\" id=\"chart-", a.info.run_id, "\" viewBox=\"0 0 ", Px(width), " ",
-      Px(height), "\" width=\"", Px(width), "\" height=\"", Px(height),
-      "\" role=\"img\" aria-label=\"ratio against ", Esc(a.depth_axis), "\">\n");
+  std::string svg =
+      absl::StrCat("<svg class=\"ladder\" id=\"chart-", a.info.run_id, "\" viewBox=\"0 0 ",
+                   Px(width), " ", Px(height), "\" width=\"", Px(width), "\" height=\"", Px(height),
+                   "\" role=\"img\" aria-label=\"ratio against ", Esc(a.depth_axis), "\">\n");
   // Axes and gridlines.
   svg += absl::StrCat("<rect x=\"", Px(left), "\" y=\"", Px(top), "\" width=\"",
                       Px(width - left - right), "\" height=\"", Px(height - top - bottom),
                       "\" class=\"frame\"/>\n");
-  static const double kTicks[] = {0.01, 0.02, 0.05, 0.1, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6,
-                                  0.7,  0.8,  0.9,  0.95, 1.0, 1.05, 1.1, 1.2, 1.25, 1.5,
-                                  2.0,  3.0,  4.0,  5.0, 10.0, 20.0, 50.0, 100.0};
+  static const double kTicks[] = {0.01, 0.02, 0.05, 0.1,  0.2,  0.25, 0.3,  0.4,  0.5,  0.6,
+                                  0.7,  0.8,  0.9,  0.95, 1.0,  1.05, 1.1,  1.2,  1.25, 1.5,
+                                  2.0,  3.0,  4.0,  5.0,  10.0, 20.0, 50.0, 100.0};
   std::vector<double> ticks;
   for (double t : kTicks) {
     if (std::log(t) >= y0 && std::log(t) <= y1) ticks.push_back(t);
@@ -153,8 +165,8 @@ std::string Chart(const RunAnalysis& a) {
     last_y = y;
     svg += absl::StrCat("<line class=\"grid\" x1=\"", Px(left), "\" x2=\"", Px(width - right),
                         "\" y1=\"", Px(y), "\" y2=\"", Px(y), "\"/><text class=\"tick\" x=\"",
-                        Px(left - 6), "\" y=\"", Px(y + 4), "\" text-anchor=\"end\">",
-                        TickText(t), "</text>\n");
+                        Px(left - 6), "\" y=\"", Px(y + 4), "\" text-anchor=\"end\">", TickText(t),
+                        "</text>\n");
   }
   std::vector<double> xs;
   for (const auto& line : a.lines) xs.insert(xs.end(), line.depths.begin(), line.depths.end());
@@ -162,18 +174,19 @@ std::string Chart(const RunAnalysis& a) {
   xs.erase(std::unique(xs.begin(), xs.end()), xs.end());
   if (log_x) {
     for (double x : xs) {
-      svg += absl::StrCat("<text class=\"tick\" x=\"", Px(X(x)), "\" y=\"",
-                          Px(height - bottom + 16), "\" text-anchor=\"middle\">",
-                          TickText(x), "</text>\n");
+      svg +=
+          absl::StrCat("<text class=\"tick\" x=\"", Px(X(x)), "\" y=\"", Px(height - bottom + 16),
+                       "\" text-anchor=\"middle\">", TickText(x), "</text>\n");
     }
     svg += absl::StrCat("<text class=\"label\" x=\"", Px(left + (width - left - right) / 2),
                         "\" y=\"", Px(height - 14), "\" text-anchor=\"middle\">", Esc(a.depth_axis),
                         " (log scale)</text>\n");
   }
   svg += absl::StrCat("<text class=\"label\" transform=\"rotate(-90)\" x=\"",
-                      Px(-(top + (height - top - bottom) / 2)), "\" y=\"16\" "
-                      "text-anchor=\"middle\">ratio B/A of ", Esc(a.info.metric),
-                      " (log scale)</text>\n");
+                      Px(-(top + (height - top - bottom) / 2)),
+                      "\" y=\"16\" "
+                      "text-anchor=\"middle\">ratio B/A of ",
+                      Esc(a.info.metric), " (log scale)</text>\n");
   // The zero-gain line.
   svg += absl::StrCat("<line class=\"unity\" x1=\"", Px(left), "\" x2=\"", Px(width - right),
                       "\" y1=\"", Px(Y(1.0)), "\" y2=\"", Px(Y(1.0)), "\"/>\n");
@@ -183,21 +196,21 @@ std::string Chart(const RunAnalysis& a) {
     if (!line.crossing || !log_x) continue;
     const std::string color = kPalette[l % 8];
     const double bx0 = X(line.crossing->bracket_lower), bx1 = X(line.crossing->bracket_upper);
-    svg += absl::StrCat("<rect class=\"bracket\" data-line=\"", l, "\" x=\"", Px(bx0),
-                        "\" y=\"", Px(top), "\" width=\"", Px(bx1 - bx0), "\" height=\"",
-                        Px(height - top - bottom), "\" fill=\"", color, "\"><title>",
-                        Esc(line.label), ": sign change between ",
-                        FormatNumber(line.crossing->bracket_lower), " and ",
-                        FormatNumber(line.crossing->bracket_upper), "</title></rect>\n");
+    svg +=
+        absl::StrCat("<rect class=\"bracket\" data-line=\"", l, "\" x=\"", Px(bx0), "\" y=\"",
+                     Px(top), "\" width=\"", Px(bx1 - bx0), "\" height=\"",
+                     Px(height - top - bottom), "\" fill=\"", color, "\"><title>", Esc(line.label),
+                     ": sign change between ", FormatNumber(line.crossing->bracket_lower), " and ",
+                     FormatNumber(line.crossing->bracket_upper), "</title></rect>\n");
     if (line.crossover_fit && line.crossover_fit->bounds == stats::Boundedness::kBounded &&
         line.crossover_fit->estimate >= xmin && line.crossover_fit->estimate <= xmax) {
       const double cx = X(line.crossover_fit->estimate);
-      svg += absl::StrCat("<line class=\"crossover\" data-line=\"", l, "\" x1=\"", Px(cx),
-                          "\" x2=\"", Px(cx), "\" y1=\"", Px(top), "\" y2=\"",
-                          Px(height - bottom), "\" stroke=\"", color, "\"/><text class=\"tick\" x=\"",
-                          Px(cx + 3), "\" y=\"", Px(top + 12 + 12 * static_cast<double>(l)),
-                          "\" fill=\"", color, "\">crossover ≈ ",
-                          FormatNumber(line.crossover_fit->estimate), "</text>\n");
+      svg +=
+          absl::StrCat("<line class=\"crossover\" data-line=\"", l, "\" x1=\"", Px(cx), "\" x2=\"",
+                       Px(cx), "\" y1=\"", Px(top), "\" y2=\"", Px(height - bottom), "\" stroke=\"",
+                       color, "\"/><text class=\"tick\" x=\"", Px(cx + 3), "\" y=\"",
+                       Px(top + 12 + 12 * static_cast<double>(l)), "\" fill=\"", color,
+                       "\">crossover ≈ ", FormatNumber(line.crossover_fit->estimate), "</text>\n");
     }
   }
   // Lines, whiskers and points.
@@ -220,23 +233,21 @@ std::string Chart(const RunAnalysis& a) {
       if (cmp.t.interval && cmp.t.interval->bounds == stats::Boundedness::kBounded &&
           cmp.t.interval->lower > 0) {
         const double ylo = Y(cmp.t.interval->lower), yhi = Y(cmp.t.interval->upper);
-        marks += absl::StrCat("<path class=\"whisker\" stroke=\"", color, "\" d=\"M", Px(x),
-                              " ", Px(ylo), " L", Px(x), " ", Px(yhi), " M", Px(x - 4), " ",
-                              Px(ylo), " L", Px(x + 4), " ", Px(ylo), " M", Px(x - 4), " ",
-                              Px(yhi), " L", Px(x + 4), " ", Px(yhi), "\"/>\n");
+        marks += absl::StrCat("<path class=\"whisker\" stroke=\"", color, "\" d=\"M", Px(x), " ",
+                              Px(ylo), " L", Px(x), " ", Px(yhi), " M", Px(x - 4), " ", Px(ylo),
+                              " L", Px(x + 4), " ", Px(ylo), " M", Px(x - 4), " ", Px(yhi), " L",
+                              Px(x + 4), " ", Px(yhi), "\"/>\n");
       }
       const bool flagged = !cmp.flags.empty();
       // A depth the coordinator's `locate` probed is drawn hollow (class "probe").
-      const bool probe = line.located &&
-                         std::find(line.located->probes.begin(), line.located->probes.end(),
-                                   line.depths[k]) != line.located->probes.end();
-      marks += absl::StrCat("<circle class=\"point", flagged ? " flagged" : "",
-                            probe ? " probe" : "",
-                            "\" tabindex=\"0\" data-cell=\"", Esc(cmp.treatment_key),
-                            "\" data-line=\"", l, "\" data-ratio=\"", FormatNumber(e),
-                            "\" data-tip=\"", Esc(Tooltip(a, cmp)), "\" cx=\"", Px(x),
-                            "\" cy=\"", Px(y), "\" r=\"5\" fill=\"", color, "\" stroke=\"", color,
-                            "\"/>\n");
+      const bool probe =
+          line.located && std::find(line.located->probes.begin(), line.located->probes.end(),
+                                    line.depths[k]) != line.located->probes.end();
+      marks += absl::StrCat(
+          "<circle class=\"point", flagged ? " flagged" : "", probe ? " probe" : "",
+          "\" tabindex=\"0\" data-cell=\"", Esc(cmp.treatment_key), "\" data-line=\"", l,
+          "\" data-ratio=\"", FormatNumber(e), "\" data-tip=\"", Esc(Tooltip(a, cmp)), "\" cx=\"",
+          Px(x), "\" cy=\"", Px(y), "\" r=\"5\" fill=\"", color, "\" stroke=\"", color, "\"/>\n");
       if (flagged) {
         marks += absl::StrCat("<text class=\"flagmark\" x=\"", Px(x + 7), "\" y=\"", Px(y - 6),
                               "\">⚠</text>\n");
@@ -328,8 +339,9 @@ std::string RenderHtml(const Report& report) {
   }
   std::string html = absl::StrCat(
       "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-      "<meta name=\"generator\" content=\"", kAnalysisVersion, "\">\n<title>ladder report — ",
-      Esc(absl::StrJoin(titles, ", ")), "</title>\n<style>", kStyle, "</style>\n</head>\n<body>\n",
+      "<meta name=\"generator\" content=\"",
+      kAnalysisVersion, "\">\n<title>ladder report — ", Esc(absl::StrJoin(titles, ", ")),
+      "</title>\n<style>", kStyle, "</style>\n</head>\n<body>\n",
       "<div id=\"tooltip\" role=\"tooltip\"></div>\n");
   for (const auto& s : BuildSections(report)) {
     const std::string tag = absl::StrCat("h", s.level);

@@ -25,8 +25,8 @@ absl::StatusOr<std::map<std::string, std::string>> ParseMark(const std::string& 
     if (i >= text.size()) break;
     const size_t eq = text.find('=', i);
     if (eq == std::string::npos) {
-      return absl::InvalidArgumentError(absl::StrCat("expected key=value at \"", text.substr(i),
-                                                     "\""));
+      return absl::InvalidArgumentError(
+          absl::StrCat("expected key=value at \"", text.substr(i), "\""));
     }
     std::string key = text.substr(i, eq - i);
     if (key.empty() || key.find(' ') != std::string::npos) {
@@ -132,12 +132,12 @@ class Checker {
       auto it = mark.find(k);
       return it == mark.end() ? std::string() : it->second;
     };
-    static const std::vector<std::string> kKeys = {"run", "stat",   "cell", "arm",
-                                                   "metric", "method", "tol", "run2"};
+    static const std::vector<std::string> kKeys = {"run",    "stat",   "cell", "arm",
+                                                   "metric", "method", "tol",  "run2"};
     for (const auto& [k, v] : mark) {
       if (std::find(kKeys.begin(), kKeys.end(), k) == kKeys.end()) {
-        return absl::InvalidArgumentError(absl::StrCat("unknown key \"", k, "\"; keys: ",
-                                                       absl::StrJoin(kKeys, ", ")));
+        return absl::InvalidArgumentError(
+            absl::StrCat("unknown key \"", k, "\"; keys: ", absl::StrJoin(kKeys, ", ")));
       }
     }
     int64_t run = 0;
@@ -150,12 +150,11 @@ class Checker {
     const auto selector = SplitKey(get("cell"));
     static const std::vector<std::string> kRatio = {"ratio", "change", "ratio_lower",
                                                     "ratio_upper"};
-    static const std::vector<std::string> kCell = {"mean", "median", "sd", "cv", "n",
-                                                   "sessions", "mean_lower", "mean_upper",
-                                                   "repro"};
+    static const std::vector<std::string> kCell = {
+        "mean", "median", "sd", "cv", "n", "sessions", "mean_lower", "mean_upper", "repro"};
     static const std::vector<std::string> kLine = {
-        "crossover", "crossover_lower", "crossover_upper", "bracket_lower",
-        "bracket_upper", "probes", "probe_cells"};
+        "crossover",     "crossover_lower", "crossover_upper", "bracket_lower",
+        "bracket_upper", "probes",          "probe_cells"};
     if (std::find(kLine.begin(), kLine.end(), stat) != kLine.end()) {
       return RecomputeLine(*a, run, stat, selector, get("arm"));
     }
@@ -170,10 +169,11 @@ class Checker {
       if (found.size() != 1) {
         std::vector<std::string> keys;
         for (const auto* c : found) keys.push_back(c->treatment_key);
-        return absl::InvalidArgumentError(absl::StrCat(
-            "the selector matches ", found.size(), " comparisons of run ", run,
-            found.empty() ? "" : ": " + absl::StrJoin(keys, " | "),
-            found.empty() ? " (name cell= and arm= of a compared cell)" : " (narrow cell= or arm=)"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("the selector matches ", found.size(), " comparisons of run ", run,
+                         found.empty() ? "" : ": " + absl::StrJoin(keys, " | "),
+                         found.empty() ? " (name cell= and arm= of a compared cell)"
+                                       : " (narrow cell= or arm=)"));
       }
       const Comparison& cmp = *found.front();
       const std::string method = get("method").empty() ? "t" : get("method");
@@ -183,8 +183,8 @@ class Checker {
                                                      : nullptr;
       if (!r) return absl::InvalidArgumentError("method= must be t, bootstrap or fieller");
       if (!r->interval) {
-        return absl::FailedPreconditionError(absl::StrCat("no ", method, " interval for ",
-                                                          cmp.treatment_key, ": ", r->error));
+        return absl::FailedPreconditionError(
+            absl::StrCat("no ", method, " interval for ", cmp.treatment_key, ": ", r->error));
       }
       if (stat == "ratio") return r->interval->estimate;
       if (stat == "change") return 100.0 * (r->interval->estimate - 1.0);
@@ -192,9 +192,9 @@ class Checker {
       return r->interval->upper;
     }
     if (std::find(kCell.begin(), kCell.end(), stat) == kCell.end()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "unknown stat \"", stat, "\"; stats: ", absl::StrJoin(kRatio, ", "), ", ",
-          absl::StrJoin(kCell, ", "), ", ", absl::StrJoin(kLine, ", ")));
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown stat \"", stat, "\"; stats: ", absl::StrJoin(kRatio, ", "), ", ",
+                       absl::StrJoin(kCell, ", "), ", ", absl::StrJoin(kLine, ", ")));
     }
     std::vector<const CellStats*> found;
     for (const auto& c : a->cells) {
@@ -203,9 +203,9 @@ class Checker {
     if (found.size() != 1) {
       std::vector<std::string> keys;
       for (const auto* c : found) keys.push_back(c->key);
-      return absl::InvalidArgumentError(absl::StrCat(
-          "the selector matches ", found.size(), " cells of run ", run,
-          found.empty() ? "" : ": " + absl::StrJoin(keys, " | ")));
+      return absl::InvalidArgumentError(
+          absl::StrCat("the selector matches ", found.size(), " cells of run ", run,
+                       found.empty() ? "" : ": " + absl::StrJoin(keys, " | ")));
     }
     const CellStats& cell = *found.front();
     if (stat == "n") return static_cast<double>(cell.n);
@@ -229,8 +229,8 @@ class Checker {
     ASSIGN_OR_RETURN(const RunAnalysis* b, Analysis(run2, get("metric")));
     const CellStats* other = b->FindCell(cell.key);
     if (!other || !other->summary) {
-      return absl::FailedPreconditionError(absl::StrCat("run ", run2, " has no data for ",
-                                                        cell.key));
+      return absl::FailedPreconditionError(
+          absl::StrCat("run ", run2, " has no data for ", cell.key));
     }
     const double x = cell.summary->mean, y = other->summary->mean;
     return 100.0 * std::fabs(x - y) / ((x + y) / 2);
@@ -280,14 +280,13 @@ class Checker {
       return stat == "bracket_lower" ? lower : upper;
     }
     if (!line.crossover_fit) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          line.label, ": no crossover fit",
-          line.crossover_error.empty() ? "" : ": " + line.crossover_error));
+      return absl::FailedPreconditionError(
+          absl::StrCat(line.label, ": no crossover fit",
+                       line.crossover_error.empty() ? "" : ": " + line.crossover_error));
     }
     if (line.crossover_fit->bounds == stats::Boundedness::kUnbounded) {
-      return absl::FailedPreconditionError(
-          absl::StrCat(line.label, ": the crossover's interval is unbounded (",
-                       line.crossover_fit->note, ")"));
+      return absl::FailedPreconditionError(absl::StrCat(
+          line.label, ": the crossover's interval is unbounded (", line.crossover_fit->note, ")"));
     }
     if (stat == "crossover") return line.crossover_fit->estimate;
     return stat == "crossover_lower" ? line.crossover_fit->lower : line.crossover_fit->upper;
@@ -300,7 +299,8 @@ class Checker {
 
 }  // namespace
 
-absl::StatusOr<std::vector<FigureCheck>> VerifyDocument(sqlite::Database& db, const std::string& text,
+absl::StatusOr<std::vector<FigureCheck>> VerifyDocument(sqlite::Database& db,
+                                                        const std::string& text,
                                                         const std::string& filename,
                                                         const AnalysisOptions& options) {
   RETURN_IF_ERROR(options.Validate());
@@ -324,12 +324,12 @@ absl::StatusOr<std::vector<FigureCheck>> VerifyDocument(sqlite::Database& db, co
     }
     FigureCheck check;
     check.file = filename;
-    check.line = 1 + static_cast<int>(std::count(text.begin(), text.begin() +
-                                                 static_cast<std::ptrdiff_t>(start), '\n'));
+    check.line = 1 + static_cast<int>(std::count(
+                         text.begin(), text.begin() + static_cast<std::ptrdiff_t>(start), '\n'));
     check.query = body;
     const size_t eol = text.find('\n', pos);
-    const std::string after = text.substr(pos, eol == std::string::npos ? std::string::npos
-                                                                         : eol - pos);
+    const std::string after =
+        text.substr(pos, eol == std::string::npos ? std::string::npos : eol - pos);
     int decimals = 0;
     if (!ParseStated(after, &check.stated, &decimals, &check.stated_text)) {
       check.error = "no number right after the mark";
@@ -376,12 +376,13 @@ absl::StatusOr<std::vector<FigureCheck>> VerifyDocument(sqlite::Database& db, co
 std::string DescribeCheck(const FigureCheck& c) {
   std::string where = absl::StrCat(c.file, ":", c.line, ": ");
   if (!c.error.empty()) {
-    return absl::StrCat(where, "cannot check ", c.stated_text.empty() ? "" : "\"" + c.stated_text + "\" ",
-                        "(", c.query, "): ", c.error);
+    return absl::StrCat(where, "cannot check ",
+                        c.stated_text.empty() ? "" : "\"" + c.stated_text + "\" ", "(", c.query,
+                        "): ", c.error);
   }
-  return absl::StrCat(where, c.ok ? "ok" : "DRIFTED", ": stated ", c.stated_text,
-                      ", recomputed ", FormatNumber(c.recomputed), ", tolerance ±",
-                      FormatNumber(c.tolerance), " (", c.query, ")");
+  return absl::StrCat(where, c.ok ? "ok" : "DRIFTED", ": stated ", c.stated_text, ", recomputed ",
+                      FormatNumber(c.recomputed), ", tolerance ±", FormatNumber(c.tolerance), " (",
+                      c.query, ")");
 }
 
 }  // namespace ladder::report

@@ -20,8 +20,8 @@ uint64_t SplitMix64(uint64_t x) {
 std::vector<int> InterleavedOrder(int cell_count, uint64_t seed, int process, int round) {
   std::vector<int> order(static_cast<size_t>(std::max(0, cell_count)));
   for (int i = 0; i < cell_count; ++i) order[static_cast<size_t>(i)] = i;
-  uint64_t state = SplitMix64(seed ^ SplitMix64(static_cast<uint64_t>(process) << 32 |
-                                                static_cast<uint32_t>(round)));
+  uint64_t state = SplitMix64(
+      seed ^ SplitMix64(static_cast<uint64_t>(process) << 32 | static_cast<uint32_t>(round)));
   // Fisher-Yates with our own generator (not <random>'s distributions, whose results differ
   // between standard libraries), so one seed gives one order on every platform and in every
   // runner.

@@ -12,8 +12,8 @@ const MetricSpec* RunnerSchema::FindMetric(std::string_view metric) const {
 }
 
 int RunnerSchema::required_metric_count() const {
-  return static_cast<int>(
-      std::count_if(metrics.begin(), metrics.end(), [](const MetricSpec& m) { return m.required; }));
+  return static_cast<int>(std::count_if(metrics.begin(), metrics.end(),
+                                        [](const MetricSpec& m) { return m.required; }));
 }
 
 RunnerSchemas::RunnerSchemas(std::vector<RunnerSchema> schemas) {

@@ -50,9 +50,9 @@ absl::Status ValidateMatrix(const matrices::Matrix& matrix, const matrices::Expa
                             const RunnerSchemas& schemas) {
   const RunnerSchema* schema = schemas.Find(matrix.runner);
   if (schema == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        At(matrix, "runner"), ": runner: no runner named \"", matrix.runner, "\"; known: ",
-        absl::StrJoin(schemas.names(), ", ")));
+    return absl::InvalidArgumentError(
+        absl::StrCat(At(matrix, "runner"), ": runner: no runner named \"", matrix.runner,
+                     "\"; known: ", absl::StrJoin(schemas.names(), ", ")));
   }
   if (!matrix.metric.empty() && schema->FindMetric(matrix.metric) == nullptr) {
     std::vector<std::string> names;

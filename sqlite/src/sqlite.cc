@@ -51,9 +51,9 @@ Database::~Database() {
 
 absl::StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path, OpenMode mode) {
   sqlite3* raw = nullptr;
-  int flags = SQLITE_OPEN_NOMUTEX | (mode == OpenMode::kReadOnly
-                                         ? SQLITE_OPEN_READONLY
-                                         : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE));
+  int flags = SQLITE_OPEN_NOMUTEX |
+              (mode == OpenMode::kReadOnly ? SQLITE_OPEN_READONLY
+                                           : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE));
   int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
   if (rc != SQLITE_OK) {
     absl::Status status = SqliteError(raw, absl::StrCat("opening ", path), rc);

@@ -73,8 +73,8 @@ absl::StatusOr<LocatePlan> PlanCrossoverProbe(std::span<const LadderPoint> point
   for (const LadderPoint& p : sorted) {
     if (!(p.depth > 0.0) || !std::isfinite(p.depth) || !(p.ratio.estimate > 0.0) ||
         !std::isfinite(p.ratio.estimate)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "rung at depth ", p.depth, " with ratio ", p.ratio.estimate, ": both must be > 0"));
+      return absl::InvalidArgumentError(absl::StrCat("rung at depth ", p.depth, " with ratio ",
+                                                     p.ratio.estimate, ": both must be > 0"));
     }
   }
   std::sort(sorted.begin(), sorted.end(),
@@ -185,8 +185,8 @@ absl::StatusOr<Interval> CrossoverFromLinearFit(std::span<const double> depth,
   if (!fit.ok()) return fit.status();
   // root = x̄ + ρ with ρ = (−ȳ) / slope; ȳ and slope are uncorrelated in the centred fit.
   const double s2 = fit->residual_sd * fit->residual_sd;
-  const QuotientMoments m{-fit->y_mean, fit->slope, s2 / static_cast<double>(fit->n),
-                          s2 / fit->sxx, 0.0};
+  const QuotientMoments m{-fit->y_mean, fit->slope, s2 / static_cast<double>(fit->n), s2 / fit->sxx,
+                          0.0};
   const double df = static_cast<double>(fit->n - 2);
   Interval out = FiellerQuotient(m, TwoSidedT(confidence, df));
   out.estimate += fit->x_mean;

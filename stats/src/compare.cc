@@ -20,9 +20,9 @@ absl::StatusOr<std::vector<double>> Logs(std::span<const double> values, const c
     out.push_back(std::log(v));
   }
   if (out.size() < 2) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "run ", run, " has ", out.size(),
-        " session(s): comparing runs needs at least 2 sessions in each"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("run ", run, " has ", out.size(),
+                     " session(s): comparing runs needs at least 2 sessions in each"));
   }
   return out;
 }
@@ -72,10 +72,14 @@ ChangeClass ClassifyChange(const Interval& ratio, double threshold) {
 
 std::string_view ChangeClassName(ChangeClass c) {
   switch (c) {
-    case ChangeClass::kAbove: return "above";
-    case ChangeClass::kBelow: return "below";
-    case ChangeClass::kWithin: return "within";
-    case ChangeClass::kStraddles: break;
+    case ChangeClass::kAbove:
+      return "above";
+    case ChangeClass::kBelow:
+      return "below";
+    case ChangeClass::kWithin:
+      return "within";
+    case ChangeClass::kStraddles:
+      break;
   }
   return "straddles";
 }

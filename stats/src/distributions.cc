@@ -104,8 +104,7 @@ double NormalQuantile(double p) {
   if (!(p > 0.0) || !(p < 1.0)) return kNaN;
   if (p == 0.5) return 0.0;
   const double q = p < 0.5 ? p : 1.0 - p;
-  const double z =
-      InvertUpperTail([](double u) { return 0.5 * std::erfc(u / std::sqrt(2.0)); }, q);
+  const double z = InvertUpperTail([](double u) { return 0.5 * std::erfc(u / std::sqrt(2.0)); }, q);
   return p < 0.5 ? -z : z;
 }
 

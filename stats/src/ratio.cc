@@ -42,8 +42,8 @@ absl::StatusOr<PairedHierarchy> BuildPaired(const PairedSample& sample) {
     if (a->sessions[i].id != b->sessions[i].id) break;
   }
   if (i != a->sessions.size() || i != b->sessions.size()) {
-    const bool missing_in_b =
-        i < a->sessions.size() && (i >= b->sessions.size() || a->sessions[i].id < b->sessions[i].id);
+    const bool missing_in_b = i < a->sessions.size() &&
+                              (i >= b->sessions.size() || a->sessions[i].id < b->sessions[i].id);
     const std::int64_t id = missing_in_b ? a->sessions[i].id : b->sessions[i].id;
     return absl::InvalidArgumentError(absl::StrCat("session ", id, " has observations only in arm ",
                                                    missing_in_b ? "A" : "B",
@@ -202,7 +202,8 @@ absl::StatusOr<Interval> PairedRatioInterval(const PairedSample& sample,
   if (n >= 2) {
     std::vector<double> l;
     for (std::size_t s = 0; s < n; ++s) {
-      l.push_back(std::log(SessionMean(h->b.sessions[s])) - std::log(SessionMean(h->a.sessions[s])));
+      l.push_back(std::log(SessionMean(h->b.sessions[s])) -
+                  std::log(SessionMean(h->a.sessions[s])));
     }
     mean_l = internal::Mean(l);
     se = std::sqrt(internal::Variance(l) / static_cast<double>(n));
@@ -233,8 +234,8 @@ absl::StatusOr<Interval> PairedRatioInterval(const PairedSample& sample,
   out.estimate = std::exp(mean_l);
   out.lower = std::exp(mean_l - t * se);
   out.upper = std::exp(mean_l + t * se);
-  out.estimand = n >= 2 ? "B/A: geometric mean of per-session ratios"
-                        : "B/A: ratio of the session's means";
+  out.estimand =
+      n >= 2 ? "B/A: geometric mean of per-session ratios" : "B/A: ratio of the session's means";
   return out;
 }
 
@@ -344,9 +345,8 @@ Interval DeltaQuotient(const QuotientMoments& m, double t) {
   const double r = m.numerator / m.denominator;
   out.estimate = r;
   // var(N/D) ≈ (var_N − 2r·cov + r²·var_D) / D².
-  const double var =
-      (m.var_numerator - 2.0 * r * m.covariance + r * r * m.var_denominator) /
-      (m.denominator * m.denominator);
+  const double var = (m.var_numerator - 2.0 * r * m.covariance + r * r * m.var_denominator) /
+                     (m.denominator * m.denominator);
   const double half = t * std::sqrt(std::max(0.0, var));
   out.lower = r - half;
   out.upper = r + half;

@@ -24,11 +24,11 @@ absl::StatusOr<Hierarchy> BuildHierarchy(std::span<const Observation> observatio
   std::vector<Observation> sorted(observations.begin(), observations.end());
   for (const Observation& o : sorted) {
     if (!std::isfinite(o.value) || (domain == ValueDomain::kPositive && !(o.value > 0.0))) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "observation (session ", o.session, ", process ", o.process, ", round ", o.round,
-          ") has value ", o.value,
-          domain == ValueDomain::kPositive ? "; a finite value > 0 is required"
-                                           : "; a finite value is required"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("observation (session ", o.session, ", process ", o.process, ", round ",
+                       o.round, ") has value ", o.value,
+                       domain == ValueDomain::kPositive ? "; a finite value > 0 is required"
+                                                        : "; a finite value is required"));
     }
   }
   const auto key = [](const Observation& o) { return std::tie(o.session, o.process, o.round); };
@@ -39,8 +39,8 @@ absl::StatusOr<Hierarchy> BuildHierarchy(std::span<const Observation> observatio
     const Observation& o = sorted[i];
     if (i > 0 && key(sorted[i - 1]) == key(o)) {
       return absl::InvalidArgumentError(absl::StrCat("duplicate observation (session ", o.session,
-                                                     ", process ", o.process, ", round ",
-                                                     o.round, ")"));
+                                                     ", process ", o.process, ", round ", o.round,
+                                                     ")"));
     }
     if (h.sessions.empty() || h.sessions.back().id != o.session) {
       h.sessions.push_back(SessionGroup{o.session, {}});
@@ -62,16 +62,15 @@ absl::StatusOr<BalancedShape> CheckBalanced(const Hierarchy& hierarchy) {
   shape.rounds_per_process = hierarchy.sessions.front().processes.front().values.size();
   for (const SessionGroup& s : hierarchy.sessions) {
     if (s.processes.size() != shape.processes_per_session) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("unbalanced design: session ", s.id, " has ", s.processes.size(),
-                       " processes, session ", hierarchy.sessions.front().id, " has ",
-                       shape.processes_per_session));
+      return absl::FailedPreconditionError(absl::StrCat(
+          "unbalanced design: session ", s.id, " has ", s.processes.size(), " processes, session ",
+          hierarchy.sessions.front().id, " has ", shape.processes_per_session));
     }
     for (const ProcessGroup& p : s.processes) {
       if (p.values.size() != shape.rounds_per_process) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "unbalanced design: session ", s.id, " process ", p.id, " has ", p.values.size(),
-            " rounds, expected ", shape.rounds_per_process));
+        return absl::FailedPreconditionError(
+            absl::StrCat("unbalanced design: session ", s.id, " process ", p.id, " has ",
+                         p.values.size(), " rounds, expected ", shape.rounds_per_process));
       }
     }
   }

@@ -13,7 +13,8 @@ namespace ladder::stats {
 absl::StatusOr<Summary> Summarize(std::span<const double> values) {
   if (values.empty()) return absl::InvalidArgumentError("cannot summarise an empty sample");
   for (double v : values) {
-    if (!std::isfinite(v)) return absl::InvalidArgumentError(absl::StrCat("value ", v, " is not finite"));
+    if (!std::isfinite(v))
+      return absl::InvalidArgumentError(absl::StrCat("value ", v, " is not finite"));
   }
   std::vector<double> sorted(values.begin(), values.end());
   std::sort(sorted.begin(), sorted.end());
@@ -51,8 +52,8 @@ absl::StatusOr<Interval> CellMeanInterval(std::span<const Observation> observati
     log_scale = !observations.empty();
     for (const Observation& o : observations) log_scale = log_scale && o.value > 0.0;
   }
-  absl::StatusOr<Hierarchy> h = BuildHierarchy(
-      observations, log_scale ? ValueDomain::kPositive : ValueDomain::kAnyFinite);
+  absl::StatusOr<Hierarchy> h =
+      BuildHierarchy(observations, log_scale ? ValueDomain::kPositive : ValueDomain::kAnyFinite);
   if (!h.ok()) return h.status();
 
   // The units whose spread gives the interval: session means normally; with one session, the
@@ -80,10 +81,10 @@ absl::StatusOr<Interval> CellMeanInterval(std::span<const Observation> observati
   if (units.size() < 2) {
     return absl::FailedPreconditionError("a single observation has no interval");
   }
-  const std::string of = out.scope == IntervalScope::kBetweenSessions
-                             ? "session means"
-                             : (h->sessions.front().processes.size() >= 2 ? "process means"
-                                                                          : "rounds");
+  const std::string of =
+      out.scope == IntervalScope::kBetweenSessions
+          ? "session means"
+          : (h->sessions.front().processes.size() >= 2 ? "process means" : "rounds");
   if (log_scale) {
     for (double& u : units) u = std::log(u);
   }

@@ -105,8 +105,9 @@ absl::StatusOr<VarianceComponents> EstimateVarianceComponents(
     vc.share[i] = std::isnan(vc.t2[i]) ? kNaN : (total > 0.0 ? vc.t2[i] / total : 0.0);
   }
   if (r2 < 2) {
-    vc.note = "one process per session: process and session variance are not separable; the "
-              "session component holds both";
+    vc.note =
+        "one process per session: process and session variance are not separable; the "
+        "session component holds both";
   }
   if (n < 2) {
     if (!vc.note.empty()) vc.note += "; ";
@@ -136,12 +137,12 @@ absl::StatusOr<RepeatPlan> OptimalRepeats(const VarianceComponents& components,
     }
   }
   RepeatPlan plan;
-  plan.rounds_per_process = OptimalRepeat(components.t2[kRound], components.t2[kProcess],
-                                          costs.round, costs.process, max_repeats,
-                                          &plan.rounds_bound);
-  plan.processes_per_session = OptimalRepeat(components.t2[kProcess], components.t2[kSession],
-                                             costs.process, costs.session, max_repeats,
-                                             &plan.processes_bound);
+  plan.rounds_per_process =
+      OptimalRepeat(components.t2[kRound], components.t2[kProcess], costs.round, costs.process,
+                    max_repeats, &plan.rounds_bound);
+  plan.processes_per_session =
+      OptimalRepeat(components.t2[kProcess], components.t2[kSession], costs.process, costs.session,
+                    max_repeats, &plan.processes_bound);
   return plan;
 }
 

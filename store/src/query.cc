@@ -50,10 +50,11 @@ absl::StatusOr<RunSummary> GetRunSummary(sqlite::Database& db, int64_t run_id) {
   RunSummary s;
   s.run_id = run_id;
   {
-    ASSIGN_OR_RETURN(sqlite::Statement stmt, db.Prepare(
-        "SELECT m.name, m.sha256, r.state, r.runner, r.metric, r.created_at, "
-        "COALESCE(r.started_at, 0), COALESCE(r.finished_at, 0) "
-        "FROM runs r JOIN matrices m ON m.id = r.matrix_id WHERE r.id = ?1"));
+    ASSIGN_OR_RETURN(
+        sqlite::Statement stmt,
+        db.Prepare("SELECT m.name, m.sha256, r.state, r.runner, r.metric, r.created_at, "
+                   "COALESCE(r.started_at, 0), COALESCE(r.finished_at, 0) "
+                   "FROM runs r JOIN matrices m ON m.id = r.matrix_id WHERE r.id = ?1"));
     stmt.Bind(1, run_id);
     ASSIGN_OR_RETURN(bool row, stmt.Step());
     if (!row) return absl::NotFoundError(absl::StrCat("run ", run_id, " not found"));
@@ -67,8 +68,9 @@ absl::StatusOr<RunSummary> GetRunSummary(sqlite::Database& db, int64_t run_id) {
     s.finished_at_ms = stmt.Int(7);
   }
   {
-    ASSIGN_OR_RETURN(sqlite::Statement stmt, db.Prepare(
-        "SELECT state, COUNT(*) FROM units WHERE run_id = ?1 GROUP BY state"));
+    ASSIGN_OR_RETURN(
+        sqlite::Statement stmt,
+        db.Prepare("SELECT state, COUNT(*) FROM units WHERE run_id = ?1 GROUP BY state"));
     stmt.Bind(1, run_id);
     while (true) {
       ASSIGN_OR_RETURN(bool row, stmt.Step());
@@ -77,21 +79,34 @@ absl::StatusOr<RunSummary> GetRunSummary(sqlite::Database& db, int64_t run_id) {
       const int64_t count = stmt.Int(1);
       s.units_total += count;
       switch (state) {
-        case UnitState::kDone: s.units_done = count; break;
-        case UnitState::kLeased: s.units_leased = count; break;
-        case UnitState::kQueued: s.units_queued = count; break;
-        case UnitState::kFailed: s.units_failed = count; break;
-        case UnitState::kCancelled: s.units_cancelled = count; break;
+        case UnitState::kDone:
+          s.units_done = count;
+          break;
+        case UnitState::kLeased:
+          s.units_leased = count;
+          break;
+        case UnitState::kQueued:
+          s.units_queued = count;
+          break;
+        case UnitState::kFailed:
+          s.units_failed = count;
+          break;
+        case UnitState::kCancelled:
+          s.units_cancelled = count;
+          break;
       }
     }
   }
   {
     // A cell is done when every unit holding it is done, failed when any of them failed.
-    ASSIGN_OR_RETURN(sqlite::Statement stmt, db.Prepare(
-        "SELECT COUNT(*), SUM(all_done), SUM(any_failed) FROM ("
-        " SELECT c.id, MIN(u.state = 'done') AS all_done, MAX(u.state = 'failed') AS any_failed"
-        " FROM cells c JOIN unit_cells uc ON uc.cell_id = c.id JOIN units u ON u.id = uc.unit_id"
-        " WHERE c.run_id = ?1 GROUP BY c.id)"));
+    ASSIGN_OR_RETURN(
+        sqlite::Statement stmt,
+        db.Prepare(
+            "SELECT COUNT(*), SUM(all_done), SUM(any_failed) FROM ("
+            " SELECT c.id, MIN(u.state = 'done') AS all_done, MAX(u.state = 'failed') AS any_failed"
+            " FROM cells c JOIN unit_cells uc ON uc.cell_id = c.id JOIN units u ON u.id = "
+            "uc.unit_id"
+            " WHERE c.run_id = ?1 GROUP BY c.id)"));
     stmt.Bind(1, run_id);
     ASSIGN_OR_RETURN(bool row, stmt.Step());
     if (row) {
@@ -101,24 +116,27 @@ absl::StatusOr<RunSummary> GetRunSummary(sqlite::Database& db, int64_t run_id) {
     }
   }
   {
-    ASSIGN_OR_RETURN(sqlite::Statement stmt, db.Prepare(
-        "SELECT COUNT(*) FROM valid_measurements WHERE run_id = ?1"));
+    ASSIGN_OR_RETURN(sqlite::Statement stmt,
+                     db.Prepare("SELECT COUNT(*) FROM valid_measurements WHERE run_id = ?1"));
     stmt.Bind(1, run_id);
     ASSIGN_OR_RETURN(bool row, stmt.Step());
     if (row) s.measurements = stmt.Int(0);
   }
   {
-    ASSIGN_OR_RETURN(sqlite::Statement stmt, db.Prepare(
-        "SELECT AVG(a.ended_at - a.leased_at) FROM attempts a JOIN units u ON u.id = a.unit_id "
-        "WHERE u.run_id = ?1 AND a.state = 'done'"));
+    ASSIGN_OR_RETURN(
+        sqlite::Statement stmt,
+        db.Prepare(
+            "SELECT AVG(a.ended_at - a.leased_at) FROM attempts a JOIN units u ON u.id = a.unit_id "
+            "WHERE u.run_id = ?1 AND a.state = 'done'"));
     stmt.Bind(1, run_id);
     ASSIGN_OR_RETURN(bool row, stmt.Step());
     if (row && !stmt.IsNull(0)) s.mean_unit_seconds = stmt.Double(0) / 1000.0;
   }
   {
-    ASSIGN_OR_RETURN(sqlite::Statement stmt, db.Prepare(
-        "SELECT DISTINCT fail_reason FROM units WHERE run_id = ?1 AND state = 'failed' "
-        "AND fail_reason IS NOT NULL LIMIT 10"));
+    ASSIGN_OR_RETURN(
+        sqlite::Statement stmt,
+        db.Prepare("SELECT DISTINCT fail_reason FROM units WHERE run_id = ?1 AND state = 'failed' "
+                   "AND fail_reason IS NOT NULL LIMIT 10"));
     stmt.Bind(1, run_id);
     while (true) {
       ASSIGN_OR_RETURN(bool row, stmt.Step());
@@ -130,7 +148,8 @@ absl::StatusOr<RunSummary> GetRunSummary(sqlite::Database& db, int64_t run_id) {
 }
 
 absl::StatusOr<std::vector<RunSummary>> ListRuns(sqlite::Database& db, int limit) {
-  ASSIGN_OR_RETURN(sqlite::Statement stmt, db.Prepare("SELECT id FROM runs ORDER BY id DESC LIMIT ?1"));
+  ASSIGN_OR_RETURN(sqlite::Statement stmt,
+                   db.Prepare("SELECT id FROM runs ORDER BY id DESC LIMIT ?1"));
   stmt.Bind(1, static_cast<int64_t>(limit > 0 ? limit : 20));
   std::vector<int64_t> ids;
   while (true) {
@@ -147,16 +166,19 @@ absl::StatusOr<std::vector<RunSummary>> ListRuns(sqlite::Database& db, int limit
 }
 
 absl::StatusOr<std::vector<SessionSummary>> ListSessions(sqlite::Database& db) {
-  ASSIGN_OR_RETURN(sqlite::Statement stmt, db.Prepare(
-      "SELECT s.id, s.hostname, s.state, s.started_at, s.last_seen_at, "
-      "(SELECT COUNT(*) FROM attempts a WHERE a.session_id = s.id AND a.state = 'done'), "
-      "(SELECT COUNT(*) FROM attempts a WHERE a.session_id = s.id AND a.state = 'leased'), "
-      "s.machine_id, s.boot_id, s.cloud_instance_id, s.cpu_model, s.cpu_cores, s.memory_mib, "
-      "s.software, s.features, s.labels, s.agent_version "
-      "FROM sessions s ORDER BY s.started_at"));
-  ASSIGN_OR_RETURN(sqlite::Statement gpus, db.Prepare(
-      "SELECT vendor, name, arch, uuid, memory_mib, driver FROM session_gpus "
-      "WHERE session_id = ?1 ORDER BY idx"));
+  ASSIGN_OR_RETURN(
+      sqlite::Statement stmt,
+      db.Prepare(
+          "SELECT s.id, s.hostname, s.state, s.started_at, s.last_seen_at, "
+          "(SELECT COUNT(*) FROM attempts a WHERE a.session_id = s.id AND a.state = 'done'), "
+          "(SELECT COUNT(*) FROM attempts a WHERE a.session_id = s.id AND a.state = 'leased'), "
+          "s.machine_id, s.boot_id, s.cloud_instance_id, s.cpu_model, s.cpu_cores, s.memory_mib, "
+          "s.software, s.features, s.labels, s.agent_version "
+          "FROM sessions s ORDER BY s.started_at"));
+  ASSIGN_OR_RETURN(
+      sqlite::Statement gpus,
+      db.Prepare("SELECT vendor, name, arch, uuid, memory_mib, driver FROM session_gpus "
+                 "WHERE session_id = ?1 ORDER BY idx"));
   std::vector<SessionSummary> sessions;
   while (true) {
     ASSIGN_OR_RETURN(bool row, stmt.Step());
@@ -240,7 +262,8 @@ absl::StatusOr<QueryResult> QueryRun(sqlite::Database& db, const QueryOptions& o
   result.run_id = options.run_id;
   std::vector<std::string> axes;
   {
-    ASSIGN_OR_RETURN(sqlite::Statement stmt, db.Prepare("SELECT axes, metric FROM runs WHERE id = ?1"));
+    ASSIGN_OR_RETURN(sqlite::Statement stmt,
+                     db.Prepare("SELECT axes, metric FROM runs WHERE id = ?1"));
     stmt.Bind(1, options.run_id);
     ASSIGN_OR_RETURN(bool row, stmt.Step());
     (void)row;
@@ -252,14 +275,15 @@ absl::StatusOr<QueryResult> QueryRun(sqlite::Database& db, const QueryOptions& o
   result.by = options.by.empty() ? axes : options.by;
   for (const auto& axis : result.by) {
     if (std::find(axes.begin(), axes.end(), axis) == axes.end()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--by: run ", options.run_id, " has no axis '", axis, "'; its axes are: ",
-          absl::StrJoin(axes, ", ")));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--by: run ", options.run_id, " has no axis '", axis,
+                       "'; its axes are: ", absl::StrJoin(axes, ", ")));
     }
   }
   {
-    ASSIGN_OR_RETURN(sqlite::Statement stmt, db.Prepare(
-        "SELECT DISTINCT metric FROM measurements WHERE run_id = ?1 ORDER BY metric"));
+    ASSIGN_OR_RETURN(
+        sqlite::Statement stmt,
+        db.Prepare("SELECT DISTINCT metric FROM measurements WHERE run_id = ?1 ORDER BY metric"));
     stmt.Bind(1, options.run_id);
     std::vector<std::string> metrics;
     while (true) {
@@ -269,9 +293,9 @@ absl::StatusOr<QueryResult> QueryRun(sqlite::Database& db, const QueryOptions& o
     }
     if (!metrics.empty() &&
         std::find(metrics.begin(), metrics.end(), result.metric) == metrics.end()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--metric: run ", options.run_id, " has no measurements of '", result.metric,
-          "'; it has: ", absl::StrJoin(metrics, ", ")));
+      return absl::InvalidArgumentError(absl::StrCat("--metric: run ", options.run_id,
+                                                     " has no measurements of '", result.metric,
+                                                     "'; it has: ", absl::StrJoin(metrics, ", ")));
     }
   }
 
@@ -289,10 +313,11 @@ absl::StatusOr<QueryResult> QueryRun(sqlite::Database& db, const QueryOptions& o
   std::map<int64_t, std::string> cell_group;
   std::map<std::string, int64_t> session_index;
   {
-    ASSIGN_OR_RETURN(sqlite::Statement stmt, db.Prepare(
-        "SELECT c.id, c.axes, MAX(u.state = 'failed') FROM cells c "
-        "JOIN unit_cells uc ON uc.cell_id = c.id JOIN units u ON u.id = uc.unit_id "
-        "WHERE c.run_id = ?1 GROUP BY c.id ORDER BY c.idx"));
+    ASSIGN_OR_RETURN(
+        sqlite::Statement stmt,
+        db.Prepare("SELECT c.id, c.axes, MAX(u.state = 'failed') FROM cells c "
+                   "JOIN unit_cells uc ON uc.cell_id = c.id JOIN units u ON u.id = uc.unit_id "
+                   "WHERE c.run_id = ?1 GROUP BY c.id ORDER BY c.idx"));
     stmt.Bind(1, options.run_id);
     while (true) {
       ASSIGN_OR_RETURN(bool row, stmt.Step());
@@ -311,9 +336,11 @@ absl::StatusOr<QueryResult> QueryRun(sqlite::Database& db, const QueryOptions& o
     }
   }
   {
-    ASSIGN_OR_RETURN(sqlite::Statement stmt, db.Prepare(
-        "SELECT cell_id, value, session_id, unit, process, round FROM valid_measurements "
-        "WHERE run_id = ?1 AND metric = ?2"));
+    ASSIGN_OR_RETURN(
+        sqlite::Statement stmt,
+        db.Prepare(
+            "SELECT cell_id, value, session_id, unit, process, round FROM valid_measurements "
+            "WHERE run_id = ?1 AND metric = ?2"));
     stmt.Bind(1, options.run_id).Bind(2, result.metric);
     while (true) {
       ASSIGN_OR_RETURN(bool row, stmt.Step());
@@ -325,20 +352,21 @@ absl::StatusOr<QueryResult> QueryRun(sqlite::Database& db, const QueryOptions& o
       g.sessions.insert(stmt.Text(2));
       // Sessions by index; a process is identified by (cell, process) so that the cells of a
       // group are distinct processes of the session rather than duplicates.
-      auto [sit, fresh] = session_index.try_emplace(stmt.Text(2),
-                                                    static_cast<int64_t>(session_index.size()));
+      auto [sit, fresh] =
+          session_index.try_emplace(stmt.Text(2), static_cast<int64_t>(session_index.size()));
       (void)fresh;
-      g.observations.push_back({sit->second, stmt.Int(0) * 1'000'000 + stmt.Int(4), stmt.Int(5),
-                                stmt.Double(1)});
+      g.observations.push_back(
+          {sit->second, stmt.Int(0) * 1'000'000 + stmt.Int(4), stmt.Int(5), stmt.Double(1)});
       if (result.unit.empty()) result.unit = stmt.Text(3);
     }
   }
   {
     // Evidence that contradicts the request is surfaced next to the figures it affects.
-    ASSIGN_OR_RETURN(sqlite::Statement stmt, db.Prepare(
-        "SELECT e.cell_id, e.kind, e.value FROM evidence e JOIN attempts a ON a.id = e.attempt_id "
-        "WHERE e.run_id = ?1 AND a.state = 'done' AND e.stale = 0 "
-        "AND e.kind IN ('backend_mismatch', 'throttled', 'probe_silent')"));
+    ASSIGN_OR_RETURN(sqlite::Statement stmt,
+                     db.Prepare("SELECT e.cell_id, e.kind, e.value FROM evidence e JOIN attempts a "
+                                "ON a.id = e.attempt_id "
+                                "WHERE e.run_id = ?1 AND a.state = 'done' AND e.stale = 0 "
+                                "AND e.kind IN ('backend_mismatch', 'throttled', 'probe_silent')"));
     stmt.Bind(1, options.run_id);
     while (true) {
       ASSIGN_OR_RETURN(bool row, stmt.Step());
@@ -474,11 +502,11 @@ absl::StatusOr<std::string> ExportRunCsv(sqlite::Database& db, int64_t run_id) {
   while (true) {
     ASSIGN_OR_RETURN(bool row, stmt.Step());
     if (!row) break;
-    out << stmt.Text(0) << ',' << stmt.Int(1) << ',' << CsvField(stmt.Text(2)) << ','
-        << stmt.Int(4) << ',' << stmt.Text(5) << ',' << CsvField(stmt.Text(6)) << ','
-        << stmt.Int(7) << ',' << stmt.Int(8) << ',' << CsvField(stmt.Text(9)) << ','
-        << stmt.Double(10) << ',' << CsvField(stmt.Text(11)) << ',' << stmt.Int(12) << ','
-        << stmt.Int(13) << ',' << stmt.Text(14) << '\n';
+    out << stmt.Text(0) << ',' << stmt.Int(1) << ',' << CsvField(stmt.Text(2)) << ',' << stmt.Int(4)
+        << ',' << stmt.Text(5) << ',' << CsvField(stmt.Text(6)) << ',' << stmt.Int(7) << ','
+        << stmt.Int(8) << ',' << CsvField(stmt.Text(9)) << ',' << stmt.Double(10) << ','
+        << CsvField(stmt.Text(11)) << ',' << stmt.Int(12) << ',' << stmt.Int(13) << ','
+        << stmt.Text(14) << '\n';
   }
   return out.str();
 }

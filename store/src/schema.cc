@@ -300,9 +300,9 @@ absl::Status Migrate(sqlite::Database& db) {
   ASSIGN_OR_RETURN(int version, SchemaVersion(db));
   const auto& migrations = Migrations();
   if (version > static_cast<int>(migrations.size())) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        db.path(), " has schema version ", version, ", newer than this ladder understands (",
-        migrations.size(), "); upgrade ladder"));
+    return absl::FailedPreconditionError(absl::StrCat(db.path(), " has schema version ", version,
+                                                      ", newer than this ladder understands (",
+                                                      migrations.size(), "); upgrade ladder"));
   }
   for (int v = version; v < static_cast<int>(migrations.size()); ++v) {
     ASSIGN_OR_RETURN(sqlite::Transaction tx, sqlite::Transaction::Begin(db));

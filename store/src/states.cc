@@ -36,8 +36,7 @@ constexpr std::array<std::pair<SessionState, std::string_view>, 3> kSessionState
 }};
 
 template <typename State, size_t N>
-std::string_view Text(const std::array<std::pair<State, std::string_view>, N>& table,
-                      State state) {
+std::string_view Text(const std::array<std::pair<State, std::string_view>, N>& table, State state) {
   for (const auto& [s, text] : table) {
     if (s == state) return text;
   }

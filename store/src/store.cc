@@ -4,14 +4,14 @@
 
 #include <algorithm>
 #include <cmath>
-#include <optional>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "ladder/status_macros.h"
 #include "ladder/store/schema.h"
 #include "store_internal.h"
-#include "ladder/status_macros.h"
 
 namespace ladder::store {
 
@@ -68,14 +68,16 @@ absl::StatusOr<int64_t> Store::CreateRun(const std::string& yaml, const matrices
 
   const std::string sha = Sha256Hex(yaml);
   {
-    ASSIGN_OR_RETURN(sqlite::Statement* insert, db.Cached(
-        "INSERT INTO matrices(sha256, name, yaml, created_at) VALUES (?1, ?2, ?3, ?4) "
-        "ON CONFLICT(sha256) DO NOTHING"));
+    ASSIGN_OR_RETURN(
+        sqlite::Statement * insert,
+        db.Cached("INSERT INTO matrices(sha256, name, yaml, created_at) VALUES (?1, ?2, ?3, ?4) "
+                  "ON CONFLICT(sha256) DO NOTHING"));
     RETURN_IF_ERROR(insert->Bind(1, sha).Bind(2, matrix.name).Bind(3, yaml).Bind(4, now_ms).Run());
   }
   int64_t matrix_id = 0;
   {
-    ASSIGN_OR_RETURN(sqlite::Statement* select, db.Cached("SELECT id FROM matrices WHERE sha256 = ?1"));
+    ASSIGN_OR_RETURN(sqlite::Statement * select,
+                     db.Cached("SELECT id FROM matrices WHERE sha256 = ?1"));
     select->Bind(1, sha);
     ASSIGN_OR_RETURN(bool found, select->Step());
     if (!found) return absl::InternalError("matrix row vanished");
@@ -85,10 +87,12 @@ absl::StatusOr<int64_t> Store::CreateRun(const std::string& yaml, const matrices
   nlohmann::json axis_names = nlohmann::json::array();
   for (const auto& axis : matrix.axes) axis_names.push_back(axis.name);
   {
-    ASSIGN_OR_RETURN(sqlite::Statement* insert, db.Cached(
-        "INSERT INTO runs(matrix_id, state, runner, metric, max_attempts, processes, rounds, "
-        "sessions, requires, axes, pair_axes, created_at, precision, locate) "
-        "VALUES (?1, 'queued', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"));
+    ASSIGN_OR_RETURN(
+        sqlite::Statement * insert,
+        db.Cached(
+            "INSERT INTO runs(matrix_id, state, runner, metric, max_attempts, processes, rounds, "
+            "sessions, requires, axes, pair_axes, created_at, precision, locate) "
+            "VALUES (?1, 'queued', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"));
     insert->Bind(1, matrix_id)
         .Bind(2, matrix.runner)
         .Bind(3, matrix.metric)
@@ -112,8 +116,9 @@ absl::StatusOr<int64_t> Store::CreateRun(const std::string& yaml, const matrices
 
   std::vector<int64_t> cell_ids(expansion.cells.size());
   {
-    ASSIGN_OR_RETURN(sqlite::Statement* insert, db.Cached(
-        "INSERT INTO cells(run_id, idx, key, axes, params) VALUES (?1, ?2, ?3, ?4, ?5)"));
+    ASSIGN_OR_RETURN(
+        sqlite::Statement * insert,
+        db.Cached("INSERT INTO cells(run_id, idx, key, axes, params) VALUES (?1, ?2, ?3, ?4, ?5)"));
     for (const auto& cell : expansion.cells) {
       insert->Reset();
       insert->Bind(1, run_id)
@@ -126,11 +131,12 @@ absl::StatusOr<int64_t> Store::CreateRun(const std::string& yaml, const matrices
     }
   }
   {
-    ASSIGN_OR_RETURN(sqlite::Statement* insert_unit, db.Cached(
-        "INSERT INTO units(run_id, idx, replicate, group_key, seed, state) "
-        "VALUES (?1, ?2, ?3, ?4, ?5, 'queued')"));
-    ASSIGN_OR_RETURN(sqlite::Statement* insert_member, db.Cached(
-        "INSERT INTO unit_cells(unit_id, cell_id, position) VALUES (?1, ?2, ?3)"));
+    ASSIGN_OR_RETURN(sqlite::Statement * insert_unit,
+                     db.Cached("INSERT INTO units(run_id, idx, replicate, group_key, seed, state) "
+                               "VALUES (?1, ?2, ?3, ?4, ?5, 'queued')"));
+    ASSIGN_OR_RETURN(
+        sqlite::Statement * insert_member,
+        db.Cached("INSERT INTO unit_cells(unit_id, cell_id, position) VALUES (?1, ?2, ?3)"));
     for (const auto& unit : expansion.units) {
       insert_unit->Reset();
       // SQLite integers are signed 64-bit; the seed's bits are kept as they are.
@@ -160,10 +166,12 @@ absl::StatusOr<SchedulingSnapshot> Store::LoadSchedulingState() {
   sqlite::Database& db = *db_;
   SchedulingSnapshot snapshot;
   {
-    ASSIGN_OR_RETURN(sqlite::Statement stmt, db.Prepare(
-        "SELECT id, state, runner, metric, max_attempts, processes, rounds, sessions, requires, "
-        "pair_axes, precision, locate FROM runs WHERE state IN ('queued','running') "
-        "ORDER BY id"));
+    ASSIGN_OR_RETURN(
+        sqlite::Statement stmt,
+        db.Prepare("SELECT id, state, runner, metric, max_attempts, processes, rounds, sessions, "
+                   "requires, "
+                   "pair_axes, precision, locate FROM runs WHERE state IN ('queued','running') "
+                   "ORDER BY id"));
     while (true) {
       ASSIGN_OR_RETURN(bool row, stmt.Step());
       if (!row) break;
@@ -185,10 +193,12 @@ absl::StatusOr<SchedulingSnapshot> Store::LoadSchedulingState() {
   }
   std::map<int64_t, size_t> unit_index;
   {
-    ASSIGN_OR_RETURN(sqlite::Statement stmt, db.Prepare(
-        "SELECT u.id, u.run_id, u.idx, u.replicate, u.group_key, u.seed, u.state, u.attempts "
-        "FROM units u JOIN runs r ON r.id = u.run_id "
-        "WHERE r.state IN ('queued','running') ORDER BY u.run_id, u.idx"));
+    ASSIGN_OR_RETURN(
+        sqlite::Statement stmt,
+        db.Prepare(
+            "SELECT u.id, u.run_id, u.idx, u.replicate, u.group_key, u.seed, u.state, u.attempts "
+            "FROM units u JOIN runs r ON r.id = u.run_id "
+            "WHERE r.state IN ('queued','running') ORDER BY u.run_id, u.idx"));
     while (true) {
       ASSIGN_OR_RETURN(bool row, stmt.Step());
       if (!row) break;
@@ -206,10 +216,12 @@ absl::StatusOr<SchedulingSnapshot> Store::LoadSchedulingState() {
     }
   }
   {
-    ASSIGN_OR_RETURN(sqlite::Statement stmt, db.Prepare(
-        "SELECT uc.unit_id, uc.cell_id FROM unit_cells uc JOIN units u ON u.id = uc.unit_id "
-        "JOIN runs r ON r.id = u.run_id WHERE r.state IN ('queued','running') "
-        "ORDER BY uc.unit_id, uc.position"));
+    ASSIGN_OR_RETURN(
+        sqlite::Statement stmt,
+        db.Prepare(
+            "SELECT uc.unit_id, uc.cell_id FROM unit_cells uc JOIN units u ON u.id = uc.unit_id "
+            "JOIN runs r ON r.id = u.run_id WHERE r.state IN ('queued','running') "
+            "ORDER BY uc.unit_id, uc.position"));
     while (true) {
       ASSIGN_OR_RETURN(bool row, stmt.Step());
       if (!row) break;
@@ -218,10 +230,12 @@ absl::StatusOr<SchedulingSnapshot> Store::LoadSchedulingState() {
     }
   }
   {
-    ASSIGN_OR_RETURN(sqlite::Statement stmt, db.Prepare(
-        "SELECT a.id, a.unit_id, a.session_id, a.state, a.leased_at FROM attempts a "
-        "JOIN units u ON u.id = a.unit_id JOIN runs r ON r.id = u.run_id "
-        "WHERE r.state IN ('queued','running') AND a.state IN ('leased','done') ORDER BY a.id"));
+    ASSIGN_OR_RETURN(
+        sqlite::Statement stmt,
+        db.Prepare("SELECT a.id, a.unit_id, a.session_id, a.state, a.leased_at FROM attempts a "
+                   "JOIN units u ON u.id = a.unit_id JOIN runs r ON r.id = u.run_id "
+                   "WHERE r.state IN ('queued','running') AND a.state IN ('leased','done') ORDER "
+                   "BY a.id"));
     while (true) {
       ASSIGN_OR_RETURN(bool row, stmt.Step());
       if (!row) break;
@@ -231,13 +245,17 @@ absl::StatusOr<SchedulingSnapshot> Store::LoadSchedulingState() {
     }
   }
   {
-    ASSIGN_OR_RETURN(sqlite::Statement stmt, db.Prepare(
-        "SELECT id, hostname, machine_id, boot_id, cloud_instance_id, cpu_model, cpu_cores, "
-        "memory_mib, software, features, labels, agent_version, started_at, last_seen_at, state "
-        "FROM sessions WHERE state != 'gone'"));
-    ASSIGN_OR_RETURN(sqlite::Statement gpus, db.Prepare(
-        "SELECT vendor, name, arch, uuid, memory_mib, driver FROM session_gpus "
-        "WHERE session_id = ?1 ORDER BY idx"));
+    ASSIGN_OR_RETURN(
+        sqlite::Statement stmt,
+        db.Prepare(
+            "SELECT id, hostname, machine_id, boot_id, cloud_instance_id, cpu_model, cpu_cores, "
+            "memory_mib, software, features, labels, agent_version, started_at, last_seen_at, "
+            "state "
+            "FROM sessions WHERE state != 'gone'"));
+    ASSIGN_OR_RETURN(
+        sqlite::Statement gpus,
+        db.Prepare("SELECT vendor, name, arch, uuid, memory_mib, driver FROM session_gpus "
+                   "WHERE session_id = ?1 ORDER BY idx"));
     while (true) {
       ASSIGN_OR_RETURN(bool row, stmt.Step());
       if (!row) break;
@@ -273,7 +291,7 @@ absl::StatusOr<SchedulingSnapshot> Store::LoadSchedulingState() {
 
 absl::StatusOr<std::vector<CellRow>> Store::LoadCells(const std::vector<int64_t>& cell_ids) {
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(sqlite::Statement* stmt,
+  ASSIGN_OR_RETURN(sqlite::Statement * stmt,
                    db_->Cached("SELECT id, key, params FROM cells WHERE id = ?1"));
   std::vector<CellRow> cells;
   cells.reserve(cell_ids.size());
@@ -291,11 +309,13 @@ absl::Status Store::UpsertSession(const SessionRow& s) {
   absl::MutexLock lock(&mu_);
   sqlite::Database& db = *db_;
   ASSIGN_OR_RETURN(sqlite::Transaction tx, sqlite::Transaction::Begin(db));
-  ASSIGN_OR_RETURN(sqlite::Statement* upsert, db.Cached(
-      "INSERT INTO sessions(id, hostname, machine_id, boot_id, cloud_instance_id, cpu_model, "
-      "cpu_cores, memory_mib, software, features, labels, agent_version, started_at, "
-      "last_seen_at, state) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15) "
-      "ON CONFLICT(id) DO UPDATE SET last_seen_at = excluded.last_seen_at, state = 'active'"));
+  ASSIGN_OR_RETURN(
+      sqlite::Statement * upsert,
+      db.Cached(
+          "INSERT INTO sessions(id, hostname, machine_id, boot_id, cloud_instance_id, cpu_model, "
+          "cpu_cores, memory_mib, software, features, labels, agent_version, started_at, "
+          "last_seen_at, state) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15) "
+          "ON CONFLICT(id) DO UPDATE SET last_seen_at = excluded.last_seen_at, state = 'active'"));
   upsert->Bind(1, s.id)
       .Bind(2, s.hostname)
       .Bind(3, s.machine_id)
@@ -312,9 +332,10 @@ absl::Status Store::UpsertSession(const SessionRow& s) {
       .Bind(14, s.last_seen_at)
       .Bind(15, ToString(s.state));
   RETURN_IF_ERROR(upsert->Run());
-  ASSIGN_OR_RETURN(sqlite::Statement* gpu, db.Cached(
-      "INSERT OR IGNORE INTO session_gpus(session_id, idx, vendor, name, arch, uuid, memory_mib, "
-      "driver) VALUES (?1,?2,?3,?4,?5,?6,?7,?8)"));
+  ASSIGN_OR_RETURN(sqlite::Statement * gpu,
+                   db.Cached("INSERT OR IGNORE INTO session_gpus(session_id, idx, vendor, name, "
+                             "arch, uuid, memory_mib, "
+                             "driver) VALUES (?1,?2,?3,?4,?5,?6,?7,?8)"));
   for (size_t i = 0; i < s.gpus.size(); ++i) {
     const GpuRow& g = s.gpus[i];
     gpu->Reset();
@@ -335,9 +356,10 @@ absl::Status Store::TouchSessions(const std::vector<std::string>& session_ids, i
   if (session_ids.empty()) return absl::OkStatus();
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(sqlite::Transaction tx, sqlite::Transaction::Begin(*db_));
-  ASSIGN_OR_RETURN(sqlite::Statement* touch, db_->Cached(
-      "UPDATE sessions SET last_seen_at = ?2, "
-      "state = CASE WHEN state = 'gone' THEN 'gone' ELSE 'active' END WHERE id = ?1"));
+  ASSIGN_OR_RETURN(
+      sqlite::Statement * touch,
+      db_->Cached("UPDATE sessions SET last_seen_at = ?2, "
+                  "state = CASE WHEN state = 'gone' THEN 'gone' ELSE 'active' END WHERE id = ?1"));
   for (const auto& id : session_ids) {
     touch->Reset();
     RETURN_IF_ERROR(touch->Bind(1, id).Bind(2, now_ms).Run());
@@ -347,7 +369,8 @@ absl::Status Store::TouchSessions(const std::vector<std::string>& session_ids, i
 
 absl::Status Store::SetSessionState(const std::string& session_id, SessionState state) {
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(sqlite::Statement* stmt, db_->Cached("UPDATE sessions SET state = ?2 WHERE id = ?1"));
+  ASSIGN_OR_RETURN(sqlite::Statement * stmt,
+                   db_->Cached("UPDATE sessions SET state = ?2 WHERE id = ?1"));
   return stmt->Bind(1, session_id).Bind(2, ToString(state)).Run();
 }
 
@@ -377,19 +400,22 @@ absl::StatusOr<std::vector<int64_t>> Store::LeaseUnits(
 absl::StatusOr<int64_t> Store::LeaseUnitLocked(int64_t unit_id, const std::string& session_id,
                                                int64_t now_ms) {
   sqlite::Database& db = *db_;
-  ASSIGN_OR_RETURN(sqlite::Statement* unit, db.Cached(
-      "UPDATE units SET state = 'leased' WHERE id = ?1 AND state = 'queued'"));
+  ASSIGN_OR_RETURN(
+      sqlite::Statement * unit,
+      db.Cached("UPDATE units SET state = 'leased' WHERE id = ?1 AND state = 'queued'"));
   RETURN_IF_ERROR(unit->Bind(1, unit_id).Run());
   if (db.Changes() != 1) {
     return absl::FailedPreconditionError(absl::StrCat("unit ", unit_id, " is not queued"));
   }
-  ASSIGN_OR_RETURN(sqlite::Statement* attempt, db.Cached(
-      "INSERT INTO attempts(unit_id, session_id, state, leased_at) VALUES (?1, ?2, 'leased', ?3)"));
+  ASSIGN_OR_RETURN(sqlite::Statement * attempt,
+                   db.Cached("INSERT INTO attempts(unit_id, session_id, state, leased_at) VALUES "
+                             "(?1, ?2, 'leased', ?3)"));
   RETURN_IF_ERROR(attempt->Bind(1, unit_id).Bind(2, session_id).Bind(3, now_ms).Run());
   const int64_t attempt_id = db.LastInsertRowId();
-  ASSIGN_OR_RETURN(sqlite::Statement* run, db.Cached(
-      "UPDATE runs SET state = 'running', started_at = ?2 "
-      "WHERE id = (SELECT run_id FROM units WHERE id = ?1) AND state = 'queued'"));
+  ASSIGN_OR_RETURN(
+      sqlite::Statement * run,
+      db.Cached("UPDATE runs SET state = 'running', started_at = ?2 "
+                "WHERE id = (SELECT run_id FROM units WHERE id = ?1) AND state = 'queued'"));
   RETURN_IF_ERROR(run->Bind(1, unit_id).Bind(2, now_ms).Run());
   return attempt_id;
 }
@@ -408,9 +434,8 @@ absl::Status Store::EndAttemptsDone(const std::vector<AttemptDone>& done, int64_
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(sqlite::Transaction tx, sqlite::Transaction::Begin(*db_));
   for (const AttemptDone& d : done) {
-    RETURN_IF_ERROR(
-        EndAttemptLocked(d.attempt_id, AttemptState::kDone, "", d.unit_id, UnitState::kDone,
-                         d.unit_attempts, now_ms));
+    RETURN_IF_ERROR(EndAttemptLocked(d.attempt_id, AttemptState::kDone, "", d.unit_id,
+                                     UnitState::kDone, d.unit_attempts, now_ms));
   }
   return tx.Commit();
 }
@@ -419,12 +444,13 @@ absl::Status Store::EndAttemptLocked(int64_t attempt_id, AttemptState attempt_st
                                      const std::string& reason, int64_t unit_id,
                                      UnitState unit_state, int unit_attempts, int64_t now_ms) {
   if (attempt_state == AttemptState::kLeased) {
-    return absl::InvalidArgumentError(absl::StrCat("attempt ", attempt_id, ": an end is not leased"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("attempt ", attempt_id, ": an end is not leased"));
   }
   sqlite::Database& db = *db_;
-  ASSIGN_OR_RETURN(sqlite::Statement* attempt, db.Cached(
-      "UPDATE attempts SET state = ?2, reason = ?3, ended_at = ?4 "
-      "WHERE id = ?1 AND state = 'leased'"));
+  ASSIGN_OR_RETURN(sqlite::Statement * attempt,
+                   db.Cached("UPDATE attempts SET state = ?2, reason = ?3, ended_at = ?4 "
+                             "WHERE id = ?1 AND state = 'leased'"));
   attempt->Bind(1, attempt_id).Bind(2, ToString(attempt_state)).Bind(4, now_ms);
   if (reason.empty()) {
     attempt->BindNull(3);
@@ -435,9 +461,10 @@ absl::Status Store::EndAttemptLocked(int64_t attempt_id, AttemptState attempt_st
   if (db.Changes() != 1) {
     return absl::FailedPreconditionError(absl::StrCat("attempt ", attempt_id, " is not live"));
   }
-  ASSIGN_OR_RETURN(sqlite::Statement* unit, db.Cached(
-      "UPDATE units SET state = ?2, attempts = ?3, "
-      "fail_reason = CASE WHEN ?4 = '' THEN fail_reason ELSE ?4 END WHERE id = ?1"));
+  ASSIGN_OR_RETURN(
+      sqlite::Statement * unit,
+      db.Cached("UPDATE units SET state = ?2, attempts = ?3, "
+                "fail_reason = CASE WHEN ?4 = '' THEN fail_reason ELSE ?4 END WHERE id = ?1"));
   return unit->Bind(1, unit_id)
       .Bind(2, ToString(unit_state))
       .Bind(3, unit_attempts)
@@ -452,14 +479,15 @@ absl::StatusOr<ReportOutcome> Store::Report(const std::string& session_id,
                                             const MetricCheck& check, int64_t now_ms) {
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(sqlite::Transaction tx, sqlite::Transaction::Begin(*db_));
-  ASSIGN_OR_RETURN(ReportOutcome outcome, ReportLocked(session_id, measurements, evidence,
-                                                       live_attempts, check, now_ms));
+  ASSIGN_OR_RETURN(ReportOutcome outcome,
+                   ReportLocked(session_id, measurements, evidence, live_attempts, check, now_ms));
   RETURN_IF_ERROR(tx.Commit());
   return outcome;
 }
 
-std::vector<absl::StatusOr<ReportOutcome>> Store::ReportBatch(
-    const std::vector<ReportIn>& reports, const MetricCheck& check, int64_t now_ms) {
+std::vector<absl::StatusOr<ReportOutcome>> Store::ReportBatch(const std::vector<ReportIn>& reports,
+                                                              const MetricCheck& check,
+                                                              int64_t now_ms) {
   std::vector<absl::StatusOr<ReportOutcome>> results;
   results.reserve(reports.size());
   auto fail_all = [&](const absl::Status& status) {
@@ -497,10 +525,11 @@ absl::StatusOr<AttemptDesign> Store::LoadAttemptDesign(int64_t attempt_id) {
 
 absl::StatusOr<AttemptDesign> Store::LoadAttemptDesignLocked(int64_t attempt_id) {
   sqlite::Database& db = *db_;
-  ASSIGN_OR_RETURN(sqlite::Statement* lookup, db.Cached(
-      "SELECT a.session_id, u.run_id, u.id, r.runner, r.processes, r.rounds "
-      "FROM attempts a JOIN units u ON u.id = a.unit_id JOIN runs r ON r.id = u.run_id "
-      "WHERE a.id = ?1"));
+  ASSIGN_OR_RETURN(
+      sqlite::Statement * lookup,
+      db.Cached("SELECT a.session_id, u.run_id, u.id, r.runner, r.processes, r.rounds "
+                "FROM attempts a JOIN units u ON u.id = a.unit_id JOIN runs r ON r.id = u.run_id "
+                "WHERE a.id = ?1"));
   lookup->Reset();
   lookup->Bind(1, attempt_id);
   ASSIGN_OR_RETURN(bool row, lookup->Step());
@@ -514,7 +543,7 @@ absl::StatusOr<AttemptDesign> Store::LoadAttemptDesignLocked(int64_t attempt_id)
   design.processes = static_cast<int>(lookup->Int(4));
   design.rounds = static_cast<int>(lookup->Int(5));
   lookup->Reset();
-  ASSIGN_OR_RETURN(sqlite::Statement* cells,
+  ASSIGN_OR_RETURN(sqlite::Statement * cells,
                    db.Cached("SELECT cell_id FROM unit_cells WHERE unit_id = ?1"));
   cells->Reset();
   cells->Bind(1, design.unit_id);
@@ -538,12 +567,11 @@ std::string OutsideDesign(const AttemptDesign& design, int64_t cell_id, int proc
                         "'s unit");
   }
   if (process < 0 || process >= design.processes) {
-    return absl::StrCat("process ", process, " is outside the design (0..",
-                        design.processes - 1, ")");
+    return absl::StrCat("process ", process, " is outside the design (0..", design.processes - 1,
+                        ")");
   }
   if (round.has_value() && (*round < 0 || *round >= design.rounds)) {
-    return absl::StrCat("round ", *round, " is outside the design (0..", design.rounds - 1,
-                        ")");
+    return absl::StrCat("round ", *round, " is outside the design (0..", design.rounds - 1, ")");
   }
   return "";
 }
@@ -567,17 +595,18 @@ absl::StatusOr<ReportOutcome> Store::ReportLocked(const std::string& session_id,
   std::map<int64_t, AttemptInfo> attempts;
   const std::set<int64_t> live(live_attempts.begin(), live_attempts.end());
   // Runs inside ReportLocked, under mu_; the annotation lets clang check the call below.
-  auto resolve = [&](int64_t attempt_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_)
-      -> absl::StatusOr<const AttemptInfo*> {
+  auto resolve = [&](int64_t attempt_id)
+                     ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::StatusOr<const AttemptInfo*> {
     auto it = attempts.find(attempt_id);
     if (it != attempts.end()) return &it->second;
     AttemptInfo info;
     auto design = LoadAttemptDesignLocked(attempt_id);
     if (design.ok()) {
       if (design->session_id != session_id) {
-        return absl::PermissionDeniedError(absl::StrCat(
-            "attempt ", attempt_id, " was leased to another session; a session reports only "
-            "its own attempts"));
+        return absl::PermissionDeniedError(
+            absl::StrCat("attempt ", attempt_id,
+                         " was leased to another session; a session reports only "
+                         "its own attempts"));
       }
       info.known = true;
       info.live = live.count(attempt_id) > 0;
@@ -591,14 +620,18 @@ absl::StatusOr<ReportOutcome> Store::ReportLocked(const std::string& session_id,
     outcome.refused.push_back(RefusedRecord{uuid, std::move(reason)});
   };
 
-  ASSIGN_OR_RETURN(sqlite::Statement* insert, db.Cached(
-      "INSERT INTO measurements(uuid, run_id, cell_id, attempt_id, session_id, process, round, "
-      "metric, value, unit, measured_at, received_at, stale) "
-      "VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13) ON CONFLICT DO NOTHING"));
+  ASSIGN_OR_RETURN(
+      sqlite::Statement * insert,
+      db.Cached(
+          "INSERT INTO measurements(uuid, run_id, cell_id, attempt_id, session_id, process, round, "
+          "metric, value, unit, measured_at, received_at, stale) "
+          "VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13) ON CONFLICT DO NOTHING"));
   // After an insert that did nothing: the same record again (acknowledged), or another record
   // in a filled slot or under a used uuid (refused).
-  ASSIGN_OR_RETURN(sqlite::Statement* by_uuid, db.Cached(
-      "SELECT attempt_id, cell_id, process, round, metric FROM measurements WHERE uuid = ?1"));
+  ASSIGN_OR_RETURN(
+      sqlite::Statement * by_uuid,
+      db.Cached(
+          "SELECT attempt_id, cell_id, process, round, metric FROM measurements WHERE uuid = ?1"));
   for (const auto& m : measurements) {
     ASSIGN_OR_RETURN(const AttemptInfo* info, resolve(m.attempt_id));
     if (!info->known) {
@@ -639,25 +672,26 @@ absl::StatusOr<ReportOutcome> Store::ReportLocked(const std::string& session_id,
       by_uuid->Reset();
       by_uuid->Bind(1, m.uuid);
       ASSIGN_OR_RETURN(bool found, by_uuid->Step());
-      const bool same = found && by_uuid->Int(0) == m.attempt_id &&
-                        by_uuid->Int(1) == m.cell_id && by_uuid->Int(2) == m.process &&
-                        by_uuid->Int(3) == m.round && by_uuid->Text(4) == m.metric;
+      const bool same = found && by_uuid->Int(0) == m.attempt_id && by_uuid->Int(1) == m.cell_id &&
+                        by_uuid->Int(2) == m.process && by_uuid->Int(3) == m.round &&
+                        by_uuid->Text(4) == m.metric;
       by_uuid->Reset();
       if (!same) {
         refuse(m.uuid, found ? "uuid already used by another record"
-                             : absl::StrCat("slot already filled: attempt ", m.attempt_id,
-                                            " cell ", m.cell_id, " process ", m.process,
-                                            " round ", m.round, " ", m.metric,
-                                            " has a value under another uuid"));
+                             : absl::StrCat("slot already filled: attempt ", m.attempt_id, " cell ",
+                                            m.cell_id, " process ", m.process, " round ", m.round,
+                                            " ", m.metric, " has a value under another uuid"));
         continue;
       }
     }
     outcome.stored.push_back(m.uuid);
     if (!info->live) outcome.stale.push_back(m.uuid);
   }
-  ASSIGN_OR_RETURN(sqlite::Statement* insert_evidence, db.Cached(
-      "INSERT INTO evidence(uuid, run_id, cell_id, attempt_id, session_id, process, kind, value, "
-      "recorded_at, stale) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10) ON CONFLICT(uuid) DO NOTHING"));
+  ASSIGN_OR_RETURN(sqlite::Statement * insert_evidence,
+                   db.Cached("INSERT INTO evidence(uuid, run_id, cell_id, attempt_id, session_id, "
+                             "process, kind, value, "
+                             "recorded_at, stale) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10) ON "
+                             "CONFLICT(uuid) DO NOTHING"));
   for (const auto& e : evidence) {
     ASSIGN_OR_RETURN(const AttemptInfo* info, resolve(e.attempt_id));
     if (!info->known) {
@@ -707,10 +741,12 @@ absl::StatusOr<AttemptFill> Store::CountResults(int64_t attempt_id,
     in += absl::StrCat(i == 0 ? "" : ",", "?", i + 2);
   }
   if (!required_metrics.empty()) in = in.substr(2);
-  ASSIGN_OR_RETURN(sqlite::Statement* stmt, db_->Cached(absl::StrCat(
-      "SELECT COUNT(*), COALESCE(SUM(metric IN (", in, ")), 0), "
-      "(SELECT COUNT(*) FROM evidence WHERE attempt_id = ?1 AND stale = 0) "
-      "FROM measurements WHERE attempt_id = ?1 AND stale = 0")));
+  ASSIGN_OR_RETURN(sqlite::Statement * stmt,
+                   db_->Cached(absl::StrCat(
+                       "SELECT COUNT(*), COALESCE(SUM(metric IN (", in,
+                       ")), 0), "
+                       "(SELECT COUNT(*) FROM evidence WHERE attempt_id = ?1 AND stale = 0) "
+                       "FROM measurements WHERE attempt_id = ?1 AND stale = 0")));
   stmt->Reset();
   stmt->Bind(1, attempt_id);
   for (size_t i = 0; i < required_metrics.size(); ++i) {
@@ -729,19 +765,20 @@ absl::StatusOr<AttemptFill> Store::CountResults(int64_t attempt_id,
 
 absl::Status Store::SetRunState(int64_t run_id, RunState state, int64_t now_ms) {
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(sqlite::Statement* stmt, db_->Cached(
-      "UPDATE runs SET state = ?2, finished_at = CASE WHEN ?2 IN ('done','cancelled') THEN ?3 "
-      "ELSE finished_at END WHERE id = ?1"));
+  ASSIGN_OR_RETURN(
+      sqlite::Statement * stmt,
+      db_->Cached(
+          "UPDATE runs SET state = ?2, finished_at = CASE WHEN ?2 IN ('done','cancelled') THEN ?3 "
+          "ELSE finished_at END WHERE id = ?1"));
   return stmt->Bind(1, run_id).Bind(2, ToString(state)).Bind(3, now_ms).Run();
 }
 
-absl::StatusOr<int64_t> Store::AddUnit(int64_t run_id, const std::string& group_key,
-                                       int replicate, uint64_t seed,
-                                       const std::vector<int64_t>& cell_ids) {
+absl::StatusOr<int64_t> Store::AddUnit(int64_t run_id, const std::string& group_key, int replicate,
+                                       uint64_t seed, const std::vector<int64_t>& cell_ids) {
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(sqlite::Transaction tx, sqlite::Transaction::Begin(*db_));
-  ASSIGN_OR_RETURN(int64_t unit_id, internal::InsertQueuedUnit(*db_, run_id, group_key, replicate,
-                                                               seed, cell_ids));
+  ASSIGN_OR_RETURN(int64_t unit_id,
+                   internal::InsertQueuedUnit(*db_, run_id, group_key, replicate, seed, cell_ids));
   RETURN_IF_ERROR(tx.Commit());
   return unit_id;
 }
@@ -749,9 +786,10 @@ absl::StatusOr<int64_t> Store::AddUnit(int64_t run_id, const std::string& group_
 absl::StatusOr<std::vector<Observation>> Store::ValidObservations(
     const std::vector<int64_t>& cell_ids, const std::string& metric) {
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(sqlite::Statement stmt, db_->Prepare(
-      "SELECT cell_id, session_id, process, round, value FROM valid_measurements "
-      "WHERE cell_id = ?1 AND metric = ?2"));
+  ASSIGN_OR_RETURN(
+      sqlite::Statement stmt,
+      db_->Prepare("SELECT cell_id, session_id, process, round, value FROM valid_measurements "
+                   "WHERE cell_id = ?1 AND metric = ?2"));
   std::vector<Observation> out;
   for (int64_t cell : cell_ids) {
     stmt.Reset();
@@ -769,9 +807,11 @@ absl::StatusOr<std::vector<Observation>> Store::ValidObservations(
 absl::StatusOr<bool> Store::PrecisionDecided(int64_t run_id, const std::string& group_key,
                                              int sessions) {
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(sqlite::Statement stmt, db_->Prepare(
-      "SELECT 1 FROM adaptive_decisions WHERE run_id = ?1 AND option = 'precision' AND "
-      "group_key = ?2 AND sessions = ?3 LIMIT 1"));
+  ASSIGN_OR_RETURN(
+      sqlite::Statement stmt,
+      db_->Prepare(
+          "SELECT 1 FROM adaptive_decisions WHERE run_id = ?1 AND option = 'precision' AND "
+          "group_key = ?2 AND sessions = ?3 LIMIT 1"));
   stmt.Bind(1, run_id).Bind(2, group_key).Bind(3, sessions);
   return stmt.Step();
 }
@@ -780,11 +820,17 @@ absl::Status Store::RecordDecision(int64_t run_id, const std::string& group_key,
                                    double half_width, double target, const std::string& decision,
                                    const std::string& reason, int64_t now_ms) {
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(sqlite::Statement stmt, db_->Prepare(
-      "INSERT INTO adaptive_decisions(run_id, group_key, sessions, half_width, target, decision, "
-      "reason, decided_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"));
-  stmt.Bind(1, run_id).Bind(2, group_key).Bind(3, sessions).Bind(5, target).Bind(6, decision)
-      .Bind(7, reason).Bind(8, now_ms);
+  ASSIGN_OR_RETURN(sqlite::Statement stmt,
+                   db_->Prepare("INSERT INTO adaptive_decisions(run_id, group_key, sessions, "
+                                "half_width, target, decision, "
+                                "reason, decided_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"));
+  stmt.Bind(1, run_id)
+      .Bind(2, group_key)
+      .Bind(3, sessions)
+      .Bind(5, target)
+      .Bind(6, decision)
+      .Bind(7, reason)
+      .Bind(8, now_ms);
   if (std::isfinite(half_width)) {
     stmt.Bind(4, half_width);
   } else {
@@ -797,16 +843,18 @@ absl::Status Store::CancelRun(int64_t run_id, int64_t now_ms) {
   absl::MutexLock lock(&mu_);
   sqlite::Database& db = *db_;
   ASSIGN_OR_RETURN(sqlite::Transaction tx, sqlite::Transaction::Begin(db));
-  ASSIGN_OR_RETURN(sqlite::Statement* attempts, db.Cached(
-      "UPDATE attempts SET state = 'cancelled', ended_at = ?2, reason = 'run cancelled' "
-      "WHERE state = 'leased' AND unit_id IN (SELECT id FROM units WHERE run_id = ?1)"));
+  ASSIGN_OR_RETURN(
+      sqlite::Statement * attempts,
+      db.Cached("UPDATE attempts SET state = 'cancelled', ended_at = ?2, reason = 'run cancelled' "
+                "WHERE state = 'leased' AND unit_id IN (SELECT id FROM units WHERE run_id = ?1)"));
   RETURN_IF_ERROR(attempts->Bind(1, run_id).Bind(2, now_ms).Run());
-  ASSIGN_OR_RETURN(sqlite::Statement* units, db.Cached(
-      "UPDATE units SET state = 'cancelled' WHERE run_id = ?1 AND state IN ('queued','leased')"));
+  ASSIGN_OR_RETURN(sqlite::Statement * units,
+                   db.Cached("UPDATE units SET state = 'cancelled' WHERE run_id = ?1 AND state IN "
+                             "('queued','leased')"));
   RETURN_IF_ERROR(units->Bind(1, run_id).Run());
-  ASSIGN_OR_RETURN(sqlite::Statement* run, db.Cached(
-      "UPDATE runs SET state = 'cancelled', finished_at = ?2 "
-      "WHERE id = ?1 AND state IN ('queued','running')"));
+  ASSIGN_OR_RETURN(sqlite::Statement * run,
+                   db.Cached("UPDATE runs SET state = 'cancelled', finished_at = ?2 "
+                             "WHERE id = ?1 AND state IN ('queued','running')"));
   RETURN_IF_ERROR(run->Bind(1, run_id).Bind(2, now_ms).Run());
   return tx.Commit();
 }

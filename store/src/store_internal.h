@@ -13,7 +13,7 @@ namespace ladder::store::internal {
 // Inserts a queued unit (idx after the run's last unit) holding `cell_ids` in order, inside the
 // caller's transaction. Returns its id.
 absl::StatusOr<int64_t> InsertQueuedUnit(sqlite::Database& db, int64_t run_id,
-                                         const std::string& group_key, int replicate,
-                                         uint64_t seed, const std::vector<int64_t>& cell_ids);
+                                         const std::string& group_key, int replicate, uint64_t seed,
+                                         const std::vector<int64_t>& cell_ids);
 
 }  // namespace ladder::store::internal

@@ -4,8 +4,8 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
-#include "ladder/store/store.h"
 #include "ladder/status_macros.h"
+#include "ladder/store/store.h"
 #include "store_internal.h"
 
 namespace ladder::store {
@@ -25,12 +25,19 @@ void BindOptional(sqlite::Statement& stmt, int index, double value) {
 }
 
 absl::Status InsertDecision(sqlite::Database& db, int64_t run_id, const LocateDecisionRow& d) {
-  ASSIGN_OR_RETURN(sqlite::Statement stmt, db.Prepare(
-      "INSERT INTO adaptive_decisions(run_id, group_key, sessions, half_width, target, decision, "
-      "reason, decided_at, option, outcome, depth, bracket_lower, bracket_upper) "
-      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'locate', ?9, ?10, ?11, ?12)"));
-  stmt.Bind(1, run_id).Bind(2, d.line_key).Bind(3, d.sessions).Bind(5, d.target)
-      .Bind(6, d.decision).Bind(7, d.reason).Bind(8, d.decided_at);
+  ASSIGN_OR_RETURN(
+      sqlite::Statement stmt,
+      db.Prepare("INSERT INTO adaptive_decisions(run_id, group_key, sessions, half_width, target, "
+                 "decision, "
+                 "reason, decided_at, option, outcome, depth, bracket_lower, bracket_upper) "
+                 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'locate', ?9, ?10, ?11, ?12)"));
+  stmt.Bind(1, run_id)
+      .Bind(2, d.line_key)
+      .Bind(3, d.sessions)
+      .Bind(5, d.target)
+      .Bind(6, d.decision)
+      .Bind(7, d.reason)
+      .Bind(8, d.decided_at);
   BindOptional(stmt, 4, d.half_width);
   if (d.outcome.empty()) {
     stmt.BindNull(9);
@@ -48,20 +55,22 @@ absl::Status InsertDecision(sqlite::Database& db, int64_t run_id, const LocateDe
 namespace internal {
 
 absl::StatusOr<int64_t> InsertQueuedUnit(sqlite::Database& db, int64_t run_id,
-                                         const std::string& group_key, int replicate,
-                                         uint64_t seed, const std::vector<int64_t>& cell_ids) {
-  ASSIGN_OR_RETURN(sqlite::Statement unit, db.Prepare(
-      "INSERT INTO units(run_id, idx, replicate, group_key, seed, state) "
-      "VALUES (?1, (SELECT COALESCE(MAX(idx), -1) + 1 FROM units WHERE run_id = ?1), ?2, ?3, ?4, "
-      "'queued')"));
+                                         const std::string& group_key, int replicate, uint64_t seed,
+                                         const std::vector<int64_t>& cell_ids) {
+  ASSIGN_OR_RETURN(sqlite::Statement unit,
+                   db.Prepare("INSERT INTO units(run_id, idx, replicate, group_key, seed, state) "
+                              "VALUES (?1, (SELECT COALESCE(MAX(idx), -1) + 1 FROM units WHERE "
+                              "run_id = ?1), ?2, ?3, ?4, "
+                              "'queued')"));
   RETURN_IF_ERROR(unit.Bind(1, run_id)
                       .Bind(2, replicate)
                       .Bind(3, group_key)
                       .Bind(4, static_cast<int64_t>(seed))
                       .Run());
   const int64_t unit_id = db.LastInsertRowId();
-  ASSIGN_OR_RETURN(sqlite::Statement member, db.Prepare(
-      "INSERT INTO unit_cells(unit_id, cell_id, position) VALUES (?1, ?2, ?3)"));
+  ASSIGN_OR_RETURN(
+      sqlite::Statement member,
+      db.Prepare("INSERT INTO unit_cells(unit_id, cell_id, position) VALUES (?1, ?2, ?3)"));
   for (size_t i = 0; i < cell_ids.size(); ++i) {
     member.Reset();
     RETURN_IF_ERROR(
@@ -74,8 +83,9 @@ absl::StatusOr<int64_t> InsertQueuedUnit(sqlite::Database& db, int64_t run_id,
 
 absl::StatusOr<std::vector<CellRecord>> Store::RunCells(int64_t run_id) {
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(sqlite::Statement stmt, db_->Prepare(
-      "SELECT id, idx, key, axes, params FROM cells WHERE run_id = ?1 ORDER BY idx"));
+  ASSIGN_OR_RETURN(
+      sqlite::Statement stmt,
+      db_->Prepare("SELECT id, idx, key, axes, params FROM cells WHERE run_id = ?1 ORDER BY idx"));
   stmt.Bind(1, run_id);
   std::vector<CellRecord> cells;
   while (true) {
@@ -88,13 +98,15 @@ absl::StatusOr<std::vector<CellRecord>> Store::RunCells(int64_t run_id) {
   return cells;
 }
 
-absl::StatusOr<std::vector<LocateDecisionRow>> Store::LocateDecisions(
-    int64_t run_id, const std::string& line_key) {
+absl::StatusOr<std::vector<LocateDecisionRow>> Store::LocateDecisions(int64_t run_id,
+                                                                      const std::string& line_key) {
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(sqlite::Statement stmt, db_->Prepare(
-      "SELECT group_key, decision, COALESCE(outcome, ''), sessions, half_width, target, depth, "
-      "bracket_lower, bracket_upper, reason, decided_at FROM adaptive_decisions "
-      "WHERE run_id = ?1 AND option = 'locate' AND group_key = ?2 ORDER BY id"));
+  ASSIGN_OR_RETURN(
+      sqlite::Statement stmt,
+      db_->Prepare(
+          "SELECT group_key, decision, COALESCE(outcome, ''), sessions, half_width, target, depth, "
+          "bracket_lower, bracket_upper, reason, decided_at FROM adaptive_decisions "
+          "WHERE run_id = ?1 AND option = 'locate' AND group_key = ?2 ORDER BY id"));
   stmt.Bind(1, run_id).Bind(2, line_key);
   std::vector<LocateDecisionRow> out;
   const auto optional = [&stmt](int column) {
@@ -129,9 +141,10 @@ absl::StatusOr<Store::ProbeIds> Store::AddLocateProbe(int64_t run_id,
   sqlite::Database& db = *db_;
   ASSIGN_OR_RETURN(sqlite::Transaction tx, sqlite::Transaction::Begin(db));
   ProbeIds ids;
-  ASSIGN_OR_RETURN(sqlite::Statement insert, db.Prepare(
-      "INSERT INTO cells(run_id, idx, key, axes, params) VALUES (?1, "
-      "(SELECT COALESCE(MAX(idx), -1) + 1 FROM cells WHERE run_id = ?1), ?2, ?3, ?4)"));
+  ASSIGN_OR_RETURN(
+      sqlite::Statement insert,
+      db.Prepare("INSERT INTO cells(run_id, idx, key, axes, params) VALUES (?1, "
+                 "(SELECT COALESCE(MAX(idx), -1) + 1 FROM cells WHERE run_id = ?1), ?2, ?3, ?4)"));
   for (const NewCell& cell : cells) {
     insert.Reset();
     RETURN_IF_ERROR(insert.Bind(1, run_id)

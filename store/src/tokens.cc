@@ -4,8 +4,8 @@
 #include <openssl/rand.h>
 
 #include "absl/strings/str_cat.h"
-#include "ladder/store/store.h"
 #include "ladder/status_macros.h"
+#include "ladder/store/store.h"
 
 namespace ladder::store {
 
@@ -14,7 +14,8 @@ const char* RoleName(Role role) { return role == Role::kAdmin ? "admin" : "agent
 absl::StatusOr<Role> ParseRole(const std::string& name) {
   if (name == "agent") return Role::kAgent;
   if (name == "admin") return Role::kAdmin;
-  return absl::InvalidArgumentError(absl::StrCat("--role: expected agent or admin, got '", name, "'"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("--role: expected agent or admin, got '", name, "'"));
 }
 
 std::string RandomHex(size_t bytes) {
@@ -43,23 +44,33 @@ absl::StatusOr<int64_t> ParseDurationMs(const std::string& text) {
   std::string number = text.substr(0, text.size() - 1);
   int64_t per = 0;
   switch (unit) {
-    case 'd': per = 86400000; break;
-    case 'h': per = 3600000; break;
-    case 'm': per = 60000; break;
-    case 's': per = 1000; break;
-    default: break;
+    case 'd':
+      per = 86400000;
+      break;
+    case 'h':
+      per = 3600000;
+      break;
+    case 'm':
+      per = 60000;
+      break;
+    case 's':
+      per = 1000;
+      break;
+    default:
+      break;
   }
   char* end = nullptr;
   long long value = std::strtoll(number.c_str(), &end, 10);
   if (per == 0 || number.empty() || *end != '\0' || value <= 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--expires: expected a duration like 7d, 12h, 30m or never, got '", text, "'"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--expires: expected a duration like 7d, 12h, 30m or never, got '", text, "'"));
   }
   return value * per;
 }
 
-absl::StatusOr<NewToken> CreateToken(sqlite::Database& db, Role role, const std::string& description,
-                                     int64_t expires_in_ms, int64_t now_ms) {
+absl::StatusOr<NewToken> CreateToken(sqlite::Database& db, Role role,
+                                     const std::string& description, int64_t expires_in_ms,
+                                     int64_t now_ms) {
   if (expires_in_ms < 0) {
     return absl::InvalidArgumentError(
         "a token's lifetime must be positive (or 0 for a token that never expires)");
@@ -75,9 +86,10 @@ absl::StatusOr<NewToken> CreateToken(sqlite::Database& db, Role role, const std:
   token.info.expires_at_ms = expires_in_ms > 0 ? now_ms + expires_in_ms : 0;
   const std::string secret = RandomHex(24);
   token.plaintext = absl::StrCat("ladder_", token.info.id, "_", secret);
-  ASSIGN_OR_RETURN(sqlite::Statement stmt, db.Prepare(
-      "INSERT INTO tokens(id, role, secret_hash, description, created_at, expires_at) "
-      "VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
+  ASSIGN_OR_RETURN(
+      sqlite::Statement stmt,
+      db.Prepare("INSERT INTO tokens(id, role, secret_hash, description, created_at, expires_at) "
+                 "VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
   stmt.Bind(1, token.info.id)
       .Bind(2, RoleName(role))
       .Bind(3, Sha256Hex(secret))
@@ -93,9 +105,9 @@ absl::StatusOr<NewToken> CreateToken(sqlite::Database& db, Role role, const std:
 }
 
 absl::StatusOr<std::vector<TokenInfo>> ListTokens(sqlite::Database& db) {
-  ASSIGN_OR_RETURN(sqlite::Statement stmt, db.Prepare(
-      "SELECT id, role, description, created_at, COALESCE(expires_at, 0), "
-      "COALESCE(revoked_at, 0) FROM tokens ORDER BY created_at"));
+  ASSIGN_OR_RETURN(sqlite::Statement stmt,
+                   db.Prepare("SELECT id, role, description, created_at, COALESCE(expires_at, 0), "
+                              "COALESCE(revoked_at, 0) FROM tokens ORDER BY created_at"));
   std::vector<TokenInfo> out;
   while (true) {
     ASSIGN_OR_RETURN(bool row, stmt.Step());
@@ -113,8 +125,9 @@ absl::StatusOr<std::vector<TokenInfo>> ListTokens(sqlite::Database& db) {
 }
 
 absl::Status RevokeToken(sqlite::Database& db, const std::string& id, int64_t now_ms) {
-  ASSIGN_OR_RETURN(sqlite::Statement stmt, db.Prepare(
-      "UPDATE tokens SET revoked_at = ?2 WHERE id = ?1 AND revoked_at IS NULL"));
+  ASSIGN_OR_RETURN(
+      sqlite::Statement stmt,
+      db.Prepare("UPDATE tokens SET revoked_at = ?2 WHERE id = ?1 AND revoked_at IS NULL"));
   RETURN_IF_ERROR(stmt.Bind(1, id).Bind(2, now_ms).Run());
   if (db.Changes() != 1) {
     return absl::NotFoundError(absl::StrCat("no live token with id '", id, "'"));
@@ -122,7 +135,8 @@ absl::Status RevokeToken(sqlite::Database& db, const std::string& id, int64_t no
   return absl::OkStatus();
 }
 
-absl::StatusOr<TokenInfo> VerifyToken(sqlite::Database& db, const std::string& plaintext, int64_t now_ms) {
+absl::StatusOr<TokenInfo> VerifyToken(sqlite::Database& db, const std::string& plaintext,
+                                      int64_t now_ms) {
   // ladder_<8 hex id>_<48 hex secret>
   const auto refused = absl::UnauthenticatedError("token refused (unknown, revoked or expired)");
   if (plaintext.size() != 7 + 8 + 1 + 48 || plaintext.compare(0, 7, "ladder_") != 0 ||
@@ -131,9 +145,10 @@ absl::StatusOr<TokenInfo> VerifyToken(sqlite::Database& db, const std::string& p
   }
   const std::string id = plaintext.substr(7, 8);
   const std::string secret = plaintext.substr(16);
-  ASSIGN_OR_RETURN(sqlite::Statement* stmt, db.Cached(
-      "SELECT role, secret_hash, description, created_at, COALESCE(expires_at, 0), "
-      "COALESCE(revoked_at, 0) FROM tokens WHERE id = ?1"));
+  ASSIGN_OR_RETURN(
+      sqlite::Statement * stmt,
+      db.Cached("SELECT role, secret_hash, description, created_at, COALESCE(expires_at, 0), "
+                "COALESCE(revoked_at, 0) FROM tokens WHERE id = ?1"));
   stmt->Bind(1, id);
   ASSIGN_OR_RETURN(bool row, stmt->Step());
   // Hash even when the id is unknown, so timing does not reveal which ids exist.
@@ -156,10 +171,11 @@ absl::StatusOr<TokenInfo> VerifyToken(sqlite::Database& db, const std::string& p
 
 absl::Status SetSessionCredential(sqlite::Database& db, const std::string& session_id,
                                   const SessionCredential& credential) {
-  ASSIGN_OR_RETURN(sqlite::Statement* stmt, db.Cached(
-      "UPDATE sessions SET credential_hash = ?2, token_id = ?3 WHERE id = ?1"));
-  RETURN_IF_ERROR(stmt->Bind(1, session_id).Bind(2, credential.hash)
-                      .Bind(3, credential.token_id).Run());
+  ASSIGN_OR_RETURN(
+      sqlite::Statement * stmt,
+      db.Cached("UPDATE sessions SET credential_hash = ?2, token_id = ?3 WHERE id = ?1"));
+  RETURN_IF_ERROR(
+      stmt->Bind(1, session_id).Bind(2, credential.hash).Bind(3, credential.token_id).Run());
   if (db.Changes() != 1) {
     return absl::NotFoundError(absl::StrCat("unknown session ", session_id));
   }
@@ -168,8 +184,8 @@ absl::Status SetSessionCredential(sqlite::Database& db, const std::string& sessi
 
 absl::StatusOr<std::optional<SessionCredential>> LoadSessionCredential(
     sqlite::Database& db, const std::string& session_id) {
-  ASSIGN_OR_RETURN(sqlite::Statement* stmt, db.Cached(
-      "SELECT credential_hash, token_id FROM sessions WHERE id = ?1"));
+  ASSIGN_OR_RETURN(sqlite::Statement * stmt,
+                   db.Cached("SELECT credential_hash, token_id FROM sessions WHERE id = ?1"));
   stmt->Bind(1, session_id);
   ASSIGN_OR_RETURN(bool row, stmt->Step());
   if (!row || stmt->Text(0).empty()) return std::optional<SessionCredential>();
@@ -179,8 +195,8 @@ absl::StatusOr<std::optional<SessionCredential>> LoadSessionCredential(
 }
 
 absl::StatusOr<bool> TokenRevoked(sqlite::Database& db, const std::string& token_id) {
-  ASSIGN_OR_RETURN(sqlite::Statement* stmt, db.Cached(
-      "SELECT COALESCE(revoked_at, 0) FROM tokens WHERE id = ?1"));
+  ASSIGN_OR_RETURN(sqlite::Statement * stmt,
+                   db.Cached("SELECT COALESCE(revoked_at, 0) FROM tokens WHERE id = ?1"));
   stmt->Bind(1, token_id);
   ASSIGN_OR_RETURN(bool row, stmt->Step());
   const bool revoked = !row || stmt->Int(0) != 0;

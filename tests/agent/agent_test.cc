@@ -8,8 +8,8 @@
 #include "ladder/agent/agent.h"
 #include "ladder/agent/cell_check.h"
 #include "ladder/coordinator/coordinator.h"
-#include "ladder/store/query.h"
 #include "ladder/sqlite/sqlite.h"
+#include "ladder/store/query.h"
 #include "process.h"
 
 namespace ladder::agent {
@@ -24,9 +24,10 @@ class ForgetfulRunner final : public runner::Runner {
     for (int p = 0; p < unit.processes; ++p) {
       for (int r = 0; r < unit.rounds; ++r) {
         for (const auto& cell : unit.cells) {
-          for (const auto& [metric, u] : {std::pair{"time_us", "us"}, {"bytes_per_s", "B/s"},
-                                          {"segments", "1"}}) {
-            if (auto s = sink.Record(runner::Measurement{cell.cell_id, p, r, metric, 1.0, u}); !s.ok()) {
+          for (const auto& [metric, u] :
+               {std::pair{"time_us", "us"}, {"bytes_per_s", "B/s"}, {"segments", "1"}}) {
+            if (auto s = sink.Record(runner::Measurement{cell.cell_id, p, r, metric, 1.0, u});
+                !s.ok()) {
               return s;
             }
           }
@@ -61,10 +62,10 @@ TEST(Agent, ARunnerThatLeavesTheDesignUnfilledFailsItsCellsWithTheReason) {
                              "name: forgetful\nrunner: kernel\naxes: {depth: [64]}\n"
                              "fixed: {backend: cpu, preset: tiny}\nmax_attempts: 1\n"
                              "replicates: {sessions: 1, processes: 1, rounds: 2}\n");
-  auto submitted = ladder::testing::RunCommand(
-      {ladder::testing::LadderBinary(), "submit", dir.File("m.yaml"), "--wait", "--coordinator",
-       (*coordinator)->address()},
-      std::chrono::seconds(60));
+  auto submitted =
+      ladder::testing::RunCommand({ladder::testing::LadderBinary(), "submit", dir.File("m.yaml"),
+                                   "--wait", "--coordinator", (*coordinator)->address()},
+                                  std::chrono::seconds(60));
   // The cell fails (exit 4) at once with the reason, instead of waiting for a lease to expire.
   EXPECT_EQ(submitted.exit_code, 4) << submitted.err;
   auto db = sqlite::Database::Open(dir.File("results.db"), sqlite::OpenMode::kReadOnly);

@@ -158,7 +158,8 @@ TEST(GpuQuery, RocmSmiCardsAreInDeviceOrderPastTen) {
   json += "\"system\": {\"Driver version\": \"6.7.0\"}}";
   GpuQueryResult result = ParseRocmSmi(json);
   ASSERT_EQ(result.gpus.size(), 12u);
-  for (int i = 0; i < 12; ++i) EXPECT_EQ(result.gpus[static_cast<size_t>(i)].name, "gpu" + std::to_string(i));
+  for (int i = 0; i < 12; ++i)
+    EXPECT_EQ(result.gpus[static_cast<size_t>(i)].name, "gpu" + std::to_string(i));
 }
 
 // The command runner is injected, so detection is tested without either tool installed.
@@ -169,8 +170,8 @@ TEST(GpuQuery, QueryGpusAsksBothToolsAndSkipsOneThatIsMissing) {
       {"rocm-smi", Recording("rocm-smi-mi250.json")}};
   for (const std::string& missing : {std::string("none"), std::string("rocm-smi")}) {
     asked.clear();
-    GpuQueryResult result = QueryGpus(
-        [&](const std::vector<std::string>& argv) -> std::optional<std::string> {
+    GpuQueryResult result =
+        QueryGpus([&](const std::vector<std::string>& argv) -> std::optional<std::string> {
           asked.push_back(argv[0]);
           if (argv[0] == missing) return std::nullopt;
           return installed.at(argv[0]);

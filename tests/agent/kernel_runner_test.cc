@@ -40,11 +40,15 @@ class RecordingSink final : public runner::MeasurementSink {
 
 // Small enough that a unit of a few cells runs in milliseconds on the CPU backend.
 runner::CellWork Cell(int64_t cell_id, int depth, const std::string& path) {
-  return runner::CellWork{
-      cell_id,
-      "depth=" + std::to_string(depth) + ",path=" + path,
-      {{"backend", "cpu"}, {"preset", "tiny"}, {"dtype", "fp32"}, {"depth", depth},
-       {"path", path}, {"repeats", 2}, {"warmup", 0}}};
+  return runner::CellWork{cell_id,
+                          "depth=" + std::to_string(depth) + ",path=" + path,
+                          {{"backend", "cpu"},
+                           {"preset", "tiny"},
+                           {"dtype", "fp32"},
+                           {"depth", depth},
+                           {"path", path},
+                           {"repeats", 2},
+                           {"warmup", 0}}};
 }
 
 runner::UnitWork Unit(std::vector<runner::CellWork> cells, int processes, int rounds,
@@ -160,11 +164,8 @@ TEST(KernelRunner, AnUnknownParameterFailsTheUnitBeforeMeasuringAnything) {
 }
 
 TEST(KernelRunner, AValueOfTheWrongTypeIsRefusedNamingTheParameter) {
-  for (const auto& [param, value] :
-       std::vector<std::pair<std::string, nlohmann::json>>{{"depth", "4K"},
-                                                           {"path", "4d"},
-                                                           {"dtype", "int3"},
-                                                           {"flush_l2", 1}}) {
+  for (const auto& [param, value] : std::vector<std::pair<std::string, nlohmann::json>>{
+           {"depth", "4K"}, {"path", "4d"}, {"dtype", "int3"}, {"flush_l2", 1}}) {
     std::vector<runner::CellWork> cells = {Cell(1, 64, "2d")};
     cells[0].params[param] = value;
     auto kernel = MakeKernelRunner();

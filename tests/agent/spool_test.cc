@@ -174,8 +174,7 @@ TEST(Spool, AFolderInPlaceOfTheFileGivesAnErrorNamingIt) {
   ladder::testing::TempDir dir;
   auto spool = Spool::Open(dir.path());
   ASSERT_FALSE(spool.ok());
-  EXPECT_NE(spool.status().message().find(dir.path()), absl::string_view::npos)
-      << spool.status();
+  EXPECT_NE(spool.status().message().find(dir.path()), absl::string_view::npos) << spool.status();
 }
 
 }  // namespace

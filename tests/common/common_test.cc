@@ -16,8 +16,8 @@ TEST(ParseSize, ReadsDigitsAndTheKSuffix) {
 }
 
 TEST(ParseSize, RefusesWhatIsNotAPositiveSizeAndSaysWhy) {
-  for (const char* bad : {"", "K", "0", "-1", "1.5K", "12KB", "1M", " 1", "99999999999",
-                          "2097152K"}) {
+  for (const char* bad :
+       {"", "K", "0", "-1", "1.5K", "12KB", "1M", " 1", "99999999999", "2097152K"}) {
     absl::StatusOr<int> size = ParseSize(bad);
     ASSERT_FALSE(size.ok()) << bad;
     EXPECT_EQ(size.status().code(), absl::StatusCode::kInvalidArgument);

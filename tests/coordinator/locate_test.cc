@@ -50,8 +50,8 @@ LocateRung Rung(double depth, double estimate, double half_width, int sessions =
 
 TEST(LocateStep, ProbesTheLog2MidpointOfTheFirstSignChange) {
   const auto step = DecideLocateStep(
-      Config(), {Rung(1024, 0.8, 0.01), Rung(2048, 0.9, 0.01), Rung(4096, 1.1, 0.01),
-                 Rung(8192, 1.3, 0.01)},
+      Config(),
+      {Rung(1024, 0.8, 0.01), Rung(2048, 0.9, 0.01), Rung(4096, 1.1, 0.01), Rung(8192, 1.3, 0.01)},
       std::nullopt);
   EXPECT_EQ(step.action, LocateAction::kProbe) << step.reason;
   EXPECT_EQ(step.depth, 2816);  // √(2048·4096) = 2896, nearest multiple of 256 in log2
@@ -83,8 +83,7 @@ TEST(LocateStep, AnUndecidedProbeGetsAnotherSessionUntilTheBudget) {
 
 TEST(LocateStep, OneSessionNeverDecidesAProbe) {
   const auto step = DecideLocateStep(
-      Config(), {Rung(2048, 0.9, 0.01), Rung(2816, 0.9, 0.001, 1), Rung(4096, 1.1, 0.01)},
-      2816.0);
+      Config(), {Rung(2048, 0.9, 0.01), Rung(2816, 0.9, 0.001, 1), Rung(4096, 1.1, 0.01)}, 2816.0);
   EXPECT_EQ(step.action, LocateAction::kAddSession) << step.reason;
   EXPECT_NE(step.reason.find("within-session noise"), std::string::npos) << step.reason;
 }
@@ -96,11 +95,10 @@ TEST(LocateStep, ADecidedProbeNarrowsTheBracket) {
   EXPECT_EQ(step.action, LocateAction::kProbe) << step.reason;
   EXPECT_EQ(step.depth, 3328);
   // Within 1 ± 1 % also decides: the estimate's side is used.
-  step = DecideLocateStep(
-      Config(),
-      {Rung(2048, 0.9, 0.01), Rung(2816, 0.97, 0.005), Rung(3328, 1.002, 0.005),
-       Rung(4096, 1.1, 0.01)},
-      3328.0);
+  step = DecideLocateStep(Config(),
+                          {Rung(2048, 0.9, 0.01), Rung(2816, 0.97, 0.005), Rung(3328, 1.002, 0.005),
+                           Rung(4096, 1.1, 0.01)},
+                          3328.0);
   EXPECT_EQ(step.action, LocateAction::kStop) << step.reason;
   EXPECT_EQ(step.outcome, "resolved");
   EXPECT_EQ(step.bracket_lower, 2816);
@@ -108,8 +106,8 @@ TEST(LocateStep, ADecidedProbeNarrowsTheBracket) {
 }
 
 TEST(LocateStep, StopsWithoutACrossingOrData) {
-  auto step = DecideLocateStep(Config(), {Rung(1024, 0.8, 0.01), Rung(8192, 0.9, 0.01)},
-                               std::nullopt);
+  auto step =
+      DecideLocateStep(Config(), {Rung(1024, 0.8, 0.01), Rung(8192, 0.9, 0.01)}, std::nullopt);
   EXPECT_EQ(step.outcome, "no_crossing");
   LocateRung failed;
   failed.depth = 2048;
@@ -119,8 +117,8 @@ TEST(LocateStep, StopsWithoutACrossingOrData) {
   // A failed rung at the midpoint is not probed again.
   LocateRung mid = failed;
   mid.depth = 2816;
-  step = DecideLocateStep(Config(), {Rung(2048, 0.9, 0.01), mid, Rung(4096, 1.1, 0.01)},
-                          std::nullopt);
+  step =
+      DecideLocateStep(Config(), {Rung(2048, 0.9, 0.01), mid, Rung(4096, 1.1, 0.01)}, std::nullopt);
   EXPECT_EQ(step.outcome, "no_data");
   EXPECT_NE(step.reason.find("measured without a ratio"), std::string::npos) << step.reason;
 }
@@ -179,8 +177,8 @@ void CompleteOnCurve(Harness& h, KnownCurve& curve, const std::string& session,
           "m-" + std::to_string(lease.attempt_id) + "-" + std::to_string(cell.id) + "-" +
               std::to_string(round),
           lease.attempt_id, cell.id, 0, round, "time_us",
-          curve.Value(session, params["depth"].get<int64_t>(),
-                      params["path"].get<std::string>(), round, CrossoverOf(params)),
+          curve.Value(session, params["depth"].get<int64_t>(), params["path"].get<std::string>(),
+                      round, CrossoverOf(params)),
           "us", 0});
     }
   }
@@ -287,9 +285,10 @@ TEST(SchedulerLocate, LocatesAKnownCrossoverWithinTheResolution) {
   EXPECT_EQ(units, 2 + 2 * probes + added);
   EXPECT_GE(added, 1) << "with this noise, two sessions do not decide the first probe";
   // A probe's replicates ran in distinct sessions.
-  EXPECT_EQ(Count(h, "SELECT COUNT(*) FROM (SELECT u.group_key, a.session_id, COUNT(*) AS n "
-                     "FROM units u JOIN attempts a ON a.unit_id = u.id AND a.state = 'done' "
-                     "GROUP BY u.group_key, a.session_id HAVING n > 1)"),
+  EXPECT_EQ(Count(h,
+                  "SELECT COUNT(*) FROM (SELECT u.group_key, a.session_id, COUNT(*) AS n "
+                  "FROM units u JOIN attempts a ON a.unit_id = u.id AND a.state = 'done' "
+                  "GROUP BY u.group_key, a.session_id HAVING n > 1)"),
             0);
 }
 
@@ -309,12 +308,12 @@ TEST(SchedulerLocate, ARestartNeitherLosesNorDuplicatesAProbe) {
   for (const auto& cell : second->cells) {
     const auto params = nlohmann::json::parse(cell.params_json);
     for (int round = 0; round < 2; ++round) {
-      ms.push_back(store::MeasurementIn{
-          "k-" + std::to_string(cell.id) + "-" + std::to_string(round), second->attempt_id,
-          cell.id, 0, round, "time_us",
-          curve.Value(sessions[1], params["depth"].get<int64_t>(),
-                      params["path"].get<std::string>(), round),
-          "us", 0});
+      ms.push_back(
+          store::MeasurementIn{"k-" + std::to_string(cell.id) + "-" + std::to_string(round),
+                               second->attempt_id, cell.id, 0, round, "time_us",
+                               curve.Value(sessions[1], params["depth"].get<int64_t>(),
+                                           params["path"].get<std::string>(), round),
+                               "us", 0});
     }
   }
   ASSERT_TRUE(h.scheduler->Report(sessions[1], ms, {}).ok());
@@ -349,8 +348,8 @@ TEST(SchedulerLocate, ARestartNeitherLosesNorDuplicatesAProbe) {
     }
   }
   EXPECT_EQ(Count(h, "SELECT COUNT(*) FROM cells"), 8 + 2 * static_cast<int64_t>(probed.size()));
-  EXPECT_EQ(Count(h, "SELECT COUNT(*) FROM (SELECT key FROM cells GROUP BY key HAVING COUNT(*) > 1)"),
-            0);
+  EXPECT_EQ(
+      Count(h, "SELECT COUNT(*) FROM (SELECT key FROM cells GROUP BY key HAVING COUNT(*) > 1)"), 0);
   EXPECT_EQ(h.Summary(run).state, store::RunState::kDone);
 }
 
@@ -380,9 +379,8 @@ locate: {axis: depth, resolution: 0.25 octave, min_step: 256, max_sessions: 4}
     if (d.decision == "probe") ++probes[d.line];
   }
   ASSERT_EQ(stops.size(), 2u);
-  for (const auto& [line, crossover] :
-       std::vector<std::pair<std::string, double>>{{"rows=1", kCrossover},
-                                                   {"rows=2", kDeepCrossover}}) {
+  for (const auto& [line, crossover] : std::vector<std::pair<std::string, double>>{
+           {"rows=1", kCrossover}, {"rows=2", kDeepCrossover}}) {
     const DecisionRow& stop = stops.at(line);
     EXPECT_EQ(stop.outcome, "resolved") << stop.reason;
     EXPECT_LE(stop.lower, crossover) << line;
@@ -392,13 +390,15 @@ locate: {axis: depth, resolution: 0.25 octave, min_step: 256, max_sessions: 4}
   }
   // A probe's unit group is the canonical group of a plain depth axis: its cell key without the
   // pair axis.
-  EXPECT_GT(Count(h, "SELECT COUNT(*) FROM units u JOIN unit_cells uc ON uc.unit_id = u.id "
-                     "JOIN cells c ON c.id = uc.cell_id WHERE c.idx >= 20 AND "
-                     "c.key = u.group_key || ',path=' || json_extract(c.axes, '$.path')"),
+  EXPECT_GT(Count(h,
+                  "SELECT COUNT(*) FROM units u JOIN unit_cells uc ON uc.unit_id = u.id "
+                  "JOIN cells c ON c.id = uc.cell_id WHERE c.idx >= 20 AND "
+                  "c.key = u.group_key || ',path=' || json_extract(c.axes, '$.path')"),
             0);
-  EXPECT_EQ(Count(h, "SELECT COUNT(*) FROM units u JOIN unit_cells uc ON uc.unit_id = u.id "
-                     "JOIN cells c ON c.id = uc.cell_id WHERE "
-                     "c.key != u.group_key || ',path=' || json_extract(c.axes, '$.path')"),
+  EXPECT_EQ(Count(h,
+                  "SELECT COUNT(*) FROM units u JOIN unit_cells uc ON uc.unit_id = u.id "
+                  "JOIN cells c ON c.id = uc.cell_id WHERE "
+                  "c.key != u.group_key || ',path=' || json_extract(c.axes, '$.path')"),
             0);
   EXPECT_EQ(h.Summary(run).state, store::RunState::kDone);
 }
@@ -412,11 +412,13 @@ TEST(SchedulerLocate, PrecisionLeavesProbeGroupsToLocate) {
   Drain(h, curve, Sessions(h, 5));
   // Precision decided once, on the ladder's group; every other decision is locate's.
   EXPECT_EQ(Count(h, "SELECT COUNT(*) FROM adaptive_decisions WHERE option = 'precision'"), 1);
-  EXPECT_EQ(Count(h, "SELECT COUNT(*) FROM adaptive_decisions WHERE option = 'precision' AND "
-                     "group_key = 'rows=1'"),
+  EXPECT_EQ(Count(h,
+                  "SELECT COUNT(*) FROM adaptive_decisions WHERE option = 'precision' AND "
+                  "group_key = 'rows=1'"),
             1);
-  EXPECT_EQ(Count(h, "SELECT COUNT(*) FROM adaptive_decisions WHERE option = 'precision' AND "
-                     "group_key != 'rows=1'"),
+  EXPECT_EQ(Count(h,
+                  "SELECT COUNT(*) FROM adaptive_decisions WHERE option = 'precision' AND "
+                  "group_key != 'rows=1'"),
             0);
   EXPECT_GT(Count(h, "SELECT COUNT(*) FROM adaptive_decisions WHERE option = 'locate'"), 1);
 }

@@ -216,8 +216,8 @@ class Protocol : public ::testing::Test {
     EXPECT_EQ(reported.acknowledged_uuids_size(), static_cast<int>(records.size()));
     EXPECT_EQ(reported.refused_size(), 0);
     v1::FinishResponse finished;
-    auto status = Finish(s, lease.attempt_id(), true, static_cast<int64_t>(records.size()),
-                         &finished);
+    auto status =
+        Finish(s, lease.attempt_id(), true, static_cast<int64_t>(records.size()), &finished);
     ASSERT_TRUE(status.ok()) << status.error_message();
     EXPECT_TRUE(finished.accepted()) << finished.detail();
   }
@@ -320,11 +320,11 @@ TEST_F(Protocol, RegisterRefusesMalformedInventoriesAndTakeovers) {
   // The takeover: the same session id under another agent token is refused; the victim keeps
   // its credential.
   Session victim;
-  ASSERT_TRUE(Register(RegisterRequestFor("22222222-aaaa-bbbb-cccc-000000000002", agent_token_a_),
-                       &victim)
-                  .ok());
-  auto takeover = Register(
-      RegisterRequestFor("22222222-aaaa-bbbb-cccc-000000000002", agent_token_b_), nullptr);
+  ASSERT_TRUE(
+      Register(RegisterRequestFor("22222222-aaaa-bbbb-cccc-000000000002", agent_token_a_), &victim)
+          .ok());
+  auto takeover =
+      Register(RegisterRequestFor("22222222-aaaa-bbbb-cccc-000000000002", agent_token_b_), nullptr);
   EXPECT_EQ(takeover.error_code(), StatusCode::ALREADY_EXISTS) << takeover.error_message();
   EXPECT_EQ(QueryInt("SELECT COUNT(*) FROM sessions WHERE hostname = 'host-22222222'"), 1);
   v1::HeartbeatRequest beat;
@@ -339,18 +339,19 @@ TEST_F(Protocol, RegisterRefusesMalformedInventoriesAndTakeovers) {
             StatusCode::PERMISSION_DENIED);
   // ... or under its credential, whatever join token it presents.
   Session again;
-  EXPECT_TRUE(Register(RegisterRequestFor(victim.id, agent_token_b_), &again,
-                       resumed.credential)
-                  .ok());
+  EXPECT_TRUE(
+      Register(RegisterRequestFor(victim.id, agent_token_b_), &again, resumed.credential).ok());
   EXPECT_TRUE(agents_->Heartbeat(Ctx(again.credential).get(), beat, &beat_response).ok());
 }
 
 TEST_F(Protocol, OutOfDesignRecordsAreRefusedOneByOneAndNeverCount) {
   Session a, b;
-  ASSERT_TRUE(Register(RegisterRequestFor("aaaaaaaa-0000-0000-0000-000000000001", agent_token_a_),
-                       &a).ok());
-  ASSERT_TRUE(Register(RegisterRequestFor("bbbbbbbb-0000-0000-0000-000000000002", agent_token_b_),
-                       &b).ok());
+  ASSERT_TRUE(
+      Register(RegisterRequestFor("aaaaaaaa-0000-0000-0000-000000000001", agent_token_a_), &a)
+          .ok());
+  ASSERT_TRUE(
+      Register(RegisterRequestFor("bbbbbbbb-0000-0000-0000-000000000002", agent_token_b_), &b)
+          .ok());
   const int64_t run = Submit(kMatrix);
   const int64_t other_run = Submit(std::string(kMatrix) + "seed: 7\n");
   auto lease_a = Lease(a);
@@ -362,8 +363,8 @@ TEST_F(Protocol, OutOfDesignRecordsAreRefusedOneByOneAndNeverCount) {
   const int64_t cell = lease_a.cells(0).cell_id();
   // A cell of the other unit (b's) and one of another run.
   const int64_t foreign_cell = lease_b.cells(0).cell_id();
-  const int64_t other_run_cell = QueryInt(
-      "SELECT MIN(id) FROM cells WHERE run_id = " + std::to_string(other_run));
+  const int64_t other_run_cell =
+      QueryInt("SELECT MIN(id) FROM cells WHERE run_id = " + std::to_string(other_run));
 
   auto record = [&](const std::string& uuid) {
     v1::MeasurementRecord m;
@@ -487,9 +488,9 @@ TEST_F(Protocol, OutOfDesignRecordsAreRefusedOneByOneAndNeverCount) {
     v1::FinishResponse finished;
     EXPECT_EQ(Finish(a, lease_a.attempt_id(), true, -1, &finished).error_code(),
               StatusCode::INVALID_ARGUMENT);
-    EXPECT_EQ(Finish(a, lease_a.attempt_id(), false, 0, &finished, std::string(5000, 'r'))
-                  .error_code(),
-              StatusCode::INVALID_ARGUMENT);
+    EXPECT_EQ(
+        Finish(a, lease_a.attempt_id(), false, 0, &finished, std::string(5000, 'r')).error_code(),
+        StatusCode::INVALID_ARGUMENT);
     // Announcing fewer than stored does not make an incomplete attempt done.
     auto early = Finish(a, lease_a.attempt_id(), true, 0, &finished);
     EXPECT_EQ(early.error_code(), StatusCode::FAILED_PRECONDITION) << early.error_message();
@@ -513,10 +514,12 @@ TEST_F(Protocol, OutOfDesignRecordsAreRefusedOneByOneAndNeverCount) {
 
 TEST_F(Protocol, AnExpiredLeaseKeepsLateResultsStaleAndTheRunCompletesElsewhere) {
   Session a, b;
-  ASSERT_TRUE(Register(RegisterRequestFor("aaaaaaaa-0000-0000-0000-000000000011", agent_token_a_),
-                       &a).ok());
-  ASSERT_TRUE(Register(RegisterRequestFor("bbbbbbbb-0000-0000-0000-000000000012", agent_token_b_),
-                       &b).ok());
+  ASSERT_TRUE(
+      Register(RegisterRequestFor("aaaaaaaa-0000-0000-0000-000000000011", agent_token_a_), &a)
+          .ok());
+  ASSERT_TRUE(
+      Register(RegisterRequestFor("bbbbbbbb-0000-0000-0000-000000000012", agent_token_b_), &b)
+          .ok());
   const int64_t run = Submit(kMatrix);
   auto lease_a = Lease(a);
   auto lease_b = Lease(b);
@@ -540,8 +543,8 @@ TEST_F(Protocol, AnExpiredLeaseKeepsLateResultsStaleAndTheRunCompletesElsewhere)
   ASSERT_TRUE(Report(b, late, {}, &response).ok());
   EXPECT_EQ(response.stale_uuids_size(), static_cast<int>(late.size()));
   v1::FinishResponse finished;
-  ASSERT_TRUE(Finish(b, lease_b.attempt_id(), true, static_cast<int64_t>(late.size()), &finished)
-                  .ok());
+  ASSERT_TRUE(
+      Finish(b, lease_b.attempt_id(), true, static_cast<int64_t>(late.size()), &finished).ok());
   EXPECT_FALSE(finished.accepted());
   // a finishes its own unit, then takes b's.
   CompleteHonestly(a, lease_a);
@@ -555,8 +558,9 @@ TEST_F(Protocol, AnExpiredLeaseKeepsLateResultsStaleAndTheRunCompletesElsewhere)
 
 TEST_F(Protocol, RevokingATokenEndsTheSessionsItAdmitted) {
   Session a;
-  ASSERT_TRUE(Register(RegisterRequestFor("aaaaaaaa-0000-0000-0000-000000000021", agent_token_a_),
-                       &a).ok());
+  ASSERT_TRUE(
+      Register(RegisterRequestFor("aaaaaaaa-0000-0000-0000-000000000021", agent_token_a_), &a)
+          .ok());
   v1::HeartbeatRequest beat;
   beat.set_session_id(a.id);
   v1::HeartbeatResponse beat_response;
@@ -647,10 +651,9 @@ TEST_F(Protocol, AdminCallsAnswerWithTheDocumentedCodes) {
   {
     // A run no connected agent can take says why, at submission and while it waits.
     Session cpu;
-    ASSERT_TRUE(Register(RegisterRequestFor("cccccccc-0000-0000-0000-000000000031",
-                                            agent_token_a_),
-                         &cpu)
-                    .ok());
+    ASSERT_TRUE(
+        Register(RegisterRequestFor("cccccccc-0000-0000-0000-000000000031", agent_token_a_), &cpu)
+            .ok());
     v1::SubmitRequest request;
     request.set_filename("gpu.yaml");
     request.set_yaml(std::string(kMatrix) + "requires: {gpu_vendor: nvidia}\n");
@@ -704,10 +707,12 @@ TEST_F(Protocol, HealthAnswersForEachServiceName) {
 // exactly the honest ones.
 TEST_F(Protocol, InterleavedHonestAndAbusiveCallsLeaveExactlyTheHonestValues) {
   Session a, b;
-  ASSERT_TRUE(Register(RegisterRequestFor("aaaaaaaa-0000-0000-0000-000000000041", agent_token_a_),
-                       &a).ok());
-  ASSERT_TRUE(Register(RegisterRequestFor("bbbbbbbb-0000-0000-0000-000000000042", agent_token_b_),
-                       &b).ok());
+  ASSERT_TRUE(
+      Register(RegisterRequestFor("aaaaaaaa-0000-0000-0000-000000000041", agent_token_a_), &a)
+          .ok());
+  ASSERT_TRUE(
+      Register(RegisterRequestFor("bbbbbbbb-0000-0000-0000-000000000042", agent_token_b_), &b)
+          .ok());
   const int64_t run = Submit(kMatrix);
   auto lease_a = Lease(a);
   auto lease_b = Lease(b);
@@ -768,8 +773,8 @@ TEST_F(Protocol, InterleavedHonestAndAbusiveCallsLeaveExactlyTheHonestValues) {
           break;
         }
         case 4: {  // a premature or false finish
-          auto status = Finish(s, lease.attempt_id(), true, static_cast<int64_t>(rng() % 3),
-                               &finished);
+          auto status =
+              Finish(s, lease.attempt_id(), true, static_cast<int64_t>(rng() % 3), &finished);
           EXPECT_FALSE(status.ok() && finished.accepted()) << "finished with slots missing";
           break;
         }

@@ -87,9 +87,9 @@ struct Harness {
   void Complete(const std::string& session, const Lease& lease) {
     std::vector<store::MeasurementIn> ms;
     for (const auto& cell : lease.cells) {
-      ms.push_back(store::MeasurementIn{"m-" + std::to_string(lease.attempt_id) + "-" +
-                                         std::to_string(cell.id),
-                                     lease.attempt_id, cell.id, 0, 0, "time_us", 1.0, "us", 0});
+      ms.push_back(store::MeasurementIn{
+          "m-" + std::to_string(lease.attempt_id) + "-" + std::to_string(cell.id), lease.attempt_id,
+          cell.id, 0, 0, "time_us", 1.0, "us", 0});
     }
     ASSERT_TRUE(scheduler->Report(session, ms, {}).ok());
     auto finish =

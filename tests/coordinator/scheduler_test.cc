@@ -35,9 +35,12 @@ TEST(Scheduler, MatchesRequirementsAgainstInventory) {
   Harness h;
   h.Submit(kNeedsH100);
   h.AddSession("cpu-only-session", "host-a");
-  h.AddSession("small-h100-session", "host-b", {{"nvidia", "NVIDIA H100 PCIe", "sm_90", "u1", "", 20000}});
-  h.AddSession("a100-session-0001", "host-c", {{"nvidia", "NVIDIA A100-SXM4-80GB", "sm_80", "u2", "", 81920}});
-  h.AddSession("h100-session-0001", "host-d", {{"nvidia", "NVIDIA H100 80GB HBM3", "sm_90", "u3", "", 81559}});
+  h.AddSession("small-h100-session", "host-b",
+               {{"nvidia", "NVIDIA H100 PCIe", "sm_90", "u1", "", 20000}});
+  h.AddSession("a100-session-0001", "host-c",
+               {{"nvidia", "NVIDIA A100-SXM4-80GB", "sm_80", "u2", "", 81920}});
+  h.AddSession("h100-session-0001", "host-d",
+               {{"nvidia", "NVIDIA H100 80GB HBM3", "sm_90", "u3", "", 81559}});
   EXPECT_FALSE(h.LeaseNow("cpu-only-session").has_value());
   EXPECT_FALSE(h.LeaseNow("small-h100-session").has_value());  // too little memory
   EXPECT_FALSE(h.LeaseNow("a100-session-0001").has_value());   // name glob
@@ -244,9 +247,9 @@ void CompleteWith(Harness& h, const std::string& session, const Lease& lease, do
                   double treatment) {
   std::vector<store::MeasurementIn> ms;
   for (size_t i = 0; i < lease.cells.size(); ++i) {
-    ms.push_back(store::MeasurementIn{"m-" + std::to_string(lease.attempt_id) + "-" + std::to_string(i),
-                                   lease.attempt_id, lease.cells[i].id, 0, 0, "time_us",
-                                   i == 0 ? baseline : treatment, "us", 0});
+    ms.push_back(store::MeasurementIn{
+        "m-" + std::to_string(lease.attempt_id) + "-" + std::to_string(i), lease.attempt_id,
+        lease.cells[i].id, 0, 0, "time_us", i == 0 ? baseline : treatment, "us", 0});
   }
   ASSERT_TRUE(h.scheduler->Report(session, ms, {}).ok());
   auto finish = h.scheduler->Finish(Succeeded(session, lease.attempt_id, 2));
@@ -255,7 +258,8 @@ void CompleteWith(Harness& h, const std::string& session, const Lease& lease, do
 
 std::vector<std::string> Decisions(Harness& h) {
   auto db = sqlite::Database::Open(h.dir.File("results.db"), sqlite::OpenMode::kReadOnly);
-  auto stmt = (*db)->Prepare("SELECT decision || ': ' || reason FROM adaptive_decisions ORDER BY id");
+  auto stmt =
+      (*db)->Prepare("SELECT decision || ': ' || reason FROM adaptive_decisions ORDER BY id");
   std::vector<std::string> out;
   while (*stmt->Step()) out.push_back(stmt->Text(0));
   return out;
@@ -266,7 +270,8 @@ TEST(Scheduler, PrecisionAddsPairedSessionsUntilTheBudgetIsSpent) {
   int64_t run = h.Submit(kPrecise);
   // The ratio differs a lot between sessions (0.6, 1.4, 0.7, 1.3): never precise enough.
   const double ratios[] = {0.6, 1.4, 0.7, 1.3, 0.9};
-  for (int i = 0; i < 5; ++i) h.AddSession("session-" + std::to_string(i), "host-" + std::to_string(i));
+  for (int i = 0; i < 5; ++i)
+    h.AddSession("session-" + std::to_string(i), "host-" + std::to_string(i));
   int completed = 0;
   for (int i = 0; i < 5; ++i) {
     auto lease = h.LeaseNow("session-" + std::to_string(i));
@@ -277,7 +282,8 @@ TEST(Scheduler, PrecisionAddsPairedSessionsUntilTheBudgetIsSpent) {
   EXPECT_EQ(completed, 4) << "2 planned sessions + 2 added, then the budget of 4 is spent";
   auto decisions = Decisions(h);
   ASSERT_EQ(decisions.size(), 3u);
-  EXPECT_NE(decisions[0].find("add_session: widest ratio half-width"), std::string::npos) << decisions[0];
+  EXPECT_NE(decisions[0].find("add_session: widest ratio half-width"), std::string::npos)
+      << decisions[0];
   EXPECT_NE(decisions[1].find("add_session"), std::string::npos) << decisions[1];
   EXPECT_NE(decisions[2].find("stop: budget spent: 4 of max_sessions 4"), std::string::npos)
       << decisions[2];
@@ -315,7 +321,7 @@ TEST(Scheduler, PrecisionDecidesAfterARestartWhatTheStoppedCoordinatorDidNot) {
   std::vector<store::MeasurementIn> ms;
   for (size_t i = 0; i < b->cells.size(); ++i) {
     ms.push_back(store::MeasurementIn{"b-" + std::to_string(i), b->attempt_id, b->cells[i].id, 0, 0,
-                                   "time_us", i == 0 ? 100.0 : 140.0, "us", 0});
+                                      "time_us", i == 0 ? 100.0 : 140.0, "us", 0});
   }
   ASSERT_TRUE(h.scheduler->Report("session-b", ms, {}).ok());
   ASSERT_TRUE(h.store
@@ -337,8 +343,8 @@ TEST(Scheduler, PrecisionDecidesAfterARestartWhatTheStoppedCoordinatorDidNot) {
 
 TEST(Scheduler, ARejectedMatrixStoresNothing) {
   Harness h;
-  auto result = h.scheduler->Submit("name: bad\nrunner: kernel\naxes:\n  depth: [1, -1]\n",
-                                    "bad.yaml", 0);
+  auto result =
+      h.scheduler->Submit("name: bad\nrunner: kernel\naxes:\n  depth: [1, -1]\n", "bad.yaml", 0);
   ASSERT_FALSE(result.ok());
   EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(std::string(result.status().message()).find("bad.yaml:4:"), std::string::npos)
@@ -356,8 +362,8 @@ TEST(Scheduler, ARejectedMatrixStoresNothing) {
 // cell, a CUDA agent does, no CUDA agent takes a hip cell, and cpu cells still go anywhere.
 TEST(Scheduler, AGpuBackendNeedsItsFeature) {
   Harness h;
-  const int64_t cuda_run = h.Submit(
-      "name: cuda-cells\nrunner: kernel\naxes: {depth: [256]}\nfixed: {backend: cuda}\n");
+  const int64_t cuda_run =
+      h.Submit("name: cuda-cells\nrunner: kernel\naxes: {depth: [256]}\nfixed: {backend: cuda}\n");
   const std::vector<store::GpuRow> h100 = {
       {"nvidia", "NVIDIA H100 80GB HBM3", "sm_90", "u1", "", 81559}};
   h.AddSession("cpu-build-session", "host-a", h100);

@@ -37,7 +37,8 @@ int Extract(const std::string& mode, const YAML::Node& doc, const std::string& a
     for (const auto& cmd : doc["runcmd"]) {
       if (cmd.IsSequence()) {
         std::string line;
-        for (const auto& word : cmd) line += (line.empty() ? "" : " ") + Quote(word.as<std::string>());
+        for (const auto& word : cmd)
+          line += (line.empty() ? "" : " ") + Quote(word.as<std::string>());
         std::cout << line << "\n";
       } else {
         std::cout << cmd.as<std::string>() << "\n";  // a string entry runs under sh -c
@@ -57,8 +58,9 @@ int main(int argc, char** argv) {
   }
   try {
     const int rc = Extract(argv[1], YAML::LoadFile(argv[2]), argc > 3 ? argv[3] : "");
-    if (rc == 1) std::cerr << "deploy_extract: " << argv[2] << " has no " << argv[1] << " "
-                           << (argc > 3 ? argv[3] : "") << "\n";
+    if (rc == 1)
+      std::cerr << "deploy_extract: " << argv[2] << " has no " << argv[1] << " "
+                << (argc > 3 ? argv[3] : "") << "\n";
     return rc;
   } catch (const YAML::Exception& e) {
     std::cerr << "deploy_extract: " << argv[2] << ": " << e.what() << "\n";

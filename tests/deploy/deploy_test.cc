@@ -78,8 +78,8 @@ int RunShell(const std::string& command) {
 }
 
 std::string WriteTemp(const std::string& name, const std::string& text) {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("ladder-deploy-test-" + std::to_string(getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("ladder-deploy-test-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
   const auto path = dir / name;
   std::ofstream(path) << text;
@@ -140,8 +140,7 @@ TEST(CloudInit, ParsesAndInstallsTheSameUnit) {
   ASSERT_TRUE(files.count("/etc/ladder/ladder-token"));
   EXPECT_EQ(files["/etc/ladder/ladder-token"]["permissions"].as<std::string>(), "0600");
   ASSERT_TRUE(files.count("/etc/ladder/agent.env"));
-  EXPECT_NE(files["/etc/ladder/agent.env"]["content"].as<std::string>().find(
-                "LADDER_COORDINATOR="),
+  EXPECT_NE(files["/etc/ladder/agent.env"]["content"].as<std::string>().find("LADDER_COORDINATOR="),
             std::string::npos);
   ASSERT_TRUE(files.count("/usr/local/sbin/ladder-install"));
   EXPECT_TRUE(BashSyntaxOk(files["/usr/local/sbin/ladder-install"]["content"].as<std::string>(),
@@ -206,7 +205,8 @@ TEST(CloudInit, InstallsTheBundleCheckedAgainstItsSha256) {
     if (f["path"].as<std::string>() == "/usr/local/sbin/ladder-install") {
       install = f["content"].as<std::string>();
     }
-    if (f["path"].as<std::string>() == "/etc/ladder/agent.env") env = f["content"].as<std::string>();
+    if (f["path"].as<std::string>() == "/etc/ladder/agent.env")
+      env = f["content"].as<std::string>();
   }
   EXPECT_NE(env.find("LADDER_BUNDLE_URL="), std::string::npos) << env;
   EXPECT_NE(env.find("LADDER_BUNDLE_SHA256="), std::string::npos) << env;
@@ -224,8 +224,8 @@ TEST(CloudInit, CloudInitSchema) {
     GTEST_SKIP() << "cloud-init is not installed";
   }
   const std::string log = WriteTemp("cloud-init-schema.log", "");
-  const int rc = RunShell("cloud-init schema --config-file '" + kCloudInit + "' >'" + log +
-                          "' 2>&1");
+  const int rc =
+      RunShell("cloud-init schema --config-file '" + kCloudInit + "' >'" + log + "' 2>&1");
   EXPECT_EQ(rc, 0) << Read(log);
 }
 

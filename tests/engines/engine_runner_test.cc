@@ -20,16 +20,16 @@
 namespace ladder::engines {
 namespace {
 
+using harness::Cell;
+using harness::FakeSink;
+using harness::Options;
+using harness::Unit;
 using runner::CellWork;
 using runner::Evidence;
 using runner::Measurement;
 using runner::UnitWork;
 using ::testing::Contains;
 using ::testing::HasSubstr;
-using harness::Cell;
-using harness::FakeSink;
-using harness::Options;
-using harness::Unit;
 
 TEST(EngineRunner, MeasuresPairedArmsOnTheSyntheticEngine) {
   // spec off vs k=1 under the spec-aware policy, at two depths, two rounds.
@@ -37,9 +37,13 @@ TEST(EngineRunner, MeasuresPairedArmsOnTheSyntheticEngine) {
   int64_t id = 1;
   for (const char* spec : {"off", "mtp:1"}) {
     for (int depth : {256, 512}) {
-      cells.push_back(Cell(id++, {{"spec", spec}, {"depth", depth}, {"policy", "spec-aware"},
-                                  {"acceptance", 0.5}, {"attention_backend", "LADDER_UNIFIED_ATTN"},
-                                  {"short_tokens", 4}, {"long_tokens", 96}}));
+      cells.push_back(Cell(id++, {{"spec", spec},
+                                  {"depth", depth},
+                                  {"policy", "spec-aware"},
+                                  {"acceptance", 0.5},
+                                  {"attention_backend", "LADDER_UNIFIED_ATTN"},
+                                  {"short_tokens", 4},
+                                  {"long_tokens", 96}}));
     }
   }
   FakeSink sink;
@@ -82,17 +86,21 @@ TEST(EngineRunner, MeasuresPairedArmsOnTheSyntheticEngine) {
     EXPECT_EQ(restartable->value, true);
   }
   // Both depths of one arm were served by one engine process.
-  EXPECT_EQ(sink.Find(1, "engine_process")->value["pid"], sink.Find(2, "engine_process")->value["pid"]);
-  EXPECT_NE(sink.Find(1, "engine_process")->value["pid"], sink.Find(3, "engine_process")->value["pid"]);
+  EXPECT_EQ(sink.Find(1, "engine_process")->value["pid"],
+            sink.Find(2, "engine_process")->value["pid"]);
+  EXPECT_NE(sink.Find(1, "engine_process")->value["pid"],
+            sink.Find(3, "engine_process")->value["pid"]);
 }
 
 TEST(EngineRunner, FlagsABackendMismatch) {
   FakeSink sink;
   EngineRunner runner(Options());
-  absl::Status s = runner.Run(
-      Unit({Cell(7, {{"depth", 64}, {"attention_backend", "FLASHINFER"},
-                     {"force_backend", "TRITON_ATTN"}, {"short_tokens", 2}, {"long_tokens", 6}})}),
-      sink);
+  absl::Status s = runner.Run(Unit({Cell(7, {{"depth", 64},
+                                             {"attention_backend", "FLASHINFER"},
+                                             {"force_backend", "TRITON_ATTN"},
+                                             {"short_tokens", 2},
+                                             {"long_tokens", 6}})}),
+                              sink);
   ASSERT_TRUE(s.ok()) << s;
   ASSERT_NE(sink.Find(7, "backend_mismatch"), nullptr);
   EXPECT_EQ(sink.Find(7, "backend_mismatch")->value, true);
@@ -102,8 +110,10 @@ TEST(EngineRunner, FlagsABackendMismatch) {
 TEST(EngineRunner, EngineExitingMidCellFailsWithItsLog) {
   FakeSink sink;
   EngineRunner runner(Options());
-  absl::Status s = runner.Run(Unit({Cell(1, {{"depth", 64}, {"fault_crash_after_requests", 1},
-                                             {"short_tokens", 2}, {"long_tokens", 16}})}),
+  absl::Status s = runner.Run(Unit({Cell(1, {{"depth", 64},
+                                             {"fault_crash_after_requests", 1},
+                                             {"short_tokens", 2},
+                                             {"long_tokens", 16}})}),
                               sink);
   std::cout << "status: " << s << "\n";
   EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
@@ -117,8 +127,10 @@ TEST(EngineRunner, EngineExitingMidCellFailsWithItsLog) {
 TEST(EngineRunner, OutOfMemoryIsNamed) {
   FakeSink sink;
   EngineRunner runner(Options());
-  absl::Status s = runner.Run(Unit({Cell(1, {{"depth", 64}, {"fault_oom_after_requests", 0},
-                                             {"short_tokens", 2}, {"long_tokens", 6}})}),
+  absl::Status s = runner.Run(Unit({Cell(1, {{"depth", 64},
+                                             {"fault_oom_after_requests", 0},
+                                             {"short_tokens", 2},
+                                             {"long_tokens", 6}})}),
                               sink);
   std::cout << "status: " << s << "\n";
   EXPECT_FALSE(s.ok());
@@ -128,8 +140,8 @@ TEST(EngineRunner, OutOfMemoryIsNamed) {
 TEST(EngineRunner, MalformedJsonFailsTheUnit) {
   FakeSink sink;
   EngineRunner runner(Options());
-  absl::Status s = runner.Run(Unit({Cell(1, {{"depth", 64}, {"fault_malformed_json", true}})}),
-                              sink);
+  absl::Status s =
+      runner.Run(Unit({Cell(1, {{"depth", 64}, {"fault_malformed_json", true}})}), sink);
   std::cout << "status: " << s << "\n";
   EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
   EXPECT_THAT(s.message(), HasSubstr("malformed JSON from engine"));
@@ -219,12 +231,11 @@ TEST(EngineRunner, CancelKillsTheEngine) {
   FakeSink sink;
   sink.cancel_after_records = 1;
   EngineRunner runner(Options());
-  absl::Status s = runner.Run(Unit({Cell(1, {{"depth", 64}, {"short_tokens", 2},
-                                             {"long_tokens", 6}}),
-                                    Cell(2, {{"depth", 128}, {"short_tokens", 2},
-                                             {"long_tokens", 6}})},
-                                   1, 3),
-                              sink);
+  absl::Status s =
+      runner.Run(Unit({Cell(1, {{"depth", 64}, {"short_tokens", 2}, {"long_tokens", 6}}),
+                       Cell(2, {{"depth", 128}, {"short_tokens", 2}, {"long_tokens", 6}})},
+                      1, 3),
+                 sink);
   std::cout << "status: " << s << "\n";
   EXPECT_EQ(s.code(), absl::StatusCode::kCancelled) << s;
   EXPECT_LT(sink.Values(1, "decode_tok_s").size() + sink.Values(2, "decode_tok_s").size(), 6u);
@@ -236,9 +247,12 @@ TEST(EngineRunner, ExternalServerIsSharedAndNotRestartable) {
   std::string url = "http://127.0.0.1:" + std::to_string((*engine)->port());
   FakeSink sink;
   EngineRunner runner(Options());
-  absl::Status s = runner.Run(Unit({Cell(5, {{"engine", "external"}, {"url", url},
-                                             {"model", "tiny"}, {"depth", 128},
-                                             {"short_tokens", 2}, {"long_tokens", 32}})},
+  absl::Status s = runner.Run(Unit({Cell(5, {{"engine", "external"},
+                                             {"url", url},
+                                             {"model", "tiny"},
+                                             {"depth", 128},
+                                             {"short_tokens", 2},
+                                             {"long_tokens", 32}})},
                                    2, 1),
                               sink);
   ASSERT_TRUE(s.ok()) << s;

@@ -17,8 +17,11 @@ using harness::Unit;
 using Clock = std::chrono::steady_clock;
 
 nlohmann::json LoadCell(int concurrency) {
-  return {{"depth", 128}, {"concurrency", concurrency}, {"num_requests", 8},
-          {"output_tokens", 12}, {"slo_ttft_ms", 60000}};
+  return {{"depth", 128},
+          {"concurrency", concurrency},
+          {"num_requests", 8},
+          {"output_tokens", 12},
+          {"slo_ttft_ms", 60000}};
 }
 
 TEST(EngineLoad, ConcurrencyIsAnAxisOnOneEngine) {
@@ -55,9 +58,8 @@ TEST(EngineLoad, ConcurrencyIsAnAxisOnOneEngine) {
 TEST(EngineLoad, AStalledRequestDoesNotStallTheOthers) {
   FakeSink sink;
   EngineRunner runner(Options());
-  nlohmann::json cell = {{"depth", 64},          {"concurrency", 4},
-                         {"num_requests", 12},   {"warmup_requests", 0},
-                         {"output_tokens", 8},   {"fault_stall_request", 5},
+  nlohmann::json cell = {{"depth", 64},           {"concurrency", 4},   {"num_requests", 12},
+                         {"warmup_requests", 0},  {"output_tokens", 8}, {"fault_stall_request", 5},
                          {"fault_stall_ms", 2500}};
   absl::Status s = runner.Run(Unit({Cell(1, cell)}), sink);
   ASSERT_TRUE(s.ok()) << s;
@@ -86,8 +88,8 @@ TEST(EngineLoad, AStalledRequestDoesNotStallTheOthers) {
 TEST(EngineLoad, CancelStopsTheLoadWithinASecond) {
   FakeSink sink;
   EngineRunner runner(Options());
-  nlohmann::json cell = {{"depth", 64}, {"concurrency", 8}, {"num_requests", 100000},
-                         {"output_tokens", 32}};
+  nlohmann::json cell = {
+      {"depth", 64}, {"concurrency", 8}, {"num_requests", 100000}, {"output_tokens", 32}};
   Clock::time_point cancelled_at;
   std::thread canceller([&] {
     std::this_thread::sleep_for(std::chrono::seconds(3));  // the engine is up and loaded
@@ -104,8 +106,8 @@ TEST(EngineLoad, CancelStopsTheLoadWithinASecond) {
 TEST(EngineLoad, BothLoopsAtOnceIsAParameterError) {
   FakeSink sink;
   EngineRunner runner(Options());
-  absl::Status s = runner.Run(
-      Unit({Cell(1, {{"depth", 64}, {"concurrency", 2}, {"request_rate", 3.0}})}), sink);
+  absl::Status s =
+      runner.Run(Unit({Cell(1, {{"depth", 64}, {"concurrency", 2}, {"request_rate", 3.0}})}), sink);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr("not both"));
   EXPECT_TRUE(sink.measurements.empty());

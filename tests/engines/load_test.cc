@@ -81,8 +81,8 @@ TEST(Load, OpenLoopArrivalsAreExponentialWithTheRate) {
   }
   double mean = sum / n;
   double sd = std::sqrt(sum_sq / n - mean * mean);
-  EXPECT_NEAR(mean, 1.0 / rate, 0.01 / rate);        // mean 1/rate
-  EXPECT_NEAR(sd / mean, 1.0, 0.01);                  // exponential: cv = 1
+  EXPECT_NEAR(mean, 1.0 / rate, 0.01 / rate);                  // mean 1/rate
+  EXPECT_NEAR(sd / mean, 1.0, 0.01);                           // exponential: cv = 1
   EXPECT_NEAR(above_mean / double(n), std::exp(-1.0), 0.005);  // P(gap > mean) = 1/e
   // Seeded: the same seed draws the same gaps, another seed others.
   PoissonArrivals a(rate, 11), b(rate, 11), other(rate, 12);
@@ -98,11 +98,14 @@ TEST(Load, OpenLoopSendsAtTheArrivalTimes) {
   c.num_requests = 40;
   c.warmup_requests = 0;
   c.seed = 3;
-  auto records = RunLoad(c, [](int, int, int out) -> absl::StatusOr<GenerationResult> {
-    // Each request is slower than the mean gap: a closed loop of one would fall behind.
-    std::this_thread::sleep_for(std::chrono::milliseconds(30));
-    return Result(30, out);
-  }, nullptr);
+  auto records = RunLoad(
+      c,
+      [](int, int, int out) -> absl::StatusOr<GenerationResult> {
+        // Each request is slower than the mean gap: a closed loop of one would fall behind.
+        std::this_thread::sleep_for(std::chrono::milliseconds(30));
+        return Result(30, out);
+      },
+      nullptr);
   ASSERT_TRUE(records.ok());
   PoissonArrivals expected(c.request_rate, c.seed);
   double at_ms = 0;
@@ -132,18 +135,18 @@ TEST(Load, SummaryMatchesHandComputedPercentiles) {
     r.error = std::move(error);
     records.push_back(r);
   };
-  add(0, true, 0, 900, 5000, 10, {900});     // warm-up: excluded everywhere
+  add(0, true, 0, 900, 5000, 10, {900});  // warm-up: excluded everywhere
   add(1, false, 100, 10, 100, 10, {2, 4});
   add(2, false, 150, 20, 200, 20, {6, 8});
   add(3, false, 200, 30, 300, 30, {10});
   add(4, false, 250, 40, 400, 40, {1});
-  add(5, false, 300, 50, 1800, 50, {3, 5});  // ends last: 2100 ms
+  add(5, false, 300, 50, 1800, 50, {3, 5});     // ends last: 2100 ms
   add(6, false, 310, 0, 7, 0, {}, "HTTP 500");  // failed: counted, not measured
   LoadSummary s = Summarize(c, records);
   EXPECT_EQ(s.measured, 5);
   EXPECT_EQ(s.failed, 1);
-  EXPECT_DOUBLE_EQ(s.window_s, 2.0);                 // 100 -> 2100 ms
-  EXPECT_DOUBLE_EQ(s.output_tok_s, 150 / 2.0);       // 10+20+30+40+50 tokens
+  EXPECT_DOUBLE_EQ(s.window_s, 2.0);            // 100 -> 2100 ms
+  EXPECT_DOUBLE_EQ(s.output_tok_s, 150 / 2.0);  // 10+20+30+40+50 tokens
   EXPECT_DOUBLE_EQ(s.req_s, 2.5);
   // TTFT 10,20,30,40,50: p50 = 30; p90 at rank 3.6 = 40 + 0.6*10; p99 at rank 3.96.
   EXPECT_DOUBLE_EQ(s.ttft_ms_p50, 30);
@@ -169,11 +172,14 @@ TEST(Load, AStalledRequestDoesNotStallTheOthers) {
   c.concurrency = 4;
   c.num_requests = 40;
   c.warmup_requests = 0;
-  auto records = RunLoad(c, [](int index, int, int out) -> absl::StatusOr<GenerationResult> {
-    int ms = index == 2 ? 1500 : 10;
-    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
-    return Result(ms, out);
-  }, nullptr);
+  auto records = RunLoad(
+      c,
+      [](int index, int, int out) -> absl::StatusOr<GenerationResult> {
+        int ms = index == 2 ? 1500 : 10;
+        std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+        return Result(ms, out);
+      },
+      nullptr);
   ASSERT_TRUE(records.ok());
   const RequestRecord& stalled = (*records)[2];
   const double stalled_end = stalled.start_ms + stalled.e2e_ms;
@@ -189,10 +195,13 @@ TEST(Load, FailuresAreRecordedNotFatal) {
   c.concurrency = 2;
   c.num_requests = 6;
   c.warmup_requests = 0;
-  auto records = RunLoad(c, [](int index, int, int out) -> absl::StatusOr<GenerationResult> {
-    if (index == 3) return absl::InternalError("HTTP 500");
-    return Result(5, out);
-  }, nullptr);
+  auto records = RunLoad(
+      c,
+      [](int index, int, int out) -> absl::StatusOr<GenerationResult> {
+        if (index == 3) return absl::InternalError("HTTP 500");
+        return Result(5, out);
+      },
+      nullptr);
   ASSERT_TRUE(records.ok());
   EXPECT_THAT((*records)[3].error, HasSubstr("HTTP 500"));
   EXPECT_EQ(Summarize(c, *records).failed, 1);
@@ -213,10 +222,13 @@ TEST(Load, CancelStopsTheLoadWithinASecond) {
       cancelled_at = Clock::now();
       cancelled = true;
     });
-    auto records = RunLoad(c, [](int, int, int out) -> absl::StatusOr<GenerationResult> {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      return Result(100, out);
-    }, [&] { return cancelled.load(); });
+    auto records = RunLoad(
+        c,
+        [](int, int, int out) -> absl::StatusOr<GenerationResult> {
+          std::this_thread::sleep_for(std::chrono::milliseconds(100));
+          return Result(100, out);
+        },
+        [&] { return cancelled.load(); });
     Clock::time_point returned = Clock::now();
     canceller.join();
     EXPECT_EQ(records.status().code(), absl::StatusCode::kCancelled);

@@ -1,8 +1,8 @@
 // The process supervisor, with /bin/sh children: output capture, evidence scanning, exit and
 // kill of the whole process group.
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
-#include <netinet/in.h>
 #include <unistd.h>
 
 #include <thread>
@@ -81,8 +81,7 @@ TEST(BackendLines, ReadTheAttentionBackendOnly) {
   EXPECT_EQ(backend("INFO Using FLASH_ATTN MLA prefill backend."), "");
   EXPECT_EQ(backend("INFO Using AttentionBackendEnum.TORCH_SDPA for MMEncoderAttention."), "");
   EXPECT_EQ(backend("INFO Using FlashAttention version 2"), "");
-  EXPECT_EQ(ParseBackendLine("Forcing kv cache block size to 64 for FlashMLA backend.").forced,
-            "");
+  EXPECT_EQ(ParseBackendLine("Forcing kv cache block size to 64 for FlashMLA backend.").forced, "");
   EXPECT_EQ(ParseBackendLine("Gemma 4: Forcing TRITON_ATTN because of head dims").forced,
             "TRITON_ATTN");
 }

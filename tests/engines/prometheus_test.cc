@@ -8,7 +8,8 @@
 namespace ladder::engines {
 namespace {
 
-constexpr char kVllmMetrics[] = R"(# HELP vllm:spec_decode_num_drafts_total Number of spec decoding drafts.
+constexpr char kVllmMetrics[] =
+    R"(# HELP vllm:spec_decode_num_drafts_total Number of spec decoding drafts.
 # TYPE vllm:spec_decode_num_drafts_total counter
 vllm:spec_decode_num_drafts_total{engine="0",model_name="gemma"} 78.0
 vllm:spec_decode_num_drafts_total{engine="1",model_name="gemma"} 2.0
@@ -38,8 +39,8 @@ TEST(Prometheus, ParsesVllmCounters) {
 }
 
 TEST(Prometheus, RejectsMalformedLines) {
-  for (const char* bad : {"name{a=\"b\" 1", "name{a=b} 1", "name", "name notanumber",
-                          "{a=\"b\"} 1", "name 1 2 3"}) {
+  for (const char* bad :
+       {"name{a=\"b\" 1", "name{a=b} 1", "name", "name notanumber", "{a=\"b\"} 1", "name 1 2 3"}) {
     auto r = ParsePrometheusText(std::string("ok 1\n") + bad);
     EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << bad;
     EXPECT_THAT(r.status().message(), ::testing::HasSubstr("line 2")) << bad;

@@ -49,13 +49,14 @@ TEST(VllmRecipe, NewVersionUsesAttentionBackendFlag) {
                                      {"seed", 0},
                                      {"extra_args", "--max-num-seqs 1"}});
   ASSERT_TRUE(r.launch.has_value());
-  EXPECT_THAT(r.launch->argv,
-              ElementsAre("vllm", "serve", "google/gemma-4-31B-it", "--host", "127.0.0.1",
-                          "--port", "8123", "--seed", "0", "--attention-backend", "TRITON_ATTN",
-                          "--speculative-config",
-                          R"({"method":"mtp","model":"google/gemma-4-31B-it-assistant","num_speculative_tokens":1})",
-                          "--tensor-parallel-size", "2", "--max-model-len", "40960",
-                          "--no-enable-prefix-caching", "--max-num-seqs", "1"));
+  EXPECT_THAT(
+      r.launch->argv,
+      ElementsAre(
+          "vllm", "serve", "google/gemma-4-31B-it", "--host", "127.0.0.1", "--port", "8123",
+          "--seed", "0", "--attention-backend", "TRITON_ATTN", "--speculative-config",
+          R"({"method":"mtp","model":"google/gemma-4-31B-it-assistant","num_speculative_tokens":1})",
+          "--tensor-parallel-size", "2", "--max-model-len", "40960", "--no-enable-prefix-caching",
+          "--max-num-seqs", "1"));
   EXPECT_TRUE(r.launch->env.empty());
   EXPECT_THAT(r.launch->env_unset, ElementsAre("VLLM_ATTENTION_BACKEND"));
   EXPECT_EQ(r.endpoints.base_url, "http://127.0.0.1:8123");
@@ -83,7 +84,9 @@ TEST(VllmRecipe, OldVersionUsesEnvironmentVariable) {
 // environment variable there would silently measure vLLM's own default backend.
 TEST(VllmRecipe, FlagFromThirteenOnEvenWhereTheVariableStillWorked) {
   for (const char* version : {"0.13.0", "0.14.1", "0.15.1", "0.16.0"}) {
-    RenderedEngine r = Render("vllm", {{"engine", "vllm"}, {"depth", 1}, {"model", "m"},
+    RenderedEngine r = Render("vllm", {{"engine", "vllm"},
+                                       {"depth", 1},
+                                       {"model", "m"},
                                        {"attention_backend", "TRITON_ATTN"},
                                        {"engine_version", version}});
     EXPECT_THAT(r.launch->argv, ::testing::Contains("--attention-backend")) << version;
@@ -95,21 +98,26 @@ TEST(VllmRecipe, FlagFromThirteenOnEvenWhereTheVariableStillWorked) {
 TEST(VllmRecipe, VersionFromInventoryAndRcSuffix) {
   RecipeContext c = Context();
   c.engine_versions["vllm"] = "0.12.2rc1+cu128";
-  RenderedEngine r = Render("vllm", {{"engine", "vllm"}, {"depth", 1}, {"model", "m"},
-                                     {"attention_backend", "TRITON_ATTN"},
-                                     {"prefix_caching", true}, {"extra_env", {{"HF_HOME", "/h"}}}},
+  RenderedEngine r = Render("vllm",
+                            {{"engine", "vllm"},
+                             {"depth", 1},
+                             {"model", "m"},
+                             {"attention_backend", "TRITON_ATTN"},
+                             {"prefix_caching", true},
+                             {"extra_env", {{"HF_HOME", "/h"}}}},
                             c);
   EXPECT_EQ(r.launch->env, (Env{{"VLLM_ATTENTION_BACKEND", "TRITON_ATTN"}, {"HF_HOME", "/h"}}));
   EXPECT_EQ(r.launch->argv.back(), "--enable-prefix-caching");
   c.engine_versions["vllm"] = "0.13.0";
-  r = Render("vllm", {{"engine", "vllm"}, {"depth", 1}, {"model", "m"},
-                      {"attention_backend", "TRITON_ATTN"}}, c);
+  r = Render(
+      "vllm",
+      {{"engine", "vllm"}, {"depth", 1}, {"model", "m"}, {"attention_backend", "TRITON_ATTN"}}, c);
   EXPECT_TRUE(r.launch->env.empty());
 }
 
 TEST(VllmRecipe, RejectsUnknownAndMistypedParameters) {
-  absl::Status s = RenderError("vllm", {{"engine", "vllm"}, {"depth", 1}, {"model", "m"},
-                                        {"tensor_parallel", 2}});
+  absl::Status s = RenderError(
+      "vllm", {{"engine", "vllm"}, {"depth", 1}, {"model", "m"}, {"tensor_parallel", 2}});
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("unknown parameter 'tensor_parallel'"));
   s = RenderError("vllm", {{"engine", "vllm"}, {"depth", 1}, {"model", "m"}, {"spec_k", "one"}});
@@ -120,8 +128,8 @@ TEST(VllmRecipe, RejectsUnknownAndMistypedParameters) {
   EXPECT_THAT(s.message(), HasSubstr("parameter 'depth': is required"));
   s = RenderError("vllm", {{"engine", "vllm"}, {"depth", 1}, {"model", "m"}, {"spec", "mtp:x"}});
   EXPECT_THAT(s.message(), HasSubstr("K in \"mtp:x\""));
-  s = RenderError("vllm", {{"engine", "vllm"}, {"depth", 1}, {"model", "m"}, {"spec", "off"},
-                           {"spec_k", 1}});
+  s = RenderError(
+      "vllm", {{"engine", "vllm"}, {"depth", 1}, {"model", "m"}, {"spec", "off"}, {"spec_k", 1}});
   EXPECT_THAT(s.message(), HasSubstr("not both"));
 }
 
@@ -137,38 +145,38 @@ TEST(SglangRecipe, RendersEagleSpeculation) {
                                        {"max_model_len", 16384},
                                        {"seed", 7}});
   EXPECT_THAT(r.launch->argv,
-              ElementsAre("python3", "-m", "sglang.launch_server", "--model-path",
-                          "Qwen/Qwen3-8B", "--host", "127.0.0.1", "--port", "8123",
-                          "--random-seed", "7", "--attention-backend", "triton",
-                          "--speculative-algorithm", "EAGLE", "--speculative-draft-model-path",
-                          "draft", "--speculative-num-steps", "3", "--speculative-eagle-topk",
-                          "1", "--speculative-num-draft-tokens", "4", "--tp-size", "2",
-                          "--context-length", "16384", "--disable-radix-cache",
+              ElementsAre("python3", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-8B",
+                          "--host", "127.0.0.1", "--port", "8123", "--random-seed", "7",
+                          "--attention-backend", "triton", "--speculative-algorithm", "EAGLE",
+                          "--speculative-draft-model-path", "draft", "--speculative-num-steps", "3",
+                          "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4",
+                          "--tp-size", "2", "--context-length", "16384", "--disable-radix-cache",
                           "--enable-metrics"));
   EXPECT_FALSE(r.spec_metrics.available());
   EXPECT_EQ(r.spec_gauges.accept_length, "sglang:spec_accept_length");
   EXPECT_EQ(r.spec_gauges.accept_rate, "sglang:spec_accept_rate");
-  EXPECT_THAT(RenderError("sglang", {{"engine", "sglang"}, {"depth", 1}, {"model", "m"},
-                                     {"spec_k", 2}}).message(),
-              HasSubstr("spec_method"));
+  EXPECT_THAT(
+      RenderError("sglang", {{"engine", "sglang"}, {"depth", 1}, {"model", "m"}, {"spec_k", 2}})
+          .message(),
+      HasSubstr("spec_method"));
 }
 
 // SGLang's --speculative-algorithm choices are EAGLE, EAGLE3, NEXTN, STANDALONE, NGRAM: a
 // matrix's mtp / draft map onto them, anything else is refused before a GPU is rented.
 TEST(SglangRecipe, MapsSpeculationMethodsOntoItsAlgorithms) {
   auto algorithm = [](const std::string& spec) {
-    RenderedEngine r = Render("sglang", {{"engine", "sglang"}, {"depth", 1}, {"model", "m"},
-                                         {"spec", spec}, {"spec_model", "d"}});
+    RenderedEngine r = Render(
+        "sglang",
+        {{"engine", "sglang"}, {"depth", 1}, {"model", "m"}, {"spec", spec}, {"spec_model", "d"}});
     auto it = std::find(r.launch->argv.begin(), r.launch->argv.end(), "--speculative-algorithm");
-    return it == r.launch->argv.end() || it + 1 == r.launch->argv.end() ? std::string()
-                                                                          : *(it + 1);
+    return it == r.launch->argv.end() || it + 1 == r.launch->argv.end() ? std::string() : *(it + 1);
   };
   EXPECT_EQ(algorithm("mtp:2"), "NEXTN");
   EXPECT_EQ(algorithm("eagle3:3"), "EAGLE3");
   EXPECT_EQ(algorithm("draft:4"), "STANDALONE");
   EXPECT_EQ(algorithm("NGRAM:4"), "NGRAM");
-  absl::Status s = RenderError("sglang", {{"engine", "sglang"}, {"depth", 1}, {"model", "m"},
-                                          {"spec", "medusa:2"}});
+  absl::Status s = RenderError(
+      "sglang", {{"engine", "sglang"}, {"depth", 1}, {"model", "m"}, {"spec", "medusa:2"}});
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("EAGLE, EAGLE3, NEXTN, STANDALONE or NGRAM"));
 }
@@ -192,12 +200,12 @@ nlohmann::json LlamaDraftCell(const std::string& version) {
 // Before b6327: --flash-attn is a bare flag; drafting is --draft-max / --draft-min.
 TEST(LlamaCppRecipe, BeforeFlashAttnTookAValue) {
   RenderedEngine r = Render("llama.cpp", LlamaDraftCell("b6000"));
-  EXPECT_THAT(r.launch->argv,
-              ElementsAre("llama-server", "--model", "/models/target.gguf", "--host",
-                          "127.0.0.1", "--port", "8123", "--metrics", "--ctx-size", "8192",
-                          "--n-gpu-layers", "99", "--flash-attn", "--model-draft",
-                          "/models/draft.gguf", "--draft-max", "8", "--draft-min", "2",
-                          "--draft-p-min", "0.5", "--gpu-layers-draft", "99"));
+  EXPECT_THAT(
+      r.launch->argv,
+      ElementsAre("llama-server", "--model", "/models/target.gguf", "--host", "127.0.0.1", "--port",
+                  "8123", "--metrics", "--ctx-size", "8192", "--n-gpu-layers", "99", "--flash-attn",
+                  "--model-draft", "/models/draft.gguf", "--draft-max", "8", "--draft-min", "2",
+                  "--draft-p-min", "0.5", "--gpu-layers-draft", "99"));
   nlohmann::json off = LlamaDraftCell("b6000");
   off["flash_attn"] = "off";
   EXPECT_THAT(Render("llama.cpp", off).launch->argv,
@@ -209,23 +217,23 @@ TEST(LlamaCppRecipe, BeforeFlashAttnTookAValue) {
 // b6327 to before b9022: --flash-attn on|off|auto, still --draft-max.
 TEST(LlamaCppRecipe, FlashAttnValueWithTheOldDraftFlags) {
   RenderedEngine r = Render("llama.cpp", LlamaDraftCell("b7100"));
-  EXPECT_THAT(r.launch->argv,
-              ElementsAre("llama-server", "--model", "/models/target.gguf", "--host",
-                          "127.0.0.1", "--port", "8123", "--metrics", "--ctx-size", "8192",
-                          "--n-gpu-layers", "99", "--flash-attn", "on", "--model-draft",
-                          "/models/draft.gguf", "--draft-max", "8", "--draft-min", "2",
-                          "--draft-p-min", "0.5", "--gpu-layers-draft", "99"));
+  EXPECT_THAT(
+      r.launch->argv,
+      ElementsAre("llama-server", "--model", "/models/target.gguf", "--host", "127.0.0.1", "--port",
+                  "8123", "--metrics", "--ctx-size", "8192", "--n-gpu-layers", "99", "--flash-attn",
+                  "on", "--model-draft", "/models/draft.gguf", "--draft-max", "8", "--draft-min",
+                  "2", "--draft-p-min", "0.5", "--gpu-layers-draft", "99"));
 }
 
 // b9022 to before b9180: the --spec-draft-* names (llama.cpp#22397), no --spec-type yet.
 TEST(LlamaCppRecipe, SpecDraftFlagsAfterTheRename) {
   RenderedEngine r = Render("llama.cpp", LlamaDraftCell("b9100"));
   EXPECT_THAT(r.launch->argv,
-              ElementsAre("llama-server", "--model", "/models/target.gguf", "--host",
-                          "127.0.0.1", "--port", "8123", "--metrics", "--ctx-size", "8192",
-                          "--n-gpu-layers", "99", "--flash-attn", "on", "--model-draft",
-                          "/models/draft.gguf", "--spec-draft-n-max", "8", "--spec-draft-n-min",
-                          "2", "--spec-draft-p-min", "0.5", "--spec-draft-ngl", "99"));
+              ElementsAre("llama-server", "--model", "/models/target.gguf", "--host", "127.0.0.1",
+                          "--port", "8123", "--metrics", "--ctx-size", "8192", "--n-gpu-layers",
+                          "99", "--flash-attn", "on", "--model-draft", "/models/draft.gguf",
+                          "--spec-draft-n-max", "8", "--spec-draft-n-min", "2",
+                          "--spec-draft-p-min", "0.5", "--spec-draft-ngl", "99"));
 }
 
 // b9180 on, and an undetected build: drafting must be asked for with --spec-type, or the target
@@ -233,13 +241,13 @@ TEST(LlamaCppRecipe, SpecDraftFlagsAfterTheRename) {
 TEST(LlamaCppRecipe, SpecTypeFromB9180AndForAnUnknownBuild) {
   for (const std::string version : {"b9180", "b11004", ""}) {
     RenderedEngine r = Render("llama.cpp", LlamaDraftCell(version));
-    EXPECT_THAT(r.launch->argv,
-                ElementsAre("llama-server", "--model", "/models/target.gguf", "--host",
-                            "127.0.0.1", "--port", "8123", "--metrics", "--ctx-size", "8192",
-                            "--n-gpu-layers", "99", "--flash-attn", "on", "--spec-type",
-                            "draft-simple", "--model-draft", "/models/draft.gguf",
-                            "--spec-draft-n-max", "8", "--spec-draft-n-min", "2",
-                            "--spec-draft-p-min", "0.5", "--spec-draft-ngl", "99"))
+    EXPECT_THAT(
+        r.launch->argv,
+        ElementsAre("llama-server", "--model", "/models/target.gguf", "--host", "127.0.0.1",
+                    "--port", "8123", "--metrics", "--ctx-size", "8192", "--n-gpu-layers", "99",
+                    "--flash-attn", "on", "--spec-type", "draft-simple", "--model-draft",
+                    "/models/draft.gguf", "--spec-draft-n-max", "8", "--spec-draft-n-min", "2",
+                    "--spec-draft-p-min", "0.5", "--spec-draft-ngl", "99"))
         << version;
   }
   RecipeContext c = Context();
@@ -249,12 +257,15 @@ TEST(LlamaCppRecipe, SpecTypeFromB9180AndForAnUnknownBuild) {
 }
 
 TEST(LlamaCppRecipe, MtpNeedsNoDraftModelButANewBuild) {
-  nlohmann::json cell = {{"engine", "llama.cpp"}, {"depth", 1}, {"model", "/m.gguf"},
-                         {"spec", "mtp:3"}, {"engine_version", "b9769"}};
-  EXPECT_THAT(Render("llama.cpp", cell).launch->argv,
-              ElementsAre("llama-server", "--model", "/m.gguf", "--host", "127.0.0.1", "--port",
-                          "8123", "--metrics", "--spec-type", "draft-mtp", "--spec-draft-n-max",
-                          "3"));
+  nlohmann::json cell = {{"engine", "llama.cpp"},
+                         {"depth", 1},
+                         {"model", "/m.gguf"},
+                         {"spec", "mtp:3"},
+                         {"engine_version", "b9769"}};
+  EXPECT_THAT(
+      Render("llama.cpp", cell).launch->argv,
+      ElementsAre("llama-server", "--model", "/m.gguf", "--host", "127.0.0.1", "--port", "8123",
+                  "--metrics", "--spec-type", "draft-mtp", "--spec-draft-n-max", "3"));
   cell["engine_version"] = "b9100";
   EXPECT_THAT(RenderError("llama.cpp", cell).message(), HasSubstr("needs llama-server b9180"));
   cell["engine_version"] = "latest";
@@ -269,12 +280,16 @@ TEST(LlamaCppRecipe, AcceptanceFromCountersElseTimings) {
   EXPECT_EQ(r.draft_timings, DraftTimings::kLlamaCppTimings);
   EXPECT_EQ(r.endpoints.extra_request_fields,
             nlohmann::json({{"cache_prompt", false}, {"timings_per_token", true}}));
-  EXPECT_THAT(RenderError("llama.cpp", {{"engine", "llama.cpp"}, {"depth", 1}, {"model", "m"},
-                                        {"spec_k", 2}}).message(),
+  EXPECT_THAT(RenderError("llama.cpp",
+                          {{"engine", "llama.cpp"}, {"depth", 1}, {"model", "m"}, {"spec_k", 2}})
+                  .message(),
               HasSubstr("--model-draft"));
-  EXPECT_THAT(RenderError("llama.cpp", {{"engine", "llama.cpp"}, {"depth", 1}, {"model", "m"},
-                                        {"attention_backend", "x"}}).message(),
-              HasSubstr("unknown parameter 'attention_backend'"));
+  EXPECT_THAT(
+      RenderError(
+          "llama.cpp",
+          {{"engine", "llama.cpp"}, {"depth", 1}, {"model", "m"}, {"attention_backend", "x"}})
+          .message(),
+      HasSubstr("unknown parameter 'attention_backend'"));
 }
 
 TEST(ExternalRecipe, HasNothingToStartAndIsNotRestartable) {
@@ -286,8 +301,8 @@ TEST(ExternalRecipe, HasNothingToStartAndIsNotRestartable) {
   EXPECT_FALSE(r.launch.has_value());
   EXPECT_EQ(r.restartability, Restartability::kExternal);
   EXPECT_EQ(r.endpoints.base_url, "http://10.0.0.5:8000");
-  EXPECT_THAT(RenderError("external", {{"engine", "external"}, {"depth", 1},
-                                       {"url", "https://x"}}).message(),
+  EXPECT_THAT(RenderError("external", {{"engine", "external"}, {"depth", 1}, {"url", "https://x"}})
+                  .message(),
               HasSubstr("https is not supported"));
 }
 
@@ -303,27 +318,25 @@ TEST(SyntheticRecipe, RunsTheLadderBinary) {
                                           {"fault_malformed_json", true}});
   EXPECT_THAT(r.launch->argv,
               ElementsAre("/opt/ladder/bin/ladder", "engine", "synthetic", "--preset", "tiny",
-                          "--host", "127.0.0.1", "--port", "8123", "--policy", "legacy",
-                          "--spec-k", "1", "--acceptance", "0.5", "--seed", "3",
-                          "--attention-backend", "TRITON_ATTN", "--malformed"));
+                          "--host", "127.0.0.1", "--port", "8123", "--policy", "legacy", "--spec-k",
+                          "1", "--acceptance", "0.5", "--seed", "3", "--attention-backend",
+                          "TRITON_ATTN", "--malformed"));
   EXPECT_EQ(r.endpoints.model, "tiny");
   EXPECT_EQ(r.spec_k, 1);
-  EXPECT_THAT(RenderError("synthetic", {{"engine", "synthetic"}, {"depth", 1},
-                                        {"policy", "fast"}}).message(),
+  EXPECT_THAT(RenderError("synthetic", {{"engine", "synthetic"}, {"depth", 1}, {"policy", "fast"}})
+                  .message(),
               HasSubstr("expected legacy or spec-aware"));
 }
 
 TEST(SyntheticRecipe, PassesTheModelDevice) {
-  RenderedEngine r = Render("synthetic", {{"engine", "synthetic"},
-                                          {"depth", 1024},
-                                          {"preset", "gemma4-31b"},
-                                          {"device", "cuda"}});
+  RenderedEngine r = Render(
+      "synthetic",
+      {{"engine", "synthetic"}, {"depth", 1024}, {"preset", "gemma4-31b"}, {"device", "cuda"}});
   EXPECT_THAT(r.launch->argv,
-              ElementsAre("/opt/ladder/bin/ladder", "engine", "synthetic", "--preset",
-                          "gemma4-31b", "--host", "127.0.0.1", "--port", "8123", "--device",
-                          "cuda"));
-  EXPECT_THAT(RenderError("synthetic", {{"engine", "synthetic"}, {"depth", 1},
-                                        {"device", "tpu"}}).message(),
+              ElementsAre("/opt/ladder/bin/ladder", "engine", "synthetic", "--preset", "gemma4-31b",
+                          "--host", "127.0.0.1", "--port", "8123", "--device", "cuda"));
+  EXPECT_THAT(RenderError("synthetic", {{"engine", "synthetic"}, {"depth", 1}, {"device", "tpu"}})
+                  .message(),
               HasSubstr("expected cpu, cuda or auto"));
 }
 
@@ -342,12 +355,14 @@ TEST(Versions, CompareNumerically) {
 }
 
 TEST(EngineVersion, ParsesEachEnginesOutput) {
-  EXPECT_EQ(*ParseEngineVersion("vllm", "INFO 12-01 [__init__.py] Automatically detected platform "
-                                        "cuda.\n0.15.1\n"),
+  EXPECT_EQ(*ParseEngineVersion("vllm",
+                                "INFO 12-01 [__init__.py] Automatically detected platform "
+                                "cuda.\n0.15.1\n"),
             "0.15.1");
   EXPECT_EQ(*ParseEngineVersion("sglang", "0.5.4.post1\n"), "0.5.4.post1");
-  EXPECT_EQ(*ParseEngineVersion("llama.cpp", "ggml_cuda_init: found 1 CUDA devices\n"
-                                             "version: 7100 (c49daff5b)\nbuilt with cc\n"),
+  EXPECT_EQ(*ParseEngineVersion("llama.cpp",
+                                "ggml_cuda_init: found 1 CUDA devices\n"
+                                "version: 7100 (c49daff5b)\nbuilt with cc\n"),
             "b7100");
   EXPECT_EQ(*ParseEngineVersion("llama.cpp", "version: 0.1.2-dev (build 10513, commit 2f3923bc8)"),
             "b10513");

@@ -6,9 +6,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "captured_log.h"
 #include "ladder/engines/client.h"
 #include "ladder/engines/synthetic_engine.h"
-#include "captured_log.h"
 
 namespace ladder::engines {
 namespace {
@@ -23,7 +23,8 @@ struct Served {
 // Starts a CUDA engine; an empty Served (and a skip) where there is no GPU.
 Served ServeOnGpu(SyntheticEngineOptions options, CapturedLog& log) {
   options.device = "cuda";
-  auto engine = SyntheticEngine::Start(options, log.Fn(), [](int) { ADD_FAILURE() << "fatal fault"; });
+  auto engine =
+      SyntheticEngine::Start(options, log.Fn(), [](int) { ADD_FAILURE() << "fatal fault"; });
   if (!engine.ok()) {
     EXPECT_EQ(engine.status().code(), absl::StatusCode::kUnavailable) << engine.status();
     return {};

@@ -8,9 +8,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "captured_log.h"
 #include "ladder/engines/client.h"
 #include "ladder/engines/synthetic_engine.h"
-#include "captured_log.h"
 
 namespace ladder::engines {
 namespace {
@@ -251,8 +251,7 @@ TEST(SyntheticEngine, BatchesConcurrentRequestsWithoutChangingTheirTokens) {
       EXPECT_EQ(together[i], alone[i]) << "k=" << k << " request " << i;
     }
     const double steps = MetricValue(*s.client, "ladder:batch_steps_total") - steps_alone;
-    const double sequences =
-        MetricValue(*s.client, "ladder:batch_sequences_total") - steps_alone;
+    const double sequences = MetricValue(*s.client, "ladder:batch_sequences_total") - steps_alone;
     // The same sequence-steps as alone, in fewer steps: more than one sequence per step.
     EXPECT_EQ(sequences, steps_alone) << "k=" << k;
     EXPECT_LT(steps, 0.75 * steps_alone) << "k=" << k;

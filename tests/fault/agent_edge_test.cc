@@ -72,9 +72,9 @@ TEST(AgentEdges, ASessionCannotBeTakenOverAndItsAgentFinishes) {
   ASSERT_EQ(watch.exit_code, 0) << watch.err << victim->Log();
   EXPECT_TRUE(victim->Running()) << victim->Log();
   ExpectExactlyOnce(db, 1, 2);
-  EXPECT_EQ(QueryInt(db, "SELECT COUNT(*) FROM valid_measurements WHERE session_id != '" +
-                             session + "'"),
-            0);
+  EXPECT_EQ(
+      QueryInt(db, "SELECT COUNT(*) FROM valid_measurements WHERE session_id != '" + session + "'"),
+      0);
   victim->Signal(SIGTERM);
   EXPECT_EQ(victim->Wait(std::chrono::seconds(10)), 0) << victim->Log();
 }
@@ -87,11 +87,13 @@ void PlantForeignResults(const std::string& spool_path, int count) {
   ASSERT_EQ(status.exit_code, 2) << status.err;  // no spool yet: said so, nothing created
   auto db = sqlite::Database::Open(spool_path, sqlite::OpenMode::kReadWrite);
   ASSERT_TRUE(db.ok()) << db.status();
-  ASSERT_TRUE((*db)->Exec(R"sql(
+  ASSERT_TRUE((*db)
+                  ->Exec(R"sql(
     CREATE TABLE IF NOT EXISTS results (
       seq INTEGER PRIMARY KEY, uuid TEXT NOT NULL UNIQUE, session_id TEXT NOT NULL,
       attempt_id INTEGER NOT NULL, is_evidence INTEGER NOT NULL, payload BLOB NOT NULL) STRICT;
-  )sql").ok());
+  )sql")
+                  .ok());
   for (int i = 0; i < count; ++i) {
     v1::MeasurementRecord m;
     m.set_uuid("foreign-" + std::to_string(i));
@@ -120,9 +122,9 @@ TEST(AgentEdges, AnotherCoordinatorsResultsInTheSpoolNeverStopTheAgent) {
   const std::string address = "127.0.0.1:" + std::to_string(port);
   WriteFile(dir.File("m.yaml"), kTinyMatrix);
   auto agent = StartAgent(dir, port, "returning");  // spool: returning-spool.db
-  auto submit = RunCommand({LadderBinary(), "submit", dir.File("m.yaml"), "--wait",
-                            "--coordinator", address},
-                           std::chrono::seconds(120));
+  auto submit =
+      RunCommand({LadderBinary(), "submit", dir.File("m.yaml"), "--wait", "--coordinator", address},
+                 std::chrono::seconds(120));
   ASSERT_EQ(submit.exit_code, 0) << submit.err << agent->Log();
   ExpectExactlyOnce(db, 1, 2);
   // The foreign results stay in the spool, said once in the log and by --spool-status.
@@ -153,7 +155,8 @@ TEST(AgentEdges, SigtermEndsAnAgentWhoseCoordinatorIsGoneWithinTenSeconds) {
   const std::string address = "127.0.0.1:" + std::to_string(port);
   WriteFile(dir.File("m.yaml"), kSlowMatrix);
   auto agent = StartAgent(dir, port, "orphan");
-  auto submit = RunCommand({LadderBinary(), "submit", dir.File("m.yaml"), "--coordinator", address});
+  auto submit =
+      RunCommand({LadderBinary(), "submit", dir.File("m.yaml"), "--coordinator", address});
   ASSERT_EQ(submit.exit_code, 0) << submit.err;
   ASSERT_TRUE(WaitFor([&] { return QueryInt(db, "SELECT COUNT(*) FROM measurements") > 0; },
                       std::chrono::seconds(60)))

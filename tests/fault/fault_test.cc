@@ -28,22 +28,24 @@ TEST(Faults, AgentKilledMidUnitIsRequeuedAndFinishedByAnother) {
   TempDir dir;
   const std::string db = dir.File("results.db");
   int port = 0;
-  auto coordinator = StartCoordinator(dir, db, &port,
-                                      {"--lease-ms", "2000", "--heartbeat-ms", "400"});
+  auto coordinator =
+      StartCoordinator(dir, db, &port, {"--lease-ms", "2000", "--heartbeat-ms", "400"});
   ASSERT_GT(port, 0) << coordinator->Log();
   const std::string address = "127.0.0.1:" + std::to_string(port);
   WriteFile(dir.File("m.yaml"), kSlowMatrix);
   auto victim = StartAgent(dir, port, "victim");
   ASSERT_TRUE(WaitFor([&] { return !SessionOf(db, "victim").empty(); }, std::chrono::seconds(30)));
-  auto submit = RunCommand({LadderBinary(), "submit", dir.File("m.yaml"), "--coordinator", address});
+  auto submit =
+      RunCommand({LadderBinary(), "submit", dir.File("m.yaml"), "--coordinator", address});
   ASSERT_EQ(submit.exit_code, 0) << submit.err;
   const std::string victim_session = SessionOf(db, "victim");
   // Wait until the victim holds a lease and has reported part of it, then kill it.
   ASSERT_TRUE(WaitFor(
       [&] {
-        return QueryInt(db, "SELECT COUNT(*) FROM measurements m JOIN attempts a ON a.id = "
-                            "m.attempt_id WHERE a.state = 'leased' AND a.session_id = '" +
-                                victim_session + "'") > 0;
+        return QueryInt(db,
+                        "SELECT COUNT(*) FROM measurements m JOIN attempts a ON a.id = "
+                        "m.attempt_id WHERE a.state = 'leased' AND a.session_id = '" +
+                            victim_session + "'") > 0;
       },
       std::chrono::seconds(60)))
       << victim->Log();
@@ -54,17 +56,20 @@ TEST(Faults, AgentKilledMidUnitIsRequeuedAndFinishedByAnother) {
                           std::chrono::seconds(240));
   ASSERT_EQ(watch.exit_code, 0) << watch.err << coordinator->Log();
   // The killed attempt expired, and its unit was completed by the survivor.
-  EXPECT_GE(QueryInt(db, "SELECT COUNT(*) FROM attempts WHERE state = 'expired' AND session_id = '" +
-                             victim_session + "'"),
-            1);
-  EXPECT_EQ(QueryInt(db, "SELECT COUNT(*) FROM attempts WHERE state = 'done' AND session_id = '" +
-                             victim_session + "'") +
-                QueryInt(db, "SELECT COUNT(*) FROM attempts WHERE state = 'done' AND session_id = '" +
-                                 SessionOf(db, "survivor") + "'"),
-            3);
+  EXPECT_GE(
+      QueryInt(db, "SELECT COUNT(*) FROM attempts WHERE state = 'expired' AND session_id = '" +
+                       victim_session + "'"),
+      1);
+  EXPECT_EQ(
+      QueryInt(db, "SELECT COUNT(*) FROM attempts WHERE state = 'done' AND session_id = '" +
+                       victim_session + "'") +
+          QueryInt(db, "SELECT COUNT(*) FROM attempts WHERE state = 'done' AND session_id = '" +
+                           SessionOf(db, "survivor") + "'"),
+      3);
   // The victim's partial results are kept, but none of them counts.
-  EXPECT_EQ(QueryInt(db, "SELECT COUNT(*) FROM valid_measurements m JOIN attempts a ON a.id = "
-                         "m.attempt_id WHERE a.state != 'done'"),
+  EXPECT_EQ(QueryInt(db,
+                     "SELECT COUNT(*) FROM valid_measurements m JOIN attempts a ON a.id = "
+                     "m.attempt_id WHERE a.state != 'done'"),
             0);
   ExpectExactlyOnce(db, 1, kPerCell);
 }
@@ -73,14 +78,15 @@ TEST(Faults, CoordinatorKilledMidRunRestartsAndTheRunCompletes) {
   TempDir dir;
   const std::string db = dir.File("results.db");
   int port = 0;
-  auto coordinator = StartCoordinator(dir, db, &port,
-                                      {"--lease-ms", "4000", "--heartbeat-ms", "400"});
+  auto coordinator =
+      StartCoordinator(dir, db, &port, {"--lease-ms", "4000", "--heartbeat-ms", "400"});
   ASSERT_GT(port, 0) << coordinator->Log();
   const std::string address = "127.0.0.1:" + std::to_string(port);
   WriteFile(dir.File("m.yaml"), kSlowMatrix);
   auto a = StartAgent(dir, port, "a");
   auto b = StartAgent(dir, port, "b");
-  auto submit = RunCommand({LadderBinary(), "submit", dir.File("m.yaml"), "--coordinator", address});
+  auto submit =
+      RunCommand({LadderBinary(), "submit", dir.File("m.yaml"), "--coordinator", address});
   ASSERT_EQ(submit.exit_code, 0) << submit.err;
   ASSERT_TRUE(WaitFor([&] { return QueryInt(db, "SELECT COUNT(*) FROM measurements") > 10; },
                       std::chrono::seconds(60)));
@@ -89,8 +95,8 @@ TEST(Faults, CoordinatorKilledMidRunRestartsAndTheRunCompletes) {
   // Agents keep measuring into their spools while the coordinator is gone.
   std::this_thread::sleep_for(std::chrono::seconds(2));
   int port2 = 0;
-  auto restarted = StartCoordinator(dir, db, &port2, {"--lease-ms", "4000", "--heartbeat-ms", "400"},
-                                    port, "coordinator2.log");
+  auto restarted = StartCoordinator(
+      dir, db, &port2, {"--lease-ms", "4000", "--heartbeat-ms", "400"}, port, "coordinator2.log");
   ASSERT_EQ(port2, port) << restarted->Log();
   auto watch = RunCommand({LadderBinary(), "watch", "1", "--coordinator", address},
                           std::chrono::seconds(240));
@@ -109,8 +115,8 @@ TEST(Faults, AgentAndCoordinatorKilledTogether) {
   TempDir dir;
   const std::string db = dir.File("results.db");
   int port = 0;
-  auto coordinator = StartCoordinator(dir, db, &port,
-                                      {"--lease-ms", "2000", "--heartbeat-ms", "400"});
+  auto coordinator =
+      StartCoordinator(dir, db, &port, {"--lease-ms", "2000", "--heartbeat-ms", "400"});
   ASSERT_GT(port, 0);
   const std::string address = "127.0.0.1:" + std::to_string(port);
   WriteFile(dir.File("m.yaml"), kSlowMatrix);
@@ -126,8 +132,8 @@ TEST(Faults, AgentAndCoordinatorKilledTogether) {
   a->Wait(std::chrono::seconds(5));
   coordinator->Wait(std::chrono::seconds(5));
   int port2 = 0;
-  auto restarted = StartCoordinator(dir, db, &port2, {"--lease-ms", "2000", "--heartbeat-ms", "400"},
-                                    port, "coordinator2.log");
+  auto restarted = StartCoordinator(
+      dir, db, &port2, {"--lease-ms", "2000", "--heartbeat-ms", "400"}, port, "coordinator2.log");
   ASSERT_EQ(port2, port) << restarted->Log();
   // The killed agent comes back (same disk, new session) and delivers what its spool held.
   auto a2 = StartAgent(dir, port, "a");
@@ -142,7 +148,8 @@ TEST(Faults, PreemptedAgentFinishesItsUnitWithinTheGrace) {
   TempDir dir;
   const std::string db = dir.File("results.db");
   int port = 0;
-  auto coordinator = StartCoordinator(dir, db, &port, {"--lease-ms", "4000", "--heartbeat-ms", "400"});
+  auto coordinator =
+      StartCoordinator(dir, db, &port, {"--lease-ms", "4000", "--heartbeat-ms", "400"});
   ASSERT_GT(port, 0);
   const std::string address = "127.0.0.1:" + std::to_string(port);
   WriteFile(dir.File("m.yaml"), kSlowMatrix);
@@ -159,7 +166,8 @@ TEST(Faults, PreemptedAgentFinishesItsUnitWithinTheGrace) {
   ASSERT_TRUE(code.has_value()) << "the agent overran its grace period";
   EXPECT_EQ(*code, 0) << spot->Log();
   // The unit it held was finished, not abandoned, and nothing else was started.
-  EXPECT_EQ(QueryText(db, "SELECT state FROM attempts WHERE id = " + std::to_string(leased)), "done");
+  EXPECT_EQ(QueryText(db, "SELECT state FROM attempts WHERE id = " + std::to_string(leased)),
+            "done");
   // A replacement VM picks up the rest.
   auto replacement = StartAgent(dir, port, "replacement");
   auto watch = RunCommand({LadderBinary(), "watch", "1", "--coordinator", address},
@@ -172,7 +180,8 @@ TEST(Faults, FrozenAgentsLateResultsAreStaleNotDoubleCounted) {
   TempDir dir;
   const std::string db = dir.File("results.db");
   int port = 0;
-  auto coordinator = StartCoordinator(dir, db, &port, {"--lease-ms", "2000", "--heartbeat-ms", "400"});
+  auto coordinator =
+      StartCoordinator(dir, db, &port, {"--lease-ms", "2000", "--heartbeat-ms", "400"});
   ASSERT_GT(port, 0);
   const std::string address = "127.0.0.1:" + std::to_string(port);
   WriteFile(dir.File("m.yaml"), kSlowMatrix);
@@ -189,8 +198,10 @@ TEST(Faults, FrozenAgentsLateResultsAreStaleNotDoubleCounted) {
   auto other = StartAgent(dir, port, "other");
   ASSERT_TRUE(WaitFor(
       [&] {
-        return QueryInt(db, "SELECT COUNT(*) FROM attempts WHERE state = 'expired' AND "
-                            "session_id = '" + slow_session + "'") > 0;
+        return QueryInt(db,
+                        "SELECT COUNT(*) FROM attempts WHERE state = 'expired' AND "
+                        "session_id = '" +
+                            slow_session + "'") > 0;
       },
       std::chrono::seconds(60)));
   // It wakes up, finishes its measurement, and reports late.
@@ -200,19 +211,20 @@ TEST(Faults, FrozenAgentsLateResultsAreStaleNotDoubleCounted) {
   ASSERT_EQ(watch.exit_code, 0) << watch.err;
   ExpectExactlyOnce(db, 1, kPerCell);
   // Whatever it measured for the expired attempt is kept but never counts.
-  EXPECT_EQ(QueryInt(db, "SELECT COUNT(*) FROM valid_measurements WHERE session_id = '" +
-                             slow_session + "' AND attempt_id IN (SELECT id FROM attempts WHERE "
-                             "state != 'done')"),
-            0);
+  EXPECT_EQ(
+      QueryInt(db, "SELECT COUNT(*) FROM valid_measurements WHERE session_id = '" + slow_session +
+                       "' AND attempt_id IN (SELECT id FROM attempts WHERE "
+                       "state != 'done')"),
+      0);
 }
 
 TEST(Faults, FullDiskFailsLoudlyAndNothingUnstoredIsAcknowledged) {
   TempDir dir;
   const std::string db = dir.File("results.db");
   int port = 0;
-  auto full = StartCoordinator(dir, db, &port,
-                               {"--lease-ms", "3000", "--heartbeat-ms", "400",
-                                "--fault-db-growth-pages", "3"});
+  auto full = StartCoordinator(
+      dir, db, &port,
+      {"--lease-ms", "3000", "--heartbeat-ms", "400", "--fault-db-growth-pages", "3"});
   ASSERT_GT(port, 0) << full->Log();
   const std::string address = "127.0.0.1:" + std::to_string(port);
   WriteFile(dir.File("m.yaml"), kSlowMatrix);
@@ -224,15 +236,15 @@ TEST(Faults, FullDiskFailsLoudlyAndNothingUnstoredIsAcknowledged) {
   ASSERT_TRUE(WaitFor([&] { return full->Log().find("full") != std::string::npos; },
                       std::chrono::seconds(90)))
       << full->Log();
-  ASSERT_TRUE(WaitFor(
-      [&] { return QueryInt(dir.File("a-spool.db"), "SELECT COUNT(*) FROM results") > 0; },
-      std::chrono::seconds(30)));
+  ASSERT_TRUE(
+      WaitFor([&] { return QueryInt(dir.File("a-spool.db"), "SELECT COUNT(*) FROM results") > 0; },
+              std::chrono::seconds(30)));
   full->Signal(SIGKILL);
   full->Wait(std::chrono::seconds(5));
   // Space is freed (a coordinator without the limit): everything arrives, exactly once.
   int port2 = 0;
-  auto restarted = StartCoordinator(dir, db, &port2, {"--lease-ms", "3000", "--heartbeat-ms", "400"},
-                                    port, "coordinator2.log");
+  auto restarted = StartCoordinator(
+      dir, db, &port2, {"--lease-ms", "3000", "--heartbeat-ms", "400"}, port, "coordinator2.log");
   ASSERT_EQ(port2, port) << restarted->Log();
   auto watch = RunCommand({LadderBinary(), "watch", "1", "--coordinator", address},
                           std::chrono::seconds(240));
@@ -247,7 +259,8 @@ TEST(Faults, NetworkCutLongerThanTheLease) {
   TempDir dir;
   const std::string db = dir.File("results.db");
   int port = 0;
-  auto coordinator = StartCoordinator(dir, db, &port, {"--lease-ms", "2000", "--heartbeat-ms", "400"});
+  auto coordinator =
+      StartCoordinator(dir, db, &port, {"--lease-ms", "2000", "--heartbeat-ms", "400"});
   ASSERT_GT(port, 0);
   const std::string address = "127.0.0.1:" + std::to_string(port);
   TcpProxy link(port);
@@ -265,8 +278,10 @@ TEST(Faults, NetworkCutLongerThanTheLease) {
   // Its lease expires on the coordinator's side while it keeps measuring into its spool.
   ASSERT_TRUE(WaitFor(
       [&] {
-        return QueryInt(db, "SELECT COUNT(*) FROM attempts WHERE state = 'expired' AND "
-                            "session_id = '" + remote_session + "'") > 0;
+        return QueryInt(db,
+                        "SELECT COUNT(*) FROM attempts WHERE state = 'expired' AND "
+                        "session_id = '" +
+                            remote_session + "'") > 0;
       },
       std::chrono::seconds(30)));
   auto local = StartAgent(dir, port, "local");

@@ -26,8 +26,8 @@ TEST(Cli, ValidateReportsFileLineAndColumnAndExitsTwo) {
 }
 
 TEST(Cli, ValidateSummarisesAGoodMatrix) {
-  auto result = RunCommand({LadderBinary(), "validate",
-                            std::string(LADDER_EXAMPLES_DIR) + "/demo-cpu.yaml", "--json"});
+  auto result = RunCommand(
+      {LadderBinary(), "validate", std::string(LADDER_EXAMPLES_DIR) + "/demo-cpu.yaml", "--json"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   auto summary = nlohmann::json::parse(result.out);
   EXPECT_EQ(summary["cells"], 12);
@@ -54,8 +54,8 @@ TEST(Cli, MissingFileAndUnreachableCoordinatorAreExplained) {
 // agent side reads its files through the same helper (ladder/proto/tls.h).
 TEST(Cli, AnUnreadableOrEmptyCaFileIsAnError) {
   TempDir dir;
-  auto missing = RunCommand({LadderBinary(), "status", "--coordinator", "127.0.0.1:1",
-                             "--tls-ca", dir.File("absent.pem")});
+  auto missing = RunCommand({LadderBinary(), "status", "--coordinator", "127.0.0.1:1", "--tls-ca",
+                             dir.File("absent.pem")});
   EXPECT_EQ(missing.exit_code, 2) << missing.err;
   EXPECT_NE(missing.err.find("--tls-ca: cannot read " + dir.File("absent.pem")), std::string::npos)
       << missing.err;
@@ -65,8 +65,8 @@ TEST(Cli, AnUnreadableOrEmptyCaFileIsAnError) {
   EXPECT_EQ(empty.exit_code, 2) << empty.err;
   EXPECT_NE(empty.err.find("holds no PEM block"), std::string::npos) << empty.err;
   auto coordinator = RunCommand({LadderBinary(), "coordinator", "--listen", "127.0.0.1:0", "--db",
-                                 dir.File("c.db"), "--tls-cert", dir.File("empty.pem"),
-                                 "--tls-key", dir.File("empty.pem")});
+                                 dir.File("c.db"), "--tls-cert", dir.File("empty.pem"), "--tls-key",
+                                 dir.File("empty.pem")});
   EXPECT_NE(coordinator.exit_code, 0);
   EXPECT_NE(coordinator.err.find("--tls-key: " + dir.File("empty.pem") + " holds no PEM block"),
             std::string::npos)
@@ -86,8 +86,8 @@ TEST(Cli, LocalRunsTheBuiltInDemoEndToEnd) {
   EXPECT_EQ(unknown.exit_code, 1);
   EXPECT_NE(unknown.err.find("run 9 not found"), std::string::npos) << unknown.err;
   // Export writes a complete file or none.
-  auto exported = RunCommand({LadderBinary(), "export", "1", "--db", db, "--csv", "-o",
-                              dir.File("run1.csv")});
+  auto exported =
+      RunCommand({LadderBinary(), "export", "1", "--db", db, "--csv", "-o", dir.File("run1.csv")});
   ASSERT_EQ(exported.exit_code, 0) << exported.err;
   const std::string csv = ReadFile(dir.File("run1.csv"));
   const int64_t rows = std::count(csv.begin(), csv.end(), '\n') - 1;
@@ -129,8 +129,9 @@ TEST(Cli, ValidateAndSubmitRefuseTheSameMatrices) {
     EXPECT_EQ(submitted.exit_code, 2) << bad[i] << submitted.err;
     const std::string message = validated.err.substr(0, validated.err.find('\n'));
     EXPECT_NE(message.find(path + ":"), std::string::npos) << message;
-    EXPECT_NE(submitted.err.find(message), std::string::npos)
-        << "validate said:\n" << validated.err << "submit said:\n" << submitted.err;
+    EXPECT_NE(submitted.err.find(message), std::string::npos) << "validate said:\n"
+                                                              << validated.err << "submit said:\n"
+                                                              << submitted.err;
   }
   EXPECT_EQ(QueryInt(db, "SELECT COUNT(*) FROM runs"), 0);
 }
@@ -145,9 +146,9 @@ TEST(Cli, HelpTeaches) {
 }
 
 TEST(Cli, KernelsBenchPrintsOneLinePerPoint) {
-  auto result = RunCommand({LadderBinary(), "kernels", "bench", "--backend", "cpu", "--depths",
-                            "256", "--rows", "1,2", "--policy", "2d,3d", "--warmup", "1",
-                            "--repeats", "2"});
+  auto result =
+      RunCommand({LadderBinary(), "kernels", "bench", "--backend", "cpu", "--depths", "256",
+                  "--rows", "1,2", "--policy", "2d,3d", "--warmup", "1", "--repeats", "2"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   std::vector<std::string> lines;
   std::istringstream in(result.out);

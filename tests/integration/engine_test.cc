@@ -36,14 +36,16 @@ TEST(Engines, SyntheticLadderRunsThroughCoordinatorAndAgents) {
   ExpectExactlyOnce(db, 1, 4);
   for (const char* metric : {"decode_tok_s", "ttft_ms"}) {
     EXPECT_EQ(QueryInt(db, std::string("SELECT COUNT(DISTINCT cell_id) FROM valid_measurements "
-                                       "WHERE value > 0 AND metric = '") + metric + "'"),
+                                       "WHERE value > 0 AND metric = '") +
+                               metric + "'"),
               8)
         << metric;
   }
   // Acceptance is captured per cell for the speculative arm.
-  EXPECT_EQ(QueryInt(db, "SELECT COUNT(DISTINCT m.cell_id) FROM valid_measurements m JOIN cells c "
-                         "ON c.id = m.cell_id WHERE m.metric = 'mean_acceptance_length' AND "
-                         "json_extract(c.axes, '$.spec') = 'mtp:1'"),
+  EXPECT_EQ(QueryInt(db,
+                     "SELECT COUNT(DISTINCT m.cell_id) FROM valid_measurements m JOIN cells c "
+                     "ON c.id = m.cell_id WHERE m.metric = 'mean_acceptance_length' AND "
+                     "json_extract(c.axes, '$.spec') = 'mtp:1'"),
             4);
   // Evidence: the backend the engine said it used, and the 3D-with-speculation probe, which
   // fires under spec-aware and stays silent under legacy.
@@ -80,20 +82,22 @@ TEST(Engines, LoadMatrixRunsThroughCoordinatorAndAgents) {
   ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
   for (const char* metric : {"load_output_tok_s", "load_ttft_ms_p99", "ttft_ms"}) {
     EXPECT_EQ(QueryInt(db, std::string("SELECT COUNT(DISTINCT cell_id) FROM valid_measurements "
-                                       "WHERE value > 0 AND metric = '") + metric + "'"),
+                                       "WHERE value > 0 AND metric = '") +
+                               metric + "'"),
               4)
         << metric;
   }
-  EXPECT_EQ(QueryInt(db, "SELECT COUNT(*) FROM valid_measurements WHERE metric = 't_long_ms'"),
-            0);
+  EXPECT_EQ(QueryInt(db, "SELECT COUNT(*) FROM valid_measurements WHERE metric = 't_long_ms'"), 0);
   // Warm-up (the concurrency) plus 6 measured requests per cell: 7 + 7 + 10 + 10 rows.
-  EXPECT_EQ(QueryInt(db, "SELECT SUM(json_array_length(value, '$.rows')) FROM evidence "
-                         "WHERE kind = 'load_requests'"),
+  EXPECT_EQ(QueryInt(db,
+                     "SELECT SUM(json_array_length(value, '$.rows')) FROM evidence "
+                     "WHERE kind = 'load_requests'"),
             34);
   // ... and read back one per request from the load_requests view (docs/schema.md).
   EXPECT_EQ(QueryInt(db, "SELECT COUNT(*) FROM load_requests"), 34);
-  EXPECT_EQ(QueryInt(db, "SELECT COUNT(*) FROM load_requests WHERE warmup = 0 AND "
-                         "error IS NULL AND tokens_out = 8"),
+  EXPECT_EQ(QueryInt(db,
+                     "SELECT COUNT(*) FROM load_requests WHERE warmup = 0 AND "
+                     "error IS NULL AND tokens_out = 8"),
             24);
 }
 
@@ -114,8 +118,9 @@ TEST(Examples, EveryExampleCellPassesItsRunnersParameterCheck) {
     EXPECT_EQ(result.exit_code, 0) << example << ": " << result.out << result.err;
   }
   TempDir dir;
-  WriteFile(dir.File("typo.yaml"), "name: t\nrunner: engine\naxes: {depth: [1024]}\n"
-                                   "fixed: {engine: synthetic, polcy: legacy}\n");
+  WriteFile(dir.File("typo.yaml"),
+            "name: t\nrunner: engine\naxes: {depth: [1024]}\n"
+            "fixed: {engine: synthetic, polcy: legacy}\n");
   auto typo = RunCommand({LadderBinary(), "validate", "--runner-check", dir.File("typo.yaml")});
   EXPECT_EQ(typo.exit_code, 2);
   EXPECT_NE(typo.err.find("polcy"), std::string::npos) << typo.err;

@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cstdio>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <random>
@@ -197,8 +197,8 @@ std::vector<Decision> LocateDecisions(const std::string& db_path) {
   while (true) {
     auto row = stmt->Step();
     if (!row.ok() || !*row) break;
-    out.push_back({stmt->Text(0), stmt->Text(1), stmt->Text(2), stmt->Double(3),
-                   stmt->Double(4), stmt->Double(5)});
+    out.push_back({stmt->Text(0), stmt->Text(1), stmt->Text(2), stmt->Double(3), stmt->Double(4),
+                   stmt->Double(5)});
   }
   return out;
 }
@@ -211,8 +211,8 @@ TEST(Locate, FindsAKnownCrossoverThroughACoordinatorRestart) {
   ASSERT_GT(port, 0) << coordinator->Log();
   const std::string address = "127.0.0.1:" + std::to_string(port);
   WriteFile(dir.File("locate.yaml"), kMatrix);
-  auto submit = RunCommand({LadderBinary(), "submit", dir.File("locate.yaml"), "--coordinator",
-                            address});
+  auto submit =
+      RunCommand({LadderBinary(), "submit", dir.File("locate.yaml"), "--coordinator", address});
   ASSERT_EQ(submit.exit_code, 0) << submit.out << submit.err;
 
   std::vector<std::unique_ptr<CurveAgent>> agents;
@@ -234,8 +234,9 @@ TEST(Locate, FindsAKnownCrossoverThroughACoordinatorRestart) {
   coordinator = StartCoordinator(dir, db, &port, {"--lease-ms", "10000"}, port, "coordinator2.log");
   ASSERT_GT(port, 0) << coordinator->Log();
 
-  ASSERT_TRUE(WaitFor([&] { return QueryText(db, "SELECT state FROM runs WHERE id = 1") == "done"; },
-                      std::chrono::seconds(120)))
+  ASSERT_TRUE(
+      WaitFor([&] { return QueryText(db, "SELECT state FROM runs WHERE id = 1") == "done"; },
+              std::chrono::seconds(120)))
       << coordinator->Log();
   agents.clear();
 
@@ -266,32 +267,33 @@ TEST(Locate, FindsAKnownCrossoverThroughACoordinatorRestart) {
   // Every decision is accounted for in the database: probe cells, units, sessions.
   const int64_t probe_cells = 2 * static_cast<int64_t>(probes.size());
   EXPECT_EQ(QueryInt(db, "SELECT COUNT(*) FROM cells WHERE run_id = 1"), 8 + probe_cells);
-  EXPECT_EQ(QueryInt(db, "SELECT COUNT(*) FROM (SELECT key FROM cells GROUP BY key "
-                         "HAVING COUNT(*) > 1)"),
+  EXPECT_EQ(QueryInt(db,
+                     "SELECT COUNT(*) FROM (SELECT key FROM cells GROUP BY key "
+                     "HAVING COUNT(*) > 1)"),
             0);
   EXPECT_EQ(QueryInt(db, "SELECT COUNT(*) FROM units WHERE run_id = 1"),
             2 + 2 * static_cast<int64_t>(probes.size()) + added_sessions);
   EXPECT_EQ(QueryInt(db, "SELECT COUNT(*) FROM units WHERE state != 'done'"), 0);
-  EXPECT_EQ(QueryInt(db, "SELECT COUNT(*) FROM (SELECT cell_id, session_id, round, metric, "
-                         "COUNT(*) AS n FROM valid_measurements "
-                         "GROUP BY cell_id, session_id, round, metric HAVING n > 1)"),
+  EXPECT_EQ(QueryInt(db,
+                     "SELECT COUNT(*) FROM (SELECT cell_id, session_id, round, metric, "
+                     "COUNT(*) AS n FROM valid_measurements "
+                     "GROUP BY cell_id, session_id, round, metric HAVING n > 1)"),
             0)
       << "a measurement counted twice";
 
   // Probe cells are cells like any other: status, query, report.
-  auto status = RunCommand({LadderBinary(), "status", "1", "--coordinator",
-                            "127.0.0.1:" + std::to_string(port)});
+  auto status = RunCommand(
+      {LadderBinary(), "status", "1", "--coordinator", "127.0.0.1:" + std::to_string(port)});
   ASSERT_EQ(status.exit_code, 0) << status.out << status.err;
   const std::string cells_line = std::to_string(8 + probe_cells) + " done, 0 failed, " +
                                  std::to_string(8 + probe_cells) + " total";
   EXPECT_NE(status.out.find(cells_line), std::string::npos) << status.out;
   auto query = RunCommand({LadderBinary(), "query", "1", "--db", db, "--json"});
   ASSERT_EQ(query.exit_code, 0) << query.err;
-  EXPECT_EQ(nlohmann::json::parse(query.out)["rows"].size(),
-            static_cast<size_t>(8 + probe_cells));
+  EXPECT_EQ(nlohmann::json::parse(query.out)["rows"].size(), static_cast<size_t>(8 + probe_cells));
 
-  auto report = RunCommand({LadderBinary(), "report", "1", "--db", db, "--format", "json",
-                            "--draws", "0"});
+  auto report =
+      RunCommand({LadderBinary(), "report", "1", "--db", db, "--format", "json", "--draws", "0"});
   ASSERT_EQ(report.exit_code, 0) << report.err;
   const auto json = nlohmann::json::parse(report.out);
   const auto& line = json["runs"][0]["ladder"][0];
@@ -309,16 +311,16 @@ TEST(Locate, FindsAKnownCrossoverThroughACoordinatorRestart) {
   EXPECT_GT(line["crossover_fit"]["upper"].get<double>(), crossover);
 
   // The figures, for the test log (docs/statistics.md quotes a run of this test).
-  std::printf("locate: %zu probes, %d added sessions, bracket [%g, %g], crossover %.1f [%.1f, "
-              "%.1f] (true %g), %lld probe cells, %lld units in all\n",
-              probes.size(), added_sessions, last.lower, last.upper, crossover,
-              line["crossover_fit"]["lower"].get<double>(),
-              line["crossover_fit"]["upper"].get<double>(), kTrueCrossover,
-              static_cast<long long>(probe_cells),
-              static_cast<long long>(QueryInt(db, "SELECT COUNT(*) FROM units")));
+  std::printf(
+      "locate: %zu probes, %d added sessions, bracket [%g, %g], crossover %.1f [%.1f, "
+      "%.1f] (true %g), %lld probe cells, %lld units in all\n",
+      probes.size(), added_sessions, last.lower, last.upper, crossover,
+      line["crossover_fit"]["lower"].get<double>(), line["crossover_fit"]["upper"].get<double>(),
+      kTrueCrossover, static_cast<long long>(probe_cells),
+      static_cast<long long>(QueryInt(db, "SELECT COUNT(*) FROM units")));
 
-  auto md = RunCommand({LadderBinary(), "report", "1", "--db", db, "--format", "md",
-                        "--draws", "0"});
+  auto md =
+      RunCommand({LadderBinary(), "report", "1", "--db", db, "--format", "md", "--draws", "0"});
   ASSERT_EQ(md.exit_code, 0) << md.err;
   EXPECT_NE(md.out.find("Located crossover"), std::string::npos) << md.out;
   EXPECT_NE(md.out.find("resolved"), std::string::npos) << md.out;
@@ -329,8 +331,10 @@ TEST(Locate, FindsAKnownCrossoverThroughACoordinatorRestart) {
   WriteFile(dir.File("ok.md"),
             std::string("Speculation stops paying at <!-- ladder: run=1 stat=crossover tol=1 -->") +
                 figure + " tokens, bracketed from <!-- ladder: run=1 stat=bracket_lower -->" +
-                std::to_string(static_cast<int64_t>(last.lower)) + " in <!-- ladder: run=1 "
-                "stat=probes -->" + std::to_string(probes.size()) + " probes.\n");
+                std::to_string(static_cast<int64_t>(last.lower)) +
+                " in <!-- ladder: run=1 "
+                "stat=probes -->" +
+                std::to_string(probes.size()) + " probes.\n");
   auto verify = RunCommand({LadderBinary(), "verify", dir.File("ok.md"), "--db", db});
   EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
   WriteFile(dir.File("drift.md"),

@@ -21,7 +21,8 @@ TEST(Spine, CoordinatorAndThreeAgentsRunTheDemoMatrix) {
   TempDir dir;
   const std::string db = dir.File("results.db");
   int port = 0;
-  auto coordinator = StartCoordinator(dir, db, &port, {"--heartbeat-ms", "500", "--lease-ms", "5000"});
+  auto coordinator =
+      StartCoordinator(dir, db, &port, {"--heartbeat-ms", "500", "--lease-ms", "5000"});
   ASSERT_GT(port, 0) << coordinator->Log();
   const std::string address = "127.0.0.1:" + std::to_string(port);
   auto a = StartAgent(dir, port, "a");
@@ -53,8 +54,8 @@ TEST(Spine, CoordinatorAndThreeAgentsRunTheDemoMatrix) {
   EXPECT_EQ(result["rows"][0]["group"]["path"], "2d");
 
   // The table groups by the axes asked for.
-  auto table = RunCommand({LadderBinary(), "query", run, "--coordinator", address, "--by",
-                           "depth,path"});
+  auto table =
+      RunCommand({LadderBinary(), "query", run, "--coordinator", address, "--by", "depth,path"});
   ASSERT_EQ(table.exit_code, 0) << table.err;
   EXPECT_NE(table.out.find("depth  path"), std::string::npos) << table.out;
   EXPECT_NE(table.out.find(" 4096  3d"), std::string::npos) << table.out;
@@ -89,7 +90,8 @@ TEST(Spine, CancelStopsARunAndAgentsMoveOn) {
   TempDir dir;
   const std::string db = dir.File("results.db");
   int port = 0;
-  auto coordinator = StartCoordinator(dir, db, &port, {"--heartbeat-ms", "300", "--lease-ms", "5000"});
+  auto coordinator =
+      StartCoordinator(dir, db, &port, {"--heartbeat-ms", "300", "--lease-ms", "5000"});
   ASSERT_GT(port, 0);
   const std::string address = "127.0.0.1:" + std::to_string(port);
   WriteFile(dir.File("slow.yaml"), R"(
@@ -102,7 +104,8 @@ fixed: {backend: cpu, preset: tiny, dtype: f32, repeats: 50, warmup: 1}
 pair: [path]
 replicates: {sessions: 1, processes: 1, rounds: 20}
 )");
-  auto submit = RunCommand({LadderBinary(), "submit", dir.File("slow.yaml"), "--coordinator", address});
+  auto submit =
+      RunCommand({LadderBinary(), "submit", dir.File("slow.yaml"), "--coordinator", address});
   ASSERT_EQ(submit.exit_code, 0) << submit.err;
   auto a = StartAgent(dir, port, "a");
   ASSERT_TRUE(WaitFor([&] { return QueryInt(db, "SELECT COUNT(*) FROM attempts") > 0; },
@@ -111,16 +114,18 @@ replicates: {sessions: 1, processes: 1, rounds: 20}
   ASSERT_EQ(cancel.exit_code, 0) << cancel.err;
   EXPECT_NE(cancel.out.find("CANCELLED"), std::string::npos);
   // The agent learns it at its next heartbeat and stops the unit.
-  EXPECT_TRUE(WaitFor([&] { return a->Log().find("cancelled by the coordinator") != std::string::npos; },
-                      std::chrono::seconds(30)))
+  EXPECT_TRUE(
+      WaitFor([&] { return a->Log().find("cancelled by the coordinator") != std::string::npos; },
+              std::chrono::seconds(30)))
       << a->Log();
   EXPECT_EQ(QueryText(db, "SELECT state FROM runs WHERE id = 1"), "cancelled");
   EXPECT_EQ(QueryInt(db, "SELECT COUNT(*) FROM attempts WHERE state = 'leased'"), 0);
   // A new run is served by the same agent.
-  WriteFile(dir.File("quick.yaml"), "name: quick\nrunner: kernel\naxes: {depth: [64]}\n"
-                                    "fixed: {backend: cpu, preset: tiny, dtype: f32}\n");
-  auto quick = RunCommand({LadderBinary(), "submit", dir.File("quick.yaml"), "--wait",
-                           "--coordinator", address});
+  WriteFile(dir.File("quick.yaml"),
+            "name: quick\nrunner: kernel\naxes: {depth: [64]}\n"
+            "fixed: {backend: cpu, preset: tiny, dtype: f32}\n");
+  auto quick = RunCommand(
+      {LadderBinary(), "submit", dir.File("quick.yaml"), "--wait", "--coordinator", address});
   EXPECT_EQ(quick.exit_code, 0) << quick.err << a->Log();
 }
 

@@ -71,7 +71,8 @@ TEST(KernelBench, SweepCrossProductAndLegacyCollapse) {
   EXPECT_EQ(res->size(), 8u);
   EXPECT_EQ(calls, 8);
   for (const auto& r : *res) {
-    if (r.point.policy == lk::Policy::kLegacy && r.point.query_rows == 2) EXPECT_EQ(r.path, lk::Path::k2D);
+    if (r.point.policy == lk::Policy::kLegacy && r.point.query_rows == 2)
+      EXPECT_EQ(r.path, lk::Path::k2D);
     if (r.point.policy == lk::Policy::kSpecAware) EXPECT_EQ(r.path, lk::Path::k3D);
   }
 }
@@ -99,7 +100,8 @@ TEST(KernelBench, TimingMethodIsStated) {
             std::string::npos)
       << json;
   const std::vector<lk::BenchResult> one = {*r};
-  EXPECT_EQ(lk::FormatTableFooter(one).rfind("timing: steady clock", 0), 0u) << lk::FormatTableFooter(one);
+  EXPECT_EQ(lk::FormatTableFooter(one).rfind("timing: steady clock", 0), 0u)
+      << lk::FormatTableFooter(one);
 }
 
 TEST(KernelBench, GraphTimingNeedsAGpuAndNoFlush) {

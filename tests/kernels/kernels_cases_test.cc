@@ -25,16 +25,22 @@ TEST_P(CpuCaseTable, MatchesReferenceAndPathsAgree) {
   EXPECT_TRUE(r->passed) << r->Line();
 }
 
-INSTANTIATE_TEST_SUITE_P(Kernels, CpuCaseTable, ::testing::ValuesIn(lk::Cases().begin(), lk::Cases().end()),
-                         [](const ::testing::TestParamInfo<lk::CaseSpec>& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(Kernels, CpuCaseTable,
+                         ::testing::ValuesIn(lk::Cases().begin(), lk::Cases().end()),
+                         [](const ::testing::TestParamInfo<lk::CaseSpec>& info) {
+                           return info.param.name;
+                         });
 
 TEST(KernelCases, TableHasAtLeastEighteenNamedCasesCoveringTheAxes) {
   const auto cases = lk::Cases();
   EXPECT_GE(cases.size(), 18u);
-  bool dims[4] = {}, rows1 = false, rows2 = false, rows4 = false, rows5 = false, window = false, softcap = false,
-       bs32 = false, multi = false, deep = false, partial = false;
+  bool dims[4] = {}, rows1 = false, rows2 = false, rows4 = false, rows5 = false, window = false,
+       softcap = false, bs32 = false, multi = false, deep = false, partial = false;
   for (const auto& c : cases) {
-    dims[c.shape.head_dim == 64 ? 0 : c.shape.head_dim == 128 ? 1 : c.shape.head_dim == 256 ? 2 : 3] = true;
+    dims[c.shape.head_dim == 64    ? 0
+         : c.shape.head_dim == 128 ? 1
+         : c.shape.head_dim == 256 ? 2
+                                   : 3] = true;
     for (const auto& s : c.seqs) {
       rows1 |= s.q_len == 1;
       rows2 |= s.q_len == 2;

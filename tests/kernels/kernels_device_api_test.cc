@@ -27,8 +27,8 @@ TEST(DeviceAttention, RefusesTheCpuBackend) {
   ASSERT_FALSE(plan.ok());
   EXPECT_EQ(plan.error().code, lk::ErrorCode::kUnavailable);
   const int ws = 0;
-  auto launched = lk::LaunchDeviceAttention(lk::Backend::kCpu, SomeArgs(), lk::DeviceAttentionPlan{}, nullptr,
-                                            nullptr, ws);
+  auto launched = lk::LaunchDeviceAttention(lk::Backend::kCpu, SomeArgs(),
+                                            lk::DeviceAttentionPlan{}, nullptr, nullptr, ws);
   EXPECT_EQ(launched.error().code, lk::ErrorCode::kUnavailable);
 }
 
@@ -56,7 +56,8 @@ TEST(DeviceAttention, WorkspaceBoundGrowsWithRowsHeadsAndSegments) {
   EXPECT_EQ(lk::MaxDeviceWorkspaceBytes(shape, 2, config),
             size_t{2} * 32 * 128 * (512 * 4 + 8) + size_t{8} * 2 * 4 * 128);
   config.force_segments = 3;
-  EXPECT_EQ(lk::MaxDeviceWorkspaceBytes(shape, 2, config), size_t{2} * 32 * 3 * (512 * 4 + 8) + size_t{8} * 2 * 4 * 3);
+  EXPECT_EQ(lk::MaxDeviceWorkspaceBytes(shape, 2, config),
+            size_t{2} * 32 * 3 * (512 * 4 + 8) + size_t{8} * 2 * 4 * 3);
   EXPECT_EQ(lk::MaxDeviceWorkspaceBytes(shape, 0, config), 0u);
 }
 

@@ -22,7 +22,8 @@ struct DeviceCopy {
   size_t n = 0;
   DeviceCopy(const void* src, size_t bytes) : n(bytes) {
     EXPECT_EQ(cudaMalloc(&p, std::max<size_t>(bytes, 16)), cudaSuccess);
-    if (src != nullptr && bytes > 0) EXPECT_EQ(cudaMemcpy(p, src, bytes, cudaMemcpyHostToDevice), cudaSuccess);
+    if (src != nullptr && bytes > 0)
+      EXPECT_EQ(cudaMemcpy(p, src, bytes, cudaMemcpyHostToDevice), cudaSuccess);
   }
   DeviceCopy(const DeviceCopy&) = delete;
   DeviceCopy& operator=(const DeviceCopy&) = delete;
@@ -122,13 +123,14 @@ TEST_P(DeviceEntry, MatchesRunAttentionBitForBitOnAStream) {
   cudaStreamDestroy(stream);
   std::vector<unsigned char> got(expected.bytes());
   ASSERT_EQ(cudaMemcpy(got.data(), d.out.p, got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
-  EXPECT_EQ(std::memcmp(got.data(), expected.data(), got.size()), 0) << "device entry differs from RunAttention";
+  EXPECT_EQ(std::memcmp(got.data(), expected.data(), got.size()), 0)
+      << "device entry differs from RunAttention";
 }
 
 // Head 512 at 16K, 1, 2 and 4 query rows: on a plain stream the team kernel's work groups
 // merge their partials themselves at 1 and 2 rows (a cooperative launch, up to two units
-// each); inside a captured graph the merge kernel does it. Both must give the same bits, every time and every
-// replay.
+// each); inside a captured graph the merge kernel does it. Both must give the same bits, every time
+// and every replay.
 TEST(DeviceEntryMerge, InKernelMergeAndGraphReplaysAgreeBitForBit) {
   if (!lk::BackendAvailable(lk::Backend::kCuda)) GTEST_SKIP() << "no CUDA device";
   for (int rows : {1, 2, 4}) {
@@ -150,7 +152,8 @@ TEST(DeviceEntryMerge, InKernelMergeAndGraphReplaysAgreeBitForBit) {
     ASSERT_TRUE(plan.ok()) << plan.error().ToString();
     ASSERT_EQ(plan->info.path, lk::Path::k3D);
     // (The 32-column kernel of 4 rows keeps the merge kernel: one unit per work group.)
-    if (rows <= 2) EXPECT_NE(plan->info.grid.find("merge in kernel"), std::string::npos) << plan->info.grid;
+    if (rows <= 2)
+      EXPECT_NE(plan->info.grid.find("merge in kernel"), std::string::npos) << plan->info.grid;
     DeviceCopy ws(nullptr, plan->workspace_bytes);
     cudaStream_t stream = nullptr;
     ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
@@ -161,7 +164,8 @@ TEST(DeviceEntryMerge, InKernelMergeAndGraphReplaysAgreeBitForBit) {
       EXPECT_EQ(cudaMemset(d.out.p, 0xff, out_bytes), cudaSuccess);  // NaNs: a skipped write shows
       return got;
     };
-    ASSERT_TRUE(lk::LaunchDeviceAttention(lk::Backend::kCuda, args, *plan, stream, ws.p, ws.n).ok());
+    ASSERT_TRUE(
+        lk::LaunchDeviceAttention(lk::Backend::kCuda, args, *plan, stream, ws.p, ws.n).ok());
     const std::vector<unsigned char> first = fetch();
     auto differing_bytes = [&](const std::vector<unsigned char>& got) {
       size_t n = 0;
@@ -169,13 +173,15 @@ TEST(DeviceEntryMerge, InKernelMergeAndGraphReplaysAgreeBitForBit) {
       return n;
     };
     for (int i = 0; i < 5; ++i) {
-      ASSERT_TRUE(lk::LaunchDeviceAttention(lk::Backend::kCuda, args, *plan, stream, ws.p, ws.n).ok());
+      ASSERT_TRUE(
+          lk::LaunchDeviceAttention(lk::Backend::kCuda, args, *plan, stream, ws.p, ws.n).ok());
       EXPECT_EQ(differing_bytes(fetch()), 0u) << "direct launch " << i;
     }
     cudaGraph_t graph = nullptr;
     cudaGraphExec_t exec = nullptr;
     ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
-    const auto captured = lk::LaunchDeviceAttention(lk::Backend::kCuda, args, *plan, stream, ws.p, ws.n);
+    const auto captured =
+        lk::LaunchDeviceAttention(lk::Backend::kCuda, args, *plan, stream, ws.p, ws.n);
     ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
     ASSERT_TRUE(captured.ok()) << captured.error().ToString();
     ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
@@ -184,7 +190,8 @@ TEST(DeviceEntryMerge, InKernelMergeAndGraphReplaysAgreeBitForBit) {
       EXPECT_EQ(differing_bytes(fetch()), 0u) << "graph replay " << i;
     }
     // Direct launches after the replays: their merge flags are not confused by the replays'.
-    ASSERT_TRUE(lk::LaunchDeviceAttention(lk::Backend::kCuda, args, *plan, stream, ws.p, ws.n).ok());
+    ASSERT_TRUE(
+        lk::LaunchDeviceAttention(lk::Backend::kCuda, args, *plan, stream, ws.p, ws.n).ok());
     EXPECT_EQ(differing_bytes(fetch()), 0u) << "direct launch after the replays";
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
@@ -192,16 +199,49 @@ TEST(DeviceEntryMerge, InKernelMergeAndGraphReplaysAgreeBitForBit) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Kernels, DeviceEntry,
-    ::testing::Values(
-        Case{"global_d512_decode_legacy", 32, 4, 512, 0, {{1, 5000}}, lk::Policy::kLegacy, lk::Path::k3D},
-        Case{"global_d512_verify2_legacy", 32, 4, 512, 0, {{2, 5000}}, lk::Policy::kLegacy, lk::Path::k2D},
-        Case{"global_d512_verify2_specaware", 32, 4, 512, 0, {{2, 5000}}, lk::Policy::kSpecAware, lk::Path::k3D},
-        Case{"sliding_d256_verify2_specaware", 32, 16, 256, 1024, {{2, 3000}}, lk::Policy::kSpecAware,
-             lk::Path::k3D},
-        Case{"mixed_d128_prefill_specaware", 8, 2, 128, 0, {{1, 300}, {5, 900}}, lk::Policy::kSpecAware,
-             lk::Path::k2D}),
-    [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(Kernels, DeviceEntry,
+                         ::testing::Values(Case{"global_d512_decode_legacy",
+                                                32,
+                                                4,
+                                                512,
+                                                0,
+                                                {{1, 5000}},
+                                                lk::Policy::kLegacy,
+                                                lk::Path::k3D},
+                                           Case{"global_d512_verify2_legacy",
+                                                32,
+                                                4,
+                                                512,
+                                                0,
+                                                {{2, 5000}},
+                                                lk::Policy::kLegacy,
+                                                lk::Path::k2D},
+                                           Case{"global_d512_verify2_specaware",
+                                                32,
+                                                4,
+                                                512,
+                                                0,
+                                                {{2, 5000}},
+                                                lk::Policy::kSpecAware,
+                                                lk::Path::k3D},
+                                           Case{"sliding_d256_verify2_specaware",
+                                                32,
+                                                16,
+                                                256,
+                                                1024,
+                                                {{2, 3000}},
+                                                lk::Policy::kSpecAware,
+                                                lk::Path::k3D},
+                                           Case{"mixed_d128_prefill_specaware",
+                                                8,
+                                                2,
+                                                128,
+                                                0,
+                                                {{1, 300}, {5, 900}},
+                                                lk::Policy::kSpecAware,
+                                                lk::Path::k2D}),
+                         [](const ::testing::TestParamInfo<Case>& info) {
+                           return std::string(info.param.name);
+                         });
 
 }  // namespace

@@ -61,7 +61,8 @@ TEST(GpuBench, GraphReplaysAreTimedPerCall) {
     ASSERT_TRUE(r.ok()) << preset << ": " << r.error().ToString();
     EXPECT_EQ(r->times_us.size(), 4u);
     EXPECT_GT(r->time_us_median, 0);
-    EXPECT_NE(r->timing_method.find("graph replay: 5 calls"), std::string::npos) << r->timing_method;
+    EXPECT_NE(r->timing_method.find("graph replay: 5 calls"), std::string::npos)
+        << r->timing_method;
     EXPECT_NE(lk::FormatJson(*r).find("\"timing\":\"graph\",\"graph_calls\":5"), std::string::npos);
   }
 }
@@ -103,7 +104,8 @@ lk::TuningConfig Tuned(lk::Head512Kernel kernel, lk::Switch bulk = lk::Switch::k
 INSTANTIATE_TEST_SUITE_P(
     Kernels, GpuHead512Table,
     ::testing::Values(lk::TuningConfig{}, Tuned(lk::Head512Kernel::kGeneric),
-                      Tuned(lk::Head512Kernel::kTeamByDims), Tuned(lk::Head512Kernel::kTeamByDims, lk::Switch::kOn),
+                      Tuned(lk::Head512Kernel::kTeamByDims),
+                      Tuned(lk::Head512Kernel::kTeamByDims, lk::Switch::kOn),
                       Tuned(lk::Head512Kernel::kTeamByColumn), Tuned(lk::Head512Kernel::kTeamSplit),
                       Tuned(lk::Head512Kernel::kTeamSplitWgmma),
                       Tuned(lk::Head512Kernel::kAuto, lk::Switch::kAuto, lk::Switch::kOff)),
@@ -134,7 +136,10 @@ TEST(GpuDispatch, AnUnsupportedCombinationIsRefusedByName) {
   EXPECT_NE(r.error().message.find("team-by-dims"), std::string::npos) << r.error().message;
 }
 
-INSTANTIATE_TEST_SUITE_P(Kernels, GpuCaseTable, ::testing::ValuesIn(lk::Cases().begin(), lk::Cases().end()),
-                         [](const ::testing::TestParamInfo<lk::CaseSpec>& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(Kernels, GpuCaseTable,
+                         ::testing::ValuesIn(lk::Cases().begin(), lk::Cases().end()),
+                         [](const ::testing::TestParamInfo<lk::CaseSpec>& info) {
+                           return info.param.name;
+                         });
 
 }  // namespace

@@ -10,7 +10,8 @@ namespace {
 constexpr int kH200Sms = 132;
 
 lk::PathDecision Decide(lk::Policy p, int rows, int seqs = 1, int depth = 32768, int kv_heads = 4) {
-  return lk::ChoosePath(p, lk::PolicyConfig{}, seqs, rows, depth, kv_heads, seqs * kv_heads, kH200Sms);
+  return lk::ChoosePath(p, lk::PolicyConfig{}, seqs, rows, depth, kv_heads, seqs * kv_heads,
+                        kH200Sms);
 }
 
 TEST(KernelPolicy, LegacyPicks3DOnlyAtOneRow) {

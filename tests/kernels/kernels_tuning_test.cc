@@ -16,9 +16,9 @@ TEST(Tuning, DefaultsAreValidAndSayDefaults) {
 }
 
 TEST(Tuning, EveryKernelNameParsesBackToItself) {
-  for (lk::Head512Kernel k : {lk::Head512Kernel::kAuto, lk::Head512Kernel::kGeneric, lk::Head512Kernel::kTeamByDims,
-                              lk::Head512Kernel::kTeamByColumn, lk::Head512Kernel::kTeamSplit,
-                              lk::Head512Kernel::kTeamSplitWgmma}) {
+  for (lk::Head512Kernel k : {lk::Head512Kernel::kAuto, lk::Head512Kernel::kGeneric,
+                              lk::Head512Kernel::kTeamByDims, lk::Head512Kernel::kTeamByColumn,
+                              lk::Head512Kernel::kTeamSplit, lk::Head512Kernel::kTeamSplitWgmma}) {
     auto parsed = lk::ParseHead512Kernel(lk::ToString(k));
     ASSERT_TRUE(parsed.ok()) << lk::ToString(k);
     EXPECT_EQ(*parsed, k);
@@ -72,7 +72,8 @@ TEST(Tuning, ValidCombinationsPassAndAreDescribed) {
   t.merge_in_kernel = lk::Switch::kOff;
   t.evict_first = lk::Switch::kOff;
   EXPECT_TRUE(t.Validate().ok());
-  EXPECT_EQ(t.ToString(), "head512=team-by-dims bulk_copies=on merge_in_kernel=off evict_first=off");
+  EXPECT_EQ(t.ToString(),
+            "head512=team-by-dims bulk_copies=on merge_in_kernel=off evict_first=off");
 }
 
 // The CPU backend ignores tunings, but an invalid one is still refused: a matrix that runs on the

@@ -23,9 +23,9 @@ std::vector<std::string> Keys(const Expansion& e) {
 }
 
 TEST(MatrixExpand, CrossProductFirstAxisSlowest) {
-  const Expansion e = MustExpand(MustParse(
-      "name: m\nrunner: kernel\naxes:\n  backend: [cpu]\n  depth: [1024, 4096]\n"
-      "  query_rows: [1, 2]\n"));
+  const Expansion e = MustExpand(
+      MustParse("name: m\nrunner: kernel\naxes:\n  backend: [cpu]\n  depth: [1024, 4096]\n"
+                "  query_rows: [1, 2]\n"));
   EXPECT_EQ(Keys(e), (std::vector<std::string>{
                          "backend=cpu,depth=1024,query_rows=1",
                          "backend=cpu,depth=1024,query_rows=2",
@@ -68,9 +68,9 @@ exclude:
 }
 
 TEST(MatrixExpand, NoGroupingAxesMakesOneUnitPerReplicate) {
-  const Expansion e = MustExpand(MustParse(
-      "name: m\nrunner: kernel\naxes: {spec: [off, k1], depth: [1, 2]}\npair: [spec]\n"
-      "together: [depth]\n"));
+  const Expansion e = MustExpand(
+      MustParse("name: m\nrunner: kernel\naxes: {spec: [off, k1], depth: [1, 2]}\npair: [spec]\n"
+                "together: [depth]\n"));
   ASSERT_EQ(e.units.size(), 1u);
   EXPECT_EQ(e.units[0].group_key, "");
   EXPECT_EQ(e.units[0].cell_indices, (std::vector<int>{0, 1, 2, 3}));
@@ -96,9 +96,9 @@ together: [depth]
 
 TEST(MatrixExpand, GroupsFollowFirstAppearanceWhenGroupingAxisIsInner) {
   // The paired axis is the slowest one, so a group's cells are not contiguous.
-  const Expansion e = MustExpand(MustParse(
-      "name: m\nrunner: kernel\naxes: {policy: [legacy, spec-aware], depth: [1, 2, 3]}\n"
-      "pair: [policy]\n"));
+  const Expansion e = MustExpand(
+      MustParse("name: m\nrunner: kernel\naxes: {policy: [legacy, spec-aware], depth: [1, 2, 3]}\n"
+                "pair: [policy]\n"));
   ASSERT_EQ(e.units.size(), 3u);
   EXPECT_EQ(e.units[0].group_key, "depth=1");
   EXPECT_EQ(e.units[0].cell_indices, (std::vector<int>{0, 3}));
@@ -107,9 +107,9 @@ TEST(MatrixExpand, GroupsFollowFirstAppearanceWhenGroupingAxisIsInner) {
 }
 
 TEST(MatrixExpand, ReplicatesMakeOneUnitPerSession) {
-  const Expansion e = MustExpand(MustParse(
-      "name: m\nrunner: kernel\naxes: {depth: [1, 2], path: [2d, 3d]}\npair: [path]\n"
-      "replicates: {sessions: 3, processes: 2, rounds: 4}\n"));
+  const Expansion e = MustExpand(
+      MustParse("name: m\nrunner: kernel\naxes: {depth: [1, 2], path: [2d, 3d]}\npair: [path]\n"
+                "replicates: {sessions: 3, processes: 2, rounds: 4}\n"));
   ASSERT_EQ(e.units.size(), 6u);
   for (size_t i = 0; i < e.units.size(); ++i) {
     EXPECT_EQ(e.units[i].index, static_cast<int>(i));
@@ -142,9 +142,9 @@ exclude:
   - {depth: 8192, spec: "off"}
 )"));
   // The exclusion naming `off` drops its copy too.
-  EXPECT_EQ(Keys(e), (std::vector<std::string>{"depth=1024,spec=off", "depth=1024,spec=off-copy",
-                                               "depth=1024,spec=mtp-k1",
-                                               "depth=8192,spec=mtp-k1"}));
+  EXPECT_EQ(Keys(e),
+            (std::vector<std::string>{"depth=1024,spec=off", "depth=1024,spec=off-copy",
+                                      "depth=1024,spec=mtp-k1", "depth=8192,spec=mtp-k1"}));
   // The copy runs exactly the configuration of `off`; only its key and axes differ.
   EXPECT_EQ(e.cells[1].axes["spec"], "off-copy");
   EXPECT_EQ(e.cells[1].params, e.cells[0].params);

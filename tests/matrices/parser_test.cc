@@ -125,12 +125,14 @@ TEST(MatrixParser, NullOptionalKeysAreAbsent) {
 }
 
 TEST(MatrixParser, AcceptsLargeSeed) {
-  const Matrix m = MustParse("name: m\nrunner: kernel\naxes: {depth: [1]}\nseed: 18446744073709551615\n");
+  const Matrix m =
+      MustParse("name: m\nrunner: kernel\naxes: {depth: [1]}\nseed: 18446744073709551615\n");
   EXPECT_EQ(m.seed, 18446744073709551615ULL);
 }
 
 TEST(MatrixParser, GpuVendorAnyMeansEmpty) {
-  const Matrix m = MustParse("name: m\nrunner: kernel\naxes: {depth: [1]}\nrequires: {gpu_vendor: any}\n");
+  const Matrix m =
+      MustParse("name: m\nrunner: kernel\naxes: {depth: [1]}\nrequires: {gpu_vendor: any}\n");
   EXPECT_EQ(m.requirements.gpu_vendor, "");
 }
 
@@ -196,11 +198,22 @@ TEST(MatrixParser, FileErrorsNameTheFile) {
 }
 
 TEST(MatrixParser, NeverThrowsOnOddInput) {
-  const char* inputs[] = {"", "---", "~", "[", "{", "a: [", "\t", "\"", ": :", "? a\n? a\n",
+  const char* inputs[] = {"",
+                          "---",
+                          "~",
+                          "[",
+                          "{",
+                          "a: [",
+                          "\t",
+                          "\"",
+                          ": :",
+                          "? a\n? a\n",
                           "name: m\nrunner: kernel\naxes: {x: [[1]]}\n",
                           "name: m\nrunner: kernel\naxes: {x: [{a: 1}]}\n",
                           "name: m\nrunner: kernel\naxes: {[a]: [1]}\n",
-                          "&a [*a]", "!!binary aGVsbG8=", "name: !foo m\n"};
+                          "&a [*a]",
+                          "!!binary aGVsbG8=",
+                          "name: !foo m\n"};
   for (const char* input : inputs) {
     absl::StatusOr<Matrix> m = Matrix{};
     EXPECT_NO_THROW(m = ParseMatrix(input, "odd.yaml")) << input;

@@ -19,9 +19,9 @@ namespace ladder::testing {
 namespace {
 
 using report::AnalysisOptions;
-using report::MeasureLevelCosts;
 using report::AnalyzeRun;
 using report::Comparison;
+using report::MeasureLevelCosts;
 using report::RunAnalysis;
 
 constexpr const char* kLadderYaml = R"(name: synthetic-ladder
@@ -60,11 +60,13 @@ double LadderValue(const CellAxes& axes, int session, int process, int round, ui
   const uint64_t d = static_cast<uint64_t>(std::stoi(depth));
   return base * arm * Noise(salt * 7919 + 11 + static_cast<uint64_t>(session), 0.03) *
          Noise(salt * 7919 + 1000 + static_cast<uint64_t>(session) * 10 + arm_id, 0.005) *
-         Noise(salt * 7919 + 100000 + d * 1000 + arm_id * 100 + static_cast<uint64_t>(session) * 10 +
-                   static_cast<uint64_t>(process), 0.01) *
+         Noise(salt * 7919 + 100000 + d * 1000 + arm_id * 100 +
+                   static_cast<uint64_t>(session) * 10 + static_cast<uint64_t>(process),
+               0.01) *
          Noise(salt * 7919 + 9000000 + d * 10000 + arm_id * 1000 +
                    static_cast<uint64_t>(session) * 100 + static_cast<uint64_t>(process) * 10 +
-                   static_cast<uint64_t>(round), 0.005);
+                   static_cast<uint64_t>(round),
+               0.005);
 }
 
 class AnalysisTest : public ::testing::Test {
@@ -391,11 +393,11 @@ TEST_F(AnalysisTest, VerifyRecomputesMarkedFiguresAndListsDrift) {
   char change[32];
   std::snprintf(change, sizeof change, "%.1f", std::fabs(100 * (cmp->Ratio() - 1)));
   const std::string r = std::to_string(run);
-  const std::string good =
-      "# Notes\n\nAt 1K speculation is <!-- ladder: run=" + r +
-      " cell=\"depth=1024\" stat=change arm=mtp -->\xE2\x88\x92" + change + " % faster.\n" +
-      "Ratio <!-- ladder: run=" + r + " cell=\"depth=1024\" arm=mtp stat=ratio tol=1% -->" +
-      std::to_string(cmp->Ratio()) + ".\n";
+  const std::string good = "# Notes\n\nAt 1K speculation is <!-- ladder: run=" + r +
+                           " cell=\"depth=1024\" stat=change arm=mtp -->\xE2\x88\x92" + change +
+                           " % faster.\n" + "Ratio <!-- ladder: run=" + r +
+                           " cell=\"depth=1024\" arm=mtp stat=ratio tol=1% -->" +
+                           std::to_string(cmp->Ratio()) + ".\n";
   auto ok = report::VerifyDocument(*db, good, "good.md");
   ASSERT_TRUE(ok.ok()) << ok.status();
   ASSERT_EQ(ok->size(), 2u);

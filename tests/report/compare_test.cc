@@ -106,9 +106,9 @@ TEST_F(CompareTest, PlantedDifferencesGetTheRightVerdicts) {
   const int64_t twenty = Run(*store, 5, 1.20);
   const int64_t faster = Run(*store, 6, 0.90);
   auto db = Reader("results.db");
-  ExpectAll(Compare(*db, base, aa), "no change");     // A/A
-  ExpectAll(Compare(*db, base, one), "no change");    // 1 % is inside the ±2 % band
-  ExpectAll(Compare(*db, base, five), "slower");      // a time 5 % higher
+  ExpectAll(Compare(*db, base, aa), "no change");   // A/A
+  ExpectAll(Compare(*db, base, one), "no change");  // 1 % is inside the ±2 % band
+  ExpectAll(Compare(*db, base, five), "slower");    // a time 5 % higher
   ExpectAll(Compare(*db, base, twenty), "slower");
   ExpectAll(Compare(*db, base, faster), "faster");
   // The same 5 % with a tighter band than the data can resolve is not called no change.

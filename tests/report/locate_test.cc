@@ -40,7 +40,7 @@ double TimeUs(const CellAxes& axes, int session, int, int round) {
 }
 
 store::LocateDecisionRow Decision(const std::string& decision, double depth, double lower,
-                               double upper, const std::string& outcome = "") {
+                                  double upper, const std::string& outcome = "") {
   store::LocateDecisionRow d;
   d.line_key = "";  // one line: no axis besides depth and the pair axis
   d.decision = decision;
@@ -62,8 +62,7 @@ class LocatedRun : public ::testing::Test {
     options.value = TimeUs;
     run_ = BuildSyntheticRun(**store, kYaml, options);
     ASSERT_GT(run_, 0);
-    for (const auto& d : {Decision("probe", 2816, 2048, 4096),
-                          Decision("probe", 3328, 2816, 4096),
+    for (const auto& d : {Decision("probe", 2816, 2048, 4096), Decision("probe", 3328, 2816, 4096),
                           Decision("stop", NAN, 2816, 3328, "resolved")}) {
       ASSERT_TRUE((*store)->RecordLocateDecision(run_, d).ok());
     }
@@ -89,7 +88,7 @@ TEST_F(LocatedRun, AnalysisCarriesTheSearchAndItsCost) {
   EXPECT_EQ(line.located->decisions, 3);
   EXPECT_EQ(line.located->cells, 4);             // both arms at two probes
   EXPECT_EQ(line.located->measurements, 4 * 9);  // 3 sessions x 3 rounds each
-  EXPECT_EQ(line.located->units, 3);  // here the probes share the ladder's 3 units
+  EXPECT_EQ(line.located->units, 3);             // here the probes share the ladder's 3 units
   EXPECT_EQ(line.located->bracket_lower, 2816);
   EXPECT_EQ(line.located->bracket_upper, 3328);
   // The bracket the report computes itself uses the matrix's resolution: resolved too.

@@ -3,10 +3,10 @@
 // processes x 3 rounds) with a coordinator and two agents over loopback gRPC.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <regex>
 
@@ -122,16 +122,16 @@ TEST_F(ReportTest, HtmlHasOnePointPerComparedCellAndNeedsNoNetwork) {
     EXPECT_EQ(count, 1u) << needle;
   }
   const std::regex point("<circle class=\"point[^\"]*\"[^>]*data-cell=");
-  EXPECT_EQ(std::distance(std::sregex_iterator(html.begin(), html.end(), point),
-                          std::sregex_iterator()),
-            3);
+  EXPECT_EQ(
+      std::distance(std::sregex_iterator(html.begin(), html.end(), point), std::sregex_iterator()),
+      3);
   EXPECT_NE(html.find("class=\"unity\""), std::string::npos);  // the zero-gain line
   EXPECT_NE(html.find("<script>"), std::string::npos);
   for (const char* external : {"src=\"http", "href=\"http", "<link ", "<script src"}) {
     EXPECT_EQ(html.find(external), std::string::npos) << external;
   }
-  for (const char* section : {"Paired ratios", "Variance by level", "Sessions and hosts",
-                              "Arm × session", "Flags"}) {
+  for (const char* section :
+       {"Paired ratios", "Variance by level", "Sessions and hosts", "Arm × session", "Flags"}) {
     EXPECT_NE(html.find(section), std::string::npos) << section;
   }
 }
@@ -140,9 +140,9 @@ TEST_F(ReportTest, MarkdownPrintsTheSameTables) {
   auto result = RunCommand({LadderBinary(), "report", "1", "--db", db_, "--format", "md"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const std::string& md = result.out;
-  for (const char* heading : {"# Run 1: report-e2e", "## Paired ratios", "## Ladder", "## Cells",
-                              "## Variance by level", "## Arm × session",
-                              "## Sessions and hosts", "## Flags"}) {
+  for (const char* heading :
+       {"# Run 1: report-e2e", "## Paired ratios", "## Ladder", "## Cells", "## Variance by level",
+        "## Arm × session", "## Sessions and hosts", "## Flags"}) {
     EXPECT_NE(md.find(heading), std::string::npos) << heading << "\n" << md;
   }
   for (const std::string depth : {"256", "1024", "4096"}) {
@@ -166,11 +166,14 @@ TEST_F(ReportTest, VerifyPassesOnACorrectDocumentAndListsEveryDriftedFigure) {
       "# Findings\n"
       "\n"
       "At 4K the 3D path changes the time by <!-- ladder: run=1 cell=\"depth=4096\" arm=3d "
-      "stat=change -->" + std::string(change_text) + " %\n"
+      "stat=change -->" +
+      std::string(change_text) +
+      " %\n"
       "(ratio <!-- ladder: run=1 cell=\"depth=4096\" arm=3d stat=ratio tol=0.1% -->" +
-      ratio_text + "),\n"
-      "with <!-- ladder: run=1 cell=\"depth=256,path=2d\" stat=n --> " + std::to_string(n) +
-      " measurements per cell.\n";
+      ratio_text +
+      "),\n"
+      "with <!-- ladder: run=1 cell=\"depth=256,path=2d\" stat=n --> " +
+      std::to_string(n) + " measurements per cell.\n";
   WriteFile(dir_->File("good.md"), good);
   auto ok = RunCommand({LadderBinary(), "verify", dir_->File("good.md"), "--db", db_});
   EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;
@@ -182,18 +185,23 @@ TEST_F(ReportTest, VerifyPassesOnACorrectDocumentAndListsEveryDriftedFigure) {
       "# Findings\n"
       "\n"
       "At 4K the 3D path changes the time by <!-- ladder: run=1 cell=\"depth=4096\" arm=3d "
-      "stat=change -->" + std::string(change_text) + " %\n"
+      "stat=change -->" +
+      std::string(change_text) +
+      " %\n"
       "(ratio <!-- ladder: run=1 cell=\"depth=4096\" arm=3d stat=ratio tol=0.1% -->" +
-      ratio_text + "),\n"
-      "with <!-- ladder: run=1 cell=\"depth=256,path=2d\" stat=n --> " + std::to_string(n + 1) +
-      " measurements per cell.\n";
+      ratio_text +
+      "),\n"
+      "with <!-- ladder: run=1 cell=\"depth=256,path=2d\" stat=n --> " +
+      std::to_string(n + 1) + " measurements per cell.\n";
   WriteFile(dir_->File("doctored.md"), doctored);
   auto bad = RunCommand({LadderBinary(), "verify", dir_->File("doctored.md"), "--db", db_});
   EXPECT_EQ(bad.exit_code, 1) << bad.out << bad.err;
   EXPECT_NE(bad.err.find("doctored.md:4: DRIFTED: stated " + std::string(ratio_text)),
-            std::string::npos) << bad.err;
+            std::string::npos)
+      << bad.err;
   EXPECT_NE(bad.err.find("doctored.md:5: DRIFTED: stated " + std::to_string(n + 1)),
-            std::string::npos) << bad.err;
+            std::string::npos)
+      << bad.err;
   EXPECT_EQ(bad.err.find("doctored.md:3:"), std::string::npos) << bad.err;
   EXPECT_NE(bad.err.find("2 figure(s) drifted"), std::string::npos) << bad.err;
 }
@@ -277,9 +285,9 @@ TEST(Demo, EndsWithRatiosVerdictsVarianceAndTheReport) {
                            std::chrono::seconds(240));
   ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
   const std::string& out = result.out;
-  for (const char* needle : {"Paired ratios", "95 % t interval (df)", "verdict (±2 %)",
-                             "depth=4096,query_rows=2", "path 3d vs 2d", "Variance by level",
-                             "round", "process", "session", "HTML report"}) {
+  for (const char* needle :
+       {"Paired ratios", "95 % t interval (df)", "verdict (±2 %)", "depth=4096,query_rows=2",
+        "path 3d vs 2d", "Variance by level", "round", "process", "session", "HTML report"}) {
     EXPECT_NE(out.find(needle), std::string::npos) << needle << "\n" << out;
   }
   EXPECT_NE(out.find("(df 2)"), std::string::npos) << out;  // 3 sessions

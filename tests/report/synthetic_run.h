@@ -7,14 +7,14 @@
 #include <gtest/gtest.h>
 
 #include <functional>
-#include <optional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "ladder/store/store.h"
 #include "ladder/matrices/matrix.h"
+#include "ladder/store/store.h"
 
 namespace ladder::testing {
 

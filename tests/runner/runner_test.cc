@@ -25,9 +25,9 @@ TEST(Schema, MetricNamesAreSafeIdentifiers) {
   for (const char* good : {"time_us", "a", "decode_tok_s", "x9_"}) {
     EXPECT_TRUE(IsValidMetricName(good)) << good;
   }
-  for (std::string bad : {std::string(""), std::string("Time_us"), std::string("9lives"),
-                          std::string("time-us"), std::string("time us"),
-                          std::string("time\0us", 7), std::string(65, 'a')}) {
+  for (std::string bad :
+       {std::string(""), std::string("Time_us"), std::string("9lives"), std::string("time-us"),
+        std::string("time us"), std::string("time\0us", 7), std::string(65, 'a')}) {
     EXPECT_FALSE(IsValidMetricName(bad)) << bad;
   }
   EXPECT_TRUE(IsValidMetricName(std::string(64, 'a')));
@@ -60,8 +60,8 @@ TEST(Schema, BuiltinRunnersDeclareTheirMetricsWithUnits) {
 TEST(ValidateMatrix, PointsAtTheParameterARunnerRefuses) {
   const RunnerSchemas& schemas = agent::RunnerSchemasWithChecks();
   // An unknown axis: the value's line and column.
-  auto status = Validate("name: m\nrunner: kernel\naxes:\n  depth: [64]\n  spec: [off, k1]\n",
-                         schemas);
+  auto status =
+      Validate("name: m\nrunner: kernel\naxes:\n  depth: [64]\n  spec: [off, k1]\n", schemas);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(status.message().find("m.yaml:5:10: axes.spec[0]: cell depth=64,spec=off: kernel "
                                   "runner: unknown parameter 'spec'"),
@@ -70,19 +70,18 @@ TEST(ValidateMatrix, PointsAtTheParameterARunnerRefuses) {
   // One message per distinct problem: spec=k1 has the same one, so it is not repeated.
   EXPECT_EQ(status.message().find("axes.spec[1]"), std::string::npos) << status.message();
   // A bad fixed parameter: its `fixed` entry.
-  status = Validate("name: m\nrunner: kernel\naxes: {depth: [64]}\nfixed:\n  backend: tpu\n",
-                    schemas);
+  status =
+      Validate("name: m\nrunner: kernel\naxes: {depth: [64]}\nfixed:\n  backend: tpu\n", schemas);
   EXPECT_NE(status.message().find("m.yaml:5:12: fixed.backend: cell depth=64: parameter backend"),
             std::string::npos)
       << status.message();
   // A wrongly typed axis value.
-  status = Validate("name: m\nrunner: kernel\naxes:\n  depth: [64]\n  dtype: [bf16, 7]\n",
-                    schemas);
+  status = Validate("name: m\nrunner: kernel\naxes:\n  depth: [64]\n  dtype: [bf16, 7]\n", schemas);
   EXPECT_NE(status.message().find("m.yaml:5:17: axes.dtype[1]"), std::string::npos)
       << status.message();
   // A metric the runner does not report.
-  status = Validate("name: m\nrunner: kernel\naxes: {depth: [64]}\nmetric: decode_tok_s\n",
-                    schemas);
+  status =
+      Validate("name: m\nrunner: kernel\naxes: {depth: [64]}\nmetric: decode_tok_s\n", schemas);
   EXPECT_NE(status.message().find("m.yaml:4:9: metric: the kernel runner reports no metric "
                                   "\"decode_tok_s\""),
             std::string::npos)
@@ -96,9 +95,9 @@ TEST(ValidateMatrix, PointsAtTheParameterARunnerRefuses) {
 }
 
 TEST(ValidateMatrix, EngineCellsAreCheckedByTheirRecipe) {
-  auto status = Validate(
-      "name: e\nrunner: engine\naxes: {depth: [1024]}\nfixed: {engine: vllm-nightly}\n",
-      agent::RunnerSchemasWithChecks());
+  auto status =
+      Validate("name: e\nrunner: engine\naxes: {depth: [1024]}\nfixed: {engine: vllm-nightly}\n",
+               agent::RunnerSchemasWithChecks());
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(status.message().find("m.yaml:4:17: fixed.engine"), std::string::npos)
       << status.message();

@@ -20,13 +20,15 @@ TEST(Security, TokensGateAgentsAndAdminCalls) {
   const std::string admin = MakeToken(dir, db, "admin", "admin.token");
   const std::string agent = MakeToken(dir, db, "agent", "agent.token");
   int port = 0;
-  auto coordinator = StartCoordinator(dir, db, &port, {"--require-tokens", "--heartbeat-ms", "300"});
+  auto coordinator =
+      StartCoordinator(dir, db, &port, {"--require-tokens", "--heartbeat-ms", "300"});
   ASSERT_GT(port, 0) << coordinator->Log();
   const std::string address = "127.0.0.1:" + std::to_string(port);
   WriteFile(dir.File("m.yaml"), kTinyMatrix);
 
   // No token: refused, with a message that says what to do.
-  auto anonymous = RunCommand({LadderBinary(), "submit", dir.File("m.yaml"), "--coordinator", address});
+  auto anonymous =
+      RunCommand({LadderBinary(), "submit", dir.File("m.yaml"), "--coordinator", address});
   EXPECT_NE(anonymous.exit_code, 0);
   EXPECT_NE(anonymous.err.find("requires an admin token"), std::string::npos) << anonymous.err;
   // An agent token cannot submit.
@@ -57,7 +59,8 @@ TEST(Security, TokensGateAgentsAndAdminCalls) {
 
   // Secrets are stored hashed and never logged.
   const std::string secret = agent.substr(16);
-  EXPECT_EQ(QueryInt(db, "SELECT COUNT(*) FROM tokens WHERE secret_hash LIKE '%" + secret + "%'"), 0);
+  EXPECT_EQ(QueryInt(db, "SELECT COUNT(*) FROM tokens WHERE secret_hash LIKE '%" + secret + "%'"),
+            0);
   EXPECT_EQ(coordinator->Log().find(secret), std::string::npos);
   EXPECT_EQ(worker->Log().find(secret), std::string::npos);
 
@@ -78,8 +81,8 @@ TEST(Security, TokensGateAgentsAndAdminCalls) {
 
 TEST(Security, RefusesPlaintextBeyondLoopback) {
   TempDir dir;
-  auto result = RunCommand({LadderBinary(), "coordinator", "--listen", "0.0.0.0:0", "--db",
-                            dir.File("r.db")});
+  auto result = RunCommand(
+      {LadderBinary(), "coordinator", "--listen", "0.0.0.0:0", "--db", dir.File("r.db")});
   EXPECT_NE(result.exit_code, 0);
   EXPECT_NE(result.err.find("without TLS"), std::string::npos) << result.err;
   EXPECT_NE(result.err.find("--insecure"), std::string::npos) << result.err;
@@ -88,10 +91,10 @@ TEST(Security, RefusesPlaintextBeyondLoopback) {
 TEST(Security, AgentsAndClientsSpeakTls) {
   TempDir dir;
   // A self-signed certificate for 127.0.0.1.
-  auto openssl = RunCommand({"/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes",
-                             "-keyout", dir.File("key.pem"), "-out", dir.File("cert.pem"), "-days",
-                             "1", "-subj", "/CN=localhost", "-addext",
-                             "subjectAltName=IP:127.0.0.1,DNS:localhost"});
+  auto openssl =
+      RunCommand({"/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
+                  dir.File("key.pem"), "-out", dir.File("cert.pem"), "-days", "1", "-subj",
+                  "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"});
   ASSERT_EQ(openssl.exit_code, 0) << openssl.err;
   const std::string db = dir.File("results.db");
   MakeToken(dir, db, "admin", "admin.token");
@@ -104,15 +107,16 @@ TEST(Security, AgentsAndClientsSpeakTls) {
   const std::string address = "127.0.0.1:" + std::to_string(port);
   WriteFile(dir.File("m.yaml"), kTinyMatrix);
   // A plaintext client cannot talk to a TLS coordinator.
-  auto plaintext = RunCommand({LadderBinary(), "status", "--coordinator", address, "--token-file",
-                               dir.File("admin.token")},
-                              std::chrono::seconds(60));
+  auto plaintext = RunCommand(
+      {LadderBinary(), "status", "--coordinator", address, "--token-file", dir.File("admin.token")},
+      std::chrono::seconds(60));
   EXPECT_NE(plaintext.exit_code, 0);
-  auto worker = StartAgent(dir, port, "worker",
-                           {"--token-file", dir.File("agent.token"), "--tls-ca", dir.File("cert.pem")});
-  auto submit = RunCommand({LadderBinary(), "submit", dir.File("m.yaml"), "--wait", "--coordinator",
-                            address, "--token-file", dir.File("admin.token"), "--tls-ca",
-                            dir.File("cert.pem")});
+  auto worker =
+      StartAgent(dir, port, "worker",
+                 {"--token-file", dir.File("agent.token"), "--tls-ca", dir.File("cert.pem")});
+  auto submit =
+      RunCommand({LadderBinary(), "submit", dir.File("m.yaml"), "--wait", "--coordinator", address,
+                  "--token-file", dir.File("admin.token"), "--tls-ca", dir.File("cert.pem")});
   ASSERT_EQ(submit.exit_code, 0) << submit.err << worker->Log() << coordinator->Log();
   ExpectExactlyOnce(db, 1, 1);
 }

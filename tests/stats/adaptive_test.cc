@@ -67,9 +67,12 @@ LocateRun RunLocate(const std::function<double(double)>& ratio_at, std::vector<d
 TEST(PlanCrossoverProbe, LocatesKnownCrossoverWithinResolution) {
   // Speculation gains 25 % per octave below 3000 tokens and loses it above: crossing at 3000.
   const double truth = 3000.0;
-  const auto ratio_at = [&](double d) { return std::exp2(0.25 * (std::log2(truth) - std::log2(d))); };
+  const auto ratio_at = [&](double d) {
+    return std::exp2(0.25 * (std::log2(truth) - std::log2(d)));
+  };
   const std::vector<double> ladder = {512, 1024, 2048, 4096, 8192, 16384, 32768};
-  const LocateRun run = RunLocate(ratio_at, ladder, {.resolution_octaves = 0.25, .min_step = 256}, 20);
+  const LocateRun run =
+      RunLocate(ratio_at, ladder, {.resolution_octaves = 0.25, .min_step = 256}, 20);
   std::printf("[locate] bracket [%.0f, %.0f] (%.3f octaves) after %d probes, status %d\n",
               run.plan.bracket_lower, run.plan.bracket_upper, run.plan.width_octaves, run.probes,
               static_cast<int>(run.plan.status));
@@ -87,13 +90,15 @@ TEST(PlanCrossoverProbe, LocatesNonLogLinearCurveAndHitsStepLimit) {
   // [1280, 1536] further, which is 0.26 octave: the search says so rather than looping.
   const auto ratio_at = [](double d) { return 1.0 + 0.0002 * (1300.0 - d); };
   const std::vector<double> ladder = {256, 512, 1024, 2048, 4096};
-  const LocateRun run = RunLocate(ratio_at, ladder, {.resolution_octaves = 0.25, .min_step = 256}, 20);
+  const LocateRun run =
+      RunLocate(ratio_at, ladder, {.resolution_octaves = 0.25, .min_step = 256}, 20);
   EXPECT_LE(run.probes, 5);
   EXPECT_LE(run.plan.bracket_lower, 1300.0);
   EXPECT_GE(run.plan.bracket_upper, 1300.0);
   EXPECT_TRUE(run.plan.status == LocateStatus::kResolved ||
               run.plan.status == LocateStatus::kStepLimited);
-  const LocateRun fine = RunLocate(ratio_at, ladder, {.resolution_octaves = 0.25, .min_step = 64}, 20);
+  const LocateRun fine =
+      RunLocate(ratio_at, ladder, {.resolution_octaves = 0.25, .min_step = 64}, 20);
   EXPECT_EQ(fine.plan.status, LocateStatus::kResolved);
   EXPECT_LT(fine.plan.width_octaves, 0.25);
   EXPECT_LE(fine.plan.bracket_lower, 1300.0);
@@ -101,10 +106,11 @@ TEST(PlanCrossoverProbe, LocatesNonLogLinearCurveAndHitsStepLimit) {
 }
 
 TEST(PlanCrossoverProbe, EdgeCases) {
-  const std::vector<LadderPoint> all_above = {{1024, RatioCi(1.2, 0.01)}, {2048, RatioCi(1.1, 0.01)}};
+  const std::vector<LadderPoint> all_above = {{1024, RatioCi(1.2, 0.01)},
+                                              {2048, RatioCi(1.1, 0.01)}};
   EXPECT_EQ(PlanCrossoverProbe(all_above)->status, LocateStatus::kNoCrossing);
-  const std::vector<LadderPoint> on_one = {{1024, RatioCi(1.2, 0.01)}, {2048, RatioCi(1.0, 0.01)},
-                                           {4096, RatioCi(0.9, 0.01)}};
+  const std::vector<LadderPoint> on_one = {
+      {1024, RatioCi(1.2, 0.01)}, {2048, RatioCi(1.0, 0.01)}, {4096, RatioCi(0.9, 0.01)}};
   absl::StatusOr<LocatePlan> exact = PlanCrossoverProbe(on_one);
   EXPECT_EQ(exact->status, LocateStatus::kResolved);
   EXPECT_EQ(exact->bracket_lower, 2048);
@@ -115,10 +121,11 @@ TEST(PlanCrossoverProbe, EdgeCases) {
   absl::StatusOr<LocatePlan> p = PlanCrossoverProbe(probe);
   EXPECT_EQ(p->status, LocateStatus::kProbe);
   EXPECT_EQ(p->next_probe, 2816);  // 2^11.5 = 2896.3 → nearest multiple of 256 inside
-  const std::vector<LadderPoint> twice = {{1024, RatioCi(1.2, 0.01)}, {2048, RatioCi(0.9, 0.01)},
-                                          {4096, RatioCi(1.1, 0.01)}};
+  const std::vector<LadderPoint> twice = {
+      {1024, RatioCi(1.2, 0.01)}, {2048, RatioCi(0.9, 0.01)}, {4096, RatioCi(1.1, 0.01)}};
   EXPECT_EQ(PlanCrossoverProbe(twice)->sign_changes, 2);
-  const std::vector<LadderPoint> repeated = {{1024, RatioCi(1.2, 0.01)}, {1024, RatioCi(0.9, 0.01)}};
+  const std::vector<LadderPoint> repeated = {{1024, RatioCi(1.2, 0.01)},
+                                             {1024, RatioCi(0.9, 0.01)}};
   EXPECT_EQ(PlanCrossoverProbe(repeated).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(PlanCrossoverProbe(probe, {.min_step = 0}).status().code(),
             absl::StatusCode::kInvalidArgument);
@@ -179,7 +186,8 @@ PairedSample SessionsWithRatios(const std::vector<double>& ratios) {
     for (int round = 0; round < 2; ++round) {
       const double jitter = round == 0 ? 0.999 : 1.001;
       sample.a.push_back(Observation{static_cast<int64_t>(s), 0, round, 100.0 * jitter});
-      sample.b.push_back(Observation{static_cast<int64_t>(s), 0, round, 100.0 * ratios[s] * jitter});
+      sample.b.push_back(
+          Observation{static_cast<int64_t>(s), 0, round, 100.0 * ratios[s] * jitter});
     }
   }
   return sample;
@@ -209,7 +217,7 @@ TEST(WidestRatioHalfWidth, OneSessionIsNeverNarrowEnough) {
 
 TEST(OnlyPairedSessions, DropsSessionsMeasuredInOneArm) {
   PairedSample sample = SessionsWithRatios({1.1, 1.2, 1.3});
-  sample.a.push_back(Observation{7, 0, 0, 50.0});  // session 7 measured A only
+  sample.a.push_back(Observation{7, 0, 0, 50.0});          // session 7 measured A only
   sample.b.erase(sample.b.begin(), sample.b.begin() + 2);  // session 0 lost its B
   const PairedSample paired = OnlyPairedSessions(sample);
   ASSERT_EQ(paired.a.size(), 4u);

@@ -56,16 +56,20 @@ Coverage Simulate(Scenario scenario, int sessions, std::uint64_t seed) {
 
 const char* Name(Scenario s) {
   switch (s) {
-    case Scenario::kNoInteraction: return "no interaction";
-    case Scenario::kInteraction: return "1 % interaction";
-    case Scenario::kAA: return "A/A (1 % interaction)";
+    case Scenario::kNoInteraction:
+      return "no interaction";
+    case Scenario::kInteraction:
+      return "1 % interaction";
+    case Scenario::kAA:
+      return "A/A (1 % interaction)";
   }
   return "";
 }
 
 TEST(Coverage, PairedRatioMethodsAcrossSessionsAndScenarios) {
-  std::printf("\n| scenario | sessions | log-t | bootstrap (t-calibrated) | Fieller |\n"
-              "| --- | --- | --- | --- | --- |\n");
+  std::printf(
+      "\n| scenario | sessions | log-t | bootstrap (t-calibrated) | Fieller |\n"
+      "| --- | --- | --- | --- | --- |\n");
   std::uint64_t seed = 100;
   for (Scenario scenario : {Scenario::kNoInteraction, Scenario::kInteraction, Scenario::kAA}) {
     for (int sessions : {2, 3, 5, 10}) {
@@ -105,17 +109,17 @@ TEST(Coverage, UncalibratedPercentileBootstrapUnderCovers) {
                                                   .levels = BootstrapLevels::kAllLevels,
                                                   .calibration = BootstrapCalibration::kPercentile})
                       ->Contains(0.7);
-    sessions_only += BootstrapRatioInterval(
-                         sample, {.draws = 500,
-                                  .seed = seed,
-                                  .calibration = BootstrapCalibration::kPercentile})
-                         ->Contains(0.7);
+    sessions_only +=
+        BootstrapRatioInterval(
+            sample, {.draws = 500, .seed = seed, .calibration = BootstrapCalibration::kPercentile})
+            ->Contains(0.7);
   }
   const double a = static_cast<double>(all_levels) / kRuns;
   const double s = static_cast<double>(sessions_only) / kRuns;
-  std::printf("[coverage] uncalibrated percentile bootstrap, 5 sessions, 1 %% interaction: all "
-              "levels %.1f %%, sessions only %.1f %%\n",
-              100 * a, 100 * s);
+  std::printf(
+      "[coverage] uncalibrated percentile bootstrap, 5 sessions, 1 %% interaction: all "
+      "levels %.1f %%, sessions only %.1f %%\n",
+      100 * a, 100 * s);
   EXPECT_LT(a, 0.93);
   EXPECT_LT(s, 0.90);
 }
@@ -124,14 +128,14 @@ TEST(Coverage, UncalibratedPercentileBootstrapUnderCovers) {
 // effect does not cancel), Welch on the log session means. Coverage of the true ratio, and the
 // verdict rates of an A/A pair and of planted changes against the ±2 % band.
 TEST(Coverage, UnpairedComparisonOfTwoRuns) {
-  std::printf("\n| sessions per run | coverage | A/A: no change | A/A: slower or faster | "
-              "+5 %%: slower | +20 %%: slower |\n| --- | --- | --- | --- | --- | --- |\n");
+  std::printf(
+      "\n| sessions per run | coverage | A/A: no change | A/A: slower or faster | "
+      "+5 %%: slower | +20 %%: slower |\n| --- | --- | --- | --- | --- | --- |\n");
   std::mt19937_64 rng(300);
   std::normal_distribution<double> z(0.0, 1.0);
   // One run's session means of a cell: 3 % between sessions, and the within-session noise of a
   // mean over 3 processes × 10 rounds.
-  const double within = std::sqrt(kSds.process * kSds.process / 3 +
-                                  kSds.round * kSds.round / 30);
+  const double within = std::sqrt(kSds.process * kSds.process / 3 + kSds.round * kSds.round / 30);
   const auto run = [&](int sessions, double mean, double session_sd) {
     std::vector<double> out;
     for (int s = 0; s < sessions; ++s) {

@@ -43,8 +43,7 @@ TEST(StudentT, CdfInvertsQuantile) {
 }
 
 TEST(StudentT, LargeDfIsNormal) {
-  EXPECT_NEAR(StudentTQuantile(0.975, std::numeric_limits<double>::infinity()), 1.959963985,
-              1e-8);
+  EXPECT_NEAR(StudentTQuantile(0.975, std::numeric_limits<double>::infinity()), 1.959963985, 1e-8);
   EXPECT_NEAR(StudentTQuantile(0.975, 1e7), 1.959963985, 1e-6);
   EXPECT_NEAR(NormalQuantile(0.975), 1.959963985, 1e-8);
   EXPECT_NEAR(NormalQuantile(1e-10), -6.361340902, 1e-7);

@@ -19,8 +19,8 @@ constexpr double kInteraction = 0.01;
 
 TEST(PairedRatioInterval, RecoversKnownRatio) {
   std::mt19937_64 rng(10);
-  const PairedSample sample = testing::SimulatePaired(rng, 50.0, kTrueRatio, kSds, kInteraction,
-                                                      {.sessions = 40, .processes = 3, .rounds = 10});
+  const PairedSample sample = testing::SimulatePaired(
+      rng, 50.0, kTrueRatio, kSds, kInteraction, {.sessions = 40, .processes = 3, .rounds = 10});
   absl::StatusOr<Interval> ci = PairedRatioInterval(sample);
   ASSERT_TRUE(ci.ok()) << ci.status();
   EXPECT_NEAR(ci->estimate, kTrueRatio, 0.01 * kTrueRatio);
@@ -56,8 +56,8 @@ TEST(PairedRatioInterval, SessionRatiosAreLogsOfArmMeans) {
 
 TEST(PairedRatioInterval, OneSessionCoversOnlyWithinSessionNoise) {
   std::mt19937_64 rng(11);
-  const PairedSample sample = testing::SimulatePaired(rng, 50.0, kTrueRatio, kSds, kInteraction,
-                                                      {.sessions = 1, .processes = 3, .rounds = 10});
+  const PairedSample sample = testing::SimulatePaired(
+      rng, 50.0, kTrueRatio, kSds, kInteraction, {.sessions = 1, .processes = 3, .rounds = 10});
   absl::StatusOr<Interval> ci = PairedRatioInterval(sample);
   ASSERT_TRUE(ci.ok()) << ci.status();
   EXPECT_EQ(ci->scope, IntervalScope::kWithinSessionOnly);
@@ -120,8 +120,8 @@ TEST(PairedRatioInterval, CoverageIsNominalAndPoolingUnderCovers) {
 
 TEST(BootstrapRatioInterval, SaneAndDeterministic) {
   std::mt19937_64 rng(13);
-  const PairedSample sample = testing::SimulatePaired(rng, 50.0, kTrueRatio, kSds, kInteraction,
-                                                      {.sessions = 20, .processes = 3, .rounds = 10});
+  const PairedSample sample = testing::SimulatePaired(
+      rng, 50.0, kTrueRatio, kSds, kInteraction, {.sessions = 20, .processes = 3, .rounds = 10});
   absl::StatusOr<Interval> t = PairedRatioInterval(sample);
   absl::StatusOr<Interval> boot = BootstrapRatioInterval(sample, {.draws = 2000});
   absl::StatusOr<Interval> again = BootstrapRatioInterval(sample, {.draws = 2000});
@@ -144,9 +144,10 @@ TEST(BootstrapRatioInterval, SaneAndDeterministic) {
   // Calibrated over sessions, the bootstrap is the t interval up to the resampling noise.
   EXPECT_NEAR(std::log(boot->upper / boot->lower), std::log(t->upper / t->lower),
               0.1 * std::log(t->upper / t->lower));
-  std::printf("[bootstrap] 20 sessions: t [%.4f, %.4f], t-calibrated [%.4f, %.4f], all levels "
-              "[%.4f, %.4f]\n",
-              t->lower, t->upper, boot->lower, boot->upper, all->lower, all->upper);
+  std::printf(
+      "[bootstrap] 20 sessions: t [%.4f, %.4f], t-calibrated [%.4f, %.4f], all levels "
+      "[%.4f, %.4f]\n",
+      t->lower, t->upper, boot->lower, boot->upper, all->lower, all->upper);
   EXPECT_EQ(BootstrapRatioInterval(sample, {.draws = 10}).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
@@ -155,8 +156,8 @@ TEST(BootstrapRatioInterval, SaneAndDeterministic) {
 // t-calibrated one is not.
 TEST(BootstrapRatioInterval, TwoSessionsAreNotNarrowerThanTheyDeserve) {
   std::mt19937_64 rng(16);
-  const PairedSample sample = testing::SimulatePaired(rng, 50.0, kTrueRatio, kSds, kInteraction,
-                                                      {.sessions = 2, .processes = 3, .rounds = 10});
+  const PairedSample sample = testing::SimulatePaired(
+      rng, 50.0, kTrueRatio, kSds, kInteraction, {.sessions = 2, .processes = 3, .rounds = 10});
   absl::StatusOr<Interval> t = PairedRatioInterval(sample);
   absl::StatusOr<Interval> boot = BootstrapRatioInterval(sample, {.draws = 2000});
   absl::StatusOr<Interval> percentile = BootstrapRatioInterval(
@@ -171,8 +172,8 @@ TEST(BootstrapRatioInterval, TwoSessionsAreNotNarrowerThanTheyDeserve) {
 
 TEST(RatioIntervals, EachNamesItsEstimand) {
   std::mt19937_64 rng(17);
-  const PairedSample sample = testing::SimulatePaired(rng, 50.0, kTrueRatio, kSds, kInteraction,
-                                                      {.sessions = 5, .processes = 3, .rounds = 10});
+  const PairedSample sample = testing::SimulatePaired(
+      rng, 50.0, kTrueRatio, kSds, kInteraction, {.sessions = 5, .processes = 3, .rounds = 10});
   absl::StatusOr<Interval> t = PairedRatioInterval(sample);
   absl::StatusOr<Interval> f = FiellerRatioInterval(sample);
   ASSERT_TRUE(t.ok() && f.ok());
@@ -189,8 +190,8 @@ TEST(RatioIntervals, EachNamesItsEstimand) {
 
 TEST(Fieller, AgreesWithDeltaMethodForPreciseDenominator) {
   std::mt19937_64 rng(15);
-  const PairedSample sample = testing::SimulatePaired(rng, 50.0, kTrueRatio, kSds, kInteraction,
-                                                      {.sessions = 20, .processes = 3, .rounds = 10});
+  const PairedSample sample = testing::SimulatePaired(
+      rng, 50.0, kTrueRatio, kSds, kInteraction, {.sessions = 20, .processes = 3, .rounds = 10});
   absl::StatusOr<Interval> f = FiellerRatioInterval(sample);
   absl::StatusOr<Interval> d = DeltaRatioInterval(sample);
   ASSERT_TRUE(f.ok() && d.ok());

@@ -43,7 +43,8 @@ TEST(Summarize, RejectsEmptyAndNonFinite) {
 
 TEST(CellMeanInterval, DegreesOfFreedomComeFromSessions) {
   std::mt19937_64 rng(1);
-  const auto obs = testing::SimulateCell(rng, 100.0, {}, {.sessions = 5, .processes = 3, .rounds = 10});
+  const auto obs =
+      testing::SimulateCell(rng, 100.0, {}, {.sessions = 5, .processes = 3, .rounds = 10});
   absl::StatusOr<Interval> ci = CellMeanInterval(obs);
   ASSERT_TRUE(ci.ok()) << ci.status();
   EXPECT_EQ(ci->df, 4.0);
@@ -56,7 +57,8 @@ TEST(CellMeanInterval, DegreesOfFreedomComeFromSessions) {
 
 TEST(CellMeanInterval, OneSessionSaysSo) {
   std::mt19937_64 rng(2);
-  const auto obs = testing::SimulateCell(rng, 100.0, {}, {.sessions = 1, .processes = 4, .rounds = 10});
+  const auto obs =
+      testing::SimulateCell(rng, 100.0, {}, {.sessions = 1, .processes = 4, .rounds = 10});
   absl::StatusOr<Interval> ci = CellMeanInterval(obs);
   ASSERT_TRUE(ci.ok()) << ci.status();
   EXPECT_EQ(ci->scope, IntervalScope::kWithinSessionOnly);
@@ -79,8 +81,8 @@ TEST(CellMeanInterval, RejectsDuplicatesAndBadConfidence) {
 // "95% CI [-14464, 17728]". Below three sessions there is now no interval but a note; from three
 // on the interval is on the log scale, so no bound of a positive quantity is ever <= 0.
 TEST(CellMeanInterval, PositiveQuantitiesGetPositiveIntervals) {
-  const std::vector<Observation> two = {{1, 1, 0, 80.0}, {1, 1, 1, 82.0}, {2, 1, 0, 3000.0},
-                                        {2, 1, 1, 3100.0}};
+  const std::vector<Observation> two = {
+      {1, 1, 0, 80.0}, {1, 1, 1, 82.0}, {2, 1, 0, 3000.0}, {2, 1, 1, 3100.0}};
   absl::StatusOr<Interval> none = CellMeanInterval(two);
   EXPECT_EQ(none.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(none.status().message(), "an interval needs at least 3 sessions; 2 measured");
@@ -123,13 +125,14 @@ TEST(CellMeanInterval, CoverageIsNominalAndPoolingUnderCovers) {
   const testing::LevelSds sd{.session = 0.03, .process = 0.01, .round = 0.005};
   // E[value] for log-normal effects: the true mean of a session mean.
   const double truth =
-      100.0 * std::exp(0.5 * (sd.session * sd.session + sd.process * sd.process +
-                              sd.round * sd.round));
+      100.0 *
+      std::exp(0.5 * (sd.session * sd.session + sd.process * sd.process + sd.round * sd.round));
   int covered = 0;
   int naive_covered = 0;
   constexpr int kExperiments = 1000;
   for (int e = 0; e < kExperiments; ++e) {
-    const auto obs = testing::SimulateCell(rng, 100.0, sd, {.sessions = 5, .processes = 3, .rounds = 10});
+    const auto obs =
+        testing::SimulateCell(rng, 100.0, sd, {.sessions = 5, .processes = 3, .rounds = 10});
     absl::StatusOr<Interval> ci = CellMeanInterval(obs);
     ASSERT_TRUE(ci.ok());
     covered += ci->Contains(truth);

@@ -26,8 +26,9 @@ TEST(VarianceComponents, RecoversKnownLevels) {
   EXPECT_EQ(vc->df[kRound], 7200.0);
   EXPECT_EQ(vc->df[kProcess], 600.0);
   EXPECT_EQ(vc->df[kSession], 199.0);
-  std::printf("[variance] sd by level: round %.4f process %.4f session %.4f (truth 0.005 0.01 0.03)\n",
-              std::sqrt(vc->t2[kRound]), std::sqrt(vc->t2[kProcess]), std::sqrt(vc->t2[kSession]));
+  std::printf(
+      "[variance] sd by level: round %.4f process %.4f session %.4f (truth 0.005 0.01 0.03)\n",
+      std::sqrt(vc->t2[kRound]), std::sqrt(vc->t2[kProcess]), std::sqrt(vc->t2[kSession]));
   EXPECT_NEAR(std::sqrt(vc->t2[kRound]), 0.005, 0.05 * 0.005);
   EXPECT_NEAR(std::sqrt(vc->t2[kProcess]), 0.01, 0.10 * 0.01);
   EXPECT_NEAR(std::sqrt(vc->t2[kSession]), 0.03, 0.15 * 0.03);
@@ -47,7 +48,7 @@ TEST(VarianceComponents, TIsSMinusLowerLevelOverItsRepeats) {
   absl::StatusOr<VarianceComponents> vc = EstimateVarianceComponents(obs);
   ASSERT_TRUE(vc.ok()) << vc.status();
   // Process means 0.1, 0.5, 1.1, 1.6; session means 0.3, 1.35.
-  const double s1 = (6 * 0.01 + 2 * 0.04) / 4.0;             // Σ sq dev / (n·r2·(r1−1))
+  const double s1 = (6 * 0.01 + 2 * 0.04) / 4.0;            // Σ sq dev / (n·r2·(r1−1))
   const double s2 = (0.04 + 0.04 + 0.0625 + 0.0625) / 2.0;  // / (n·(r2−1))
   const double s3 = std::pow(1.35 - 0.3, 2) / 2.0;
   EXPECT_NEAR(vc->s2[kRound], s1, 1e-12);
@@ -63,8 +64,9 @@ TEST(VarianceComponents, ClampsAtZero) {
   std::mt19937_64 rng(21);
   int clamped = 0;
   for (int i = 0; i < 20; ++i) {
-    const auto obs = testing::SimulateCell(rng, 1.0, {.session = 0.02, .process = 0.0, .round = 0.05},
-                                           {.sessions = 4, .processes = 3, .rounds = 4});
+    const auto obs =
+        testing::SimulateCell(rng, 1.0, {.session = 0.02, .process = 0.0, .round = 0.05},
+                              {.sessions = 4, .processes = 3, .rounds = 4});
     absl::StatusOr<VarianceComponents> vc = EstimateVarianceComponents(obs);
     ASSERT_TRUE(vc.ok());
     EXPECT_GE(vc->t2[kProcess], 0.0);
@@ -74,8 +76,8 @@ TEST(VarianceComponents, ClampsAtZero) {
 }
 
 TEST(VarianceComponents, UnbalancedIsAnError) {
-  std::vector<Observation> obs = {{1, 1, 0, 1.0}, {1, 1, 1, 1.1}, {1, 2, 0, 1.0}, {1, 2, 1, 1.2},
-                                  {2, 1, 0, 1.0}, {2, 1, 1, 1.3}};
+  std::vector<Observation> obs = {{1, 1, 0, 1.0}, {1, 1, 1, 1.1}, {1, 2, 0, 1.0},
+                                  {1, 2, 1, 1.2}, {2, 1, 0, 1.0}, {2, 1, 1, 1.3}};
   absl::StatusOr<VarianceComponents> vc = EstimateVarianceComponents(obs);
   EXPECT_EQ(vc.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(vc.status().message().find("unbalanced"), std::string::npos);
@@ -85,8 +87,9 @@ TEST(VarianceComponents, UnbalancedIsAnError) {
 
 TEST(VarianceComponents, OneProcessPerSessionIsConfoundedNotWrong) {
   std::mt19937_64 rng(22);
-  const auto obs = testing::SimulateCell(rng, 100.0, {.session = 0.03, .process = 0.02, .round = 0.005},
-                                         {.sessions = 300, .processes = 1, .rounds = 10});
+  const auto obs =
+      testing::SimulateCell(rng, 100.0, {.session = 0.03, .process = 0.02, .round = 0.005},
+                            {.sessions = 300, .processes = 1, .rounds = 10});
   absl::StatusOr<VarianceComponents> vc = EstimateVarianceComponents(obs);
   ASSERT_TRUE(vc.ok()) << vc.status();
   EXPECT_TRUE(std::isnan(vc->t2[kProcess]));
@@ -117,7 +120,8 @@ TEST(OptimalRepeats, KaliberaJonesFormula) {
   EXPECT_EQ(free->processes_bound, RepeatBound::kAtCap);
   // No session-level variance: repeat processes up to the cap.
   vc.t2[kSession] = 0.0;
-  absl::StatusOr<RepeatPlan> capped = OptimalRepeats(vc, {.round = 1, .process = 30, .session = 600}, 50);
+  absl::StatusOr<RepeatPlan> capped =
+      OptimalRepeats(vc, {.round = 1, .process = 30, .session = 600}, 50);
   EXPECT_EQ(capped->processes_per_session, 50);
   EXPECT_EQ(capped->processes_bound, RepeatBound::kAtCap);
   // No round-level variance: one round is enough, and says why.
@@ -129,7 +133,8 @@ TEST(OptimalRepeats, KaliberaJonesFormula) {
 
 TEST(SessionsNeeded, SmallestCountMeetingTarget) {
   const double sd = 0.03;
-  absl::StatusOr<SessionsNeeded> need = SessionsNeededForSd(sd, {.target_relative_half_width = 0.02});
+  absl::StatusOr<SessionsNeeded> need =
+      SessionsNeededForSd(sd, {.target_relative_half_width = 0.02});
   ASSERT_TRUE(need.ok()) << need.status();
   ASSERT_EQ(need->verdict, SessionsVerdict::kReachable);
   const int n = need->sessions;
@@ -153,13 +158,14 @@ TEST(DecomposeArmBySession, SeparatesSessionMainEffectFromInteraction) {
   std::mt19937_64 rng(23);
   const testing::LevelSds sd{.session = 0.03, .process = 0.01, .round = 0.005};
   const double interaction = 0.01;
-  const PairedSample sample = testing::SimulatePaired(rng, 50.0, 0.7, sd, interaction,
-                                                      {.sessions = 300, .processes = 3, .rounds = 10});
+  const PairedSample sample = testing::SimulatePaired(
+      rng, 50.0, 0.7, sd, interaction, {.sessions = 300, .processes = 3, .rounds = 10});
   absl::StatusOr<ArmSessionVariance> v = DecomposeArmBySession(sample);
   ASSERT_TRUE(v.ok()) << v.status();
-  std::printf("[arm x session] session sd %.4f (truth 0.03), interaction sd %.4f (truth 0.01), "
-              "within %.5f\n",
-              std::sqrt(v->session_main), std::sqrt(v->interaction_net), v->within_session_noise);
+  std::printf(
+      "[arm x session] session sd %.4f (truth 0.03), interaction sd %.4f (truth 0.01), "
+      "within %.5f\n",
+      std::sqrt(v->session_main), std::sqrt(v->interaction_net), v->within_session_noise);
   EXPECT_NEAR(std::sqrt(v->session_main), 0.03, 0.12 * 0.03);
   EXPECT_NEAR(std::sqrt(v->interaction_net), interaction, 0.2 * interaction);
   // Within noise of one arm-session log mean: (0.01² + 0.005²/10) / 3.

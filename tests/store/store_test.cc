@@ -137,8 +137,8 @@ TEST(Store, RoundTripsSessionsAttemptsMeasurementsAndEvidence) {
                                  *attempt, cell, 0, round, "time_us", 10.0 + round, "us", 2100});
     }
   }
-  std::vector<EvidenceIn> ev = {EvidenceIn{"e-1", *attempt, unit.cell_ids[0], 0, "kernel_path",
-                                           R"({"path":"3d"})", 2100}};
+  std::vector<EvidenceIn> ev = {
+      EvidenceIn{"e-1", *attempt, unit.cell_ids[0], 0, "kernel_path", R"({"path":"3d"})", 2100}};
   auto outcome = f.store->Report("session-a", ms, ev, {*attempt}, {}, 2200);
   ASSERT_TRUE(outcome.ok()) << outcome.status();
   EXPECT_EQ(outcome->stored.size(), 5u);
@@ -220,8 +220,8 @@ TEST(Store, RecordsOutsideTheDesignAreRefusedEachWithItsReason) {
   const int64_t cell = units[0].cell_ids[0];
   auto m = [&](std::string uuid, int64_t c, int process, int round, double value,
                std::string metric = "time_us", std::string unit = "us") {
-    return MeasurementIn{std::move(uuid), attempt, c, process, round, std::move(metric), value,
-                         std::move(unit), 1};
+    return MeasurementIn{std::move(uuid), attempt,         c, process, round, std::move(metric),
+                         value,           std::move(unit), 1};
   };
   MetricCheck check = [](const std::string&, const std::string& metric,
                          const std::string& unit) -> std::string {
@@ -397,8 +397,9 @@ TEST(Store, ReportBatchRollsBackOnlyTheReportThatFails) {
   ASSERT_EQ(results[2]->refused.size(), 1u);
   EXPECT_EQ(results[2]->refused[0].uuid, "b2");
   auto db = sqlite::Database::Open(f.dir.File("results.db"), sqlite::OpenMode::kReadOnly);
-  auto uuids = (*db)->Prepare("SELECT group_concat(uuid, ',') FROM "
-                              "(SELECT uuid FROM measurements ORDER BY uuid)");
+  auto uuids = (*db)->Prepare(
+      "SELECT group_concat(uuid, ',') FROM "
+      "(SELECT uuid FROM measurements ORDER BY uuid)");
   ASSERT_TRUE(uuids.ok() && *uuids->Step());
   EXPECT_EQ(uuids->Text(0), "a1,a2,b3");  // b1 went with its report's rollback
 }

@@ -16,9 +16,10 @@ namespace ladder::testing {
 inline std::unique_ptr<ChildProcess> StartAgent(const TempDir& dir, int port,
                                                 const std::string& name,
                                                 std::vector<std::string> extra = {}) {
-  std::vector<std::string> argv = {LadderBinary(), "agent", "--coordinator",
-                                   "127.0.0.1:" + std::to_string(port), "--spool",
-                                   dir.File(name + "-spool.db"), "--label", "name=" + name};
+  std::vector<std::string> argv = {LadderBinary(),  "agent",
+                                   "--coordinator", "127.0.0.1:" + std::to_string(port),
+                                   "--spool",       dir.File(name + "-spool.db"),
+                                   "--label",       "name=" + name};
   argv.insert(argv.end(), extra.begin(), extra.end());
   return std::make_unique<ChildProcess>(argv, dir.File(name + ".log"));
 }
@@ -46,8 +47,8 @@ inline std::string QueryText(const std::string& db_path, const std::string& sql)
 
 // The session id of the agent started with `--label name=NAME` ("" until it registered).
 inline std::string SessionOf(const std::string& db_path, const std::string& name) {
-  return QueryText(db_path, "SELECT id FROM sessions WHERE json_extract(labels, '$.name') = '" +
-                                name + "'");
+  return QueryText(db_path,
+                   "SELECT id FROM sessions WHERE json_extract(labels, '$.name') = '" + name + "'");
 }
 
 // Creates a token directly in the database (the bootstrap path), writes it to `file` in `dir`
@@ -70,24 +71,24 @@ inline void ExpectExactlyOnce(const std::string& db_path, int64_t run, int64_t p
   EXPECT_EQ(QueryText(db_path, "SELECT state FROM runs WHERE id = " + r), "done");
   EXPECT_EQ(QueryInt(db_path, "SELECT COUNT(*) FROM units WHERE state != 'done' AND run_id = " + r),
             0);
-  EXPECT_EQ(QueryInt(db_path,
-                     "SELECT COUNT(*) FROM (SELECT cell_id, metric, COUNT(*) AS n FROM "
-                     "valid_measurements WHERE run_id = " + r +
-                         " GROUP BY cell_id, metric HAVING n != " + std::to_string(per_cell) +
-                         ")"),
-            0)
+  EXPECT_EQ(
+      QueryInt(db_path,
+               "SELECT COUNT(*) FROM (SELECT cell_id, metric, COUNT(*) AS n FROM "
+               "valid_measurements WHERE run_id = " +
+                   r + " GROUP BY cell_id, metric HAVING n != " + std::to_string(per_cell) + ")"),
+      0)
       << "some (cell, metric) has a count other than " << per_cell;
   EXPECT_EQ(QueryInt(db_path,
                      "SELECT COUNT(*) FROM (SELECT COUNT(*) AS n FROM valid_measurements "
-                     "WHERE run_id = " + r +
-                         " GROUP BY cell_id, session_id, process, round, metric HAVING n > 1)"),
+                     "WHERE run_id = " +
+                         r + " GROUP BY cell_id, session_id, process, round, metric HAVING n > 1)"),
             0)
       << "a measurement was counted twice";
   EXPECT_EQ(QueryInt(db_path, "SELECT COUNT(*) - COUNT(DISTINCT uuid) FROM measurements"), 0);
   EXPECT_EQ(QueryInt(db_path,
                      "SELECT COUNT(*) FROM (SELECT u.id FROM units u LEFT JOIN attempts a ON "
-                     "a.unit_id = u.id AND a.state = 'done' WHERE u.run_id = " + r +
-                         " GROUP BY u.id HAVING COUNT(a.id) != 1)"),
+                     "a.unit_id = u.id AND a.state = 'done' WHERE u.run_id = " +
+                         r + " GROUP BY u.id HAVING COUNT(a.id) != 1)"),
             0)
       << "a unit without exactly one completed attempt";
   EXPECT_EQ(QueryInt(db_path, "SELECT COUNT(*) FROM cells WHERE run_id = " + r +

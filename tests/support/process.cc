@@ -21,8 +21,8 @@ pid_t SpawnWithFiles(const std::vector<std::string>& argv, const std::string& ou
   if (pid == 0) {
     setpgid(0, 0);
     int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    int err = err_path == out_path ? out
-                                   : open(err_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    int err =
+        err_path == out_path ? out : open(err_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     dup2(out, STDOUT_FILENO);
     dup2(err, STDERR_FILENO);
     int null = open("/dev/null", O_RDONLY);
@@ -140,18 +140,19 @@ void WriteFile(const std::string& path, const std::string& content) {
 
 std::string LadderBinary() { return LADDER_BINARY; }
 
-std::unique_ptr<ChildProcess> StartCoordinator(const TempDir& dir, const std::string& db,
-                                               int* port, const std::vector<std::string>& extra,
+std::unique_ptr<ChildProcess> StartCoordinator(const TempDir& dir, const std::string& db, int* port,
+                                               const std::vector<std::string>& extra,
                                                int fixed_port, const std::string& log_name) {
   const std::string port_file = dir.File("port-" + log_name);
   std::filesystem::remove(port_file);
-  std::vector<std::string> argv = {LadderBinary(), "coordinator", "--listen",
-                                   "127.0.0.1:" + std::to_string(fixed_port), "--db", db,
-                                   "--port-file", port_file};
+  std::vector<std::string> argv = {LadderBinary(), "coordinator",
+                                   "--listen",     "127.0.0.1:" + std::to_string(fixed_port),
+                                   "--db",         db,
+                                   "--port-file",  port_file};
   argv.insert(argv.end(), extra.begin(), extra.end());
   auto child = std::make_unique<ChildProcess>(argv, dir.File(log_name));
-  const bool up = WaitFor([&] { return std::filesystem::exists(port_file); },
-                          std::chrono::seconds(30));
+  const bool up =
+      WaitFor([&] { return std::filesystem::exists(port_file); }, std::chrono::seconds(30));
   *port = up ? std::atoi(ReadFile(port_file).c_str()) : 0;
   return child;
 }

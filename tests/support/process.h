@@ -66,8 +66,8 @@ std::string LadderBinary();
 
 // Starts `ladder coordinator` on 127.0.0.1 (port 0, or `port` when non-zero) and waits until it
 // serves; returns its port through *port.
-std::unique_ptr<ChildProcess> StartCoordinator(const TempDir& dir, const std::string& db,
-                                               int* port, const std::vector<std::string>& extra,
+std::unique_ptr<ChildProcess> StartCoordinator(const TempDir& dir, const std::string& db, int* port,
+                                               const std::vector<std::string>& extra,
                                                int fixed_port = 0,
                                                const std::string& log_name = "coordinator.log");
 

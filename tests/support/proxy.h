@@ -33,7 +33,7 @@ class TcpProxy {
   std::atomic<bool> stop_{false};
   std::atomic<bool> cut_{false};
   std::mutex mu_;
-  std::vector<int> open_fds_;  // guarded by mu_
+  std::vector<int> open_fds_;         // guarded by mu_
   std::vector<std::thread> threads_;  // guarded by mu_
   std::thread acceptor_;
 };

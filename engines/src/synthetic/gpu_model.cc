@@ -11,8 +11,8 @@
 // All on one stream; the host waits once per step, for the r next tokens (an engine must
 // know them before it can continue). A batched step (continuous batching) stacks the rows of
 // several sequences: the GEMMs read each weight once for all of them, and K/V scatter and
-// attention run per sequence over its own cache. Q/K/V and gate/up are fused into one matrix each, which
-// reads the same bytes as separate ones in fewer launches.
+// attention run per sequence over its own cache. Q/K/V and gate/up are fused into one matrix each,
+// which reads the same bytes as separate ones in fewer launches.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -35,8 +35,8 @@ using internal::Cat;
 constexpr int kBlockSize = 16;
 
 absl::Status CudaError(cudaError_t e, const char* call, const char* file, int line) {
-  const std::string message = Cat("synthetic engine: ", call, " failed at ", file, ":", line, ": ",
-                                  cudaGetErrorString(e));
+  const std::string message =
+      Cat("synthetic engine: ", call, " failed at ", file, ":", line, ": ", cudaGetErrorString(e));
   return e == cudaErrorMemoryAllocation ? absl::ResourceExhaustedError(message)
                                         : absl::InternalError(message);
 }
@@ -46,14 +46,14 @@ absl::Status CublasError(cublasStatus_t s, const char* call, const char* file, i
 }
 
 // Device and cuBLAS errors become statuses here, once, with the call and file:line.
-#define SYN_CUDA(expr)                                                                   \
-  do {                                                                                   \
-    const cudaError_t syn_e_ = (expr);                                                   \
-    if (syn_e_ != cudaSuccess) return CudaError(syn_e_, #expr, __FILE__, __LINE__);      \
+#define SYN_CUDA(expr)                                                              \
+  do {                                                                              \
+    const cudaError_t syn_e_ = (expr);                                              \
+    if (syn_e_ != cudaSuccess) return CudaError(syn_e_, #expr, __FILE__, __LINE__); \
   } while (0)
-#define SYN_CUBLAS(expr)                                                                 \
-  do {                                                                                   \
-    const cublasStatus_t syn_s_ = (expr);                                                \
+#define SYN_CUBLAS(expr)                                                                        \
+  do {                                                                                          \
+    const cublasStatus_t syn_s_ = (expr);                                                       \
     if (syn_s_ != CUBLAS_STATUS_SUCCESS) return CublasError(syn_s_, #expr, __FILE__, __LINE__); \
   } while (0)
 
@@ -208,8 +208,9 @@ class CudaModel final : public Model {
 
   ModelDevice device() const override { return ModelDevice::kCuda; }
   std::string Describe() const override {
-    return Cat("device cuda (", device_name_, "): bf16 weights on the GPU, one set per layer (target ",
-               target_bytes_ >> 20, " MiB, drafter ", drafter_bytes_ >> 20,
+    return Cat("device cuda (", device_name_,
+               "): bf16 weights on the GPU, one set per layer (target ", target_bytes_ >> 20,
+               " MiB, drafter ", drafter_bytes_ >> 20,
                " MiB); cuBLAS projections; device-resident attention");
   }
 
@@ -240,7 +241,8 @@ class CudaModel final : public Model {
                                  cudaMemcpyHostToDevice, stream_));
         // Positions below `depth` stand for the prompt; the rest is written before it is read.
         const size_t filled = std::min<size_t>(static_cast<size_t>(c.pages) * kBlockSize,
-                                               static_cast<size_t>(depth)) * KvDim(l);
+                                               static_cast<size_t>(depth)) *
+                              KvDim(l);
         gpu::FillUniformBf16(c.k, filled, fill_seed = Mix(fill_seed, 1), 1.0f, stream_);
         gpu::FillUniformBf16(c.v, filled, fill_seed = Mix(fill_seed, 2), 1.0f, stream_);
       }
@@ -269,7 +271,8 @@ class CudaModel final : public Model {
     for (size_t s = 0; s < segments.size(); ++s) {
       const int n = static_cast<int>(segments[s].tokens.size());
       if (n < 1 || n > MaxRows()) {
-        return absl::InvalidArgumentError(Cat("synthetic engine: a step carries 1..", MaxRows(), " rows"));
+        return absl::InvalidArgumentError(
+            Cat("synthetic engine: a step carries 1..", MaxRows(), " rows"));
       }
       first[s] = rows;
       rows += n;
@@ -334,12 +337,14 @@ class CudaModel final : public Model {
             kernels::Backend::kCuda, args, *plan, stream_, workspace_.get(), workspace_.size());
         if (!launched.ok()) return AttentionError(launched.error());
         if (observer) {
-          observer(AttentionEvent{drafter, static_cast<int>(li), l.kind, n, position + n, plan->info});
+          observer(
+              AttentionEvent{drafter, static_cast<int>(li), l.kind, n, position + n, plan->info});
         }
       }
       RETURN_IF_ERROR(Gemm(lw.o, h, qd, attn_, rows, x_, CUDA_R_32F, 1.0f));  // x += W_o attn
       gpu::RmsNormToBf16(x_, rows, h, normed_, stream_);
-      RETURN_IF_ERROR(Gemm(lw.gate_up, 2 * spec.intermediate, h, normed_, rows, gate_up_, CUDA_R_32F, 0.0f));
+      RETURN_IF_ERROR(
+          Gemm(lw.gate_up, 2 * spec.intermediate, h, normed_, rows, gate_up_, CUDA_R_32F, 0.0f));
       gpu::GeluMul(gate_up_, rows, spec.intermediate, act_, stream_);
       RETURN_IF_ERROR(Gemm(lw.down, h, spec.intermediate, act_, rows, x_, CUDA_R_32F, 1.0f));
     }
@@ -369,10 +374,12 @@ class CudaModel final : public Model {
     ASSIGN_OR_RETURN(w.memory, DeviceMemory::Alloc(counter.used()));
     Carver carver(w.memory.get());
     CarveWeights(spec, carver, w);
-    const size_t h = static_cast<size_t>(spec.hidden), inter = static_cast<size_t>(spec.intermediate);
+    const size_t h = static_cast<size_t>(spec.hidden),
+                 inter = static_cast<size_t>(spec.intermediate);
     auto fill = [&](uint16_t* m, size_t out_dim, size_t in_dim) {
       seed = Mix(seed, out_dim * 31 + in_dim);
-      gpu::FillUniformBf16(m, out_dim * in_dim, seed, 1.0f / std::sqrt(static_cast<float>(in_dim)), stream_);
+      gpu::FillUniformBf16(m, out_dim * in_dim, seed, 1.0f / std::sqrt(static_cast<float>(in_dim)),
+                           stream_);
     };
     seed = Mix(seed, 0xe3bed);
     gpu::FillUniformBf16(w.embed, static_cast<size_t>(spec.vocab) * h, seed, 1.0f, stream_);
@@ -430,7 +437,8 @@ class CudaModel final : public Model {
     return absl::OkStatus();
   }
 
-  std::vector<GpuLayerCache> CarveCaches(const ModelSpec& spec, int capacity, Carver& carver) const {
+  std::vector<GpuLayerCache> CarveCaches(const ModelSpec& spec, int capacity,
+                                         Carver& carver) const {
     std::vector<GpuLayerCache> out;
     for (const LayerSpec& l : spec.layers) {
       GpuLayerCache c;
@@ -449,8 +457,8 @@ class CudaModel final : public Model {
 
   // y[rows, out_dim] (= or +=) x[rows, in_dim] · W[out_dim, in_dim]^T, W and x bf16 row-major,
   // fp32 accumulation. In cuBLAS's column-major terms: y^T = W^T(stored) ^T · x^T.
-  absl::Status Gemm(const uint16_t* w, int out_dim, int in_dim, const uint16_t* x, int rows, void* y,
-                    cudaDataType_t y_type, float beta) const {
+  absl::Status Gemm(const uint16_t* w, int out_dim, int in_dim, const uint16_t* x, int rows,
+                    void* y, cudaDataType_t y_type, float beta) const {
     const float alpha = 1.0f;
     SYN_CUBLAS(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, out_dim, rows, in_dim, &alpha, w,
                             CUDA_R_16BF, in_dim, x, CUDA_R_16BF, in_dim, &beta, y, y_type, out_dim,
@@ -476,7 +484,8 @@ class CudaModel final : public Model {
   uint16_t* act_ = nullptr;
   float* logits_ = nullptr;
   int32_t* next_ = nullptr;
-  int32_t* meta_ = nullptr;  // tokens [MaxStepRows], then per sequence query_start [2], seq_lens [1]
+  int32_t* meta_ =
+      nullptr;  // tokens [MaxStepRows], then per sequence query_start [2], seq_lens [1]
 };
 
 }  // namespace

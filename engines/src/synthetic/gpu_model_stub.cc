@@ -5,8 +5,8 @@ namespace ladder::engines::synthetic {
 
 bool CudaModelCompiled() { return false; }
 
-absl::StatusOr<std::unique_ptr<Model>> BuildCudaModel(const Preset&, uint64_t,
-                                                      kernels::RunOptions, int) {
+absl::StatusOr<std::unique_ptr<Model>> BuildCudaModel(const Preset&, uint64_t, kernels::RunOptions,
+                                                      int) {
   return absl::UnavailableError(
       "synthetic engine: --device cuda: this binary was built without LADDER_CUDA");
 }

@@ -12,7 +12,9 @@ namespace {
 
 constexpr int kThreads = 256;
 
-__device__ inline float Bf16ToFloat(uint16_t h) { return __uint_as_float(static_cast<uint32_t>(h) << 16); }
+__device__ inline float Bf16ToFloat(uint16_t h) {
+  return __uint_as_float(static_cast<uint32_t>(h) << 16);
+}
 __device__ inline uint16_t FloatToBf16(float f) {  // round to nearest even
   uint32_t x = __float_as_uint(f);
   if ((x & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;
@@ -44,7 +46,8 @@ __global__ void FillKernel(uint16_t* dst, size_t n, uint64_t seed, float scale) 
   }
 }
 
-__global__ void EmbedKernel(const uint16_t* embed, int vocab, int hidden, const int32_t* tokens, float* x) {
+__global__ void EmbedKernel(const uint16_t* embed, int vocab, int hidden, const int32_t* tokens,
+                            float* x) {
   int t = tokens[blockIdx.x];
   t = t < 0 ? 0 : (t >= vocab ? vocab - 1 : t);
   const uint16_t* row = embed + static_cast<size_t>(t) * hidden;
@@ -70,11 +73,13 @@ __global__ void RmsNormKernel(const float* x, int hidden, uint16_t* out) {
 }
 
 // Block (row): copies Q, then K and V of that row into their pages.
-__global__ void ScatterQkvKernel(const uint16_t* qkv, int q_dim, int kv_dim, int position, const int32_t* table,
-                                 int block_size, uint16_t* q, uint16_t* k_cache, uint16_t* v_cache) {
+__global__ void ScatterQkvKernel(const uint16_t* qkv, int q_dim, int kv_dim, int position,
+                                 const int32_t* table, int block_size, uint16_t* q,
+                                 uint16_t* k_cache, uint16_t* v_cache) {
   const int r = blockIdx.x;
   const uint16_t* src = qkv + static_cast<size_t>(r) * (q_dim + 2 * kv_dim);
-  for (int i = threadIdx.x; i < q_dim; i += blockDim.x) q[static_cast<size_t>(r) * q_dim + i] = src[i];
+  for (int i = threadIdx.x; i < q_dim; i += blockDim.x)
+    q[static_cast<size_t>(r) * q_dim + i] = src[i];
   const int pos = position + r;
   const size_t slot = static_cast<size_t>(table[pos / block_size]) * block_size + pos % block_size;
   for (int i = threadIdx.x; i < kv_dim; i += blockDim.x) {
@@ -134,8 +139,8 @@ void FillUniformBf16(uint16_t* dst, size_t n, uint64_t seed, float scale, void* 
   FillKernel<<<GridFor(n), kThreads, 0, S(stream)>>>(dst, n, seed, scale);
 }
 
-void EmbedRows(const uint16_t* embed, int vocab, int hidden, const int32_t* tokens, int rows, float* x,
-               void* stream) {
+void EmbedRows(const uint16_t* embed, int vocab, int hidden, const int32_t* tokens, int rows,
+               float* x, void* stream) {
   EmbedKernel<<<rows, kThreads, 0, S(stream)>>>(embed, vocab, hidden, tokens, x);
 }
 
@@ -143,15 +148,16 @@ void RmsNormToBf16(const float* x, int rows, int hidden, uint16_t* out, void* st
   RmsNormKernel<<<rows, kThreads, 0, S(stream)>>>(x, hidden, out);
 }
 
-void ScatterQkv(const uint16_t* qkv, int rows, int q_dim, int kv_dim, int position, const int32_t* block_table,
-                int block_size, uint16_t* q, uint16_t* k_cache, uint16_t* v_cache, void* stream) {
-  ScatterQkvKernel<<<rows, kThreads, 0, S(stream)>>>(qkv, q_dim, kv_dim, position, block_table, block_size, q,
-                                                     k_cache, v_cache);
+void ScatterQkv(const uint16_t* qkv, int rows, int q_dim, int kv_dim, int position,
+                const int32_t* block_table, int block_size, uint16_t* q, uint16_t* k_cache,
+                uint16_t* v_cache, void* stream) {
+  ScatterQkvKernel<<<rows, kThreads, 0, S(stream)>>>(qkv, q_dim, kv_dim, position, block_table,
+                                                     block_size, q, k_cache, v_cache);
 }
 
 void GeluMul(const float* gate_up, int rows, int inter, uint16_t* act, void* stream) {
-  GeluMulKernel<<<GridFor(static_cast<size_t>(rows) * inter), kThreads, 0, S(stream)>>>(gate_up, rows, inter,
-                                                                                           act);
+  GeluMulKernel<<<GridFor(static_cast<size_t>(rows) * inter), kThreads, 0, S(stream)>>>(
+      gate_up, rows, inter, act);
 }
 
 void ArgmaxRows(const float* logits, int rows, int vocab, int32_t* next, void* stream) {

@@ -109,8 +109,8 @@ absl::StatusOr<std::unique_ptr<CpuWeights>> MakeWeights(const ModelSpec& spec, R
 
 // One layer's cache as a kernels problem for a single sequence. Sliding layers keep a ring of
 // pages just large enough for the window plus the widest verification step.
-kernels::HostProblem MakeLayerCache(const LayerSpec& layer, int capacity, int max_rows,
-                                    Rng& rng, int filled) {
+kernels::HostProblem MakeLayerCache(const LayerSpec& layer, int capacity, int max_rows, Rng& rng,
+                                    int filled) {
   kernels::HostProblem p;
   p.shape.q_heads = layer.q_heads;
   p.shape.kv_heads = layer.kv_heads;
@@ -220,7 +220,8 @@ absl::StatusOr<std::vector<int32_t>> Model::TargetStep(Sequence& seq,
 
 absl::StatusOr<int32_t> Model::DrafterStep(Sequence& seq, int32_t token, int position,
                                            const AttentionObserver& observer) const {
-  ASSIGN_OR_RETURN(std::vector<int32_t> out, DrafterStepBatch({&seq}, {token}, {position}, observer));
+  ASSIGN_OR_RETURN(std::vector<int32_t> out,
+                   DrafterStepBatch({&seq}, {token}, {position}, observer));
   return out[0];
 }
 
@@ -234,8 +235,8 @@ absl::StatusOr<std::vector<std::vector<int32_t>>> Model::TargetStepBatch(
   std::vector<Segment> segments(seqs.size());
   for (size_t i = 0; i < seqs.size(); ++i) {
     if (tokens[i].empty() || static_cast<int>(tokens[i].size()) > MaxRows()) {
-      return absl::InvalidArgumentError(Cat("synthetic engine: a step carries 1..", MaxRows(),
-                                            " rows, got ", tokens[i].size()));
+      return absl::InvalidArgumentError(
+          Cat("synthetic engine: a step carries 1..", MaxRows(), " rows, got ", tokens[i].size()));
     }
     segments[i] = Segment{seqs[i]->caches_.get(), seqs[i]->length_, tokens[i]};
   }
@@ -265,7 +266,8 @@ absl::StatusOr<std::vector<int32_t>> Model::DrafterStepBatch(
 absl::StatusOr<ModelDevice> ResolveModelDevice(std::string_view name) {
   if (name == "cpu") return ModelDevice::kCpu;
   if (name == "cuda" || name == "auto") {
-    const bool available = CudaModelCompiled() && kernels::BackendAvailable(kernels::Backend::kCuda);
+    const bool available =
+        CudaModelCompiled() && kernels::BackendAvailable(kernels::Backend::kCuda);
     if (available) return ModelDevice::kCuda;
     if (name == "auto") return ModelDevice::kCpu;
     return absl::UnavailableError(
@@ -370,7 +372,8 @@ absl::StatusOr<std::vector<std::vector<int32_t>>> CpuModel::Forward(
   std::vector<std::vector<int32_t>> next(segments.size());
   for (size_t s = 0; s < segments.size(); ++s) {
     for (size_t r = 0; r < segments[s].tokens.size(); ++r) {
-      const float* lr = logits.data() + static_cast<size_t>(first[s] + static_cast<int>(r)) * spec.vocab;
+      const float* lr =
+          logits.data() + static_cast<size_t>(first[s] + static_cast<int>(r)) * spec.vocab;
       next[s].push_back(static_cast<int32_t>(std::max_element(lr, lr + spec.vocab) - lr));
     }
   }

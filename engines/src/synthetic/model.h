@@ -172,8 +172,7 @@ class Model {
 
 // The CUDA model (gpu_model.cc); Unavailable in a build without LADDER_CUDA.
 absl::StatusOr<std::unique_ptr<Model>> BuildCudaModel(const Preset& preset, uint64_t seed,
-                                                      kernels::RunOptions attention,
-                                                      int max_batch);
+                                                      kernels::RunOptions attention, int max_batch);
 bool CudaModelCompiled();
 
 }  // namespace ladder::engines::synthetic

@@ -4,14 +4,14 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <condition_variable>
-#include <deque>
-#include <optional>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <ctime>
+#include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 #include <tuple>
@@ -99,8 +99,8 @@ class SyntheticEngine::Impl {
     ASSIGN_OR_RETURN(synthetic::Preset preset, synthetic::FindPreset(options_.preset));
     ASSIGN_OR_RETURN(acceptance_, AcceptanceCurve::Parse(options_.acceptance));
     kernels::RunOptions attention;
-    attention.policy = options_.policy == "legacy" ? kernels::Policy::kLegacy
-                                                   : kernels::Policy::kSpecAware;
+    attention.policy =
+        options_.policy == "legacy" ? kernels::Policy::kLegacy : kernels::Policy::kSpecAware;
     attention.config.decode_query_len = options_.spec_k + 1;
     attention.cpu_threads = options_.threads;
     int sliding = 0;
@@ -108,18 +108,20 @@ class SyntheticEngine::Impl {
     Log(Cat("INFO ladder-synthetic: ", kVersion, ": preset ", preset.name, ": ",
             preset.target.layers.size(), " layers (", sliding, " sliding, ",
             preset.target.layers.size() - sliding, " global), hidden ", preset.target.hidden,
-            "; drafter ", preset.drafter.layers.size(), " layers, hidden ",
-            preset.drafter.hidden, "; policy ", options_.policy, "; spec_k ", options_.spec_k,
-            "; acceptance ", options_.acceptance));
+            "; drafter ", preset.drafter.layers.size(), " layers, hidden ", preset.drafter.hidden,
+            "; policy ", options_.policy, "; spec_k ", options_.spec_k, "; acceptance ",
+            options_.acceptance));
     ASSIGN_OR_RETURN(synthetic::ModelDevice device, synthetic::ResolveModelDevice(options_.device));
-    ASSIGN_OR_RETURN(model_, Model::Build(preset, options_.seed, attention, device,
-                                          options_.max_batch));
-    Log(Cat("INFO ladder-synthetic: model on ", model_->Describe(), "; continuous batching of up "
-            "to ", options_.max_batch, " requests"));
+    ASSIGN_OR_RETURN(model_,
+                     Model::Build(preset, options_.seed, attention, device, options_.max_batch));
+    Log(Cat("INFO ladder-synthetic: model on ", model_->Describe(),
+            "; continuous batching of up "
+            "to ",
+            options_.max_batch, " requests"));
     scheduler_ = std::thread([this] { ScheduleLoop(); });
     if (!options_.force_backend.empty()) {
-      Log(Cat("WARNING ladder-synthetic: Forcing ", options_.force_backend,
-              " backend (requested ", options_.attention_backend, "; --force-backend)"));
+      Log(Cat("WARNING ladder-synthetic: Forcing ", options_.force_backend, " backend (requested ",
+              options_.attention_backend, "; --force-backend)"));
       backend_ = options_.force_backend;
     } else {
       backend_ = options_.attention_backend;
@@ -165,9 +167,9 @@ class SyntheticEngine::Impl {
       }
     } else {
       if (!server_.bind_to_port(options_.host, options_.port)) {
-        return absl::FailedPreconditionError(
-            Cat("synthetic engine: cannot bind ", options_.host, ":", options_.port,
-                ": address already in use or not available"));
+        return absl::FailedPreconditionError(Cat("synthetic engine: cannot bind ", options_.host,
+                                                 ":", options_.port,
+                                                 ": address already in use or not available"));
       }
       port_ = options_.port;
     }
@@ -180,7 +182,8 @@ class SyntheticEngine::Impl {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (!server_.is_running()) {
       if (std::chrono::steady_clock::now() > deadline) {
-        return absl::InternalError("synthetic engine: the HTTP server did not start listening in 10 s");
+        return absl::InternalError(
+            "synthetic engine: the HTTP server did not start listening in 10 s");
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
@@ -248,12 +251,13 @@ class SyntheticEngine::Impl {
             "Sequences summed over target steps (/ steps = mean batch size).", batch_sequences_);
     counter("vllm:generation_tokens_total", "Number of generation tokens processed.",
             generation_tokens_);
-    out += "# HELP ladder:attention_calls_total Attention calls by path.\n"
-           "# TYPE ladder:attention_calls_total counter\n";
+    out +=
+        "# HELP ladder:attention_calls_total Attention calls by path.\n"
+        "# TYPE ladder:attention_calls_total counter\n";
     for (const auto& [key, count] : attention_calls_) {
       const auto& [model, layer, path, rows] = key;
-      out += Cat("ladder:attention_calls_total{model=\"", model, "\",layer=\"", layer,
-                 "\",path=\"", path, "\",q_rows=\"", rows, "\"} ", count, "\n");
+      out += Cat("ladder:attention_calls_total{model=\"", model, "\",layer=\"", layer, "\",path=\"",
+                 path, "\",q_rows=\"", rows, "\"} ", count, "\n");
     }
     return out;
   }
@@ -272,9 +276,8 @@ class SyntheticEngine::Impl {
     }
     if (options_.log_paths == "none" || (options_.log_paths == "once" && !first)) return;
     Log(Cat(is_3d && e.q_rows > 1 ? "PROBE_3D_SPEC_ACTIVE" : "ATTN_PATH", " model=", model,
-            " layer=", e.layer, " kind=", layer, " path=", path, " q_rows=", e.q_rows,
-            " kv_len=", e.kv_len, " segments=", e.info.segments, " reason=\"", e.info.reason,
-            "\""));
+            " layer=", e.layer, " kind=", layer, " path=", path, " q_rows=", e.q_rows, " kv_len=",
+            e.kv_len, " segments=", e.info.segments, " reason=\"", e.info.reason, "\""));
   }
 
   void Completions(const httplib::Request& req, httplib::Response& res) {
@@ -323,8 +326,8 @@ class SyntheticEngine::Impl {
         static_cast<int>(prompt.size()) + max_tokens + options_.spec_k + 1 > max_len) {
       res.status = 400;
       res.set_content(ErrorBody(Cat("need a non-empty prompt, max_tokens >= 1 and prompt + "
-                                    "max_tokens within max_model_len ", max_len, " (got ",
-                                    prompt.size(), " + ", max_tokens, ")")),
+                                    "max_tokens within max_model_len ",
+                                    max_len, " (got ", prompt.size(), " + ", max_tokens, ")")),
                       "application/json");
       return;
     }
@@ -333,22 +336,28 @@ class SyntheticEngine::Impl {
     if (body.contains("stream_options") && body["stream_options"].is_object()) {
       include_usage = body["stream_options"].value("include_usage", false);
     }
-    const bool crash = options_.crash_after_requests >= 0 &&
-                       request_index >= options_.crash_after_requests;
-    const bool oom = options_.oom_after_requests >= 0 &&
-                     request_index >= options_.oom_after_requests;
+    const bool crash =
+        options_.crash_after_requests >= 0 && request_index >= options_.crash_after_requests;
+    const bool oom =
+        options_.oom_after_requests >= 0 && request_index >= options_.oom_after_requests;
     std::string id = Cat("cmpl-", request_index);
     int64_t created = static_cast<int64_t>(std::time(nullptr));
     const std::string model_name = options_.preset;
     auto chunk_json = [id, created, model_name](const std::string& text, const char* finish) {
-      nlohmann::json choice = {{"index", 0}, {"text", text}, {"logprobs", nullptr},
+      nlohmann::json choice = {{"index", 0},
+                               {"text", text},
+                               {"logprobs", nullptr},
                                {"finish_reason", finish ? nlohmann::json(finish) : nullptr}};
-      return nlohmann::json{{"id", id}, {"object", "text_completion"}, {"created", created},
-                            {"model", model_name}, {"choices", {choice}}};
+      return nlohmann::json{{"id", id},
+                            {"object", "text_completion"},
+                            {"created", created},
+                            {"model", model_name},
+                            {"choices", {choice}}};
     };
     const int prompt_tokens = static_cast<int>(prompt.size());
     auto usage = [prompt_tokens](int completion) {
-      return nlohmann::json{{"prompt_tokens", prompt_tokens}, {"completion_tokens", completion},
+      return nlohmann::json{{"prompt_tokens", prompt_tokens},
+                            {"completion_tokens", completion},
                             {"total_tokens", prompt_tokens + completion}};
     };
 
@@ -371,38 +380,36 @@ class SyntheticEngine::Impl {
       res.set_content(reply.dump(), "application/json");
       return;
     }
-    res.set_chunked_content_provider(
-        "text/event-stream",
-        [this, prompt, max_tokens, request_index, crash, oom, include_usage, chunk_json, usage](
-            size_t, httplib::DataSink& sink) {
-          int produced = 0;
-          absl::Status s = Generate(prompt, max_tokens, request_index, crash, oom,
-                                    [&](const std::vector<int32_t>& tokens) {
-                                      std::string text;
-                                      for (int32_t t : tokens) text += TokenText(t);
-                                      produced += static_cast<int>(tokens.size());
-                                      std::string event =
-                                          Cat("data: ", chunk_json(text, nullptr).dump(), "\n\n");
-                                      return sink.write(event.data(), event.size());
-                                    });
-          if (!s.ok()) {
-            std::string event = Cat("data: ", ErrorBody(internal::ToStd(s.message())), "\n\n");
-            sink.write(event.data(), event.size());
-          } else {
-            std::string event = Cat("data: ", chunk_json("", "length").dump(), "\n\n");
-            if (include_usage) {
-              nlohmann::json u = {{"id", Cat("cmpl-", request_index)},
-                                  {"object", "text_completion"},
-                                  {"choices", nlohmann::json::array()},
-                                  {"usage", usage(produced)}};
-              event += Cat("data: ", u.dump(), "\n\n");
-            }
-            event += "data: [DONE]\n\n";
-            sink.write(event.data(), event.size());
-          }
-          sink.done();
-          return true;
-        });
+    res.set_chunked_content_provider("text/event-stream", [this, prompt, max_tokens, request_index,
+                                                           crash, oom, include_usage, chunk_json,
+                                                           usage](size_t, httplib::DataSink& sink) {
+      int produced = 0;
+      absl::Status s = Generate(
+          prompt, max_tokens, request_index, crash, oom, [&](const std::vector<int32_t>& tokens) {
+            std::string text;
+            for (int32_t t : tokens) text += TokenText(t);
+            produced += static_cast<int>(tokens.size());
+            std::string event = Cat("data: ", chunk_json(text, nullptr).dump(), "\n\n");
+            return sink.write(event.data(), event.size());
+          });
+      if (!s.ok()) {
+        std::string event = Cat("data: ", ErrorBody(internal::ToStd(s.message())), "\n\n");
+        sink.write(event.data(), event.size());
+      } else {
+        std::string event = Cat("data: ", chunk_json("", "length").dump(), "\n\n");
+        if (include_usage) {
+          nlohmann::json u = {{"id", Cat("cmpl-", request_index)},
+                              {"object", "text_completion"},
+                              {"choices", nlohmann::json::array()},
+                              {"usage", usage(produced)}};
+          event += Cat("data: ", u.dump(), "\n\n");
+        }
+        event += "data: [DONE]\n\n";
+        sink.write(event.data(), event.size());
+      }
+      sink.done();
+      return true;
+    });
   }
 
   // One request in the scheduler.
@@ -499,9 +506,8 @@ class SyntheticEngine::Impl {
     while (true) {
       {
         std::unique_lock<std::mutex> lock(queue_mu_);
-        queue_cv_.wait(lock, [&] {
-          return scheduler_stopping_ || !pending_.empty() || !active.empty();
-        });
+        queue_cv_.wait(lock,
+                       [&] { return scheduler_stopping_ || !pending_.empty() || !active.empty(); });
         if (scheduler_stopping_) break;
         while (!pending_.empty() && static_cast<int>(active.size()) < options_.max_batch) {
           active.push_back(std::move(pending_.front()));
@@ -518,8 +524,10 @@ class SyntheticEngine::Impl {
       });
     }
     std::lock_guard<std::mutex> lock(queue_mu_);
-    for (auto& job : active) Finish(*job, absl::UnavailableError("synthetic engine: shutting down"));
-    for (auto& job : pending_) Finish(*job, absl::UnavailableError("synthetic engine: shutting down"));
+    for (auto& job : active)
+      Finish(*job, absl::UnavailableError("synthetic engine: shutting down"));
+    for (auto& job : pending_)
+      Finish(*job, absl::UnavailableError("synthetic engine: shutting down"));
     pending_.clear();
   }
 
@@ -563,10 +571,12 @@ class SyntheticEngine::Impl {
       }
       if (finished || job->abandoned || !job->seq.has_value()) continue;
       if (job->started && job->produced * 2 >= job->max_tokens) {
-        if (job->crash) Fatal(3, "ERROR ladder-synthetic: crashing on purpose (--crash-after-requests)");
+        if (job->crash)
+          Fatal(3, "ERROR ladder-synthetic: crashing on purpose (--crash-after-requests)");
         if (job->oom) {
-          Fatal(1, "ERROR ladder-synthetic: torch.OutOfMemoryError: CUDA out of memory. Tried to "
-                   "allocate 2.00 GiB (synthetic fault: --oom-after-requests)");
+          Fatal(1,
+                "ERROR ladder-synthetic: torch.OutOfMemoryError: CUDA out of memory. Tried to "
+                "allocate 2.00 GiB (synthetic fault: --oom-after-requests)");
         }
       }
       jobs.push_back(job.get());
@@ -654,7 +664,7 @@ class SyntheticEngine::Impl {
   std::string backend_;
 
   httplib::Server server_;
-  std::thread thread_;  // runs server_.listen_after_bind()
+  std::thread thread_;                    // runs server_.listen_after_bind()
   std::atomic<bool> listen_done_{false};  // set by thread_ when the listen loop has returned
   int port_ = 0;
   std::mutex stop_mu_;
@@ -670,8 +680,8 @@ class SyntheticEngine::Impl {
 
   std::mutex metrics_mu_;
   double drafts_ = 0, draft_tokens_ = 0, accepted_tokens_ = 0;  // guarded by metrics_mu_
-  double prompt_tokens_ = 0, generation_tokens_ = 0;           // guarded by metrics_mu_
-  double batch_steps_ = 0, batch_sequences_ = 0;               // guarded by metrics_mu_
+  double prompt_tokens_ = 0, generation_tokens_ = 0;            // guarded by metrics_mu_
+  double batch_steps_ = 0, batch_sequences_ = 0;                // guarded by metrics_mu_
   std::map<std::tuple<std::string, std::string, std::string, int>, int64_t>
       attention_calls_;  // guarded by metrics_mu_
 };

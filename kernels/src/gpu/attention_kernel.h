@@ -92,24 +92,28 @@ struct KernelShape {
   static constexpr int kDn = kDimsPerWarp / 8;
   static constexpr int kScalarAcc = BM * D / NT;
   static constexpr int kSmT = NT < BM * TN ? NT : BM * TN;  // threads of the softmax step
-  static constexpr int kTpr = kSmT / BM;  // softmax threads per score row
-  static constexpr int kCpt = TN / kTpr;  // score columns per softmax thread
-  static constexpr int kChunks = D / 8;   // 16-byte chunks per K/V row
+  static constexpr int kTpr = kSmT / BM;                    // softmax threads per score row
+  static constexpr int kCpt = TN / kTpr;                    // score columns per softmax thread
+  static constexpr int kChunks = D / 8;                     // 16-byte chunks per K/V row
   static constexpr int kRowsPerPass = NT / kChunks;
   static constexpr int kPasses = TN / kRowsPerPass;  // cp.async per thread per tile, per K and V
   static constexpr size_t kQBytes = size_t{2} * BM * kQLd;
   static constexpr size_t kKvTileBytes = size_t{2} * TN * kQLd;  // K or V of one stage
   static constexpr size_t kSBytes = size_t{4} * kKSplit * BM * kSLd;
-  static constexpr size_t kPBytes = (4 * BM * kSLd > 2 * 2 * BM * kPLd) ? 4 * BM * kSLd : 2 * 2 * BM * kPLd;
+  static constexpr size_t kPBytes =
+      (4 * BM * kSLd > 2 * 2 * BM * kPLd) ? 4 * BM * kSLd : 2 * 2 * BM * kPLd;
   static constexpr size_t kRowBytes = size_t{4} * 3 * BM;
-  static constexpr size_t kSmemBytes = kQBytes + 2 * ST * kKvTileBytes + kSBytes + kPBytes + kRowBytes;
+  static constexpr size_t kSmemBytes =
+      kQBytes + 2 * ST * kKvTileBytes + kSBytes + kPBytes + kRowBytes;
 
   static_assert(BM == 16 || BM == 32, "BM is 16 or 32");
   static_assert(ST >= 2, "at least two K/V stages");
   static_assert(TN % 16 == 0 && D % 64 == 0, "tile shapes");
   static_assert(NT % 64 == 0, "work group size must be a multiple of 64 (wave64)");
-  static_assert(kWarps % kQkTiles == 0 || kQkTiles % kWarps == 0, "QK tiles must divide among warps");
-  static_assert(D % (kKSplit * 32) == 0, "k-split must divide head_dim into pairs of 16-wide steps");
+  static_assert(kWarps % kQkTiles == 0 || kQkTiles % kWarps == 0,
+                "QK tiles must divide among warps");
+  static_assert(D % (kKSplit * 32) == 0,
+                "k-split must divide head_dim into pairs of 16-wide steps");
   static_assert(kDn % 2 == 0, "each warp owns an even number of 8-wide output tiles");
   static_assert((BM * D) % NT == 0, "scalar accumulators divide evenly");
   static_assert(NT % kChunks == 0 && TN % kRowsPerPass == 0, "K/V tile loads divide evenly");
@@ -168,7 +172,8 @@ __global__ void __launch_bounds__(NT, MINB) UnifiedAttentionKernel(KernelParams 
       const bool pred = j < hi;
       size_t off = 0;
       if (pred) {
-        off = ((static_cast<size_t>(pages[i]) << p.block_size_shift) + (j & bs_mask)) * p.kv_heads + kvh;
+        off = ((static_cast<size_t>(pages[i]) << p.block_size_shift) + (j & bs_mask)) * p.kv_heads +
+              kvh;
         off = off * D + ld_col;
       }
       dev::CopyAsync16Hinted(ks + n * S::kQLd + ld_col, p.k + off, pred, l2_policy);
@@ -195,7 +200,8 @@ __global__ void __launch_bounds__(NT, MINB) UnifiedAttentionKernel(KernelParams 
     dev::Vec16 val{0, 0, 0, 0};
     if (m < m_rows) {
       const int r = m / p.group, g = m % p.group;
-      const size_t off = (static_cast<size_t>(q_start + row0 + r) * p.q_heads + kvh * p.group + g) * D + col;
+      const size_t off =
+          (static_cast<size_t>(q_start + row0 + r) * p.q_heads + kvh * p.group + g) * D + col;
       val = *reinterpret_cast<const dev::Vec16*>(p.q + off);
     }
     *reinterpret_cast<dev::Vec16*>(qs + m * S::kQLd + col) = val;
@@ -309,7 +315,8 @@ __global__ void __launch_bounds__(NT, MINB) UnifiedAttentionKernel(KernelParams 
         const int n = n0 + k;
         float s = ss[m * S::kSLd + n];
 #pragma unroll
-        for (int kx = 1; kx < S::kKSplit; ++kx) s += ss[static_cast<size_t>(kx) * BM * S::kSLd + m * S::kSLd + n];
+        for (int kx = 1; kx < S::kKSplit; ++kx)
+          s += ss[static_cast<size_t>(kx) * BM * S::kSLd + m * S::kSLd + n];
         s *= p.scale;
         if (p.softcap > 0.0f) s = p.softcap * tanhf(s / p.softcap);
         s *= kLog2e;
@@ -385,8 +392,8 @@ __global__ void __launch_bounds__(NT, MINB) UnifiedAttentionKernel(KernelParams 
 #pragma unroll
         for (int dn = 0; dn < S::kDn; dn += 2) {
           uint32_t b0, b1, b2, b3;
-          const uint16_t* vaddr =
-              vs + (kk + mrow + ((mat & 1) ? 8 : 0)) * S::kQLd + dim0 + dn * 8 + ((mat & 2) ? 8 : 0);
+          const uint16_t* vaddr = vs + (kk + mrow + ((mat & 1) ? 8 : 0)) * S::kQLd + dim0 + dn * 8 +
+                                  ((mat & 2) ? 8 : 0);
           dev::LdMatrixX4Trans(b0, b1, b2, b3, vaddr);
 #pragma unroll
           for (int mt = 0; mt < S::kMTiles; ++mt) {
@@ -424,10 +431,12 @@ __global__ void __launch_bounds__(NT, MINB) UnifiedAttentionKernel(KernelParams 
     const size_t tok = static_cast<size_t>(q_start + row0 + r);
     const size_t head = tok * p.q_heads + kvh * p.group + g;
     if (p.write_partial) {
-      *reinterpret_cast<float2*>(p.seg_acc + (head * p.segments + seg) * D + d) = make_float2(v0, v1);
+      *reinterpret_cast<float2*>(p.seg_acc + (head * p.segments + seg) * D + d) =
+          make_float2(v0, v1);
     } else {
       const float l = row_sum[m];
-      const uint32_t lo16 = E::FromFloat(l > 0.0f ? v0 / l : 0.0f), hi16 = E::FromFloat(l > 0.0f ? v1 / l : 0.0f);
+      const uint32_t lo16 = E::FromFloat(l > 0.0f ? v0 / l : 0.0f),
+                     hi16 = E::FromFloat(l > 0.0f ? v1 / l : 0.0f);
       *reinterpret_cast<uint32_t*>(p.out + head * D + d) = lo16 | (hi16 << 16);
     }
   };
@@ -523,12 +532,12 @@ struct GroupedMergeScratch {
 // computes U of the unit's G segment groups, so the loads of all units are in flight together
 // (the merge inside the head-512 kernel has up to two units per work group at 2 query rows;
 // one after another they cost an L2 round trip each). Every group sums the same segments in
-// the same order as with U = 1, N partials at a time: the bits depend on N, not on U. Partials are read
-// through L2 (ld.cg): in the merge inside the attention kernel they were written by other SMs.
+// the same order as with U = 1, N partials at a time: the bits depend on N, not on U. Partials are
+// read through L2 (ld.cg): in the merge inside the attention kernel they were written by other SMs.
 template <class E, int U, int N, class UnitOf>
-__device__ void MergeGroupedUnits(const float* seg_acc, const float* seg_max, const float* seg_sum, uint16_t* out,
-                                  int n_units, UnitOf unit_of, int segments, int head_dim, GroupedMergeScratch* sc,
-                                  bool discard) {
+__device__ void MergeGroupedUnits(const float* seg_acc, const float* seg_max, const float* seg_sum,
+                                  uint16_t* out, int n_units, UnitOf unit_of, int segments,
+                                  int head_dim, GroupedMergeScratch* sc, bool discard) {
   constexpr int G = kGroupedMergeGroups, L = kGroupedMergeLanes;
   static_assert(G % U == 0, "each thread takes U whole segment groups");
   constexpr int kPerUnit = kGroupedMergeThreads / U;
@@ -554,8 +563,10 @@ __device__ void MergeGroupedUnits(const float* seg_acc, const float* seg_max, co
         const bool in = unit_live && s < segments;
         ms[j][u] = in ? dev::LoadL2(seg_max + slot0 + s) : -INFINITY;
         ls[j][u] = in ? dev::LoadL2(seg_sum + slot0 + s) : 0.0f;
-        a[j][u] = in && live ? dev::LoadL2(reinterpret_cast<const float4*>(seg_acc + (slot0 + s) * head_dim + d))
-                             : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        a[j][u] =
+            in && live
+                ? dev::LoadL2(reinterpret_cast<const float4*>(seg_acc + (slot0 + s) * head_dim + d))
+                : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
       }
 #pragma unroll
     for (int j = 0; j < U; ++j) acc[j].Add(ms[j], ls[j], a[j]);
@@ -573,7 +584,8 @@ __device__ void MergeGroupedUnits(const float* seg_acc, const float* seg_max, co
 #pragma unroll
         for (int u = 0; u < N; ++u) {
           const int s = s0 + j + u * G;
-          if (unit_live && live && s < segments) dev::DiscardL2Line(seg_acc + (slot0 + s) * head_dim + d);
+          if (unit_live && live && s < segments)
+            dev::DiscardL2Line(seg_acc + (slot0 + s) * head_dim + d);
         }
 #endif
   }
@@ -589,12 +601,15 @@ __device__ void MergeGroupedUnits(const float* seg_acc, const float* seg_max, co
     float ms[G], ls[G];
     float4 a[G];
 #pragma unroll
-    for (int u = 0; u < G; ++u) ms[u] = sc[k].m[u][x], ls[u] = sc[k].den[u][x], a[u] = sc[k].num[u][x];
+    for (int u = 0; u < G; ++u)
+      ms[u] = sc[k].m[u][x], ls[u] = sc[k].den[u][x], a[u] = sc[k].num[u][x];
     OnlineSum all;
     all.Add(ms, ls, a);
     const float inv = all.den > 0.0f ? 1.0f / all.den : 0.0f;
-    const uint32_t lo = E::FromFloat(all.num.x * inv) | (static_cast<uint32_t>(E::FromFloat(all.num.y * inv)) << 16);
-    const uint32_t hi = E::FromFloat(all.num.z * inv) | (static_cast<uint32_t>(E::FromFloat(all.num.w * inv)) << 16);
+    const uint32_t lo = E::FromFloat(all.num.x * inv) |
+                        (static_cast<uint32_t>(E::FromFloat(all.num.y * inv)) << 16);
+    const uint32_t hi = E::FromFloat(all.num.z * inv) |
+                        (static_cast<uint32_t>(E::FromFloat(all.num.w * inv)) << 16);
     *reinterpret_cast<uint2*>(out + head * head_dim + d) = make_uint2(lo, hi);
   }
   __syncthreads();  // the scratch may be reused
@@ -602,15 +617,17 @@ __device__ void MergeGroupedUnits(const float* seg_acc, const float* seg_max, co
 
 template <class E, int N>
 __global__ void __launch_bounds__(kGroupedMergeThreads)
-    MergeSegmentsGroupedKernel(const float* seg_acc, const float* seg_max, const float* seg_sum, uint16_t* out,
-                               int q_heads, int segments, int head_dim, int discard) {
+    MergeSegmentsGroupedKernel(const float* seg_acc, const float* seg_max, const float* seg_sum,
+                               uint16_t* out, int q_heads, int segments, int head_dim,
+                               int discard) {
   __shared__ GroupedMergeScratch scratch;
   dev::WaitForPriorGrid();  // the attention kernel's partials are complete and visible
   auto unit = [&](int, size_t* head, int* dim_block) {
     *head = static_cast<size_t>(blockIdx.x) * q_heads + blockIdx.y;
     *dim_block = static_cast<int>(blockIdx.z);
   };
-  MergeGroupedUnits<E, 1, N>(seg_acc, seg_max, seg_sum, out, 1, unit, segments, head_dim, &scratch, discard != 0);
+  MergeGroupedUnits<E, 1, N>(seg_acc, seg_max, seg_sum, out, 1, unit, segments, head_dim, &scratch,
+                             discard != 0);
 }
 
 }  // namespace ladder::kernels::gpu

@@ -23,16 +23,16 @@ namespace ladder::kernels::gpu {
 namespace {
 
 KernelError DeviceError(rt::Error e, const char* call, const char* file, int line) {
-  return Error(ErrorCode::kDeviceError,
-               std::string(call) + " failed at " + file + ":" + std::to_string(line) + ": " + rt::ErrorString(e));
+  return Error(ErrorCode::kDeviceError, std::string(call) + " failed at " + file + ":" +
+                                            std::to_string(line) + ": " + rt::ErrorString(e));
 }
 
 // Turns a runtime error into a KernelError once, here, with the call and file:line.
-#define LADDER_GPU_CALL(expr)                                                        \
-  do {                                                                               \
-    const ::ladder::kernels::gpu::rt::Error ladder_gpu_e_ = (expr);                  \
-    if (ladder_gpu_e_ != ::ladder::kernels::gpu::rt::kSuccess)                       \
-      return DeviceError(ladder_gpu_e_, #expr, __FILE__, __LINE__);                  \
+#define LADDER_GPU_CALL(expr)                                       \
+  do {                                                              \
+    const ::ladder::kernels::gpu::rt::Error ladder_gpu_e_ = (expr); \
+    if (ladder_gpu_e_ != ::ladder::kernels::gpu::rt::kSuccess)      \
+      return DeviceError(ladder_gpu_e_, #expr, __FILE__, __LINE__); \
   } while (0)
 
 template <class E>
@@ -99,9 +99,10 @@ struct KernelEntry {
   int threads = 0, stages = 0, tile = 0;
   size_t smem = 0;
   rt::Error attr = rt::kSuccess;  // setting its dynamic shared-memory limit
-  bool merges_in_kernel = false;  // can merge its 3D partials itself (KernelParams::merge_in_kernel)
-  int merge_units = 0;            // ... taking at most this many (column, 128 dims) units per work group
-  int resident_per_sm = 0;        // (merges_in_kernel) work groups per SM at once, asked once
+  bool merges_in_kernel =
+      false;                // can merge its 3D partials itself (KernelParams::merge_in_kernel)
+  int merge_units = 0;      // ... taking at most this many (column, 128 dims) units per work group
+  int resident_per_sm = 0;  // (merges_in_kernel) work groups per SM at once, asked once
 };
 
 template <class E, int D, int BM>
@@ -132,8 +133,8 @@ const KernelEntry& TeamEntry() {
     k.fn = &TeamAttention512Kernel<E, NT, kScoring, kBulk>;
     static constexpr const char* kNames[2][4] = {
         {"team512", "team512 by column", "team512 split scores", "team512 split scores, wgmma"},
-        {"team512, bulk copies", "team512 by column, bulk copies", "team512 split scores, bulk copies",
-         "team512 split scores, wgmma, bulk copies"}};
+        {"team512, bulk copies", "team512 by column, bulk copies",
+         "team512 split scores, bulk copies", "team512 split scores, wgmma, bulk copies"}};
     k.name = kNames[kBulk ? 1 : 0][static_cast<int>(kScoring)];
     k.merges_in_kernel = true;
     k.merge_units = Sh::kMergeUnits;
@@ -143,7 +144,8 @@ const KernelEntry& TeamEntry() {
     k.smem = Sh::kSmemBytes;
     k.attr = rt::SetMaxDynamicSmem(k.fn, static_cast<int>(Sh::kSmemBytes));
     // Once per process: the device entry plans every launch (engines launch hundreds per step).
-    if (k.attr == rt::kSuccess && rt::Occupancy(&k.resident_per_sm, k.fn, k.threads, k.smem) != rt::kSuccess) {
+    if (k.attr == rt::kSuccess &&
+        rt::Occupancy(&k.resident_per_sm, k.fn, k.threads, k.smem) != rt::kSuccess) {
       (void)rt::GetLastError();
       k.resident_per_sm = 0;  // never merges inside the kernel
     }
@@ -168,7 +170,8 @@ struct VariantRow {
   int min_cols, max_cols;  // team kernels: the score columns they take
   Head512Kernel kernel;    // kGeneric for the generic kernel of every head dim
   bool bulk;               // team kernels: K/V by bulk copies
-  bool auto_choice;        // team kernels: the row bulk_copies=auto takes among those of one (kernel, columns)
+  bool auto_choice;  // team kernels: the row bulk_copies=auto takes among those of one (kernel,
+                     // columns)
   Needs needs;
   const KernelEntry& (*bf16)();
   const KernelEntry& (*f16)();
@@ -176,13 +179,30 @@ struct VariantRow {
 
 template <int D, int BM>
 constexpr VariantRow Generic() {
-  return {D, BM, 0, 32, Head512Kernel::kGeneric, false, true, Needs::kNothing, &GenericEntry<dev::Bf16, D, BM>,
+  return {D,
+          BM,
+          0,
+          32,
+          Head512Kernel::kGeneric,
+          false,
+          true,
+          Needs::kNothing,
+          &GenericEntry<dev::Bf16, D, BM>,
           &GenericEntry<dev::F16, D, BM>};
 }
 #if !defined(LADDER_KERNELS_HIP)
 template <int NT, TeamScoring kScoring, bool kBulk>
-constexpr VariantRow Team(Head512Kernel kernel, int min_cols, int max_cols, bool auto_choice, Needs needs) {
-  return {512, 0, min_cols, max_cols, kernel, kBulk, auto_choice, needs, &TeamEntry<dev::Bf16, NT, kScoring, kBulk>,
+constexpr VariantRow Team(Head512Kernel kernel, int min_cols, int max_cols, bool auto_choice,
+                          Needs needs) {
+  return {512,
+          0,
+          min_cols,
+          max_cols,
+          kernel,
+          kBulk,
+          auto_choice,
+          needs,
+          &TeamEntry<dev::Bf16, NT, kScoring, kBulk>,
           &TeamEntry<dev::F16, NT, kScoring, kBulk>};
 }
 #endif
@@ -190,20 +210,31 @@ constexpr VariantRow Team(Head512Kernel kernel, int min_cols, int max_cols, bool
 // The dispatch table: every instantiated attention kernel, one place. A (head dim, BM or score
 // columns, tuning) the table has no row for is refused by name (FindKernel).
 constexpr VariantRow kVariantTable[] = {
-    Generic<64, 16>(),  Generic<64, 32>(),  Generic<128, 16>(), Generic<128, 32>(),
-    Generic<256, 16>(), Generic<256, 32>(), Generic<512, 16>(), Generic<512, 32>(),
+    Generic<64, 16>(),
+    Generic<64, 32>(),
+    Generic<128, 16>(),
+    Generic<128, 32>(),
+    Generic<256, 16>(),
+    Generic<256, 32>(),
+    Generic<512, 16>(),
+    Generic<512, 32>(),
 #if !defined(LADDER_KERNELS_HIP)
     // Head 512 on Hopper (team_attention_kernel.h). By dims at one query row of GQA 8; bulk
     // copies there were +0.7 us on one H200 and -0.3 to -2 us on others: kept for A/B runs.
-    Team<1, TeamScoring::kByDims, false>(Head512Kernel::kTeamByDims, 1, 8, true, Needs::kTeamSharedMemory),
-    Team<1, TeamScoring::kByDims, true>(Head512Kernel::kTeamByDims, 1, 8, false, Needs::kTeamSharedMemory),
+    Team<1, TeamScoring::kByDims, false>(Head512Kernel::kTeamByDims, 1, 8, true,
+                                         Needs::kTeamSharedMemory),
+    Team<1, TeamScoring::kByDims, true>(Head512Kernel::kTeamByDims, 1, 8, false,
+                                        Needs::kTeamSharedMemory),
     // By column at 16 columns, with bulk copies: one warp per team issues them while the two
     // non-scoring warps wait anyway (H200, 2 rows at 32K: 80.3-81.5 us against 82.9-85.1).
-    Team<2, TeamScoring::kByColumn, true>(Head512Kernel::kTeamByColumn, 9, 16, true, Needs::kTeamSharedMemory),
+    Team<2, TeamScoring::kByColumn, true>(Head512Kernel::kTeamByColumn, 9, 16, true,
+                                          Needs::kTeamSharedMemory),
     // Split scores at 32 columns (85 against 95.5 us by column); with O^T by wgmma where the
     // sm_90a machine code runs (H200, 4 rows: 79.9-80.4 against 83.3-83.6 us).
-    Team<4, TeamScoring::kSplit, false>(Head512Kernel::kTeamSplit, 17, 32, true, Needs::kTeamSharedMemory),
-    Team<4, TeamScoring::kSplitWgmma, false>(Head512Kernel::kTeamSplitWgmma, 17, 32, true, Needs::kSm90a),
+    Team<4, TeamScoring::kSplit, false>(Head512Kernel::kTeamSplit, 17, 32, true,
+                                        Needs::kTeamSharedMemory),
+    Team<4, TeamScoring::kSplitWgmma, false>(Head512Kernel::kTeamSplitWgmma, 17, 32, true,
+                                             Needs::kSm90a),
 #endif
 };
 
@@ -251,9 +282,11 @@ Result<const VariantRow*> FindRow(const AttentionShape& shape, int block_m, int 
   const VariantRow* found = nullptr;
   for (const VariantRow& row : kVariantTable) {
     if (row.head_dim != shape.head_dim || row.kernel != kernel) continue;
-    if (generic ? row.block_m != block_m : score_cols < row.min_cols || score_cols > row.max_cols) continue;
-    if (!generic && (tuning.bulk_copies == Switch::kAuto ? !row.auto_choice
-                                                         : row.bulk != (tuning.bulk_copies == Switch::kOn)))
+    if (generic ? row.block_m != block_m : score_cols < row.min_cols || score_cols > row.max_cols)
+      continue;
+    if (!generic &&
+        (tuning.bulk_copies == Switch::kAuto ? !row.auto_choice
+                                             : row.bulk != (tuning.bulk_copies == Switch::kOn)))
       continue;
     found = &row;
     break;
@@ -265,7 +298,8 @@ Result<const VariantRow*> FindRow(const AttentionShape& shape, int block_m, int 
     } else {
       what += " as " + std::string(ToString(kernel)) + " at " + std::to_string(score_cols) +
               " score columns (query rows x q heads per KV head)";
-      if (tuning.bulk_copies != Switch::kAuto) what += " with bulk_copies=" + std::string(ToString(tuning.bulk_copies));
+      if (tuning.bulk_copies != Switch::kAuto)
+        what += " with bulk_copies=" + std::string(ToString(tuning.bulk_copies));
 #if defined(LADDER_KERNELS_HIP)
       what += "; HIP builds have the generic kernels only";
 #endif
@@ -275,15 +309,17 @@ Result<const VariantRow*> FindRow(const AttentionShape& shape, int block_m, int 
   if (found->needs == Needs::kTeamSharedMemory || found->needs == Needs::kSm90a) {
     LADDER_K_ASSIGN_OR_RETURN(const bool fits, TeamKernelFits());
     if (!fits)
-      return Error(ErrorCode::kUnsupported, std::string(ToString(kernel)) +
-                                                " needs ~210 KB of shared memory per work group (Hopper)");
+      return Error(ErrorCode::kUnsupported,
+                   std::string(ToString(kernel)) +
+                       " needs ~210 KB of shared memory per work group (Hopper)");
   }
   if (found->needs == Needs::kSm90a) {
     LADDER_K_ASSIGN_OR_RETURN(const bool wgmma, WgmmaRuns());
     if (!wgmma)
       return Error(ErrorCode::kUnsupported,
-                   std::string(ToString(kernel)) + " needs this build's sm_90a machine code on a compute capability 9.0 "
-                                                   "device (configure with CMAKE_CUDA_ARCHITECTURES containing 90a-real)");
+                   std::string(ToString(kernel)) +
+                       " needs this build's sm_90a machine code on a compute capability 9.0 "
+                       "device (configure with CMAKE_CUDA_ARCHITECTURES containing 90a-real)");
   }
   return found;
 }
@@ -343,8 +379,8 @@ struct Geometry {
 Geometry GeometryOf(const AttentionShape& shape, int max_query_len) {
   const int group = shape.q_heads / shape.kv_heads;
   const int rows = internal::GpuRowsPerQBlock(group, max_query_len);
-  return {internal::GpuBlockM(group, max_query_len), rows, internal::GpuQBlocks(group, max_query_len),
-          std::min(rows, max_query_len) * group};
+  return {internal::GpuBlockM(group, max_query_len), rows,
+          internal::GpuQBlocks(group, max_query_len), std::min(rows, max_query_len) * group};
 }
 Geometry GeometryOf(const DeviceProblem& p) { return GeometryOf(p.shape, p.max_query_len); }
 
@@ -371,8 +407,8 @@ Result<bool> StreamEvictsFirst(const DeviceProblem& p, const TuningConfig& tunin
 #if !defined(LADDER_KERNELS_HIP)
 // cudaLaunchKernelEx with one launch attribute (cooperative, programmatic serialization).
 template <class... Params, class... Args>
-cudaError_t LaunchWithAttribute(cudaLaunchAttribute attr, dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
-                                void (*kernel)(Params...), Args&&... args) {
+cudaError_t LaunchWithAttribute(cudaLaunchAttribute attr, dim3 grid, dim3 block, size_t smem,
+                                cudaStream_t stream, void (*kernel)(Params...), Args&&... args) {
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid;
   cfg.blockDim = block;
@@ -387,7 +423,8 @@ cudaError_t LaunchWithAttribute(cudaLaunchAttribute attr, dim3 grid, dim3 block,
 // reconfigures its L1 / shared memory between a hold or merge kernel and an attention kernel.
 template <class F>
 rt::Error PreferMaxSharedCarveout(F* kernel) {
-  return cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
+  return cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                              cudaSharedmemCarveoutMaxShared);
 }
 #endif
 
@@ -407,7 +444,8 @@ Result<DeviceInfo> QueryDevice() {
   if (e != rt::kSuccess || n == 0) {
     (void)rt::GetLastError();  // clear the sticky "no device" error
     return Error(ErrorCode::kUnavailable,
-                 std::string("no GPU device present") + (e != rt::kSuccess ? std::string(" (") + rt::ErrorString(e) + ")" : ""));
+                 std::string("no GPU device present") +
+                     (e != rt::kSuccess ? std::string(" (") + rt::ErrorString(e) + ")" : ""));
   }
   rt::DeviceProp prop{};
   LADDER_GPU_CALL(rt::Props(&prop, 0));
@@ -428,10 +466,13 @@ Result<DeviceInfo> QueryDevice() {
 Result<int> CtasPerSm(const AttentionShape& shape, int max_query_len, const TuningConfig& tuning) {
   LADDER_K_TRY(shape.Validate());
   const Geometry g = GeometryOf(shape, max_query_len);
-  LADDER_K_ASSIGN_OR_RETURN(const KernelEntry* e, FindKernel(shape, g.block_m, g.score_cols, tuning));
+  LADDER_K_ASSIGN_OR_RETURN(const KernelEntry* e,
+                            FindKernel(shape, g.block_m, g.score_cols, tuning));
   int n = 0;
   LADDER_GPU_CALL(rt::Occupancy(&n, e->fn, e->threads, e->smem));
-  if (n < 1) return Error(ErrorCode::kUnsupported, "attention kernel does not fit on this device's multiprocessor");
+  if (n < 1)
+    return Error(ErrorCode::kUnsupported,
+                 "attention kernel does not fit on this device's multiprocessor");
   return n;
 }
 
@@ -474,33 +515,39 @@ Status FillRandom(void* dst, size_t numel, DType dtype, uint64_t seed, float sca
   return OkStatus();
 }
 
-
-Result<LaunchPlan> MakePlan(const DeviceProblem& p, Path path, int segments, const TuningConfig& tuning) {
+Result<LaunchPlan> MakePlan(const DeviceProblem& p, Path path, int segments,
+                            const TuningConfig& tuning) {
   LADDER_K_TRY(p.shape.Validate());
   const int group = p.shape.q_heads / p.shape.kv_heads;
   if (group > 32) return Error(ErrorCode::kUnsupported, "GQA group > 32 q heads per KV head");
   const Geometry g = GeometryOf(p);
-  LADDER_K_ASSIGN_OR_RETURN(const KernelEntry* e, FindKernel(p.shape, g.block_m, g.score_cols, tuning));
+  LADDER_K_ASSIGN_OR_RETURN(const KernelEntry* e,
+                            FindKernel(p.shape, g.block_m, g.score_cols, tuning));
   LaunchPlan plan;
   plan.path = path;
   plan.segments = path == Path::k3D ? std::max(1, segments) : 1;
   if (plan.segments > kMaxSegments)
-    return Error(ErrorCode::kInvalidArgument, "more than " + std::to_string(kMaxSegments) + " segments");
+    return Error(ErrorCode::kInvalidArgument,
+                 "more than " + std::to_string(kMaxSegments) + " segments");
   plan.kernel = e;
-  const long long items = static_cast<long long>(p.num_seqs) * g.qblocks * p.shape.kv_heads * plan.segments;
+  const long long items =
+      static_cast<long long>(p.num_seqs) * g.qblocks * p.shape.kv_heads * plan.segments;
   const long long units = static_cast<long long>(g.score_cols) * ((p.shape.head_dim + 127) / 128);
   if (path == Path::k3D) {
-    LADDER_K_ASSIGN_OR_RETURN(plan.merge_in_kernel, MergesInKernel(*e, items, units, plan.segments, tuning));
+    LADDER_K_ASSIGN_OR_RETURN(plan.merge_in_kernel,
+                              MergesInKernel(*e, items, units, plan.segments, tuning));
     LADDER_K_ASSIGN_OR_RETURN(plan.merge_overlap, MergeLaunchOverlaps(tuning));
   }
   LADDER_K_ASSIGN_OR_RETURN(plan.evict_first, StreamEvictsFirst(p, tuning));
   char buf[256];
   std::snprintf(buf, sizeof(buf), "%s grid %dx%dx%d %s (%d thr, BM %d, tile %d, %d stages)%s",
-                path == Path::k3D ? "3D" : "2D", p.num_seqs * g.qblocks, p.shape.kv_heads, plan.segments,
-                e->name, e->threads, g.block_m, e->tile, e->stages,
-                path != Path::k3D    ? ""
+                path == Path::k3D ? "3D" : "2D", p.num_seqs * g.qblocks, p.shape.kv_heads,
+                plan.segments, e->name, e->threads, g.block_m, e->tile, e->stages,
+                path != Path::k3D      ? ""
                 : plan.merge_in_kernel ? " + merge in kernel"
-                                       : (" + merge " + std::to_string(p.num_tokens) + "x" + std::to_string(p.shape.q_heads)).c_str());
+                                       : (" + merge " + std::to_string(p.num_tokens) + "x" +
+                                          std::to_string(p.shape.q_heads))
+                                             .c_str());
   plan.grid = buf;
   return plan;
 }
@@ -542,14 +589,16 @@ rt::Error MergeCarveouts() {
 }
 }  // namespace
 
-Status Launch(const DeviceProblem& p, const LaunchPlan& plan, void* workspace, size_t workspace_bytes,
-              void* stream) {
-  if (plan.kernel == nullptr) return Error(ErrorCode::kInvalidArgument, "launch of a plan MakePlan did not make");
+Status Launch(const DeviceProblem& p, const LaunchPlan& plan, void* workspace,
+              size_t workspace_bytes, void* stream) {
+  if (plan.kernel == nullptr)
+    return Error(ErrorCode::kInvalidArgument, "launch of a plan MakePlan did not make");
   if (workspace_bytes < WorkspaceBytes(p, plan))
     return Error(ErrorCode::kInvalidArgument, "workspace too small for the 3D segment buffer");
   // (The merge drops the partials' 128-byte L2 lines once read: they must not share a line.)
   if (plan.path == Path::k3D && reinterpret_cast<uintptr_t>(workspace) % 128 != 0)
-    return Error(ErrorCode::kInvalidArgument, "the 3D workspace must be 128-byte aligned (as cudaMalloc's is)");
+    return Error(ErrorCode::kInvalidArgument,
+                 "the 3D workspace must be 128-byte aligned (as cudaMalloc's is)");
   const KernelEntry* e = static_cast<const KernelEntry*>(plan.kernel);
   const Geometry g = GeometryOf(p);
   KernelParams kp{};
@@ -595,12 +644,14 @@ Status Launch(const DeviceProblem& p, const LaunchPlan& plan, void* workspace, s
   if (plan.merge_in_kernel && kp.write_partial && capture == cudaStreamCaptureStatusNone) {
     static std::atomic<unsigned long long> epochs{0};
     kp.merge_in_kernel = 1;
-    kp.merge_flags = reinterpret_cast<unsigned long long*>(static_cast<char*>(workspace) + PartialBytes(p, plan));
+    kp.merge_flags = reinterpret_cast<unsigned long long*>(static_cast<char*>(workspace) +
+                                                           PartialBytes(p, plan));
     kp.epoch = ++epochs;
     cudaLaunchAttribute cooperative{};
     cooperative.id = cudaLaunchAttributeCooperative;
     cooperative.val.cooperative = 1;
-    const cudaError_t err = LaunchWithAttribute(cooperative, grid, dim3(e->threads), e->smem, st, e->fn, kp);
+    const cudaError_t err =
+        LaunchWithAttribute(cooperative, grid, dim3(e->threads), e->smem, st, e->fn, kp);
     if (err == cudaSuccess) return OkStatus();
     // Another client holds part of the device: fall back to the merge kernel.
     if (err != cudaErrorCooperativeLaunchTooLarge) LADDER_GPU_CALL(err);
@@ -620,7 +671,8 @@ Status Launch(const DeviceProblem& p, const LaunchPlan& plan, void* workspace, s
   // the plan merges inside the kernel and only a graph capture or a refused cooperative launch
   // brought the merge kernel here: it must give the in-kernel merge's bits.
   LADDER_K_ASSIGN_OR_RETURN(const GpuFacts f, Facts());
-  const bool lean = !plan.merge_in_kernel && static_cast<long long>(mgrid.x) * mgrid.y * mgrid.z > 2LL * f.sms;
+  const bool lean =
+      !plan.merge_in_kernel && static_cast<long long>(mgrid.x) * mgrid.y * mgrid.z > 2LL * f.sms;
   const bool bf16 = p.shape.dtype == DType::kBF16;
   auto* merge = lean ? (bf16 ? &MergeSegmentsGroupedKernel<dev::Bf16, kGroupedMergePerLean>
                              : &MergeSegmentsGroupedKernel<dev::F16, kGroupedMergePerLean>)
@@ -633,15 +685,16 @@ Status Launch(const DeviceProblem& p, const LaunchPlan& plan, void* workspace, s
     cudaLaunchAttribute pdl{};
     pdl.id = cudaLaunchAttributeProgrammaticStreamSerialization;
     pdl.val.programmaticStreamSerializationAllowed = 1;
-    LADDER_GPU_CALL(LaunchWithAttribute(pdl, mgrid, dim3(kGroupedMergeThreads), 0, st, merge,
-                                        static_cast<const float*>(kp.seg_acc), static_cast<const float*>(kp.seg_max),
-                                        static_cast<const float*>(kp.seg_sum), kp.out, kp.q_heads, kp.segments,
-                                        p.shape.head_dim, kp.evict_first));
+    LADDER_GPU_CALL(LaunchWithAttribute(
+        pdl, mgrid, dim3(kGroupedMergeThreads), 0, st, merge, static_cast<const float*>(kp.seg_acc),
+        static_cast<const float*>(kp.seg_max), static_cast<const float*>(kp.seg_sum), kp.out,
+        kp.q_heads, kp.segments, p.shape.head_dim, kp.evict_first));
     return OkStatus();
   }
 #endif
-  merge<<<mgrid, kGroupedMergeThreads, 0, st>>>(kp.seg_acc, kp.seg_max, kp.seg_sum, kp.out, kp.q_heads, kp.segments,
-                                                p.shape.head_dim, kp.evict_first);
+  merge<<<mgrid, kGroupedMergeThreads, 0, st>>>(kp.seg_acc, kp.seg_max, kp.seg_sum, kp.out,
+                                                kp.q_heads, kp.segments, p.shape.head_dim,
+                                                kp.evict_first);
   LADDER_GPU_CALL(rt::GetLastError());
   return OkStatus();
 }
@@ -694,9 +747,9 @@ Status HoldStream(rt::Stream st = nullptr) {
 }
 }  // namespace
 
-Result<std::vector<double>> TimeLaunches(const DeviceProblem& p, const LaunchPlan& plan, void* workspace,
-                                         size_t workspace_bytes, int warmup, int repeats, void* flush,
-                                         size_t flush_bytes) {
+Result<std::vector<double>> TimeLaunches(const DeviceProblem& p, const LaunchPlan& plan,
+                                         void* workspace, size_t workspace_bytes, int warmup,
+                                         int repeats, void* flush, size_t flush_bytes) {
   EventPair ev;
   LADDER_K_TRY(ev.Init());
   for (int i = 0; i < warmup; ++i) LADDER_K_TRY(Launch(p, plan, workspace, workspace_bytes));
@@ -748,17 +801,20 @@ struct OwnedGraph {
 };
 }  // namespace
 
-Result<std::vector<double>> TimeGraphReplays(const DeviceProblem& p, const LaunchPlan& plan, void* workspace,
-                                             size_t workspace_bytes, int warmup, int repeats, int graph_calls) {
+Result<std::vector<double>> TimeGraphReplays(const DeviceProblem& p, const LaunchPlan& plan,
+                                             void* workspace, size_t workspace_bytes, int warmup,
+                                             int repeats, int graph_calls) {
   if (graph_calls < 1 || repeats < 1 || warmup < 0)
-    return Error(ErrorCode::kInvalidArgument, "graph timing needs graph_calls >= 1, repeats >= 1, warmup >= 0");
+    return Error(ErrorCode::kInvalidArgument,
+                 "graph timing needs graph_calls >= 1, repeats >= 1, warmup >= 0");
   EventPair ev;
   LADDER_K_TRY(ev.Init());
   OwnedStream stream;
   LADDER_GPU_CALL(rt::StreamCreate(&stream.s));
   // The warm-up as plain launches: every kernel's attributes are set and its code loaded before
   // the capture, which admits no such calls.
-  for (int i = 0; i < warmup; ++i) LADDER_K_TRY(Launch(p, plan, workspace, workspace_bytes, stream.s));
+  for (int i = 0; i < warmup; ++i)
+    LADDER_K_TRY(Launch(p, plan, workspace, workspace_bytes, stream.s));
   LADDER_GPU_CALL(rt::StreamSync(stream.s));
   OwnedGraph graph;
   LADDER_GPU_CALL(rt::BeginCapture(stream.s));
@@ -766,14 +822,16 @@ Result<std::vector<double>> TimeGraphReplays(const DeviceProblem& p, const Launc
     const Status st = Launch(p, plan, workspace, workspace_bytes, stream.s);
     if (!st.ok()) {
       rt::Graph partial = nullptr;
-      if (rt::EndCapture(stream.s, &partial) == rt::kSuccess && partial != nullptr) (void)rt::GraphDestroy(partial);
+      if (rt::EndCapture(stream.s, &partial) == rt::kSuccess && partial != nullptr)
+        (void)rt::GraphDestroy(partial);
       (void)rt::GetLastError();
       return st.error();
     }
   }
   LADDER_GPU_CALL(rt::EndCapture(stream.s, &graph.g));
   LADDER_GPU_CALL(rt::GraphInstantiate(&graph.e, graph.g));
-  LADDER_GPU_CALL(rt::GraphLaunch(graph.e, stream.s));  // the first replay uploads the graph: untimed
+  LADDER_GPU_CALL(
+      rt::GraphLaunch(graph.e, stream.s));  // the first replay uploads the graph: untimed
   LADDER_GPU_CALL(rt::StreamSync(stream.s));
   std::vector<double> us;
   for (int i = 0; i < repeats; ++i) {

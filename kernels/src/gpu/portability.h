@@ -27,14 +27,22 @@ inline const char* ErrorString(Error e) { return hipGetErrorString(e); }
 inline Error GetLastError() { return hipGetLastError(); }
 inline Error Malloc(void** p, size_t n) { return hipMalloc(p, n); }
 inline Error Free(void* p) { return hipFree(p); }
-inline Error CopyH2D(void* d, const void* s, size_t n) { return hipMemcpy(d, s, n, hipMemcpyHostToDevice); }
-inline Error CopyD2H(void* d, const void* s, size_t n) { return hipMemcpy(d, s, n, hipMemcpyDeviceToHost); }
-inline Error CopyD2DAsync(void* d, const void* s, size_t n) { return hipMemcpyAsync(d, s, n, hipMemcpyDeviceToDevice, 0); }
+inline Error CopyH2D(void* d, const void* s, size_t n) {
+  return hipMemcpy(d, s, n, hipMemcpyHostToDevice);
+}
+inline Error CopyD2H(void* d, const void* s, size_t n) {
+  return hipMemcpy(d, s, n, hipMemcpyDeviceToHost);
+}
+inline Error CopyD2DAsync(void* d, const void* s, size_t n) {
+  return hipMemcpyAsync(d, s, n, hipMemcpyDeviceToDevice, 0);
+}
 inline Error MemsetAsync(void* d, int v, size_t n) { return hipMemsetAsync(d, v, n, 0); }
 inline Error Sync() { return hipDeviceSynchronize(); }
 inline Error DeviceCount(int* n) { return hipGetDeviceCount(n); }
 inline Error GetDevice(int* d) { return hipGetDevice(d); }
-inline Error ComputeMajor(int* major, int dev) { return hipDeviceGetAttribute(major, hipDeviceAttributeComputeCapabilityMajor, dev); }
+inline Error ComputeMajor(int* major, int dev) {
+  return hipDeviceGetAttribute(major, hipDeviceAttributeComputeCapabilityMajor, dev);
+}
 inline Error Props(DeviceProp* p, int dev) { return hipGetDeviceProperties(p, dev); }
 inline Error EventCreate(Event* e) { return hipEventCreate(e); }
 inline Error EventDestroy(Event e) { return hipEventDestroy(e); }
@@ -48,19 +56,25 @@ inline Error StreamCreate(Stream* s) { return hipStreamCreateWithFlags(s, hipStr
 inline Error StreamDestroy(Stream s) { return hipStreamDestroy(s); }
 inline Error StreamSync(Stream s) { return hipStreamSynchronize(s); }
 inline Error EventRecordOn(Event e, Stream s) { return hipEventRecord(e, s); }
-inline Error BeginCapture(Stream s) { return hipStreamBeginCapture(s, hipStreamCaptureModeThreadLocal); }
+inline Error BeginCapture(Stream s) {
+  return hipStreamBeginCapture(s, hipStreamCaptureModeThreadLocal);
+}
 inline Error EndCapture(Stream s, Graph* g) { return hipStreamEndCapture(s, g); }
-inline Error GraphInstantiate(GraphExec* e, Graph g) { return hipGraphInstantiate(e, g, nullptr, nullptr, 0); }
+inline Error GraphInstantiate(GraphExec* e, Graph g) {
+  return hipGraphInstantiate(e, g, nullptr, nullptr, 0);
+}
 inline Error GraphLaunch(GraphExec e, Stream s) { return hipGraphLaunch(e, s); }
 inline Error GraphDestroy(Graph g) { return hipGraphDestroy(g); }
 inline Error GraphExecDestroy(GraphExec e) { return hipGraphExecDestroy(e); }
 template <typename F>
 inline Error SetMaxDynamicSmem(F* kernel, int bytes) {
-  return hipFuncSetAttribute(reinterpret_cast<const void*>(kernel), hipFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  return hipFuncSetAttribute(reinterpret_cast<const void*>(kernel),
+                             hipFuncAttributeMaxDynamicSharedMemorySize, bytes);
 }
 template <typename F>
 inline Error Occupancy(int* blocks, F* kernel, int threads, size_t smem) {
-  return hipOccupancyMaxActiveBlocksPerMultiprocessor(blocks, reinterpret_cast<const void*>(kernel), threads, smem);
+  return hipOccupancyMaxActiveBlocksPerMultiprocessor(blocks, reinterpret_cast<const void*>(kernel),
+                                                      threads, smem);
 }
 #else
 using Error = cudaError_t;
@@ -72,14 +86,22 @@ inline const char* ErrorString(Error e) { return cudaGetErrorString(e); }
 inline Error GetLastError() { return cudaGetLastError(); }
 inline Error Malloc(void** p, size_t n) { return cudaMalloc(p, n); }
 inline Error Free(void* p) { return cudaFree(p); }
-inline Error CopyH2D(void* d, const void* s, size_t n) { return cudaMemcpy(d, s, n, cudaMemcpyHostToDevice); }
-inline Error CopyD2H(void* d, const void* s, size_t n) { return cudaMemcpy(d, s, n, cudaMemcpyDeviceToHost); }
-inline Error CopyD2DAsync(void* d, const void* s, size_t n) { return cudaMemcpyAsync(d, s, n, cudaMemcpyDeviceToDevice, 0); }
+inline Error CopyH2D(void* d, const void* s, size_t n) {
+  return cudaMemcpy(d, s, n, cudaMemcpyHostToDevice);
+}
+inline Error CopyD2H(void* d, const void* s, size_t n) {
+  return cudaMemcpy(d, s, n, cudaMemcpyDeviceToHost);
+}
+inline Error CopyD2DAsync(void* d, const void* s, size_t n) {
+  return cudaMemcpyAsync(d, s, n, cudaMemcpyDeviceToDevice, 0);
+}
 inline Error MemsetAsync(void* d, int v, size_t n) { return cudaMemsetAsync(d, v, n, 0); }
 inline Error Sync() { return cudaDeviceSynchronize(); }
 inline Error DeviceCount(int* n) { return cudaGetDeviceCount(n); }
 inline Error GetDevice(int* d) { return cudaGetDevice(d); }
-inline Error ComputeMajor(int* major, int dev) { return cudaDeviceGetAttribute(major, cudaDevAttrComputeCapabilityMajor, dev); }
+inline Error ComputeMajor(int* major, int dev) {
+  return cudaDeviceGetAttribute(major, cudaDevAttrComputeCapabilityMajor, dev);
+}
 inline Error Props(DeviceProp* p, int dev) { return cudaGetDeviceProperties(p, dev); }
 inline Error EventCreate(Event* e) { return cudaEventCreate(e); }
 inline Error EventDestroy(Event e) { return cudaEventDestroy(e); }
@@ -93,7 +115,9 @@ inline Error StreamCreate(Stream* s) { return cudaStreamCreateWithFlags(s, cudaS
 inline Error StreamDestroy(Stream s) { return cudaStreamDestroy(s); }
 inline Error StreamSync(Stream s) { return cudaStreamSynchronize(s); }
 inline Error EventRecordOn(Event e, Stream s) { return cudaEventRecord(e, s); }
-inline Error BeginCapture(Stream s) { return cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal); }
+inline Error BeginCapture(Stream s) {
+  return cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
+}
 inline Error EndCapture(Stream s, Graph* g) { return cudaStreamEndCapture(s, g); }
 inline Error GraphInstantiate(GraphExec* e, Graph g) { return cudaGraphInstantiate(e, g, 0); }
 inline Error GraphLaunch(GraphExec e, Stream s) { return cudaGraphLaunch(e, s); }
@@ -159,12 +183,13 @@ __device__ inline unsigned long long L2StreamPolicy(bool evict_first) {
 #endif
 }
 // CopyAsync16 under an L2 cache policy (L2StreamPolicy).
-__device__ inline void CopyAsync16Hinted(void* smem, const void* gmem, bool pred, unsigned long long policy) {
+__device__ inline void CopyAsync16Hinted(void* smem, const void* gmem, bool pred,
+                                         unsigned long long policy) {
 #if LADDER_DEVICE_HAS_MMA
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
   const int n = pred ? 16 : 0;
-  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;\n" ::"r"(s), "l"(gmem), "r"(n),
-               "l"(policy));
+  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;\n" ::"r"(s),
+               "l"(gmem), "r"(n), "l"(policy));
 #else
   (void)policy;
   CopyAsync16(smem, gmem, pred);
@@ -182,7 +207,8 @@ __device__ inline void CopyAsync4(void* smem, const void* gmem) {
 // Nanosecond clock shared by all SMs (the bench's stream hold).
 __device__ inline unsigned long long GlobalTimerNs() {
 #if defined(LADDER_KERNELS_HIP)
-  return static_cast<unsigned long long>(__clock64());  // cycles, not ns (unused: HIP times without a hold)
+  return static_cast<unsigned long long>(
+      __clock64());  // cycles, not ns (unused: HIP times without a hold)
 #else
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
@@ -254,7 +280,8 @@ __device__ inline void MbarrierInitFence() {
 __device__ inline void MbarrierArriveExpectTx(unsigned long long* bar, unsigned bytes) {
 #if LADDER_DEVICE_HAS_BULK
   const unsigned b = static_cast<unsigned>(__cvta_generic_to_shared(bar));
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(b), "r"(bytes) : "memory");
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(b), "r"(bytes)
+               : "memory");
 #else
   (void)bar, (void)bytes;
   LADDER_DEVICE_TRAP();
@@ -262,13 +289,14 @@ __device__ inline void MbarrierArriveExpectTx(unsigned long long* bar, unsigned 
 }
 // `bytes` (a multiple of 16; both addresses 16-byte aligned) from global to this work group's
 // shared memory under an L2 cache policy (L2StreamPolicy), counted down on `bar`.
-__device__ inline void BulkCopyToShared(void* smem, const void* gmem, unsigned bytes, unsigned long long* bar,
-                                        unsigned long long policy) {
+__device__ inline void BulkCopyToShared(void* smem, const void* gmem, unsigned bytes,
+                                        unsigned long long* bar, unsigned long long policy) {
 #if LADDER_DEVICE_HAS_BULK
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
   const unsigned b = static_cast<unsigned>(__cvta_generic_to_shared(bar));
   asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;\n" ::"r"(s),
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], "
+      "[%1], %2, [%3], %4;\n" ::"r"(s),
       "l"(gmem), "r"(bytes), "r"(b), "l"(policy)
       : "memory");
 #else
@@ -343,14 +371,16 @@ __device__ inline float XorSum(float v) {
 }
 
 #if LADDER_DEVICE_HAS_MMA
-__device__ inline void LdMatrixX4Trans(uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3, const void* smem) {
+__device__ inline void LdMatrixX4Trans(uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3,
+                                       const void* smem) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
                : "r"(s));
 }
 // Non-transposed 8x8 b16 matrices: lane l supplies the row address of matrix l / 8, row l % 8.
-__device__ inline void LdMatrixX4(uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3, const void* smem) {
+__device__ inline void LdMatrixX4(uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3,
+                                  const void* smem) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
@@ -374,7 +404,8 @@ __device__ inline void Unpack2(uint32_t v, float& lo, float& hi) {
     lo = __uint_as_float(v << 16);
     hi = __uint_as_float(v & 0xffff0000u);
   } else {
-    const unsigned short l = static_cast<unsigned short>(v & 0xffffu), h = static_cast<unsigned short>(v >> 16);
+    const unsigned short l = static_cast<unsigned short>(v & 0xffffu),
+                         h = static_cast<unsigned short>(v >> 16);
     asm("cvt.f32.f16 %0, %1;\n" : "=f"(lo) : "h"(l));
     asm("cvt.f32.f16 %0, %1;\n" : "=f"(hi) : "h"(h));
   }
@@ -401,7 +432,8 @@ __device__ inline uint32_t MovMatrixTrans(uint32_t a) {
 __device__ inline unsigned long long WgmmaDesc(const void* smem, unsigned lbo, unsigned sbo) {
 #if LADDER_DEVICE_HAS_WGMMA
   const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  return static_cast<unsigned long long>((a & 0x3FFFFu) >> 4) | (static_cast<unsigned long long>(lbo >> 4) << 16) |
+  return static_cast<unsigned long long>((a & 0x3FFFFu) >> 4) |
+         (static_cast<unsigned long long>(lbo >> 4) << 16) |
          (static_cast<unsigned long long>(sbo >> 4) << 32);
 #else
   (void)smem, (void)lbo, (void)sbo;
@@ -442,16 +474,19 @@ __device__ inline void WgmmaWaitAll() {
 }
 // d (+)= A B with A^T stored (MN-major: imm-trans-a 1), B K-major; accumulate = 0 overwrites d.
 template <bool kBf16>
-__device__ inline void Wgmma64x32(float (&d)[16], unsigned long long desc_a, unsigned long long desc_b, int accumulate) {
+__device__ inline void Wgmma64x32(float (&d)[16], unsigned long long desc_a,
+                                  unsigned long long desc_b, int accumulate) {
 #if LADDER_DEVICE_HAS_WGMMA
-#define LADDER_WGMMA_ASM(TYPE)                                                                                      \
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"                                                        \
-               "wgmma.mma_async.sync.aligned.m64n32k16.f32." TYPE "." TYPE " "                                       \
-               "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, %16, %17, p, 1, 1, 1, 0;\n}\n"             \
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),   \
-                 "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]),           \
-                 "+f"(d[15])                                                                                          \
-               : "l"(desc_a), "l"(desc_b), "r"(accumulate))
+#define LADDER_WGMMA_ASM(TYPE)                                                                  \
+  asm volatile(                                                                                 \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"                                              \
+      "wgmma.mma_async.sync.aligned.m64n32k16.f32." TYPE "." TYPE                               \
+      " "                                                                                       \
+      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, %16, %17, p, 1, 1, 1, 0;\n}\n"  \
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),     \
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), \
+        "+f"(d[14]), "+f"(d[15])                                                                \
+      : "l"(desc_a), "l"(desc_b), "r"(accumulate))
   if constexpr (kBf16) {
     LADDER_WGMMA_ASM("bf16");
   } else {
@@ -481,7 +516,8 @@ template <bool kBf16>
 __device__ inline void Mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
   if constexpr (kBf16) {
     asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, "
         "{%0,%1,%2,%3};\n"
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
@@ -498,7 +534,9 @@ __device__ inline void Mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t 
 // 16-bit element types, stored as raw bits (no vendor bf16/half types: they differ).
 struct Bf16 {
   static constexpr bool kIsBf16 = true;
-  __device__ static float ToFloat(uint16_t h) { return __uint_as_float(static_cast<uint32_t>(h) << 16); }
+  __device__ static float ToFloat(uint16_t h) {
+    return __uint_as_float(static_cast<uint32_t>(h) << 16);
+  }
   __device__ static uint16_t FromFloat(float f) {
     uint32_t x = __float_as_uint(f);
     if ((x & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;
@@ -522,7 +560,8 @@ struct F16 {
     const uint32_t x = __float_as_uint(f);
     const uint32_t sign = (x >> 16) & 0x8000u;
     const uint32_t absx = x & 0x7fffffffu;
-    if (absx >= 0x7f800000u) return static_cast<uint16_t>(sign | (absx > 0x7f800000u ? 0x7e00u : 0x7c00u));
+    if (absx >= 0x7f800000u)
+      return static_cast<uint16_t>(sign | (absx > 0x7f800000u ? 0x7e00u : 0x7c00u));
     if (absx >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);
     if (absx < 0x38800000u) {
       const auto m = static_cast<uint32_t>(rintf(__uint_as_float(absx) * 16777216.0f));

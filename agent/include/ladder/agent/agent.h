@@ -26,21 +26,21 @@ namespace ladder::agent {
 
 struct AgentOptions {
   std::string coordinator = "127.0.0.1:7400";
-  std::string spool_path;            // default: ./ladder-spool.db
+  std::string spool_path;  // default: ./ladder-spool.db
   std::map<std::string, std::string> labels;
-  int lease_wait_ms = 10000;         // long poll per Lease call
-  int report_batch = 500;            // results per Report call
+  int lease_wait_ms = 10000;  // long poll per Lease call
+  int report_batch = 500;     // results per Report call
   int max_backoff_ms = 30000;
-  int units_limit = 0;               // exit after this many units (0: no limit); for tests
-  bool exit_when_idle = false;       // exit when a lease poll comes back empty; for `local`
-  std::string fake_gpus_json;        // test hook: replaces detected GPUs (JSON array)
-  std::string ladder_binary;         // runs `ladder engine synthetic`; default /proc/self/exe
-  std::string engine_log_dir;        // full engine logs go here when set
+  int units_limit = 0;          // exit after this many units (0: no limit); for tests
+  bool exit_when_idle = false;  // exit when a lease poll comes back empty; for `local`
+  std::string fake_gpus_json;   // test hook: replaces detected GPUs (JSON array)
+  std::string ladder_binary;    // runs `ladder engine synthetic`; default /proc/self/exe
+  std::string engine_log_dir;   // full engine logs go here when set
   // Security: the join token is read from a file (never the command line, never logged).
   std::string token_file;
-  bool tls = false;                  // TLS with the system's roots (implied by tls_ca_file)
-  std::string tls_ca_file;           // PEM roots to verify the coordinator with
-  std::string tls_cert_file;         // client certificate for mutual TLS
+  bool tls = false;           // TLS with the system's roots (implied by tls_ca_file)
+  std::string tls_ca_file;    // PEM roots to verify the coordinator with
+  std::string tls_cert_file;  // client certificate for mutual TLS
   std::string tls_key_file;
   absl::Status Validate() const;
 };

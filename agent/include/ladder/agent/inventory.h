@@ -10,9 +10,9 @@
 namespace ladder::agent {
 
 struct GpuInfo {
-  std::string vendor;   // "nvidia" | "amd"
+  std::string vendor;  // "nvidia" | "amd"
   std::string name;
-  std::string arch;     // "sm_90", "gfx90a"
+  std::string arch;  // "sm_90", "gfx90a"
   std::string uuid;
   int64_t memory_mib = 0;
   std::string driver;

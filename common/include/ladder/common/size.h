@@ -40,8 +40,8 @@ inline absl::StatusOr<std::vector<int>> ParseSizeList(std::string_view text) {
   size_t start = 0;
   while (true) {
     const size_t comma = text.find(',', start);
-    const std::string_view item =
-        text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+    const std::string_view item = text.substr(
+        start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
     absl::StatusOr<int> size = ParseSize(item);
     if (!size.ok()) return size.status();
     sizes.push_back(*size);

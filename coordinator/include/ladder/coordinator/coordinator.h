@@ -19,8 +19,8 @@ struct CoordinatorOptions {
   std::string listen = "127.0.0.1:7400";  // host:port; port 0 picks a free port
   std::string db_path = "results.db";
   SchedulerOptions scheduler;
-  int heartbeat_interval_ms = 5000;        // told to agents at registration
-  int max_lease_wait_ms = 20000;           // cap on an agent's long poll
+  int heartbeat_interval_ms = 5000;  // told to agents at registration
+  int max_lease_wait_ms = 20000;     // cap on an agent's long poll
   int max_message_bytes = 16 << 20;
   int reaper_interval_ms = 500;
 
@@ -31,11 +31,11 @@ struct CoordinatorOptions {
   std::string tls_client_ca_file;  // PEM CA: when set, clients must present a certificate (mTLS)
   bool insecure = false;           // allow plaintext beyond loopback (behind a tunnel)
   bool require_tokens = false;
-  double session_calls_per_second = 200;  // per-session rate limit (0: none)
-  int max_report_records = 20000;         // per Report call
+  double session_calls_per_second = 200;        // per-session rate limit (0: none)
+  int max_report_records = 20000;               // per Report call
   int64_t max_queued_report_records = 1000000;  // reports waiting for the writer; more: busy
 
-  int64_t fault_db_growth_pages = 0;     // tests only: simulate a full disk after this growth
+  int64_t fault_db_growth_pages = 0;  // tests only: simulate a full disk after this growth
   // The one time source of the coordinator (leases, sessions, tokens). nullptr: the system
   // clock. Must outlive the coordinator.
   const Clock* clock = nullptr;

@@ -43,11 +43,11 @@ enum class LocateAction { kProbe, kAddSession, kStop };
 struct LocateStep {
   static constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
   LocateAction action = LocateAction::kStop;
-  double depth = kNaN;    // kProbe: the new depth; kAddSession: the probe being replicated
-  std::string outcome;    // kStop: resolved | step_limited | budget_spent | no_crossing | no_data
-  std::string reason;     // for people: why, with the figures
+  double depth = kNaN;  // kProbe: the new depth; kAddSession: the probe being replicated
+  std::string outcome;  // kStop: resolved | step_limited | budget_spent | no_crossing | no_data
+  std::string reason;   // for people: why, with the figures
   double bracket_lower = kNaN, bracket_upper = kNaN;
-  int sessions = 0;       // units at the probe (or 0)
+  int sessions = 0;          // units at the probe (or 0)
   double half_width = kNaN;  // the probe's relative ratio half-width, when known
 };
 

@@ -10,7 +10,8 @@
 //     the session's host is preferred, so replicates spread over hosts where the fleet allows;
 //   - a lease lasts `lease_ms` past the last heartbeat; an expired or failed attempt re-queues
 //     its unit until `max_attempts` attempts have failed, then the unit's cells fail;
-//   - a record is stored only inside its attempt's design (store::Store::Report); a finished attempt
+//   - a record is stored only inside its attempt's design (store::Store::Report); a finished
+//   attempt
 //     is accepted as done only when every (cell, process, round, required metric) slot of its
 //     design is filled, whatever count the agent announces.
 //
@@ -27,9 +28,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "ladder/store/store.h"
 #include "ladder/matrices/matrix.h"
 #include "ladder/runner/schema.h"
+#include "ladder/store/store.h"
 
 namespace ladder::coordinator {
 
@@ -42,9 +43,9 @@ class Clock {
 Clock& SystemClock();
 
 struct SchedulerOptions {
-  int lease_ms = 30000;          // a lease expires this long after its last heartbeat
-  int session_lost_ms = 90000;   // a session silent this long is shown as lost
-  int64_t max_cells = 100000;    // default cell cap for submissions
+  int lease_ms = 30000;         // a lease expires this long after its last heartbeat
+  int session_lost_ms = 90000;  // a session silent this long is shown as lost
+  int64_t max_cells = 100000;   // default cell cap for submissions
   // What each runner reports and accepts. nullptr: runner::BuiltinMetricSchemas() (metrics
   // only, no parameter checks); `ladder coordinator` passes the agent's schemas with checks, so
   // Submit refuses exactly what `ladder validate` refuses. Must outlive the scheduler.
@@ -99,7 +100,7 @@ class Scheduler {
   // coordinator stopped stay live, with a fresh deadline, so their agents can finish them.
   // `store` and `clock` must outlive the scheduler.
   static absl::StatusOr<std::unique_ptr<Scheduler>> Create(store::Store* store, const Clock* clock,
-                                                          SchedulerOptions options);
+                                                           SchedulerOptions options);
   virtual ~Scheduler() = default;
 
   // Parses and expands a matrix; stores it, or stores nothing and returns InvalidArgument.
@@ -107,8 +108,8 @@ class Scheduler {
   virtual absl::StatusOr<SubmitResult> Validate(const std::string& yaml,
                                                 const std::string& filename,
                                                 int64_t max_cells) const = 0;
-  virtual absl::StatusOr<SubmitResult> Submit(const std::string& yaml,
-                                              const std::string& filename, int64_t max_cells) = 0;
+  virtual absl::StatusOr<SubmitResult> Submit(const std::string& yaml, const std::string& filename,
+                                              int64_t max_cells) = 0;
 
   virtual absl::Status RegisterSession(const store::SessionRow& session) = 0;
   virtual bool KnowsSession(const std::string& session_id) const = 0;

@@ -30,13 +30,13 @@ struct ClientOptions {
 
 // One timed generation.
 struct GenerationResult {
-  int prompt_tokens = 0;        // as sent
-  int completion_tokens = 0;    // from the final usage block; else max_tokens (ignore_eos)
-  bool usage_reported = false;  // false: completion_tokens was assumed
+  int prompt_tokens = 0;            // as sent
+  int completion_tokens = 0;        // from the final usage block; else max_tokens (ignore_eos)
+  bool usage_reported = false;      // false: completion_tokens was assumed
   int reported_prompt_tokens = -1;  // the server's usage.prompt_tokens, -1 when absent
-  double total_ms = 0;          // request sent -> last event received
-  double ttft_ms = 0;           // request sent -> first event carrying text
-  std::vector<double> gaps_ms;  // between successive events carrying text
+  double total_ms = 0;              // request sent -> last event received
+  double ttft_ms = 0;               // request sent -> first event carrying text
+  std::vector<double> gaps_ms;      // between successive events carrying text
   // llama-server's `timings.draft_n` / `timings.draft_n_accepted` for this request, when the
   // reply carried them.
   std::optional<double> draft_tokens;
@@ -64,8 +64,7 @@ class EngineClient {
   absl::Status Health(std::chrono::milliseconds timeout) const;
 
   // GET path (relative to the base URL) -> body, for any 200 reply.
-  absl::StatusOr<std::string> Get(const std::string& path,
-                                  std::chrono::milliseconds timeout) const;
+  absl::StatusOr<std::string> Get(const std::string& path, std::chrono::milliseconds timeout) const;
 
   // The engine's version from version_path ({"version": "..."}); NotFound when it has none.
   absl::StatusOr<std::string> Version() const;

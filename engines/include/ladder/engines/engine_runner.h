@@ -59,9 +59,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "ladder/runner/runner.h"
 #include "ladder/engines/process.h"
 #include "ladder/engines/recipe.h"
+#include "ladder/runner/runner.h"
 
 namespace ladder::engines {
 

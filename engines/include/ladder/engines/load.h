@@ -35,18 +35,18 @@ enum class LoadMode { kClosedLoop, kOpenLoop };
 
 struct LoadConfig {
   LoadMode mode = LoadMode::kClosedLoop;
-  int concurrency = 1;             // closed loop: requests in flight
-  double request_rate = 0;         // open loop: mean arrivals per second
-  int num_requests = 32;           // measured requests; 0 with a duration: as many as fit
+  int concurrency = 1;                    // closed loop: requests in flight
+  double request_rate = 0;                // open loop: mean arrivals per second
+  int num_requests = 32;                  // measured requests; 0 with a duration: as many as fit
   std::chrono::milliseconds duration{0};  // > 0: stop sending new measured requests after it
-  int warmup_requests = 0;         // sent first, excluded from the summary
-  int input_tokens = 1;            // prompt length (the cell's depth)
+  int warmup_requests = 0;                // sent first, excluded from the summary
+  int input_tokens = 1;                   // prompt length (the cell's depth)
   int output_tokens = 64;
-  double length_spread = 0;        // 0: fixed lengths; s: uniform in [L(1-s), L(1+s)]
+  double length_spread = 0;  // 0: fixed lengths; s: uniform in [L(1-s), L(1+s)]
   uint64_t seed = 0;
   std::optional<double> slo_ttft_ms;  // goodput: TTFT at most this
   std::optional<double> slo_itl_ms;   // goodput: mean inter-token gap at most this
-  int max_open_requests = 1024;    // open loop: sends wait while this many are in flight
+  int max_open_requests = 1024;       // open loop: sends wait while this many are in flight
 
   // InvalidArgument naming the field.
   absl::Status Validate() const;
@@ -78,29 +78,29 @@ std::pair<int, int> RequestLengths(const LoadConfig& config, int index);
 struct RequestRecord {
   int index = 0;
   bool warmup = false;
-  double start_ms = 0;   // since the load began (steady clock)
+  double start_ms = 0;  // since the load began (steady clock)
   double ttft_ms = 0;
   double e2e_ms = 0;
   int tokens_in = 0;
   int tokens_out = 0;
   std::vector<double> gaps_ms;
-  std::string error;     // empty: the request succeeded
+  std::string error;  // empty: the request succeeded
 };
 
 // Sends request `index` with a prompt of `input_tokens` for `output_tokens`.
-using SendFn = std::function<absl::StatusOr<GenerationResult>(int index, int input_tokens,
-                                                              int output_tokens)>;
+using SendFn =
+    std::function<absl::StatusOr<GenerationResult>(int index, int input_tokens, int output_tokens)>;
 
 absl::StatusOr<std::vector<RequestRecord>> RunLoad(const LoadConfig& config, const SendFn& send,
                                                    const std::function<bool()>& cancelled);
 
 // Over the measured (not warm-up) requests that succeeded.
 struct LoadSummary {
-  int measured = 0;           // measured requests that succeeded
-  int failed = 0;             // measured requests that failed
-  double window_s = 0;        // first measured send -> last measured end
-  double output_tok_s = 0;    // their output tokens / window
-  double req_s = 0;           // measured / window
+  int measured = 0;         // measured requests that succeeded
+  int failed = 0;           // measured requests that failed
+  double window_s = 0;      // first measured send -> last measured end
+  double output_tok_s = 0;  // their output tokens / window
+  double req_s = 0;         // measured / window
   double ttft_ms_p50 = 0, ttft_ms_p90 = 0, ttft_ms_p99 = 0;
   double itl_ms_p50 = 0, itl_ms_p90 = 0, itl_ms_p99 = 0;  // all their gaps, pooled
   double e2e_ms_p50 = 0, e2e_ms_p90 = 0, e2e_ms_p99 = 0;

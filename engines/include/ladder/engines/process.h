@@ -38,8 +38,8 @@ struct ProcessOptions {
 
 // What the log has shown so far.
 struct LogEvidence {
-  std::vector<std::string> backends;   // distinct names from "Using ... backend", in order seen
-  std::vector<std::string> forced;     // distinct names from "Forcing ..." lines
+  std::vector<std::string> backends;  // distinct names from "Using ... backend", in order seen
+  std::vector<std::string> forced;    // distinct names from "Forcing ..." lines
   std::map<std::string, int64_t> probe_counts;  // every configured pattern, 0 when unseen
   bool out_of_memory = false;
   int64_t lines = 0;
@@ -47,7 +47,7 @@ struct LogEvidence {
 
 struct ExitInfo {
   bool signaled = false;
-  int code = 0;     // exit status, or the signal number when signaled
+  int code = 0;                  // exit status, or the signal number when signaled
   std::string Describe() const;  // "exited with status 3" / "killed by signal 9 (Killed)"
 };
 

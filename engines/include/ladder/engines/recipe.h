@@ -43,12 +43,12 @@ struct LaunchSpec {
 
 // Where the runner talks to a served engine.
 struct EngineEndpoints {
-  std::string base_url;                      // "http://127.0.0.1:8123"
+  std::string base_url;  // "http://127.0.0.1:8123"
   std::string health_path = "/health";
   std::string completions_path = "/v1/completions";
-  std::string metrics_path = "/metrics";      // empty: the engine exposes no metrics
-  std::string version_path;                   // empty: version not queryable over HTTP
-  std::string model;                          // the request's "model" field; empty: omitted
+  std::string metrics_path = "/metrics";  // empty: the engine exposes no metrics
+  std::string version_path;               // empty: version not queryable over HTTP
+  std::string model;                      // the request's "model" field; empty: omitted
   nlohmann::json extra_request_fields = nlohmann::json::object();  // merged into each request
 };
 
@@ -80,25 +80,25 @@ enum class Restartability { kRestartable, kExternal };
 
 // The fully rendered engine for one arm configuration.
 struct RenderedEngine {
-  std::string engine;                     // recipe name
-  std::optional<LaunchSpec> launch;       // nullopt: an external server (nothing to start)
+  std::string engine;                // recipe name
+  std::optional<LaunchSpec> launch;  // nullopt: an external server (nothing to start)
   EngineEndpoints endpoints;
   SpecMetricNames spec_metrics;
   SpecGaugeNames spec_gauges;
   DraftTimings draft_timings = DraftTimings::kNone;
   Restartability restartability = Restartability::kRestartable;
   std::chrono::milliseconds start_timeout{600'000};
-  std::string requested_backend;          // the attention backend the cell asked for, or ""
-  std::string engine_version;             // the version the rendering assumed, or ""
-  int spec_k = 0;                         // speculative tokens per step (0: speculation off)
+  std::string requested_backend;  // the attention backend the cell asked for, or ""
+  std::string engine_version;     // the version the rendering assumed, or ""
+  int spec_k = 0;                 // speculative tokens per step (0: speculation off)
 };
 
 // The agent's configuration that recipes need. Defaults suit a host with the engines on PATH.
 struct RecipeContext {
-  std::string host = "127.0.0.1";         // the address engines bind and the runner calls
-  int port = 0;                           // the free port chosen for this engine process
+  std::string host = "127.0.0.1";  // the address engines bind and the runner calls
+  int port = 0;                    // the free port chosen for this engine process
   std::string vllm_executable = "vllm";
-  std::string python_executable = "python3";    // runs `-m sglang.launch_server`
+  std::string python_executable = "python3";  // runs `-m sglang.launch_server`
   std::string llama_server_executable = "llama-server";
   std::string ladder_binary = "/proc/self/exe";  // runs `engine synthetic`
   // Installed engine versions by recipe name, e.g. {"vllm": "0.15.1", "llama.cpp": "b7100"}: the
@@ -108,8 +108,18 @@ struct RecipeContext {
   std::map<std::string, std::string> engine_versions;
 };
 
-enum class ParamType { kString, kInteger, kNonNegativeInteger, kPositiveInteger, kNumber,
-                       kBool, kStringOrNumber, kStringOrList, kStringOrObject, kAny };
+enum class ParamType {
+  kString,
+  kInteger,
+  kNonNegativeInteger,
+  kPositiveInteger,
+  kNumber,
+  kBool,
+  kStringOrNumber,
+  kStringOrList,
+  kStringOrObject,
+  kAny
+};
 
 struct ParamSpec {
   std::string name;

@@ -51,19 +51,19 @@
 namespace ladder::engines {
 
 struct SyntheticEngineOptions {
-  std::string preset = "tiny";       // SyntheticPresetNames()
+  std::string preset = "tiny";  // SyntheticPresetNames()
   std::string host = "127.0.0.1";
-  int port = 0;                      // 0: any free port (see SyntheticEngine::port())
-  std::string policy = "legacy";     // kernels path policy: "legacy" (vLLM's gate) | "spec-aware"
-  int spec_k = 0;                    // drafted tokens per step; 0: no speculation
+  int port = 0;                   // 0: any free port (see SyntheticEngine::port())
+  std::string policy = "legacy";  // kernels path policy: "legacy" (vLLM's gate) | "spec-aware"
+  int spec_k = 0;                 // drafted tokens per step; 0: no speculation
   // Acceptance probability of each drafted token: a constant ("0.7") or a piecewise-linear
   // function of context depth ("1024:0.46,32768:0.12"), clamped outside its points.
   std::string acceptance = "0.7";
-  uint64_t seed = 0;                 // weights, KV fill and acceptance draws
+  uint64_t seed = 0;                                      // weights, KV fill and acceptance draws
   std::string attention_backend = "LADDER_UNIFIED_ATTN";  // the name logged as "Using ..."
-  std::string force_backend;         // when set: logs "Forcing NAME" and uses NAME instead
-  std::string log_paths = "once";    // "once" | "every" | "none"
-  int threads = 1;                   // CPU attention worker threads
+  std::string force_backend;       // when set: logs "Forcing NAME" and uses NAME instead
+  std::string log_paths = "once";  // "once" | "every" | "none"
+  int threads = 1;                 // CPU attention worker threads
   // Continuous batching: up to this many requests decode together, one step for all of them
   // (each weight read once per step); 1 serves one request at a time.
   int max_batch = 64;
@@ -71,11 +71,11 @@ struct SyntheticEngineOptions {
   // and a device is present, else on the CPU; "cuda" without one fails Start (Unavailable).
   std::string device = "auto";
   // Faults, for tests of the runner's failure paths (-1: off).
-  int crash_after_requests = -1;     // exit(3) midway through completion request N+1
-  int oom_after_requests = -1;       // log a CUDA out-of-memory error, exit(1), request N+1
-  bool malformed = false;            // completions answer with invalid JSON
-  int stall_request = -1;            // completion request N (0-based) waits stall_ms first
-  int stall_ms = 0;                  // ... before it is scheduled: the others go on meanwhile
+  int crash_after_requests = -1;  // exit(3) midway through completion request N+1
+  int oom_after_requests = -1;    // log a CUDA out-of-memory error, exit(1), request N+1
+  bool malformed = false;         // completions answer with invalid JSON
+  int stall_request = -1;         // completion request N (0-based) waits stall_ms first
+  int stall_ms = 0;               // ... before it is scheduled: the others go on meanwhile
 
   // InvalidArgument naming the offending field.
   absl::Status Validate() const;

@@ -97,15 +97,14 @@ struct PolicyConfig {
 
 struct PathDecision {
   Path path = Path::k2D;
-  int segments = 1;     // 1 for 2D
-  std::string reason;   // one line: which clause decided
+  int segments = 1;    // 1 for 2D
+  std::string reason;  // one line: which clause decided
 };
 
 // Pure decision function (no device access): exposed for tests and for the agent's evidence.
 // work_units = num_seqs * kv_heads * query blocks per sequence.
-PathDecision ChoosePath(Policy policy, const PolicyConfig& config, int num_seqs,
-                        int max_query_len, int max_kv_len, int kv_heads, int work_units,
-                        int sm_count);
+PathDecision ChoosePath(Policy policy, const PolicyConfig& config, int num_seqs, int max_query_len,
+                        int max_kv_len, int kv_heads, int work_units, int sm_count);
 int ChooseSegments(const PolicyConfig& config, int work_units, int max_kv_len, int sm_count);
 
 // A host tensor of one dtype. Values are stored in their dtype (bf16/f16 as raw 16-bit words).
@@ -119,8 +118,8 @@ class HostTensor {
   const void* data() const { return bytes_.data(); }
   void* data() { return bytes_.data(); }
   float Get(size_t i) const;
-  void Set(size_t i, float v);           // rounds to nearest even
-  uint32_t Bits(size_t i) const;         // raw bits (16 or 32 of them)
+  void Set(size_t i, float v);    // rounds to nearest even
+  uint32_t Bits(size_t i) const;  // raw bits (16 or 32 of them)
 
  private:
   DType dtype_ = DType::kF32;
@@ -185,8 +184,8 @@ struct RunInfo {
 
 // Runs the attention on `backend` with host inputs and outputs (GPU backends copy in and out;
 // use the benchmark API for timing). `out` is resized to [num_tokens, q_heads, head_dim].
-Result<RunInfo> RunAttention(Backend backend, const HostProblem& problem,
-                             const RunOptions& options, HostTensor* out);
+Result<RunInfo> RunAttention(Backend backend, const HostProblem& problem, const RunOptions& options,
+                             HostTensor* out);
 
 // Double-precision reference on the host (slow, exact up to double rounding); output in
 // doubles, [num_tokens, q_heads, head_dim].

@@ -54,8 +54,8 @@ struct BenchPoint {
   Backend backend = Backend::kCpu;
   std::string preset;  // informational; the shape fields below are what runs
   int q_heads = 8, kv_heads = 2, head_dim = 64;
-  int depth = 1024;     // KV length per sequence, query rows included
-  int query_rows = 1;   // rows per sequence
+  int depth = 1024;    // KV length per sequence, query rows included
+  int query_rows = 1;  // rows per sequence
   int num_seqs = 1;
   int block_size = 16;
   int window = 0;
@@ -64,9 +64,9 @@ struct BenchPoint {
   Policy policy = Policy::kAuto;
   int warmup = 2;
   int repeats = 10;
-  bool flush_l2 = false;        // kStream only
+  bool flush_l2 = false;  // kStream only
   Timing timing = Timing::kStream;
-  int graph_calls = 20;         // kGraph: calls per captured graph
+  int graph_calls = 20;  // kGraph: calls per captured graph
   uint64_t seed = 0;
   PolicyConfig config;
   TuningConfig tuning;  // GPU backends (tuning.h)
@@ -80,10 +80,10 @@ struct BenchResult {
   double time_us_median = 0;
   double time_us_min = 0;
   std::vector<double> times_us;
-  double bytes_moved = 0;                // bytes per call
-  double bytes_per_s = 0;                // bytes_moved / median time
-  double copy_ceiling_bytes_per_s = 0;   // 0 when not measured
-  double fraction_of_ceiling = 0;        // bytes_per_s / ceiling, 0 when no ceiling
+  double bytes_moved = 0;               // bytes per call
+  double bytes_per_s = 0;               // bytes_moved / median time
+  double copy_ceiling_bytes_per_s = 0;  // 0 when not measured
+  double fraction_of_ceiling = 0;       // bytes_per_s / ceiling, 0 when no ceiling
   Path path = Path::k2D;
   int segments = 1;
   std::string grid;

@@ -32,8 +32,8 @@ struct CaseSpec {
   AttentionShape shape;
   std::vector<SeqSpec> seqs;
   uint64_t seed = 1;
-  int force_segments = 0;   // > 0: the 3D path uses exactly this many segments
-  bool cpu_only = false;    // e.g. f32, which the GPU backends do not support
+  int force_segments = 0;  // > 0: the 3D path uses exactly this many segments
+  bool cpu_only = false;   // e.g. f32, which the GPU backends do not support
 };
 
 std::span<const CaseSpec> Cases();
@@ -43,7 +43,7 @@ inline void PrintTo(const CaseSpec& c, std::ostream* os) { *os << c.name; }
 struct PathOutcome {
   Path path = Path::k2D;
   int segments = 1;
-  double max_abs_err = 0;      // vs double reference
+  double max_abs_err = 0;  // vs double reference
   double rel_l2_err = 0;
   int64_t max_ulp_vs_ref = 0;  // ULPs of the dtype vs the reference rounded to it
   bool within_tolerance = false;
@@ -53,13 +53,13 @@ struct PathOutcome {
 struct CaseResult {
   std::string name;
   Backend backend = Backend::kCpu;
-  bool skipped = false;       // e.g. cpu_only case on a GPU backend
+  bool skipped = false;  // e.g. cpu_only case on a GPU backend
   std::string skip_reason;
   PathOutcome p2d, p3d;
   int64_t max_ulp_2d_vs_3d = 0;      // floored, see above: the pass criterion (<= 1)
   int64_t max_raw_ulp_2d_vs_3d = 0;  // raw bit-pattern distance, for the record
   bool passed = false;
-  std::string failure;        // empty when passed
+  std::string failure;  // empty when passed
   double seconds = 0;
 
   std::string Line() const;  // one line for the check tool

@@ -25,10 +25,10 @@ namespace ladder::kernels {
 struct DeviceAttentionArgs {
   AttentionShape shape;  // bf16 or f16 (f32 is CPU-only)
   int num_seqs = 0;
-  int num_tokens = 0;          // query rows of all sequences (= query_start[num_seqs])
-  int max_query_len = 0;       // largest query_start[s+1] - query_start[s]
-  int max_kv_len = 0;          // largest seq_lens[s]
-  int max_blocks_per_seq = 0;  // row pitch of block_table
+  int num_tokens = 0;                // query rows of all sequences (= query_start[num_seqs])
+  int max_query_len = 0;             // largest query_start[s+1] - query_start[s]
+  int max_kv_len = 0;                // largest seq_lens[s]
+  int max_blocks_per_seq = 0;        // row pitch of block_table
   const int* query_start = nullptr;  // device, [num_seqs + 1]
   const int* seq_lens = nullptr;     // device, [num_seqs]
   const int* block_table = nullptr;  // device, [num_seqs, max_blocks_per_seq]
@@ -53,8 +53,9 @@ Result<DeviceAttentionPlan> PlanDeviceAttention(Backend backend, const DeviceAtt
 // Enqueues `plan` on `stream` (a cudaStream_t or hipStream_t; nullptr: the default stream).
 // `workspace` is device memory of at least plan.workspace_bytes, 128-byte aligned (as every
 // cudaMalloc / hipMalloc allocation is), owned by the caller and not used by anything else
-// until the enqueued kernels have run; its contents afterwards are undefined. Errors from enqueueing are
-// returned here; errors of the kernels themselves surface at the caller's next synchronization.
+// until the enqueued kernels have run; its contents afterwards are undefined. Errors from
+// enqueueing are returned here; errors of the kernels themselves surface at the caller's next
+// synchronization.
 Status LaunchDeviceAttention(Backend backend, const DeviceAttentionArgs& args,
                              const DeviceAttentionPlan& plan, void* stream, void* workspace,
                              size_t workspace_bytes);
@@ -62,6 +63,7 @@ Status LaunchDeviceAttention(Backend backend, const DeviceAttentionArgs& args,
 // An upper bound of plan.workspace_bytes over all calls with at most `max_tokens` query rows
 // of this shape under `config` (segments are capped by config.max_segments or
 // config.force_segments).
-size_t MaxDeviceWorkspaceBytes(const AttentionShape& shape, int max_tokens, const PolicyConfig& config);
+size_t MaxDeviceWorkspaceBytes(const AttentionShape& shape, int max_tokens,
+                               const PolicyConfig& config);
 
 }  // namespace ladder::kernels

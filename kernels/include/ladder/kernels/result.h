@@ -42,8 +42,8 @@ inline KernelError Error(ErrorCode code, std::string message) {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}                 // NOLINT: implicit by design
-  Result(KernelError error) : v_(std::move(error)) {}       // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}            // NOLINT: implicit by design
+  Result(KernelError error) : v_(std::move(error)) {}  // NOLINT: implicit by design
 
   bool ok() const { return v_.index() == 0; }
   const T& value() const& { return std::get<0>(v_); }
@@ -82,10 +82,10 @@ inline Status OkStatus() { return Status(); }
 #define LADDER_K_CONCAT_(a, b) LADDER_K_CONCAT_INNER_(a, b)
 
 // Returns the error of a Status/Result expression from the enclosing function.
-#define LADDER_K_TRY(expr)                                 \
-  do {                                                     \
-    auto ladder_k_r_ = (expr);                             \
-    if (!ladder_k_r_.ok()) return ladder_k_r_.error();     \
+#define LADDER_K_TRY(expr)                             \
+  do {                                                 \
+    auto ladder_k_r_ = (expr);                         \
+    if (!ladder_k_r_.ok()) return ladder_k_r_.error(); \
   } while (0)
 
 // `LADDER_K_ASSIGN_OR_RETURN(auto x, MakeX());`

@@ -26,11 +26,11 @@ enum class Head512Kernel {
   // warpgroup MMA above 16 where the sm_90a machine code runs (split scores without it);
   // elsewhere (Ampere, HIP) the generic kernel.
   kAuto,
-  kGeneric,            // the one kernel body every head dim uses (attention_kernel.h)
-  kTeamByDims,         // team kernel scoring by dims: <= 8 score columns only
-  kTeamByColumn,       // team kernel scoring by column: 9..16 score columns only
-  kTeamSplit,          // team kernel, scores by dims, softmax by column: 17..32 columns
-  kTeamSplitWgmma,     // kTeamSplit with O^T by wgmma: 17..32 columns, sm_90a only
+  kGeneric,         // the one kernel body every head dim uses (attention_kernel.h)
+  kTeamByDims,      // team kernel scoring by dims: <= 8 score columns only
+  kTeamByColumn,    // team kernel scoring by column: 9..16 score columns only
+  kTeamSplit,       // team kernel, scores by dims, softmax by column: 17..32 columns
+  kTeamSplitWgmma,  // kTeamSplit with O^T by wgmma: 17..32 columns, sm_90a only
 };
 
 // A choice the defaults make by rule, forced one way for an A/B run.

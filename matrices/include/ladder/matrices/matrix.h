@@ -41,10 +41,10 @@ struct Replicates {
 
 // What an agent must have to take this matrix's units. Empty / zero fields match anything.
 struct Requirements {
-  std::string gpu_vendor;           // "nvidia", "amd", or "" (any, including CPU-only)
-  std::string gpu_name_glob;        // fnmatch-style glob on the GPU name, e.g. "*H100*"
-  int gpu_count = 0;                // minimum number of GPUs
-  int64_t min_gpu_memory_mib = 0;   // minimum memory of each counted GPU
+  std::string gpu_vendor;             // "nvidia", "amd", or "" (any, including CPU-only)
+  std::string gpu_name_glob;          // fnmatch-style glob on the GPU name, e.g. "*H100*"
+  int gpu_count = 0;                  // minimum number of GPUs
+  int64_t min_gpu_memory_mib = 0;     // minimum memory of each counted GPU
   std::vector<std::string> features;  // runner features the agent must advertise, e.g. "cuda"
 };
 
@@ -67,11 +67,11 @@ struct Precision {
 // ratio of the second arm to the first crosses 1 and probes the log2-midpoint until the bracket
 // is narrower than `resolution_octaves`.
 struct Locate {
-  std::string axis;                 // a numeric axis, neither paired nor the A/A axis
-  std::string pair_axis;            // the matrix's one pair axis, with exactly two arms
-  double resolution_octaves = 0.25; // stop when the bracket spans fewer octaves
-  int64_t min_step = 1;             // probes are multiples of this (the axis's unit)
-  int max_sessions = 0;             // paired sessions per probe, at most (>= replicates.sessions)
+  std::string axis;                  // a numeric axis, neither paired nor the A/A axis
+  std::string pair_axis;             // the matrix's one pair axis, with exactly two arms
+  double resolution_octaves = 0.25;  // stop when the bracket spans fewer octaves
+  int64_t min_step = 1;              // probes are multiples of this (the axis's unit)
+  int max_sessions = 0;              // paired sessions per probe, at most (>= replicates.sessions)
 };
 
 // Where a field is written in the matrix document, 1-based.
@@ -81,19 +81,19 @@ struct SourceLocation {
 };
 
 struct Matrix {
-  std::string name;                  // [A-Za-z0-9_.-]+
+  std::string name;  // [A-Za-z0-9_.-]+
   std::string description;
-  std::string runner;                // "kernel" or "engine"
-  std::vector<Axis> axes;            // in declaration order
+  std::string runner;      // "kernel" or "engine"
+  std::vector<Axis> axes;  // in declaration order
   std::map<std::string, Value> fixed;
   std::vector<std::map<std::string, Value>> exclude;  // partial cells to drop
-  std::vector<std::string> pair;     // axes whose values are compared within one session
-  std::vector<std::string> together; // further axes whose values share one unit (e.g. depth)
+  std::vector<std::string> pair;      // axes whose values are compared within one session
+  std::vector<std::string> together;  // further axes whose values share one unit (e.g. depth)
   Replicates replicates;
-  Requirements requirements;         // the YAML key is `requires`
-  std::string metric;                // the primary metric for tables; runner default if empty
-  uint64_t seed = 0;                 // drives interleaving order; default derived from the name
-  int max_attempts = 3;              // attempts per unit before its cells fail
+  Requirements requirements;  // the YAML key is `requires`
+  std::string metric;         // the primary metric for tables; runner default if empty
+  uint64_t seed = 0;          // drives interleaving order; default derived from the name
+  int max_attempts = 3;       // attempts per unit before its cells fail
   std::optional<AAControl> aa_control;
   // Note: `axes` holds the declared values only; Expand inserts the A/A arm (`aa_control->as`)
   // right after `aa_control->of`. Exclusions naming `of` on that axis also drop the A/A arm.
@@ -120,10 +120,10 @@ absl::StatusOr<Matrix> ParseMatrix(std::string_view yaml, std::string_view filen
 absl::StatusOr<Matrix> ParseMatrixFile(const std::string& path, const ParseOptions& options = {});
 
 struct Cell {
-  int index = 0;            // position in the expansion, 0-based, stable
-  std::string key;          // canonical "axis=value,axis=value" over the axes, in axis order
-  nlohmann::json axes;      // object: axis name -> value for this cell
-  nlohmann::json params;    // object: fixed parameters merged with `axes` (axes win)
+  int index = 0;          // position in the expansion, 0-based, stable
+  std::string key;        // canonical "axis=value,axis=value" over the axes, in axis order
+  nlohmann::json axes;    // object: axis name -> value for this cell
+  nlohmann::json params;  // object: fixed parameters merged with `axes` (axes win)
 };
 
 struct Unit {
@@ -175,9 +175,9 @@ absl::StatusOr<Requirements> RequirementsFromJson(const nlohmann::json& json);
 // A run's `locate` as stored with the run (runs.locate) and read back by the coordinator to step
 // its lines without the matrix: the design's Locate plus what it needs of the axes.
 struct LocateConfig {
-  std::string axis;       // the located axis
-  std::string pair_axis;  // the compared arms' axis
-  std::string arm_a, arm_b;  // its two values, rendered as in cell keys; the ratio is B / A
+  std::string axis;             // the located axis
+  std::string pair_axis;        // the compared arms' axis
+  std::string arm_a, arm_b;     // its two values, rendered as in cell keys; the ratio is B / A
   std::vector<Value> declared;  // the declared rungs; other values of the axis are probes
   double resolution_octaves = 0.25;
   int64_t min_step = 1;

@@ -67,9 +67,9 @@ std::string DirectionText(Direction direction);  // "higher is better", ...
 std::string VerdictText(stats::ChangeClass change, Direction direction);
 
 struct AnalysisOptions {
-  std::string metric;             // empty: the run's metric
-  double confidence = 0.95;       // in (0, 1)
-  int bootstrap_draws = 2000;     // 10 000 for a final figure; 0 skips the bootstrap
+  std::string metric;          // empty: the run's metric
+  double confidence = 0.95;    // in (0, 1)
+  int bootstrap_draws = 2000;  // 10 000 for a final figure; 0 skips the bootstrap
   WarmupPolicy warmup = WarmupPolicy::kKeepAll;
   stats::SteadyStateRule steady_rule;  // used with kDiscardWarmup
   stats::LocateOptions locate;         // crossover bracket resolution / step
@@ -96,8 +96,8 @@ struct LocateInfo {
 struct RunInfo {
   int64_t run_id = 0;
   std::string matrix_name, matrix_sha256, state, runner, metric, unit;
-  std::vector<std::string> axes;       // in declaration order
-  std::vector<std::string> pair_axes;  // from runs.pair_axes
+  std::vector<std::string> axes;            // in declaration order
+  std::vector<std::string> pair_axes;       // from runs.pair_axes
   std::optional<AAControlInfo> aa_control;  // from the stored matrix YAML
   std::optional<LocateInfo> locate;         // from the stored matrix YAML
   // Axis values in cell order (rendered as in cell keys), per axis.
@@ -114,12 +114,12 @@ struct Flag {
 
 struct CellStats {
   int64_t cell_id = 0;
-  std::string key;                 // "depth=256,query_rows=1,path=2d"
-  nlohmann::json axes;             // axis -> value
-  std::vector<std::string> values; // the cell's axis values rendered, in axis order
-  int64_t n = 0;                   // measurements used
-  int64_t sessions = 0;            // distinct sessions
-  int64_t discarded_warmup = 0;    // measurements dropped by kDiscardWarmup
+  std::string key;                  // "depth=256,query_rows=1,path=2d"
+  nlohmann::json axes;              // axis -> value
+  std::vector<std::string> values;  // the cell's axis values rendered, in axis order
+  int64_t n = 0;                    // measurements used
+  int64_t sessions = 0;             // distinct sessions
+  int64_t discarded_warmup = 0;     // measurements dropped by kDiscardWarmup
   std::optional<stats::Summary> summary;
   // CellMeanInterval with MeanScale::kAuto: for a time or rate (values > 0), the geometric mean
   // of session means with a log-t interval (never a bound <= 0); none below 3 sessions, when
@@ -145,8 +145,8 @@ struct Comparison {
   // The other axes' values ("depth=256,query_rows=1"), the comparison's context.
   std::string context_key;
   nlohmann::json context;
-  bool aa = false;            // the A/A control: treatment is the aa_control copy of baseline
-  int64_t sessions = 0;       // sessions that measured both arms
+  bool aa = false;       // the A/A control: treatment is the aa_control copy of baseline
+  int64_t sessions = 0;  // sessions that measured both arms
   double mean_a = 0.0, mean_b = 0.0;  // means of session means
   int64_t n_a = 0, n_b = 0;
   RatioResult t;          // PairedRatioInterval: the primary figure
@@ -173,8 +173,8 @@ struct CellVariance {
 // share, with the sessions needed for a ±2 % and ±5 % interval of a cell mean at the run's
 // design (rounds, processes).
 struct LevelSummary {
-  int64_t cells = 0;  // cells whose components could be estimated
-  std::array<double, stats::kNumLevels> median_t{};      // sqrt(T²), NaN when unidentified
+  int64_t cells = 0;                                 // cells whose components could be estimated
+  std::array<double, stats::kNumLevels> median_t{};  // sqrt(T²), NaN when unidentified
   std::array<double, stats::kNumLevels> median_share{};
   std::optional<stats::SessionsNeeded> sessions_for_2pct, sessions_for_5pct;
   std::optional<stats::RepeatPlan> optimal;  // for `costs`
@@ -205,17 +205,17 @@ struct LadderLine {
   bool aa = false;
   std::vector<size_t> points;  // indices into RunAnalysis::comparisons, by ascending depth
   std::vector<double> depths;
-  std::optional<stats::LocatePlan> crossing;      // sign change bracket (when one exists)
-  std::optional<stats::Interval> crossover_fit;   // Fieller on the linear fit (≥ 3 points)
+  std::optional<stats::LocatePlan> crossing;     // sign change bracket (when one exists)
+  std::optional<stats::Interval> crossover_fit;  // Fieller on the linear fit (≥ 3 points)
   std::string crossover_error;
   // The line's context without the depth axis, as a cell key ("" when nothing else varies);
   // for a `locate` run it is the line's key in adaptive_decisions.
   std::string key;
   // What the coordinator's `locate` did on this line, when the run has `locate`.
   struct Located {
-    std::string outcome;  // the stop's outcome (resolved, step_limited, budget_spent,
-                          // no_crossing, no_data), or "in progress"
-    std::string reason;   // the latest decision's reason
+    std::string outcome;         // the stop's outcome (resolved, step_limited, budget_spent,
+                                 // no_crossing, no_data), or "in progress"
+    std::string reason;          // the latest decision's reason
     std::vector<double> probes;  // depths probed, in the order decided
     int64_t decisions = 0;
     int64_t added_sessions = 0;  // sessions added at probes beyond the planned ones
@@ -237,10 +237,10 @@ struct SessionInfo {
 
 struct RunAnalysis {
   RunInfo info;
-  std::string depth_axis;  // "depth", else the first numeric non-pair axis; empty when none
-  std::vector<CellStats> cells;           // in cell order
-  std::vector<Comparison> comparisons;    // in treatment cell order
-  std::vector<CellVariance> variance;     // per cell
+  std::string depth_axis;        // "depth", else the first numeric non-pair axis; empty when none
+  std::vector<CellStats> cells;  // in cell order
+  std::vector<Comparison> comparisons;  // in treatment cell order
+  std::vector<CellVariance> variance;   // per cell
   LevelSummary levels;
   std::vector<LadderLine> lines;
   std::vector<SessionInfo> sessions;

@@ -32,10 +32,10 @@
 namespace ladder::report {
 
 struct CompareOptions {
-  std::string metric;            // empty: run A's metric (run B must have it too)
-  std::vector<std::string> by;   // axes to match on; empty: every axis (both runs must share them)
-  double threshold = 0.02;       // the band: ±2 %
-  double confidence = 0.95;      // in (0, 1)
+  std::string metric;           // empty: run A's metric (run B must have it too)
+  std::vector<std::string> by;  // axes to match on; empty: every axis (both runs must share them)
+  double threshold = 0.02;      // the band: ±2 %
+  double confidence = 0.95;     // in (0, 1)
   // kUnknown: from the metric's unit (DirectionOfUnit); a unit that says nothing is an error
   // unless a direction is given here.
   Direction direction = Direction::kUnknown;

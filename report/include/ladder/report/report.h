@@ -15,9 +15,9 @@
 namespace ladder::report {
 
 struct Report {
-  std::vector<RunAnalysis> runs;                // in the order asked
+  std::vector<RunAnalysis> runs;                    // in the order asked
   std::vector<RunReproducibility> reproducibility;  // for each pair of runs that share cells
-  std::vector<std::string> notes;               // e.g. pairs that could not be compared
+  std::vector<std::string> notes;                   // e.g. pairs that could not be compared
   // For each pair of runs (i < j) that share cells: `ladder compare` of run j (B) against run i
   // (A), the same rows and verdicts, with a flag where a run's session-to-session spread exceeds
   // the difference between the runs.
@@ -40,12 +40,12 @@ struct Table {
 };
 
 struct Section {
-  int level = 2;          // heading level (1 = the run's title)
+  int level = 2;  // heading level (1 = the run's title)
   std::string title;
-  std::string anchor;     // id for HTML
+  std::string anchor;                   // id for HTML
   std::vector<std::string> paragraphs;  // plain text (escaped by the renderer)
-  Table table;            // may be empty
-  int64_t chart_run = 0;  // non-zero: the HTML places this run's ladder chart here
+  Table table;                          // may be empty
+  int64_t chart_run = 0;                // non-zero: the HTML places this run's ladder chart here
 };
 
 std::vector<Section> BuildSections(const Report& report);

@@ -33,19 +33,20 @@ namespace ladder::report {
 
 struct FigureCheck {
   std::string file;
-  int line = 0;          // 1-based line of the mark
-  std::string query;     // the mark's text, e.g. `run=1 cell="depth=32768" stat=change ...`
+  int line = 0;       // 1-based line of the mark
+  std::string query;  // the mark's text, e.g. `run=1 cell="depth=32768" stat=change ...`
   std::string stated_text;
   double stated = 0.0;
   double recomputed = 0.0;
   double tolerance = 0.0;  // absolute, in the figure's unit
   bool ok = false;
-  std::string error;       // a mark that cannot be checked is a failure, with the reason
+  std::string error;  // a mark that cannot be checked is a failure, with the reason
 };
 
 // Finds every `<!-- ladder: ... -->` mark in `text` and checks it against `db`. Returns one check
 // per mark (empty when the document has none). Errors only for invalid options.
-absl::StatusOr<std::vector<FigureCheck>> VerifyDocument(sqlite::Database& db, const std::string& text,
+absl::StatusOr<std::vector<FigureCheck>> VerifyDocument(sqlite::Database& db,
+                                                        const std::string& text,
                                                         const std::string& filename,
                                                         const AnalysisOptions& options = {});
 

@@ -29,15 +29,15 @@ namespace ladder::runner {
 
 struct CellWork {
   int64_t cell_id = 0;
-  std::string key;         // canonical "axis=value,..." key
-  nlohmann::json params;   // fixed + axes parameters, validated by the matrix parser
+  std::string key;        // canonical "axis=value,..." key
+  nlohmann::json params;  // fixed + axes parameters, validated by the matrix parser
 };
 
 struct UnitWork {
   int64_t attempt_id = 0;
   int64_t unit_id = 0;
   int64_t run_id = 0;
-  std::string runner;      // "kernel" or "engine"
+  std::string runner;  // "kernel" or "engine"
   std::vector<CellWork> cells;
   int processes = 1;
   int rounds = 1;
@@ -46,11 +46,11 @@ struct UnitWork {
 
 struct Measurement {
   int64_t cell_id = 0;
-  int process = 0;         // engine process index within this session (0-based)
-  int round = 0;           // round index within the process (0-based)
-  std::string metric;      // e.g. "time_us", "decode_tok_s"
+  int process = 0;     // engine process index within this session (0-based)
+  int round = 0;       // round index within the process (0-based)
+  std::string metric;  // e.g. "time_us", "decode_tok_s"
   double value = 0;
-  std::string unit;        // e.g. "us", "B/s", "tok/s", "1"
+  std::string unit;  // e.g. "us", "B/s", "tok/s", "1"
 };
 
 // Non-numeric facts about a cell: the path a kernel took, the backend an engine logged, probe
@@ -58,7 +58,7 @@ struct Measurement {
 struct Evidence {
   int64_t cell_id = 0;
   int process = 0;
-  std::string kind;        // e.g. "kernel_path", "engine_backend", "probe_counts", "log_tail"
+  std::string kind;  // e.g. "kernel_path", "engine_backend", "probe_counts", "log_tail"
   nlohmann::json value;
 };
 

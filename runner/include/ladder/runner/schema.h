@@ -23,8 +23,8 @@ namespace ladder::runner {
 
 // One metric a runner reports, once per (cell, process, round).
 struct MetricSpec {
-  std::string name;   // [a-z][a-z0-9_]{0,63}
-  std::string unit;   // "us", "tok/s", "1", ...
+  std::string name;      // [a-z][a-z0-9_]{0,63}
+  std::string unit;      // "us", "tok/s", "1", ...
   bool required = true;  // false: reported only when the measurement exists (e.g. GPU clocks)
 };
 

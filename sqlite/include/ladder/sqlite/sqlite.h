@@ -77,7 +77,9 @@ class Statement {
   Statement& Bind(int index, double value);
   Statement& Bind(int index, std::string_view value);
   Statement& Bind(int index, const char* value) { return Bind(index, std::string_view(value)); }
-  Statement& Bind(int index, const std::string& value) { return Bind(index, std::string_view(value)); }
+  Statement& Bind(int index, const std::string& value) {
+    return Bind(index, std::string_view(value));
+  }
   Statement& BindBlob(int index, std::string_view bytes);
   Statement& BindNull(int index);
 

@@ -72,8 +72,8 @@ enum class BootstrapLevels { kAllLevels, kSessionsOnly };
 enum class BootstrapCalibration { kTCalibrated, kPercentile };
 
 struct BootstrapOptions {
-  double confidence = 0.95;          // in (0, 1)
-  int draws = 10000;                 // 2000 is enough for interactive use
+  double confidence = 0.95;             // in (0, 1)
+  int draws = 10000;                    // 2000 is enough for interactive use
   std::uint64_t seed = 0x6c6164646572;  // fixed: equal inputs and options give equal intervals
   BootstrapLevels levels = BootstrapLevels::kSessionsOnly;
   BootstrapCalibration calibration = BootstrapCalibration::kTCalibrated;

@@ -117,11 +117,11 @@ absl::StatusOr<SessionsNeeded> SessionsNeededFor(const VarianceComponents& compo
 // var(log process means)/n_processes) and subtracted to give interaction_net.
 struct ArmSessionVariance {
   std::size_t sessions = 0;
-  double log_ratio_mean = 0.0;           // mean ℓ_s
-  double session_main = 0.0;             // σ²_session
-  double interaction_ms = 0.0;           // MS_interaction (σ²_arm×session + within noise)
-  double within_session_noise = 0.0;     // NaN when not estimable
-  double interaction_net = 0.0;          // max(0, interaction_ms − within); NaN if within is NaN
+  double log_ratio_mean = 0.0;        // mean ℓ_s
+  double session_main = 0.0;          // σ²_session
+  double interaction_ms = 0.0;        // MS_interaction (σ²_arm×session + within noise)
+  double within_session_noise = 0.0;  // NaN when not estimable
+  double interaction_net = 0.0;       // max(0, interaction_ms − within); NaN if within is NaN
 };
 
 // Errors: as SessionRatios; FailedPrecondition with fewer than 2 sessions.

@@ -14,8 +14,8 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/status/statusor.h"
-#include "ladder/store/states.h"
 #include "ladder/sqlite/sqlite.h"
+#include "ladder/store/states.h"
 
 namespace ladder::store {
 
@@ -24,11 +24,11 @@ struct RunSummary {
   std::string matrix_name, matrix_sha256, runner, metric;
   RunState state = RunState::kQueued;
   int64_t cells_total = 0, cells_done = 0, cells_failed = 0;
-  int64_t units_total = 0, units_done = 0, units_leased = 0, units_queued = 0,
-          units_failed = 0, units_cancelled = 0;
+  int64_t units_total = 0, units_done = 0, units_leased = 0, units_queued = 0, units_failed = 0,
+          units_cancelled = 0;
   int64_t measurements = 0;
   int64_t created_at_ms = 0, started_at_ms = 0, finished_at_ms = 0;
-  double mean_unit_seconds = 0;  // mean duration of done attempts; 0 when none yet
+  double mean_unit_seconds = 0;              // mean duration of done attempts; 0 when none yet
   std::vector<std::string> failure_reasons;  // distinct, at most 10
 };
 
@@ -51,9 +51,9 @@ struct QueryOptions {
 };
 
 struct QueryRow {
-  nlohmann::json group;        // object: axis -> value
-  int64_t n = 0;               // measurements
-  int64_t sessions = 0;        // distinct sessions that contributed
+  nlohmann::json group;  // object: axis -> value
+  int64_t n = 0;         // measurements
+  int64_t sessions = 0;  // distinct sessions that contributed
   double median = 0, mean = 0, sd = 0, cv = 0, min = 0, max = 0;
   std::vector<std::string> flags;  // e.g. "failed", "no data", "backend_mismatch"
   // 95 % interval of the group's mean with degrees of freedom from sessions

@@ -22,8 +22,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "ladder/sqlite/sqlite.h"
 #include "ladder/matrices/matrix.h"
+#include "ladder/sqlite/sqlite.h"
 #include "ladder/store/states.h"
 
 namespace ladder::store {
@@ -75,7 +75,7 @@ struct UnitRow {
   std::string group_key;
   uint64_t seed = 0;
   UnitState state = UnitState::kQueued;
-  int attempts = 0;        // attempts that ended without success
+  int attempts = 0;               // attempts that ended without success
   std::vector<int64_t> cell_ids;  // in unit order
 };
 
@@ -89,10 +89,10 @@ struct AttemptRow {
 
 // Everything the scheduler needs to resume after a restart.
 struct SchedulingSnapshot {
-  std::vector<RunRow> open_runs;           // queued or running
-  std::vector<UnitRow> units;              // all units of open runs
-  std::vector<AttemptRow> attempts;        // all non-failed attempts of those units
-  std::vector<SessionRow> sessions;        // sessions not marked gone
+  std::vector<RunRow> open_runs;     // queued or running
+  std::vector<UnitRow> units;        // all units of open runs
+  std::vector<AttemptRow> attempts;  // all non-failed attempts of those units
+  std::vector<SessionRow> sessions;  // sessions not marked gone
 };
 
 struct CellRow {
@@ -129,8 +129,8 @@ struct RefusedRecord {
 };
 
 struct ReportOutcome {
-  std::vector<std::string> stored;   // stored now or before: safe to drop from the spool
-  std::vector<std::string> stale;    // subset of stored: kept but marked stale
+  std::vector<std::string> stored;     // stored now or before: safe to drop from the spool
+  std::vector<std::string> stale;      // subset of stored: kept but marked stale
   std::vector<RefusedRecord> refused;  // not stored, and never will be: outside the design
 };
 
@@ -149,8 +149,7 @@ struct AttemptDesign {
 
 // Why a measurement's metric or unit is not one its runner declares ("" when it is). The
 // coordinator supplies it from the runner schemas (db does not know the runners).
-using MetricCheck = std::function<std::string(const std::string& runner,
-                                              const std::string& metric,
+using MetricCheck = std::function<std::string(const std::string& runner, const std::string& metric,
                                               const std::string& unit)>;
 
 // Caps on what one evidence record may carry.
@@ -166,7 +165,7 @@ struct ReportIn {
 
 // How far an attempt's results fill its design, for Finish.
 struct AttemptFill {
-  int64_t measurements = 0;    // stored, not stale
+  int64_t measurements = 0;  // stored, not stale
   int64_t evidence = 0;
   int64_t required_filled = 0;  // (cell, process, round, metric) slots of required metrics
 };
@@ -194,10 +193,10 @@ struct NewCell {
 struct LocateDecisionRow {
   std::string line_key;
   std::string decision;  // probe | add_session | stop
-  std::string outcome;   // stop only: resolved | step_limited | budget_spent | no_crossing | no_data
-  int sessions = 0;      // paired sessions (units) at the probe, or at the deepest rung
+  std::string outcome;  // stop only: resolved | step_limited | budget_spent | no_crossing | no_data
+  int sessions = 0;     // paired sessions (units) at the probe, or at the deepest rung
   double half_width = std::numeric_limits<double>::quiet_NaN();  // of the probe's ratio
-  double target = 0;     // the resolution in octaves
+  double target = 0;                                             // the resolution in octaves
   double depth = std::numeric_limits<double>::quiet_NaN();       // the probe concerned
   double bracket_lower = std::numeric_limits<double>::quiet_NaN();
   double bracket_upper = std::numeric_limits<double>::quiet_NaN();
@@ -226,8 +225,7 @@ class Store {
   absl::Status SetSessionState(const std::string& session_id, SessionState state);
 
   // Creates an attempt, marks the unit leased and the run running. Returns the attempt id.
-  absl::StatusOr<int64_t> LeaseUnit(int64_t unit_id, const std::string& session_id,
-                                    int64_t now_ms);
+  absl::StatusOr<int64_t> LeaseUnit(int64_t unit_id, const std::string& session_id, int64_t now_ms);
   // Group commit of leases: each (unit, session) as LeaseUnit, all in one transaction, all or
   // nothing. The attempt ids, in order.
   absl::StatusOr<std::vector<int64_t>> LeaseUnits(
@@ -235,9 +233,8 @@ class Store {
 
   // Ends a live attempt: `attempt_state` is not kLeased. The unit moves to `unit_state` with
   // `unit_attempts` failed attempts; `reason` is kept when it is not empty.
-  absl::Status EndAttempt(int64_t attempt_id, AttemptState attempt_state,
-                          const std::string& reason, int64_t unit_id, UnitState unit_state,
-                          int unit_attempts, int64_t now_ms);
+  absl::Status EndAttempt(int64_t attempt_id, AttemptState attempt_state, const std::string& reason,
+                          int64_t unit_id, UnitState unit_state, int unit_attempts, int64_t now_ms);
   // Group commit of successful ends: each attempt and its unit become `done`, all in one
   // transaction, all or nothing.
   struct AttemptDone {
@@ -264,8 +261,7 @@ class Store {
   // fails is rolled back alone. Results are in order; when the transaction cannot commit (a full
   // disk), every report gets that error and nothing of any of them is stored.
   std::vector<absl::StatusOr<ReportOutcome>> ReportBatch(const std::vector<ReportIn>& reports,
-                                                         const MetricCheck& check,
-                                                         int64_t now_ms);
+                                                         const MetricCheck& check, int64_t now_ms);
 
   // The design of an attempt; NotFound for an unknown attempt.
   absl::StatusOr<AttemptDesign> LoadAttemptDesign(int64_t attempt_id);
@@ -284,8 +280,7 @@ class Store {
                                                              const std::string& metric);
   // Whether a `precision` decision was recorded for the group at this many sessions (a
   // restarted coordinator decides again only where its predecessor did not get to).
-  absl::StatusOr<bool> PrecisionDecided(int64_t run_id, const std::string& group_key,
-                                        int sessions);
+  absl::StatusOr<bool> PrecisionDecided(int64_t run_id, const std::string& group_key, int sessions);
   absl::Status RecordDecision(int64_t run_id, const std::string& group_key, int sessions,
                               double half_width, double target, const std::string& decision,
                               const std::string& reason, int64_t now_ms);

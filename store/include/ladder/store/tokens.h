@@ -35,12 +35,14 @@ struct NewToken {
 };
 
 // `expires_in_ms` 0: never expires; negative: InvalidArgument.
-absl::StatusOr<NewToken> CreateToken(sqlite::Database& db, Role role, const std::string& description,
-                                     int64_t expires_in_ms, int64_t now_ms);
+absl::StatusOr<NewToken> CreateToken(sqlite::Database& db, Role role,
+                                     const std::string& description, int64_t expires_in_ms,
+                                     int64_t now_ms);
 absl::StatusOr<std::vector<TokenInfo>> ListTokens(sqlite::Database& db);
 absl::Status RevokeToken(sqlite::Database& db, const std::string& id, int64_t now_ms);
 // Unauthenticated (never naming the secret) unless the token is known, live and unexpired.
-absl::StatusOr<TokenInfo> VerifyToken(sqlite::Database& db, const std::string& plaintext, int64_t now_ms);
+absl::StatusOr<TokenInfo> VerifyToken(sqlite::Database& db, const std::string& plaintext,
+                                      int64_t now_ms);
 
 // The credential a session was issued at Register: the SHA-256 of its secret, and the id of
 // the join token it was issued under (revoking that token ends the credential).
