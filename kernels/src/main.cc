@@ -345,8 +345,14 @@ int Presets() {
 int ListCases() {
   for (const auto& c : lk::Cases()) {
     std::string seqs;
-    for (const auto& s : c.seqs)
-      seqs += "(" + std::to_string(s.q_len) + "," + std::to_string(s.kv_len) + ")";
+    // (Appended piece by piece: GCC 12 warns -Wrestrict, falsely, on "(" + std::string&& at -O3.)
+    for (const auto& s : c.seqs) {
+      seqs += '(';
+      seqs += std::to_string(s.q_len);
+      seqs += ',';
+      seqs += std::to_string(s.kv_len);
+      seqs += ')';
+    }
     std::printf("%-34s q %2d kv %2d d %3d bs %2d win %4d cap %4.0f %-4s seqs %s\n", c.name.c_str(),
                 c.shape.q_heads, c.shape.kv_heads, c.shape.head_dim, c.shape.block_size,
                 c.shape.window, c.shape.softcap, std::string(lk::ToString(c.shape.dtype)).c_str(),

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cctype>
+#include <ostream>
 #include <string>
 
 #include "ladder/kernels/attention.h"
@@ -10,6 +11,12 @@
 #include "ladder/kernels/cases.h"
 
 namespace lk = ladder::kernels;
+
+namespace ladder::kernels {
+// gtest prints a parameter through PrintTo found by ADL: the tuning's one-line form instead of
+// its bytes.
+void PrintTo(const TuningConfig& tuning, std::ostream* os) { *os << tuning.ToString(); }
+}  // namespace ladder::kernels
 
 namespace {
 

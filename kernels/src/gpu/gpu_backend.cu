@@ -103,6 +103,7 @@ struct KernelEntry {
       false;                // can merge its 3D partials itself (KernelParams::merge_in_kernel)
   int merge_units = 0;      // ... taking at most this many (column, 128 dims) units per work group
   int resident_per_sm = 0;  // (merges_in_kernel) work groups per SM at once, asked once
+  rt::Error occupancy = rt::kSuccess;  // asking resident_per_sm
 };
 
 template <class E, int D, int BM>
@@ -144,11 +145,9 @@ const KernelEntry& TeamEntry() {
     k.smem = Sh::kSmemBytes;
     k.attr = rt::SetMaxDynamicSmem(k.fn, static_cast<int>(Sh::kSmemBytes));
     // Once per process: the device entry plans every launch (engines launch hundreds per step).
-    if (k.attr == rt::kSuccess &&
-        rt::Occupancy(&k.resident_per_sm, k.fn, k.threads, k.smem) != rt::kSuccess) {
-      (void)rt::GetLastError();
-      k.resident_per_sm = 0;  // never merges inside the kernel
-    }
+    // The result is checked where it is used (MergesInKernel).
+    if (k.attr == rt::kSuccess)
+      k.occupancy = rt::Occupancy(&k.resident_per_sm, k.fn, k.threads, k.smem);
     return k;
   }();
   return e;
@@ -351,6 +350,7 @@ Result<bool> MergesInKernel(const KernelEntry& e, long long items, long long uni
   if (!e.merges_in_kernel || tuning.merge_in_kernel == Switch::kOff ||
       units > static_cast<long long>(e.merge_units) * segments)
     return false;
+  LADDER_GPU_CALL(e.occupancy);
   LADDER_K_ASSIGN_OR_RETURN(const GpuFacts f, Facts());
   return f.cooperative && items <= static_cast<long long>(e.resident_per_sm) * f.sms;
 #endif
