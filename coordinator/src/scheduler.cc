@@ -136,7 +136,7 @@ void SchedulerImpl::AddRunLocked(const store::RunRow& run) {
 
 absl::Status SchedulerImpl::Load() {
   ASSIGN_OR_RETURN(store::SchedulingSnapshot snapshot, store_->LoadSchedulingState());
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   const int64_t now = clock_->NowMs();
   for (const auto& run : snapshot.open_runs) AddRunLocked(run);
   for (auto& unit : snapshot.units) {
@@ -218,7 +218,7 @@ absl::StatusOr<SubmitResult> SchedulerImpl::Submit(const std::string& yaml,
   // Pick the new run's rows back up from the store so memory and disk agree on ids.
   ASSIGN_OR_RETURN(store::SchedulingSnapshot snapshot, store_->LoadSchedulingState());
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     for (const auto& run : snapshot.open_runs) {
       if (run.id == run_id) AddRunLocked(run);
     }
@@ -244,7 +244,7 @@ absl::Status SchedulerImpl::RegisterSession(const store::SessionRow& session) {
   row.state = store::SessionState::kActive;
   RETURN_IF_ERROR(store_->UpsertSession(row));
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     SessionEntry state;
     state.row = std::move(row);
     state.last_seen_ms = state.row.last_seen_at;
@@ -255,7 +255,7 @@ absl::Status SchedulerImpl::RegisterSession(const store::SessionRow& session) {
 }
 
 bool SchedulerImpl::KnowsSession(const std::string& session_id) const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return sessions_.count(session_id) > 0;
 }
 
@@ -331,19 +331,19 @@ std::string SchedulerImpl::UnmetLocked(const std::string& runner,
 
 std::string SchedulerImpl::UnmetRequirements(const std::string& runner,
                                              const matrices::Requirements& requirements) const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return UnmetLocked(runner, requirements);
 }
 
 std::string SchedulerImpl::WhyWaiting(int64_t run_id) const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto run = runs_.find(run_id);
   if (run == runs_.end() || run->second.queued.empty()) return "";
   return UnmetLocked(run->second.row.runner, run->second.requirements);
 }
 
 int SchedulerImpl::LiveAttemptsOf(const std::string& session_id) const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto it = live_by_session_.find(session_id);
   return it == live_by_session_.end() ? 0 : static_cast<int>(it->second.size());
 }
@@ -452,7 +452,7 @@ std::vector<absl::StatusOr<std::optional<Lease>>> SchedulerImpl::LeaseBatchLocke
 
 std::vector<absl::StatusOr<std::optional<Lease>>> SchedulerImpl::TryLeaseBatch(
     const std::vector<std::string>& session_ids) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (shutdown_) {
     return std::vector<absl::StatusOr<std::optional<Lease>>>(
         session_ids.size(), absl::UnavailableError("coordinator is shutting down"));
@@ -467,7 +467,7 @@ absl::StatusOr<std::optional<Lease>> SchedulerImpl::LeaseFor(const std::string& 
   while (true) {
     uint64_t seen = 0;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       if (shutdown_) return absl::UnavailableError("coordinator is shutting down");
       TouchLocked(session_id);
       ASSIGN_OR_RETURN(std::optional<Lease> lease, TryLeaseLocked(session_id));
@@ -479,20 +479,20 @@ absl::StatusOr<std::optional<Lease>> SchedulerImpl::LeaseFor(const std::string& 
 }
 
 absl::StatusOr<std::optional<Lease>> SchedulerImpl::TryLease(const std::string& session_id) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (shutdown_) return absl::UnavailableError("coordinator is shutting down");
   TouchLocked(session_id);
   return TryLeaseLocked(session_id);
 }
 
 bool SchedulerImpl::shutting_down() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return shutdown_;
 }
 
 absl::StatusOr<std::vector<int64_t>> SchedulerImpl::Heartbeat(
     const std::string& session_id, const std::vector<int64_t>& attempt_ids) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (!sessions_.count(session_id)) {
     return absl::NotFoundError(absl::StrCat("unknown session ", session_id));
   }
@@ -515,7 +515,7 @@ absl::StatusOr<store::ReportOutcome> SchedulerImpl::Report(
     const std::vector<store::EvidenceIn>& evidence) {
   std::vector<int64_t> live;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (!sessions_.count(session_id)) {
       return absl::NotFoundError(absl::StrCat("unknown session ", session_id));
     }
@@ -535,7 +535,7 @@ std::vector<absl::StatusOr<store::ReportOutcome>> SchedulerImpl::ReportBatch(
   std::vector<store::ReportIn> known;
   std::vector<size_t> known_index;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     for (size_t i = 0; i < reports.size(); ++i) {
       store::ReportIn& report = reports[i];
       if (!sessions_.count(report.session_id)) {
@@ -565,7 +565,7 @@ std::vector<absl::StatusOr<FinishResult>> SchedulerImpl::FinishBatch(
   std::vector<absl::StatusOr<FinishResult>> results(finishes.size());
   bool requeued = false;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     // Successful ends are written together; their effects on memory follow the commit.
     std::vector<store::Store::AttemptDone> done;
     std::vector<size_t> done_index;
@@ -787,7 +787,7 @@ absl::Status SchedulerImpl::CompleteRunLocked(int64_t run_id) {
 
 absl::Status SchedulerImpl::Release(const std::string& session_id, const std::string& reason) {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     std::vector<int64_t> mine;
     if (auto it = live_by_session_.find(session_id); it != live_by_session_.end()) {
       mine.assign(it->second.begin(), it->second.end());
@@ -810,7 +810,7 @@ absl::Status SchedulerImpl::Release(const std::string& session_id, const std::st
 }
 
 absl::Status SchedulerImpl::Cancel(int64_t run_id) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto run = runs_.find(run_id);
   if (run == runs_.end()) {
     return absl::FailedPreconditionError(
@@ -833,7 +833,7 @@ absl::Status SchedulerImpl::Tick() {
   std::vector<std::string> touched;
   bool requeued = false;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     const int64_t now = clock_->NowMs();
     std::vector<std::pair<int64_t, std::string>> expired;
     for (const auto& [id, attempt] : live_) {
@@ -864,14 +864,14 @@ void SchedulerImpl::WakeAll() { work_available_.NotifyAll(); }
 
 void SchedulerImpl::Shutdown() {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     shutdown_ = true;
   }
   work_available_.NotifyAll();
 }
 
 int64_t SchedulerImpl::live_attempts() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return static_cast<int64_t>(live_.size());
 }
 

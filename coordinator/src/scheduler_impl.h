@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
+#include "ladder/common/mutex.h"
 #include "ladder/coordinator/scheduler.h"
 #include "ladder/stats/sample.h"
 #include "work_signal.h"
@@ -189,7 +189,7 @@ class SchedulerImpl final : public Scheduler {
 
   WorkSignal work_available_;
   // Taken before work_available_'s own mutex when both are held.
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
   // Open runs in id order; each keeps its queued units, so a lease scans only the runs whose
   // requirements the session meets (unit ids grow with run ids: run order is creation order).

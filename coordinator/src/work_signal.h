@@ -2,12 +2,12 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
-#include "absl/time/time.h"
+#include "ladder/common/mutex.h"
 
 namespace ladder::coordinator {
 
@@ -22,33 +22,34 @@ class WorkSignal {
   void NotifyAll() ABSL_LOCKS_EXCLUDED(mu_) {
     std::function<void()> listener;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       ++generation_;
       listener = listener_;
     }
+    cv_.notify_all();
     if (listener) listener();
   }
   void SetListener(std::function<void()> listener) ABSL_LOCKS_EXCLUDED(mu_) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     listener_ = std::move(listener);
   }
   uint64_t generation() const ABSL_LOCKS_EXCLUDED(mu_) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return generation_;
   }
   // Blocks until the generation differs from `seen` or `deadline` passes; the generation then.
   uint64_t WaitUntil(uint64_t seen, std::chrono::steady_clock::time_point deadline)
       ABSL_LOCKS_EXCLUDED(mu_) {
-    const absl::Duration left = absl::FromChrono(deadline - std::chrono::steady_clock::now());
-    absl::MutexLock lock(&mu_);
-    auto changed = [this, seen]()
-                       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return generation_ != seen; };
-    mu_.AwaitWithTimeout(absl::Condition(&changed), left);
+    MutexLock lock(&mu_);
+    mu_.WaitUntil(cv_, deadline, [this, seen]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+      return generation_ != seen;  // called with mu_ held, inside the wait
+    });
     return generation_;
   }
 
  private:
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
+  std::condition_variable cv_;
   uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
   std::function<void()> listener_ ABSL_GUARDED_BY(mu_);
 };

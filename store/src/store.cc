@@ -53,7 +53,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
 }
 
 absl::Status Store::LimitGrowthForTesting(int64_t pages) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(sqlite::Statement count, db_->Prepare("PRAGMA page_count"));
   ASSIGN_OR_RETURN(bool row, count.Step());
   const int64_t now = row ? count.Int(0) : 0;
@@ -62,7 +62,7 @@ absl::Status Store::LimitGrowthForTesting(int64_t pages) {
 
 absl::StatusOr<int64_t> Store::CreateRun(const std::string& yaml, const matrices::Matrix& matrix,
                                          const matrices::Expansion& expansion, int64_t now_ms) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   sqlite::Database& db = *db_;
   ASSIGN_OR_RETURN(sqlite::Transaction tx, sqlite::Transaction::Begin(db));
 
@@ -162,7 +162,7 @@ absl::StatusOr<int64_t> Store::CreateRun(const std::string& yaml, const matrices
 }
 
 absl::StatusOr<SchedulingSnapshot> Store::LoadSchedulingState() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   sqlite::Database& db = *db_;
   SchedulingSnapshot snapshot;
   {
@@ -290,7 +290,7 @@ absl::StatusOr<SchedulingSnapshot> Store::LoadSchedulingState() {
 }
 
 absl::StatusOr<std::vector<CellRow>> Store::LoadCells(const std::vector<int64_t>& cell_ids) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(sqlite::Statement * stmt,
                    db_->Cached("SELECT id, key, params FROM cells WHERE id = ?1"));
   std::vector<CellRow> cells;
@@ -306,7 +306,7 @@ absl::StatusOr<std::vector<CellRow>> Store::LoadCells(const std::vector<int64_t>
 }
 
 absl::Status Store::UpsertSession(const SessionRow& s) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   sqlite::Database& db = *db_;
   ASSIGN_OR_RETURN(sqlite::Transaction tx, sqlite::Transaction::Begin(db));
   ASSIGN_OR_RETURN(
@@ -354,7 +354,7 @@ absl::Status Store::UpsertSession(const SessionRow& s) {
 
 absl::Status Store::TouchSessions(const std::vector<std::string>& session_ids, int64_t now_ms) {
   if (session_ids.empty()) return absl::OkStatus();
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(sqlite::Transaction tx, sqlite::Transaction::Begin(*db_));
   ASSIGN_OR_RETURN(
       sqlite::Statement * touch,
@@ -368,7 +368,7 @@ absl::Status Store::TouchSessions(const std::vector<std::string>& session_ids, i
 }
 
 absl::Status Store::SetSessionState(const std::string& session_id, SessionState state) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(sqlite::Statement * stmt,
                    db_->Cached("UPDATE sessions SET state = ?2 WHERE id = ?1"));
   return stmt->Bind(1, session_id).Bind(2, ToString(state)).Run();
@@ -376,7 +376,7 @@ absl::Status Store::SetSessionState(const std::string& session_id, SessionState 
 
 absl::StatusOr<int64_t> Store::LeaseUnit(int64_t unit_id, const std::string& session_id,
                                          int64_t now_ms) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(sqlite::Transaction tx, sqlite::Transaction::Begin(*db_));
   ASSIGN_OR_RETURN(int64_t attempt_id, LeaseUnitLocked(unit_id, session_id, now_ms));
   RETURN_IF_ERROR(tx.Commit());
@@ -385,7 +385,7 @@ absl::StatusOr<int64_t> Store::LeaseUnit(int64_t unit_id, const std::string& ses
 
 absl::StatusOr<std::vector<int64_t>> Store::LeaseUnits(
     const std::vector<std::pair<int64_t, std::string>>& leases, int64_t now_ms) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(sqlite::Transaction tx, sqlite::Transaction::Begin(*db_));
   std::vector<int64_t> attempt_ids;
   attempt_ids.reserve(leases.size());
@@ -423,7 +423,7 @@ absl::StatusOr<int64_t> Store::LeaseUnitLocked(int64_t unit_id, const std::strin
 absl::Status Store::EndAttempt(int64_t attempt_id, AttemptState attempt_state,
                                const std::string& reason, int64_t unit_id, UnitState unit_state,
                                int unit_attempts, int64_t now_ms) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(sqlite::Transaction tx, sqlite::Transaction::Begin(*db_));
   RETURN_IF_ERROR(EndAttemptLocked(attempt_id, attempt_state, reason, unit_id, unit_state,
                                    unit_attempts, now_ms));
@@ -431,7 +431,7 @@ absl::Status Store::EndAttempt(int64_t attempt_id, AttemptState attempt_state,
 }
 
 absl::Status Store::EndAttemptsDone(const std::vector<AttemptDone>& done, int64_t now_ms) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(sqlite::Transaction tx, sqlite::Transaction::Begin(*db_));
   for (const AttemptDone& d : done) {
     RETURN_IF_ERROR(EndAttemptLocked(d.attempt_id, AttemptState::kDone, "", d.unit_id,
@@ -477,7 +477,7 @@ absl::StatusOr<ReportOutcome> Store::Report(const std::string& session_id,
                                             const std::vector<EvidenceIn>& evidence,
                                             const std::vector<int64_t>& live_attempts,
                                             const MetricCheck& check, int64_t now_ms) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(sqlite::Transaction tx, sqlite::Transaction::Begin(*db_));
   ASSIGN_OR_RETURN(ReportOutcome outcome,
                    ReportLocked(session_id, measurements, evidence, live_attempts, check, now_ms));
@@ -494,7 +494,7 @@ std::vector<absl::StatusOr<ReportOutcome>> Store::ReportBatch(const std::vector<
     results.assign(reports.size(), absl::StatusOr<ReportOutcome>(status));
     return results;
   };
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   sqlite::Database& db = *db_;
   auto tx = sqlite::Transaction::Begin(db);
   if (!tx.ok()) return fail_all(tx.status());
@@ -519,7 +519,7 @@ bool AttemptDesign::HasCell(int64_t cell_id) const {
 }
 
 absl::StatusOr<AttemptDesign> Store::LoadAttemptDesign(int64_t attempt_id) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return LoadAttemptDesignLocked(attempt_id);
 }
 
@@ -732,7 +732,7 @@ absl::StatusOr<ReportOutcome> Store::ReportLocked(const std::string& session_id,
 
 absl::StatusOr<AttemptFill> Store::CountResults(int64_t attempt_id,
                                                 const std::vector<std::string>& required_metrics) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   // One statement per finish (this runs once per unit): the attempt's rows through the slot
   // index, counted in all and for the required metrics. Slots are unique and every stored
   // record is inside the design, so the second count is the number of filled required slots.
@@ -764,7 +764,7 @@ absl::StatusOr<AttemptFill> Store::CountResults(int64_t attempt_id,
 }
 
 absl::Status Store::SetRunState(int64_t run_id, RunState state, int64_t now_ms) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(
       sqlite::Statement * stmt,
       db_->Cached(
@@ -775,7 +775,7 @@ absl::Status Store::SetRunState(int64_t run_id, RunState state, int64_t now_ms) 
 
 absl::StatusOr<int64_t> Store::AddUnit(int64_t run_id, const std::string& group_key, int replicate,
                                        uint64_t seed, const std::vector<int64_t>& cell_ids) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(sqlite::Transaction tx, sqlite::Transaction::Begin(*db_));
   ASSIGN_OR_RETURN(int64_t unit_id,
                    internal::InsertQueuedUnit(*db_, run_id, group_key, replicate, seed, cell_ids));
@@ -785,7 +785,7 @@ absl::StatusOr<int64_t> Store::AddUnit(int64_t run_id, const std::string& group_
 
 absl::StatusOr<std::vector<Observation>> Store::ValidObservations(
     const std::vector<int64_t>& cell_ids, const std::string& metric) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(
       sqlite::Statement stmt,
       db_->Prepare("SELECT cell_id, session_id, process, round, value FROM valid_measurements "
@@ -806,7 +806,7 @@ absl::StatusOr<std::vector<Observation>> Store::ValidObservations(
 
 absl::StatusOr<bool> Store::PrecisionDecided(int64_t run_id, const std::string& group_key,
                                              int sessions) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(
       sqlite::Statement stmt,
       db_->Prepare(
@@ -819,7 +819,7 @@ absl::StatusOr<bool> Store::PrecisionDecided(int64_t run_id, const std::string& 
 absl::Status Store::RecordDecision(int64_t run_id, const std::string& group_key, int sessions,
                                    double half_width, double target, const std::string& decision,
                                    const std::string& reason, int64_t now_ms) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(sqlite::Statement stmt,
                    db_->Prepare("INSERT INTO adaptive_decisions(run_id, group_key, sessions, "
                                 "half_width, target, decision, "
@@ -840,7 +840,7 @@ absl::Status Store::RecordDecision(int64_t run_id, const std::string& group_key,
 }
 
 absl::Status Store::CancelRun(int64_t run_id, int64_t now_ms) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   sqlite::Database& db = *db_;
   ASSIGN_OR_RETURN(sqlite::Transaction tx, sqlite::Transaction::Begin(db));
   ASSIGN_OR_RETURN(

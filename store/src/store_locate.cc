@@ -82,7 +82,7 @@ absl::StatusOr<int64_t> InsertQueuedUnit(sqlite::Database& db, int64_t run_id,
 }  // namespace internal
 
 absl::StatusOr<std::vector<CellRecord>> Store::RunCells(int64_t run_id) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(
       sqlite::Statement stmt,
       db_->Prepare("SELECT id, idx, key, axes, params FROM cells WHERE run_id = ?1 ORDER BY idx"));
@@ -100,7 +100,7 @@ absl::StatusOr<std::vector<CellRecord>> Store::RunCells(int64_t run_id) {
 
 absl::StatusOr<std::vector<LocateDecisionRow>> Store::LocateDecisions(int64_t run_id,
                                                                       const std::string& line_key) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(
       sqlite::Statement stmt,
       db_->Prepare(
@@ -137,7 +137,7 @@ absl::StatusOr<Store::ProbeIds> Store::AddLocateProbe(int64_t run_id,
                                                       const std::string& group_key,
                                                       const std::vector<uint64_t>& seeds,
                                                       const LocateDecisionRow& decision) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   sqlite::Database& db = *db_;
   ASSIGN_OR_RETURN(sqlite::Transaction tx, sqlite::Transaction::Begin(db));
   ProbeIds ids;
@@ -169,7 +169,7 @@ absl::StatusOr<int64_t> Store::AddLocateReplicate(int64_t run_id, const std::str
                                                   int replicate, uint64_t seed,
                                                   const std::vector<int64_t>& cell_ids,
                                                   const LocateDecisionRow& decision) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   sqlite::Database& db = *db_;
   ASSIGN_OR_RETURN(sqlite::Transaction tx, sqlite::Transaction::Begin(db));
   ASSIGN_OR_RETURN(int64_t unit_id,
@@ -180,7 +180,7 @@ absl::StatusOr<int64_t> Store::AddLocateReplicate(int64_t run_id, const std::str
 }
 
 absl::Status Store::RecordLocateDecision(int64_t run_id, const LocateDecisionRow& decision) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return InsertDecision(*db_, run_id, decision);
 }
 

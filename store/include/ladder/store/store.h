@@ -21,7 +21,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
+#include "ladder/common/mutex.h"
 #include "ladder/matrices/matrix.h"
 #include "ladder/sqlite/sqlite.h"
 #include "ladder/store/states.h"
@@ -330,8 +330,8 @@ class Store {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<AttemptDesign> LoadAttemptDesignLocked(int64_t attempt_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // absl::Mutex rather than std::mutex so clang's -Wthread-safety checks the annotations.
-  absl::Mutex mu_;
+  // ladder::Mutex (common/mutex.h): clang checks the annotations, TSan sees the lock.
+  Mutex mu_;
   std::unique_ptr<sqlite::Database> db_ ABSL_GUARDED_BY(mu_);
   std::string path_;
 };
