@@ -35,7 +35,7 @@ void AddKernelsCommand(CLI::App& app) {
     struct Flags {
       std::string backend = "cpu", presets = "tiny", depths = "256,1024,4096", rows = "1,2,4",
                   policies = "2d,3d", dtype;
-      int seqs = 1, block_size = 16, warmup = 2, repeats = 10, graph_calls = 20;
+      int seqs = 1, block_size = 16, warmup = 2, repeats = 10, graph_calls = 20, cpu_threads = 1;
       bool flush_l2 = false, json = false, graph = false;
     };
     auto flags = std::make_shared<Flags>();
@@ -65,6 +65,10 @@ void AddKernelsCommand(CLI::App& app) {
                   "(default: stream launches, one call per sample)");
     cmd->add_option("--graph-calls", flags->graph_calls, "calls captured per graph with --graph")
         ->capture_default_str();
+    cmd->add_option("--cpu-threads", flags->cpu_threads,
+                    "threads per call on the cpu backend (one keeps other work on a small "
+                    "machine out of most timings)")
+        ->capture_default_str();
     cmd->add_flag("--json", flags->json, "print JSON");
     cmd->callback([flags] {
       kernels::SweepOptions options;
@@ -86,6 +90,7 @@ void AddKernelsCommand(CLI::App& app) {
       options.flush_l2 = flags->flush_l2;
       options.timing = flags->graph ? kernels::Timing::kGraph : kernels::Timing::kStream;
       options.graph_calls = flags->graph_calls;
+      options.cpu_threads = flags->cpu_threads;
       if (auto valid = options.Validate(); !valid.ok())
         Fail(valid.error().message, ExitCode::kBadInput);
       if (!kernels::BackendAvailable(options.backend)) {

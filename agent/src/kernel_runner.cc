@@ -1,7 +1,10 @@
 #include "kernel_runner.h"
 
+#include <algorithm>
+#include <chrono>
 #include <mutex>
 #include <set>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -18,7 +21,7 @@ const std::set<std::string>& KnownParams() {
   static const std::set<std::string> known = {
       "backend", "preset", "q_heads", "kv_heads", "head_dim", "depth", "query_rows", "num_seqs",
       "block_size", "window", "softcap", "dtype", "policy", "path", "warmup", "repeats", "flush_l2",
-      "seed", "decode_query_len", "seq_threshold_3d", "timing", "graph_calls",
+      "seed", "decode_query_len", "seq_threshold_3d", "timing", "graph_calls", "cpu_threads",
       // kernels::TuningConfig, one parameter per field: an A/B of kernels or launch options is
       // a matrix whose paired axis is one of these.
       "head512", "bulk_copies", "merge_in_kernel", "merge_overlap", "evict_first"};
@@ -105,6 +108,7 @@ absl::StatusOr<kernels::BenchPoint> PointFromParams(const nlohmann::json& params
   ASSIGN_OR_RETURN(point.window, IntParam(params, "window", point.window));
   ASSIGN_OR_RETURN(point.warmup, IntParam(params, "warmup", point.warmup));
   ASSIGN_OR_RETURN(point.repeats, IntParam(params, "repeats", point.repeats));
+  ASSIGN_OR_RETURN(point.cpu_threads, IntParam(params, "cpu_threads", point.cpu_threads));
   ASSIGN_OR_RETURN(point.config.decode_query_len,
                    IntParam(params, "decode_query_len", point.config.decode_query_len));
   ASSIGN_OR_RETURN(point.config.seq_threshold_3d,
@@ -165,6 +169,11 @@ absl::StatusOr<kernels::BenchPoint> PointFromParams(const nlohmann::json& params
 // The agents of one process (`ladder local` runs several) take turns on the device a point at a
 // time: a timed call must not share the GPU with another agent's, and RunBenchPoint may be called
 // from one thread at a time per process (bench.h).
+double MicrosBetween(std::chrono::steady_clock::time_point a,
+                     std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double, std::micro>(b - a).count();
+}
+
 std::mutex& DeviceTurn() {
   static std::mutex mu;
   return mu;
@@ -190,8 +199,15 @@ class KernelRunner final : public runner::Runner {
       points.push_back(*point);
     }
     const int n = static_cast<int>(unit.cells.size());
+    using Clock = std::chrono::steady_clock;
     for (int process = 0; process < unit.processes; ++process) {
+      const Clock::time_point process_began = Clock::now();
       std::vector<bool> evidence_written(static_cast<size_t>(n), false);
+      // The steady-clock cost of each call, µs, per cell: the round cost behind the report's
+      // optimal-repeats plan (the results' time stamps have 1 ms resolution, coarser than a
+      // CPU demo's round). Waiting for another agent's turn on the device is not counted.
+      std::vector<std::vector<double>> call_us(static_cast<size_t>(n));
+      double start_us = -1;
       for (int round = 0; round < unit.rounds; ++round) {
         for (int i : runner::InterleavedOrder(n, unit.seed, process, round)) {
           if (sink.Cancelled()) return absl::CancelledError("unit cancelled");
@@ -199,9 +215,15 @@ class KernelRunner final : public runner::Runner {
           kernels::BenchPoint point = points[static_cast<size_t>(i)];
           // Fresh data per process, the same data across rounds of one process.
           point.seed = point.seed * 1000003u + static_cast<uint64_t>(process);
+          // A process of the kernel runner is a fresh draw of the data inside the agent: its
+          // set-up is whatever happens before its first call, which is next to nothing.
+          if (start_us < 0) start_us = MicrosBetween(process_began, Clock::now());
           auto result = [&] {
             std::lock_guard<std::mutex> turn(DeviceTurn());
-            return kernels::RunBenchPoint(point);
+            const Clock::time_point began = Clock::now();
+            auto r = kernels::RunBenchPoint(point);
+            call_us[static_cast<size_t>(i)].push_back(MicrosBetween(began, Clock::now()));
+            return r;
           }();
           if (!result.ok()) {
             return absl::InternalError(
@@ -241,6 +263,14 @@ class KernelRunner final : public runner::Runner {
                                   {"policy", std::string(kernels::ToString(point.policy))}}}));
           }
         }
+      }
+      for (int i = 0; i < n; ++i) {
+        RETURN_IF_ERROR(sink.RecordEvidence(
+            runner::Evidence{unit.cells[static_cast<size_t>(i)].cell_id,
+                             process,
+                             "kernel_process",
+                             {{"start_us", std::max(0.0, start_us)},
+                              {"measure_us", call_us[static_cast<size_t>(i)]}}}));
       }
     }
     return absl::OkStatus();

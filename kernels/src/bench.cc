@@ -140,7 +140,7 @@ void Finish(BenchResult* r, std::vector<double> times_us) {
 Result<BenchResult> RunCpuPoint(const BenchPoint& pt) {
   std::vector<SeqSpec> seqs(pt.num_seqs, SeqSpec{pt.query_rows, pt.depth});
   LADDER_K_ASSIGN_OR_RETURN(HostProblem prob, MakeProblem(ShapeOf(pt), seqs, pt.seed));
-  const int threads = 2;
+  const int threads = pt.cpu_threads;
   const PathDecision dec = ChoosePath(pt.policy, pt.config, pt.num_seqs, pt.query_rows, pt.depth,
                                       pt.kv_heads, pt.num_seqs * pt.kv_heads, threads);
   HostTensor out(pt.dtype, static_cast<size_t>(prob.num_tokens()) * pt.q_heads * pt.head_dim);
@@ -309,6 +309,8 @@ Status BenchPoint::Validate() const {
   if (num_seqs < 1) return Error(ErrorCode::kInvalidArgument, "num_seqs must be >= 1");
   if (repeats < 1 || warmup < 0)
     return Error(ErrorCode::kInvalidArgument, "repeats >= 1, warmup >= 0");
+  if (cpu_threads < 1 || cpu_threads > 1024)
+    return Error(ErrorCode::kInvalidArgument, "cpu_threads must be in [1, 1024]");
   if (backend != Backend::kCpu && dtype == DType::kF32)
     return Error(ErrorCode::kUnsupported, "GPU backends take bf16 or f16");
   LADDER_K_TRY(tuning.Validate());
@@ -365,6 +367,7 @@ std::vector<BenchPoint> SweepOptions::Points() const {
           p.flush_l2 = flush_l2;
           p.timing = timing;
           p.graph_calls = graph_calls;
+          p.cpu_threads = cpu_threads;
           p.seed = seed;
           p.config = config;
           p.tuning = tuning;

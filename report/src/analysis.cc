@@ -258,34 +258,38 @@ absl::StatusOr<MeasuredCosts> MeasureLevelCosts(sqlite::Database& db, int64_t ru
     const size_t n = v.size();
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
   };
-  // What the engine runner measured with its steady clock: process starts and the time of each
-  // cell measurement (one round of one cell).
+  // What the runners measured with their steady clocks: process starts and the time of each
+  // cell measurement (one round of one cell). The engine runner's process is an engine server
+  // start; the kernel runner's is a fresh draw of the data inside the agent.
   ASSIGN_OR_RETURN(sqlite::Statement starts,
-                   db.Prepare("SELECT value FROM evidence WHERE run_id = ?1 AND stale = 0 AND kind "
-                              "= 'engine_process'"));
+                   db.Prepare("SELECT kind, value FROM evidence WHERE run_id = ?1 AND stale = 0 "
+                              "AND kind IN ('engine_process', 'kernel_process')"));
   starts.Bind(1, run_id);
-  std::vector<double> engine_starts, engine_rounds;
+  std::vector<double> measured_starts, measured_rounds;
+  std::string clock_runner;  // which runner's steady clock the costs come from
   while (true) {
     ASSIGN_OR_RETURN(bool row, starts.Step());
     if (!row) break;
-    auto value = nlohmann::json::parse(starts.Text(0), nullptr, false);
+    clock_runner = starts.Text(0) == "kernel_process" ? "kernel runner" : "engine runner";
+    auto value = nlohmann::json::parse(starts.Text(1), nullptr, false);
     if (!value.is_object()) continue;
     if (value.contains("start_us") && value["start_us"].is_number()) {
-      engine_starts.push_back(value["start_us"].get<double>() / 1e6);
+      measured_starts.push_back(value["start_us"].get<double>() / 1e6);
     } else if (value.contains("start_ms") && value["start_ms"].is_number()) {
-      engine_starts.push_back(value["start_ms"].get<double>() / 1000.0);
+      measured_starts.push_back(value["start_ms"].get<double>() / 1000.0);
     }
     if (value.contains("measure_us") && value["measure_us"].is_array()) {
       for (const auto& us : value["measure_us"]) {
-        if (us.is_number() && us.get<double>() > 0) engine_rounds.push_back(us.get<double>() / 1e6);
+        if (us.is_number() && us.get<double>() > 0)
+          measured_rounds.push_back(us.get<double>() / 1e6);
       }
     }
   }
   MeasuredCosts costs;
   std::vector<std::string> sources;
-  if (!engine_rounds.empty()) {
-    costs.round = median_of(engine_rounds);
-    sources.push_back("round: engine runner, steady clock (µs)");
+  if (!measured_rounds.empty()) {
+    costs.round = median_of(measured_rounds);
+    sources.push_back(absl::StrCat("round: ", clock_runner, ", steady clock (µs)"));
   } else {
     if (rounds.empty()) {
       return absl::FailedPreconditionError(
@@ -300,9 +304,9 @@ absl::StatusOr<MeasuredCosts> MeasureLevelCosts(sqlite::Database& db, int64_t ru
     sources.push_back("round: result time stamps (1 ms)");
   }
   // Process start: what the engine reported, else the gap between processes less a round.
-  if (!engine_starts.empty()) {
-    costs.process = median_of(engine_starts);
-    sources.push_back("process start: engine runner, steady clock (µs)");
+  if (!measured_starts.empty()) {
+    costs.process = median_of(measured_starts);
+    sources.push_back(absl::StrCat("process start: ", clock_runner, ", steady clock (µs)"));
   } else if (!process_gaps.empty()) {
     const double gap = median_of(process_gaps) - costs.round;
     costs.process = std::max(0.0, gap);

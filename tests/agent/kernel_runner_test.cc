@@ -124,9 +124,18 @@ TEST(KernelRunner, FillsEveryRequiredSlotOfTheDesignExactlyOnce) {
   }
   EXPECT_EQ(required, 4 * 2 * 2 * schema->required_metric_count());
   for (const auto& [slot, count] : filled) EXPECT_EQ(count, 1) << std::get<3>(slot);
-  // One kernel_path evidence per cell and process, naming the path the cell forced.
-  ASSERT_EQ(sink.evidence.size(), 4u * 2u);
+  // Per cell and process: one kernel_path evidence naming the path the cell forced, and one
+  // kernel_process with the steady-clock cost of each round.
+  ASSERT_EQ(sink.evidence.size(), 4u * 2u * 2u);
+  std::map<std::pair<int64_t, int>, int> costs_seen;
   for (const auto& e : sink.evidence) {
+    if (e.kind == "kernel_process") {
+      ++costs_seen[{e.cell_id, e.process}];
+      ASSERT_EQ(e.value.at("measure_us").size(), static_cast<size_t>(unit.rounds));
+      for (const auto& us : e.value.at("measure_us")) EXPECT_GT(us.get<double>(), 0.0);
+      EXPECT_GE(e.value.at("start_us").get<double>(), 0.0);
+      continue;
+    }
     EXPECT_EQ(e.kind, "kernel_path");
     const auto cell = std::find_if(unit.cells.begin(), unit.cells.end(),
                                    [&](const auto& c) { return c.cell_id == e.cell_id; });
@@ -137,6 +146,8 @@ TEST(KernelRunner, FillsEveryRequiredSlotOfTheDesignExactlyOnce) {
               cell->params.at("path").get<std::string>())
         << cell->key;
   }
+  EXPECT_EQ(costs_seen.size(), 4u * 2u);
+  for (const auto& [slot, count] : costs_seen) EXPECT_EQ(count, 1);
 }
 
 TEST(KernelRunner, StopsAtTheNextCellOnceCancelled) {

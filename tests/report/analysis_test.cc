@@ -238,6 +238,25 @@ TEST_F(AnalysisTest, LevelCostsAreMeasuredFromTimeStampsAndPlanTheRepeats) {
   EXPECT_DOUBLE_EQ(with_given->levels.costs->session, 600.0);
 }
 
+TEST_F(AnalysisTest, LevelCostsPreferTheKernelRunnersSteadyClockToTheTimeStamps) {
+  SyntheticOptions options;
+  options.value = [](const CellAxes& a, int s, int p, int r) { return LadderValue(a, s, p, r, 0); };
+  // Stamps say 800 ms a round; the runner's clock says 0.25 ms, below the stamps' resolution.
+  options.timing = SyntheticOptions::Timing{45000, 3000, 800};
+  options.evidence = [](const CellAxes&) {
+    return std::vector<std::pair<std::string, std::string>>{
+        {"kernel_process", R"({"start_us": 1.5, "measure_us": [240, 250, 260]})"}};
+  };
+  const int64_t run = BuildSyntheticRun(*store_, kLadderYaml, options);
+  auto db = Reader();
+  auto costs = MeasureLevelCosts(*db, run);
+  ASSERT_TRUE(costs.ok()) << costs.status();
+  EXPECT_NEAR(costs->round, 250e-6, 1e-12);
+  EXPECT_NEAR(costs->process, 1.5e-6, 1e-12);
+  EXPECT_NE(costs->note.find("round: kernel runner, steady clock"), std::string::npos)
+      << costs->note;
+}
+
 TEST_F(AnalysisTest, LevelCostsNeedTwoRoundsOfOneProcess) {
   auto db = Reader();
   const int64_t run = BuildLadder();  // every measurement stamped at one instant

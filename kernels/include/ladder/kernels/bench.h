@@ -67,6 +67,10 @@ struct BenchPoint {
   bool flush_l2 = false;  // kStream only
   Timing timing = Timing::kStream;
   int graph_calls = 20;  // kGraph: calls per captured graph
+  // kCpu: worker threads per call. One by default: a call spread over two threads waits for the
+  // slower one, so anything else runnable on a small machine (the coordinator, other agents, a
+  // build) shows up in every timing instead of in a few.
+  int cpu_threads = 1;
   uint64_t seed = 0;
   PolicyConfig config;
   TuningConfig tuning;  // GPU backends (tuning.h)
@@ -114,6 +118,7 @@ struct SweepOptions {
   bool flush_l2 = false;
   Timing timing = Timing::kStream;
   int graph_calls = 20;
+  int cpu_threads = 1;  // kCpu (BenchPoint::cpu_threads)
   uint64_t seed = 0;
   PolicyConfig config;
   TuningConfig tuning;
