@@ -26,6 +26,8 @@ TEST(KernelPolicy, SpecAwarePicks3DForVerificationAnd2DForPrefill) {
   EXPECT_EQ(Decide(lk::Policy::kSpecAware, 1).path, lk::Path::k3D);
   EXPECT_EQ(Decide(lk::Policy::kSpecAware, 2).path, lk::Path::k3D);
   EXPECT_EQ(Decide(lk::Policy::kSpecAware, 4).path, lk::Path::k3D);
+  EXPECT_EQ(Decide(lk::Policy::kSpecAware, 5).path, lk::Path::k3D);  // MTP, 4 drafts
+  EXPECT_EQ(Decide(lk::Policy::kSpecAware, 8).path, lk::Path::k3D);  // EAGLE, 7 drafts
   const int dql = lk::PolicyConfig{}.decode_query_len;
   EXPECT_EQ(Decide(lk::Policy::kSpecAware, dql + 1).path, lk::Path::k2D);
   EXPECT_EQ(Decide(lk::Policy::kSpecAware, 4096).path, lk::Path::k2D);
