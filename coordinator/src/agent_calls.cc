@@ -73,7 +73,7 @@ LeaseDispatcher::LeaseDispatcher(Scheduler* scheduler, Answer answer)
 
 void LeaseDispatcher::Add(std::shared_ptr<LeaseCall> call) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     if (!stopping_) {
       incoming_.push_back(std::move(call));
       cv_.notify_one();
@@ -84,7 +84,7 @@ void LeaseDispatcher::Add(std::shared_ptr<LeaseCall> call) {
 }
 
 void LeaseDispatcher::Poke() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   work_signalled_ = true;
   cv_.notify_one();
 }
@@ -115,9 +115,10 @@ void LeaseDispatcher::Loop() {
   while (true) {
     std::vector<std::shared_ptr<LeaseCall>> calls, waited;
     {
-      std::unique_lock lock(mu_);
-      cv_.wait_until(lock, next_deadline_,
-                     [&] { return stopping_ || !incoming_.empty() || work_signalled_; });
+      MutexLock lock(&mu_);
+      mu_.WaitUntil(cv_, next_deadline_, [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+        return stopping_ || !incoming_.empty() || work_signalled_;  // called with mu_ held
+      });
       if (stopping_) return;
       calls.swap(incoming_);
       // The calls already waiting are tried again only when work may have come or a deadline
@@ -133,7 +134,7 @@ void LeaseDispatcher::Loop() {
       if (call->TryAcquire()) calls.push_back(std::move(call));  // else: cancelled meanwhile
     }
     std::vector<std::shared_ptr<LeaseCall>> still = Serve(std::move(calls));
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     for (auto& call : still) {
       next_deadline_ = std::min(next_deadline_, call->deadline());
       // Back before it is visible to the next pass, which skips calls it cannot acquire.
@@ -146,14 +147,14 @@ void LeaseDispatcher::Loop() {
 void LeaseDispatcher::Stop() {
   scheduler_->SetWorkListener(nullptr);  // the scheduler may outlive this dispatcher
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     stopping_ = true;
     cv_.notify_one();
   }
   if (thread_.joinable()) thread_.join();
   std::vector<std::shared_ptr<LeaseCall>> incoming, waiting;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     incoming.swap(incoming_);
     waiting.swap(waiting_);
   }
@@ -174,7 +175,7 @@ ReportIngestor::ReportIngestor(
 void ReportIngestor::Add(Call call) {
   bool stopping = false;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     stopping = stopping_;
     if (!stopping && queued_records_ + call.records <= max_queued_records_) {
       queued_records_ += call.records;
@@ -194,8 +195,10 @@ void ReportIngestor::Loop() {
   while (true) {
     std::vector<Call> batch;
     {
-      std::unique_lock lock(mu_);
-      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      MutexLock lock(&mu_);
+      mu_.Wait(cv_, [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+        return stopping_ || !queue_.empty();  // called with mu_ held
+      });
       if (queue_.empty()) return;  // stopping, and everything queued is written
       size_t records = 0;
       while (!queue_.empty() &&
@@ -282,7 +285,7 @@ void ReportIngestor::Write(std::vector<Call> batch) {
 
 void ReportIngestor::Stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     stopping_ = true;
   }
   cv_.notify_all();

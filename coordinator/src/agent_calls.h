@@ -18,11 +18,12 @@
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "ladder/common/mutex.h"
 #include "ladder/coordinator/scheduler.h"
 #include "ladder/store/store.h"
 #include "ladder/v1/agent.grpc.pb.h"
@@ -92,13 +93,14 @@ class LeaseDispatcher {
 
   Scheduler* const scheduler_;
   const Answer answer_;
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  std::vector<std::shared_ptr<LeaseCall>> incoming_;     // new calls, kBusy
-  std::vector<std::shared_ptr<LeaseCall>> waiting_;      // tried, kWaiting
-  std::chrono::steady_clock::time_point next_deadline_;  // earliest deadline in waiting_
-  bool work_signalled_ = false;
-  bool stopping_ = false;
+  std::vector<std::shared_ptr<LeaseCall>> incoming_ ABSL_GUARDED_BY(mu_);  // new calls, kBusy
+  std::vector<std::shared_ptr<LeaseCall>> waiting_ ABSL_GUARDED_BY(mu_);   // tried, kWaiting
+  // The earliest deadline in waiting_.
+  std::chrono::steady_clock::time_point next_deadline_ ABSL_GUARDED_BY(mu_);
+  bool work_signalled_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 
@@ -133,11 +135,11 @@ class ReportIngestor {
   Scheduler* const scheduler_;
   const size_t max_queued_records_;
   const std::function<grpc::Status(const absl::Status&, const std::string&)> failure_;
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  std::deque<Call> queue_;
-  size_t queued_records_ = 0;
-  bool stopping_ = false;
+  std::deque<Call> queue_ ABSL_GUARDED_BY(mu_);
+  size_t queued_records_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

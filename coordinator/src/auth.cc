@@ -38,7 +38,7 @@ absl::Status Authenticator::CheckAdmin(const grpc::ServerContextBase& context) {
     return absl::UnauthenticatedError(
         "this coordinator requires an admin token: pass --token-file FILE or set LADDER_TOKEN");
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(store::TokenInfo info, store::VerifyToken(*db_, token, clock_->NowMs()));
   if (info.role != store::Role::kAdmin) {
     return absl::PermissionDeniedError(
@@ -78,7 +78,7 @@ absl::StatusOr<std::string> Authenticator::AdmitRegister(const grpc::ServerConte
     return absl::UnauthenticatedError(
         "this coordinator requires a join token: start the agent with --token-file FILE");
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(store::TokenInfo info, store::VerifyToken(*db_, join_token, clock_->NowMs()));
   ASSIGN_OR_RETURN(auto existing, CredentialLocked(session_id));
   if (existing.has_value()) {
@@ -101,7 +101,7 @@ absl::StatusOr<std::string> Authenticator::IssueCredential(const std::string& se
   if (!require_tokens_) return std::string();
   const std::string credential = store::RandomHex(32);
   store::SessionCredential stored{store::Sha256Hex(credential), token_id};
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   RETURN_IF_ERROR(store::SetSessionCredential(*db_, session_id, stored));
   credentials_[session_id] = std::move(stored);
   return credential;
@@ -114,7 +114,7 @@ absl::Status Authenticator::CheckSession(const grpc::ServerContextBase& context,
     if (credential.empty()) {
       return absl::UnauthenticatedError("missing session credential; register first");
     }
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     ASSIGN_OR_RETURN(auto stored, CredentialLocked(session_id));
     if (!stored.has_value()) {
       return absl::UnauthenticatedError("unknown session or no credential issued");
@@ -135,17 +135,17 @@ absl::Status Authenticator::CheckSession(const grpc::ServerContextBase& context,
 absl::StatusOr<store::NewToken> Authenticator::CreateToken(store::Role role,
                                                            const std::string& description,
                                                            int64_t expires_in_ms) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return store::CreateToken(*db_, role, description, expires_in_ms, clock_->NowMs());
 }
 
 absl::StatusOr<std::vector<store::TokenInfo>> Authenticator::ListTokens() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return store::ListTokens(*db_);
 }
 
 absl::Status Authenticator::RevokeToken(const std::string& id) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   RETURN_IF_ERROR(store::RevokeToken(*db_, id, clock_->NowMs()));
   revocations_[id] = RevocationCheck{true, std::chrono::steady_clock::now()};
   return absl::OkStatus();
@@ -153,7 +153,7 @@ absl::Status Authenticator::RevokeToken(const std::string& id) {
 
 absl::Status Authenticator::RateLimit(const std::string& session_id) {
   if (calls_per_second_ <= 0) return absl::OkStatus();
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   const auto now = std::chrono::steady_clock::now();
   auto [it, inserted] = buckets_.try_emplace(session_id);
   Bucket& bucket = it->second;

@@ -18,11 +18,11 @@
 #include <chrono>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "ladder/common/mutex.h"
 #include "ladder/coordinator/scheduler.h"
 #include "ladder/sqlite/sqlite.h"
 #include "ladder/store/tokens.h"
@@ -81,7 +81,7 @@ class Authenticator {
   absl::StatusOr<bool> RevokedLocked(const std::string& token_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  std::mutex mu_;
+  Mutex mu_;
   std::unique_ptr<sqlite::Database> db_ ABSL_GUARDED_BY(mu_);
   const Clock* const clock_;
   const bool require_tokens_;

@@ -8,7 +8,6 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
-#include <mutex>
 #include <set>
 #include <thread>
 
@@ -16,6 +15,7 @@
 
 #include <fstream>
 #include <sstream>
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "agent_calls.h"
 #include "auth.h"
@@ -188,14 +188,14 @@ class Reader {
  public:
   explicit Reader(std::unique_ptr<sqlite::Database> db) : db_(std::move(db)) {}
   template <typename F>
-  auto With(F&& f) {
-    std::lock_guard lock(mu_);
+  auto With(F&& f) ABSL_LOCKS_EXCLUDED(mu_) {
+    MutexLock lock(&mu_);
     return f(*db_);
   }
 
  private:
-  std::mutex mu_;
-  std::unique_ptr<sqlite::Database> db_;
+  Mutex mu_;
+  std::unique_ptr<sqlite::Database> db_ ABSL_GUARDED_BY(mu_);
 };
 
 // Failures of the coordinator itself (a full disk, a read-only or locked database) are logged
@@ -757,18 +757,22 @@ struct Coordinator::Impl {
   int port = 0;
   std::atomic<bool> stopping{false};
   std::thread reaper;
-  std::mutex mu;
+  Mutex mu;
   std::condition_variable stopped_cv;
-  bool stopped = false;
+  bool stopped ABSL_GUARDED_BY(mu) = false;
 
   void ReaperLoop() {
-    std::unique_lock lock(mu);
-    while (!stopped) {
-      stopped_cv.wait_for(lock, std::chrono::milliseconds(options.reaper_interval_ms));
-      if (stopped) break;
-      lock.unlock();
+    while (true) {
+      {
+        MutexLock lock(&mu);
+        const auto next = std::chrono::steady_clock::now() +
+                          std::chrono::milliseconds(options.reaper_interval_ms);
+        mu.WaitUntil(stopped_cv, next, [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+          return stopped;  // called with mu held
+        });
+        if (stopped) return;
+      }
       if (auto s = scheduler->Tick(); !s.ok()) spdlog::error("reaper: {}", s.ToString());
-      lock.lock();
     }
   }
 };
@@ -848,8 +852,10 @@ std::string Coordinator::address() const {
 }
 
 void Coordinator::Wait() {
-  std::unique_lock lock(impl_->mu);
-  impl_->stopped_cv.wait(lock, [&] { return impl_->stopped; });
+  MutexLock lock(&impl_->mu);
+  impl_->mu.Wait(impl_->stopped_cv, [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    return impl_->stopped;  // called with mu held
+  });
 }
 
 void Coordinator::Shutdown() noexcept {
@@ -862,7 +868,7 @@ void Coordinator::Shutdown() noexcept {
   impl_->agent_service->Stop();
   impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   {
-    std::lock_guard lock(impl_->mu);
+    MutexLock lock(&impl_->mu);
     impl_->stopped = true;
   }
   impl_->stopped_cv.notify_all();

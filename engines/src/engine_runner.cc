@@ -5,17 +5,19 @@
 #include <cctype>
 #include <condition_variable>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "ladder/common/mutex.h"
 #include "ladder/engines/client.h"
 #include "ladder/engines/engine_version.h"
 #include "ladder/engines/load.h"
+#include "ladder/matrices/matrix.h"
 #include "ladder/status_macros.h"
 #include "message.h"
 #include "params.h"
@@ -23,9 +25,9 @@
 namespace ladder::engines {
 
 struct EngineRunner::DetectedVersions {
-  std::mutex mu;
+  Mutex mu;
   // engine -> version, or the reason it could not be read.
-  std::map<std::string, absl::StatusOr<std::string>> by_engine;  // guarded by mu
+  std::map<std::string, absl::StatusOr<std::string>> by_engine ABSL_GUARDED_BY(mu);
 };
 
 using internal::Cat;
@@ -91,24 +93,16 @@ std::string NormalizeBackend(std::string_view name) {
 
 // Parameters that shape the requests sent to an engine, not the engine: cells differing only in
 // these share one engine process (a depth ladder, a concurrency sweep).
-constexpr const char* kRequestShapeParams[] = {
-    "depth",           "concurrency",   "request_rate",  "num_requests", "duration_s",
-    "warmup_requests", "output_tokens", "length_spread", "slo_ttft_ms",  "slo_itl_ms"};
-
-bool IsRequestShape(absl::string_view key) {
-  for (const char* name : kRequestShapeParams) {
-    if (key == name) return true;
-  }
-  return false;
+const std::vector<std::string>& RequestShapeParams() {
+  static const std::vector<std::string> params = {
+      "depth",           "concurrency",   "request_rate",  "num_requests", "duration_s",
+      "warmup_requests", "output_tokens", "length_spread", "slo_ttft_ms",  "slo_itl_ms"};
+  return params;
 }
 
 std::string LabelWithoutDepth(const CellWork& cell) {
-  std::vector<std::string> parts;
-  for (absl::string_view part : absl::StrSplit(cell.key, ',', absl::SkipEmpty())) {
-    if (!IsRequestShape(part.substr(0, part.find('=')))) parts.emplace_back(part);
-  }
-  if (parts.empty()) return "default";
-  return absl::StrJoin(parts, ",");
+  std::string label = matrices::CellKeyWithout(cell.key, RequestShapeParams());
+  return label.empty() ? "default" : label;
 }
 
 absl::StatusOr<ArmSettings> ReadSettings(const nlohmann::json& params, std::string_view engine) {
@@ -153,7 +147,7 @@ class UnitRun {
   ~UnitRun() {
     StopAll();
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       finished_ = true;
     }
     cv_.notify_all();
@@ -187,7 +181,7 @@ class UnitRun {
     if (!VersionCommand(engine, context_).has_value()) return;
     absl::StatusOr<std::string> version = absl::UnknownError("not probed");
     {
-      std::lock_guard<std::mutex> lock(versions_.mu);
+      MutexLock lock(&versions_.mu);
       auto it = versions_.by_engine.find(engine);
       if (it == versions_.by_engine.end()) {
         it = versions_.by_engine
@@ -253,7 +247,7 @@ class UnitRun {
 
       nlohmann::json config = cell.params;
       nlohmann::json shape = nlohmann::json::object();
-      for (const char* name : kRequestShapeParams) {
+      for (const std::string& name : RequestShapeParams()) {
         if (config.contains(name)) {
           shape[name] = config[name];
           config.erase(name);
@@ -366,12 +360,12 @@ class UnitRun {
       }
       auto process = EngineProcess::Start(*live->rendered.launch, po);
       if (!process.ok()) return Annotate(process.status(), context);
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       live->process = std::move(*process);
     }
     LiveEngine* raw = live.get();
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       live_.push_back(std::move(live));
     }
 
@@ -420,7 +414,7 @@ class UnitRun {
   void StopAll() {
     std::vector<std::unique_ptr<LiveEngine>> engines;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       engines.swap(live_);
     }
     for (auto& e : engines) {
@@ -787,9 +781,12 @@ class UnitRun {
   }
 
   void Watchdog() {
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     while (!finished_) {
-      cv_.wait_for(lock, std::chrono::milliseconds(100));
+      mu_.WaitUntil(cv_, std::chrono::steady_clock::now() + std::chrono::milliseconds(100),
+                    [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+                      return finished_;  // called with mu_ held
+                    });
       if (finished_) break;
       if (sink_.Cancelled()) {
         cancelled_ = true;
@@ -809,10 +806,10 @@ class UnitRun {
   std::vector<Arm> arms_;  // stable after BuildArms (LiveEngine points into it)
   Residency residency_ = Residency::kTogether;
 
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  std::vector<std::unique_ptr<LiveEngine>> live_;  // guarded by mu_
-  bool finished_ = false;                          // guarded by mu_
+  std::vector<std::unique_ptr<LiveEngine>> live_ ABSL_GUARDED_BY(mu_);
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
   std::atomic<bool> cancelled_{false};
   std::thread watchdog_;
 };

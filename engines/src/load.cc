@@ -5,9 +5,10 @@
 #include <cmath>
 #include <condition_variable>
 #include <limits>
-#include <mutex>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
+#include "ladder/common/mutex.h"
 #include "message.h"
 #include "params.h"
 
@@ -158,11 +159,11 @@ absl::StatusOr<std::vector<RequestRecord>> RunLoad(const LoadConfig& config, con
       config.num_requests > 0 ? config.total_requests() : std::numeric_limits<int>::max();
   std::optional<Clock::time_point> measure_deadline;  // set once the warm-up has been sent
 
-  std::mutex mu;
+  Mutex mu;
   std::condition_variable cv;
-  std::vector<RequestRecord> records;  // guarded by mu
-  int in_flight = 0;                   // guarded by mu
-
+  // Locals cannot carry ABSL_GUARDED_BY: these two are guarded by mu.
+  std::vector<RequestRecord> records;
+  int in_flight = 0;
   auto is_cancelled = [&] { return cancelled && cancelled(); };
   auto run_one = [&](int index, Clock::time_point sent) {
     auto [in, out] = RequestLengths(config, index);
@@ -181,7 +182,7 @@ absl::StatusOr<std::vector<RequestRecord>> RunLoad(const LoadConfig& config, con
       rec.e2e_ms = MsSince(sent, Clock::now());
       rec.error = std::string(result.status().message());
     }
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(&mu);
     records.push_back(std::move(rec));
     --in_flight;
     cv.notify_all();
@@ -191,7 +192,7 @@ absl::StatusOr<std::vector<RequestRecord>> RunLoad(const LoadConfig& config, con
   auto may_start = [&](int index) {
     if (index >= total || is_cancelled()) return false;
     if (timed && index >= config.warmup_requests) {
-      std::lock_guard<std::mutex> lock(mu);
+      MutexLock lock(&mu);
       if (!measure_deadline.has_value()) measure_deadline = Clock::now() + config.duration;
       if (Clock::now() >= *measure_deadline) return false;
     }
@@ -207,7 +208,7 @@ absl::StatusOr<std::vector<RequestRecord>> RunLoad(const LoadConfig& config, con
           int index = next.fetch_add(1);
           if (!may_start(index)) return;
           {
-            std::lock_guard<std::mutex> lock(mu);
+            MutexLock lock(&mu);
             ++in_flight;
           }
           run_one(index, Clock::now());
@@ -224,10 +225,13 @@ absl::StatusOr<std::vector<RequestRecord>> RunLoad(const LoadConfig& config, con
       }
       if (!SleepUntil(at, cancelled) || !may_start(index)) break;
       {
-        std::unique_lock<std::mutex> lock(mu);
+        MutexLock lock(&mu);
         // A full house delays the send (recorded as sent later), never drops it.
         while (in_flight >= config.max_open_requests && !is_cancelled()) {
-          cv.wait_for(lock, std::chrono::milliseconds(50));
+          mu.WaitUntil(cv, Clock::now() + std::chrono::milliseconds(50),
+                       [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+                         return in_flight < config.max_open_requests;  // called with mu held
+                       });
         }
         ++in_flight;
       }

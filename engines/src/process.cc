@@ -17,11 +17,12 @@
 #include <cstring>
 #include <deque>
 #include <fstream>
-#include <mutex>
 #include <set>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/ascii.h"
+#include "ladder/common/mutex.h"
 #include "message.h"
 
 extern char** environ;
@@ -179,12 +180,12 @@ class EngineProcess::Impl {
   pid_t pid() const { return pid_; }
 
   std::optional<ExitInfo> Poll() {
-    std::lock_guard<std::mutex> lock(wait_mu_);
+    MutexLock lock(&wait_mu_);
     return PollLocked(/*block=*/false);
   }
 
   void Kill() noexcept {
-    std::lock_guard<std::mutex> kill_lock(kill_mu_);
+    MutexLock kill_lock(&kill_mu_);
     if (killed_) return;
     killed_ = true;
     killed_by_us_ = true;
@@ -193,14 +194,14 @@ class EngineProcess::Impl {
     auto deadline = std::chrono::steady_clock::now() + options_.kill_grace;
     while (std::chrono::steady_clock::now() < deadline) {
       {
-        std::lock_guard<std::mutex> lock(wait_mu_);
+        MutexLock lock(&wait_mu_);
         if (PollLocked(false).has_value() && ::kill(-pid_, 0) != 0) break;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     ::kill(-pid_, SIGKILL);
     {
-      std::lock_guard<std::mutex> lock(wait_mu_);
+      MutexLock lock(&wait_mu_);
       if (!exit_.has_value()) ::kill(pid_, SIGKILL);
       PollLocked(/*block=*/true);
     }
@@ -215,17 +216,17 @@ class EngineProcess::Impl {
   }
 
   LogEvidence Evidence() const {
-    std::lock_guard<std::mutex> lock(log_mu_);
+    MutexLock lock(&log_mu_);
     return evidence_;
   }
 
   std::vector<std::string> LogTail() const {
-    std::lock_guard<std::mutex> lock(log_mu_);
+    MutexLock lock(&log_mu_);
     return {tail_.begin(), tail_.end()};
   }
 
   bool killed_by_us() const {
-    std::lock_guard<std::mutex> lock(kill_mu_);
+    MutexLock lock(&kill_mu_);
     return killed_by_us_;
   }
 
@@ -239,7 +240,7 @@ class EngineProcess::Impl {
   }
 
  private:
-  std::optional<ExitInfo> PollLocked(bool block) {
+  std::optional<ExitInfo> PollLocked(bool block) ABSL_EXCLUSIVE_LOCKS_REQUIRED(wait_mu_) {
     if (exit_.has_value()) return exit_;
     int status = 0;
     pid_t r;
@@ -302,7 +303,7 @@ class EngineProcess::Impl {
     std::string lower = absl::AsciiStrToLower(line);
     bool oom = lower.find("out of memory") != std::string::npos ||
                lower.find("outofmemoryerror") != std::string::npos;
-    std::lock_guard<std::mutex> lock(log_mu_);
+    MutexLock lock(&log_mu_);
     if (log_.is_open()) log_ << line << '\n';
     AddDistinct(evidence_.backends, std::move(backend));
     AddDistinct(evidence_.forced, std::move(forced));
@@ -319,18 +320,15 @@ class EngineProcess::Impl {
   const int out_fd_;
   const ProcessOptions options_;
 
-  mutable std::mutex wait_mu_;
-  std::optional<ExitInfo> exit_;  // guarded by wait_mu_
-
-  mutable std::mutex kill_mu_;
-  bool killed_ = false;        // guarded by kill_mu_
-  bool killed_by_us_ = false;  // guarded by kill_mu_
-
-  mutable std::mutex log_mu_;
-  std::deque<std::string> tail_;  // guarded by log_mu_
-  LogEvidence evidence_;          // guarded by log_mu_
-  std::ofstream log_;             // guarded by log_mu_
-
+  mutable Mutex wait_mu_;
+  std::optional<ExitInfo> exit_ ABSL_GUARDED_BY(wait_mu_);
+  mutable Mutex kill_mu_;
+  bool killed_ ABSL_GUARDED_BY(kill_mu_) = false;
+  bool killed_by_us_ ABSL_GUARDED_BY(kill_mu_) = false;
+  mutable Mutex log_mu_;
+  std::deque<std::string> tail_ ABSL_GUARDED_BY(log_mu_);
+  LogEvidence evidence_ ABSL_GUARDED_BY(log_mu_);
+  std::ofstream log_ ABSL_GUARDED_BY(log_mu_);
   std::atomic<bool> stop_reader_{false};
   std::atomic<bool> reader_done_{false};
   std::thread reader_;  // reads out_fd_; joined in the destructor

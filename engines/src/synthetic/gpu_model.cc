@@ -18,11 +18,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <mutex>
 #include <utility>
 
 #include "../message.h"
+#include "absl/base/thread_annotations.h"
 #include "gpu_ops.h"
+#include "ladder/common/mutex.h"
 #include "ladder/kernels/device_attention.h"
 #include "ladder/status_macros.h"
 #include "model.h"
@@ -217,7 +218,7 @@ class CudaModel final : public Model {
  protected:
   absl::StatusOr<std::unique_ptr<Sequence::Caches>> NewCaches(int depth, int capacity,
                                                               uint64_t seed) const override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto caches = std::make_unique<GpuCaches>();
     // Count, allocate once, then carve: one cudaMalloc per request.
     for (int pass = 0; pass < 2; ++pass) {
@@ -257,7 +258,7 @@ class CudaModel final : public Model {
   absl::StatusOr<std::vector<std::vector<int32_t>>> Forward(
       bool drafter, const std::vector<Segment>& segments,
       const AttentionObserver& observer) const override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     const ModelSpec& spec = drafter ? preset_.drafter : preset_.target;
     const GpuWeights& w = drafter ? drafter_ : target_;
     const int max_rows = MaxStepRows();
@@ -473,7 +474,7 @@ class CudaModel final : public Model {
   GpuWeights target_, drafter_;
 
   // Steps are serialized: scratch buffers, the stream and the cuBLAS handle are shared.
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   DeviceMemory scratch_, workspace_;
   float* x_ = nullptr;          // residual stream [rows, hidden]
   uint16_t* normed_ = nullptr;  // rmsnorm(x) (also the MLP activation's width)

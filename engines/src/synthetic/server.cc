@@ -10,7 +10,6 @@
 #include <ctime>
 #include <deque>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <thread>
@@ -19,6 +18,8 @@
 #include <nlohmann/json.hpp>
 
 #include "../message.h"
+#include "absl/base/thread_annotations.h"
+#include "ladder/common/mutex.h"
 #include "ladder/engines/synthetic_engine.h"
 #include "ladder/status_macros.h"
 #include "model.h"
@@ -194,7 +195,7 @@ class SyntheticEngine::Impl {
   int port() const { return port_; }
 
   void Stop() noexcept {
-    std::lock_guard<std::mutex> lock(stop_mu_);
+    MutexLock lock(&stop_mu_);
     if (stopped_) return;
     stopped_ = true;
     StopScheduler();
@@ -213,7 +214,7 @@ class SyntheticEngine::Impl {
 
  private:
   void Log(std::string_view line) {
-    std::lock_guard<std::mutex> lock(log_mu_);
+    MutexLock lock(&log_mu_);
     if (log_) {
       log_(line);
     } else {
@@ -233,7 +234,7 @@ class SyntheticEngine::Impl {
   }
 
   std::string Metrics() {
-    std::lock_guard<std::mutex> lock(metrics_mu_);
+    MutexLock lock(&metrics_mu_);
     std::string label = Cat("{model_name=\"", options_.preset, "\"}");
     std::string out;
     auto counter = [&](std::string_view name, std::string_view help, double value) {
@@ -269,7 +270,7 @@ class SyntheticEngine::Impl {
     std::string path = is_3d ? "3d" : "2d";
     bool first = false;
     {
-      std::lock_guard<std::mutex> lock(metrics_mu_);
+      MutexLock lock(&metrics_mu_);
       int64_t& count = attention_calls_[{model, layer, path, e.q_rows}];
       first = count == 0;
       ++count;
@@ -425,12 +426,13 @@ class SyntheticEngine::Impl {
     int32_t last = 0;
     uint64_t draw_state = 0;
     // Shared with the request's handler thread:
-    std::mutex mu;
+    Mutex mu;
     std::condition_variable cv;
-    std::deque<std::vector<int32_t>> ready;  // guarded by mu: steps' tokens not yet sent
-    bool finished = false;                   // guarded by mu
-    absl::Status status;                     // guarded by mu
-    std::atomic<bool> abandoned{false};      // the client went away
+    // Steps' tokens not yet sent.
+    std::deque<std::vector<int32_t>> ready ABSL_GUARDED_BY(mu);
+    bool finished ABSL_GUARDED_BY(mu) = false;
+    absl::Status status ABSL_GUARDED_BY(mu);
+    std::atomic<bool> abandoned{false};  // the client went away
   };
 
   // Generates max_tokens tokens for `prompt`, calling emit with each step's new tokens, as the
@@ -445,7 +447,7 @@ class SyntheticEngine::Impl {
     job->crash = crash;
     job->oom = oom;
     {
-      std::lock_guard<std::mutex> lock(queue_mu_);
+      MutexLock lock(&queue_mu_);
       if (scheduler_stopping_) return absl::UnavailableError("synthetic engine: shutting down");
       pending_.push_back(job);
     }
@@ -455,8 +457,10 @@ class SyntheticEngine::Impl {
       bool finished = false;
       absl::Status status;
       {
-        std::unique_lock<std::mutex> lock(job->mu);
-        job->cv.wait(lock, [&] { return !job->ready.empty() || job->finished; });
+        MutexLock lock(&job->mu);
+        job->mu.Wait(job->cv, [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+          return !job->ready.empty() || job->finished;  // called with job->mu held
+        });
         ready.swap(job->ready);
         finished = job->finished;
         status = job->status;
@@ -473,7 +477,7 @@ class SyntheticEngine::Impl {
 
   void Finish(Job& job, absl::Status status) {
     {
-      std::lock_guard<std::mutex> lock(job.mu);
+      MutexLock lock(&job.mu);
       job.finished = true;
       job.status = std::move(status);
     }
@@ -487,11 +491,11 @@ class SyntheticEngine::Impl {
     job.produced += static_cast<int>(tokens.size());
     job.last = tokens.empty() ? job.last : tokens.back();
     {
-      std::lock_guard<std::mutex> mlock(metrics_mu_);
+      MutexLock mlock(&metrics_mu_);
       generation_tokens_ += static_cast<double>(tokens.size());
     }
     {
-      std::lock_guard<std::mutex> lock(job.mu);
+      MutexLock lock(&job.mu);
       job.ready.push_back(std::move(tokens));
       if (job.produced >= job.max_tokens) job.finished = true;
     }
@@ -505,9 +509,11 @@ class SyntheticEngine::Impl {
     std::vector<std::shared_ptr<Job>> active;
     while (true) {
       {
-        std::unique_lock<std::mutex> lock(queue_mu_);
-        queue_cv_.wait(lock,
-                       [&] { return scheduler_stopping_ || !pending_.empty() || !active.empty(); });
+        MutexLock lock(&queue_mu_);
+        queue_mu_.Wait(queue_cv_, [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+          // Called with queue_mu_ held.
+          return scheduler_stopping_ || !pending_.empty() || !active.empty();
+        });
         if (scheduler_stopping_) break;
         while (!pending_.empty() && static_cast<int>(active.size()) < options_.max_batch) {
           active.push_back(std::move(pending_.front()));
@@ -519,11 +525,11 @@ class SyntheticEngine::Impl {
         active.clear();
       }
       std::erase_if(active, [](const std::shared_ptr<Job>& job) {
-        std::lock_guard<std::mutex> lock(job->mu);
+        MutexLock lock(&job->mu);
         return job->finished || job->abandoned;
       });
     }
-    std::lock_guard<std::mutex> lock(queue_mu_);
+    MutexLock lock(&queue_mu_);
     for (auto& job : active)
       Finish(*job, absl::UnavailableError("synthetic engine: shutting down"));
     for (auto& job : pending_)
@@ -533,7 +539,7 @@ class SyntheticEngine::Impl {
 
   void StopScheduler() noexcept {
     {
-      std::lock_guard<std::mutex> lock(queue_mu_);
+      MutexLock lock(&queue_mu_);
       scheduler_stopping_ = true;
     }
     queue_cv_.notify_all();
@@ -559,14 +565,14 @@ class SyntheticEngine::Impl {
       }
       job->seq = std::move(*seq);
       job->last = job->prompt.back();
-      std::lock_guard<std::mutex> mlock(metrics_mu_);
+      MutexLock mlock(&metrics_mu_);
       prompt_tokens_ += depth;
     }
     std::vector<Job*> jobs;
     for (auto& job : active) {
       bool finished;
       {
-        std::lock_guard<std::mutex> lock(job->mu);
+        MutexLock lock(&job->mu);
         finished = job->finished;
       }
       if (finished || job->abandoned || !job->seq.has_value()) continue;
@@ -624,7 +630,7 @@ class SyntheticEngine::Impl {
     }
     ASSIGN_OR_RETURN(auto verified, model_->TargetStepBatch(seqs, rows, observer));
     {
-      std::lock_guard<std::mutex> mlock(metrics_mu_);
+      MutexLock mlock(&metrics_mu_);
       batch_steps_ += 1;
       batch_sequences_ += static_cast<double>(jobs.size());
     }
@@ -646,7 +652,7 @@ class SyntheticEngine::Impl {
       }
       model_->Rewind(*job.seq, base + accepted + 1);
       {
-        std::lock_guard<std::mutex> mlock(metrics_mu_);
+        MutexLock mlock(&metrics_mu_);
         drafts_ += 1;
         draft_tokens_ += k;
         accepted_tokens_ += accepted;
@@ -667,23 +673,26 @@ class SyntheticEngine::Impl {
   std::thread thread_;                    // runs server_.listen_after_bind()
   std::atomic<bool> listen_done_{false};  // set by thread_ when the listen loop has returned
   int port_ = 0;
-  std::mutex stop_mu_;
-  bool stopped_ = false;  // guarded by stop_mu_
-
-  std::mutex log_mu_;
+  Mutex stop_mu_;
+  bool stopped_ ABSL_GUARDED_BY(stop_mu_) = false;
+  Mutex log_mu_;
   std::thread scheduler_;  // runs ScheduleLoop(): the model is stepped on this thread only
-  std::mutex queue_mu_;
+  Mutex queue_mu_;
   std::condition_variable queue_cv_;
-  std::deque<std::shared_ptr<Job>> pending_;  // guarded by queue_mu_
-  bool scheduler_stopping_ = false;           // guarded by queue_mu_
+  std::deque<std::shared_ptr<Job>> pending_ ABSL_GUARDED_BY(queue_mu_);
+  bool scheduler_stopping_ ABSL_GUARDED_BY(queue_mu_) = false;
   std::atomic<int> requests_{0};
 
-  std::mutex metrics_mu_;
-  double drafts_ = 0, draft_tokens_ = 0, accepted_tokens_ = 0;  // guarded by metrics_mu_
-  double prompt_tokens_ = 0, generation_tokens_ = 0;            // guarded by metrics_mu_
-  double batch_steps_ = 0, batch_sequences_ = 0;                // guarded by metrics_mu_
-  std::map<std::tuple<std::string, std::string, std::string, int>, int64_t>
-      attention_calls_;  // guarded by metrics_mu_
+  Mutex metrics_mu_;
+  double drafts_ ABSL_GUARDED_BY(metrics_mu_) = 0;
+  double draft_tokens_ ABSL_GUARDED_BY(metrics_mu_) = 0;
+  double accepted_tokens_ ABSL_GUARDED_BY(metrics_mu_) = 0;
+  double prompt_tokens_ ABSL_GUARDED_BY(metrics_mu_) = 0;
+  double generation_tokens_ ABSL_GUARDED_BY(metrics_mu_) = 0;
+  double batch_steps_ ABSL_GUARDED_BY(metrics_mu_) = 0;
+  double batch_sequences_ ABSL_GUARDED_BY(metrics_mu_) = 0;
+  std::map<std::tuple<std::string, std::string, std::string, int>, int64_t> attention_calls_
+      ABSL_GUARDED_BY(metrics_mu_);
 };
 
 SyntheticEngine::SyntheticEngine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

@@ -21,6 +21,15 @@ class ABSL_LOCKABLE Mutex {
   void Lock() ABSL_EXCLUSIVE_LOCK_FUNCTION() { mu_.lock(); }
   void Unlock() ABSL_UNLOCK_FUNCTION() { mu_.unlock(); }
 
+  // Waits on `cv` until `done()` is true. Call with the lock held (a MutexLock in scope); it is
+  // released while waiting and held again on return.
+  template <class Predicate>
+  void Wait(std::condition_variable& cv, Predicate done) ABSL_EXCLUSIVE_LOCKS_REQUIRED(this) {
+    std::unique_lock<std::mutex> lock(mu_, std::adopt_lock);
+    cv.wait(lock, done);
+    lock.release();  // the caller's MutexLock still owns it
+  }
+
   // Waits on `cv` until `done()` is true or `deadline` passes. Call with the lock held (a
   // MutexLock in scope); it is released while waiting and held again on return.
   template <class Clock, class Duration, class Predicate>
