@@ -99,7 +99,7 @@ bool IsLinkKind(const std::string& word) {
 // the diagonal are skipped; each pair is read from the upper triangle and checked against the
 // lower one.
 GpuTopologyResult ParseMatrix(const std::vector<std::string>& lines, size_t header,
-                              std::string_view tool) {
+                              const std::string& tool) {
   GpuTopologyResult result;
   const std::vector<std::string> columns = Words(lines[header]);
   int n = 0;

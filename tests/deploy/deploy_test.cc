@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -331,7 +332,9 @@ TEST(Kubernetes, CoordinatorIsOneReplicaWithItsDatabaseOnAPersistentVolumeAndTls
     ASSERT_TRUE(tls) << flag;
     EXPECT_TRUE(tls["secret"]["secretName"]) << flag << " must come from a Secret";
   }
-  EXPECT_EQ(FlagValue(container, "--insecure"), "");
+  const std::vector<std::string> args = Strings(container["args"]);
+  EXPECT_EQ(std::find(args.begin(), args.end(), "--insecure"), args.end())
+      << "beyond loopback the coordinator needs TLS";
   EXPECT_EQ(docs["Service"]["spec"]["ports"][0]["port"].as<int>(), 7400);
   ExpectCheckedInstall(pod, "coordinator.yaml");
 }
@@ -355,7 +358,8 @@ TEST(Kubernetes, AgentsRequestOneGpuEachAndReadTheTokenFromASecretFile) {
     const YAML::Node token = VolumeHolding(pod, container, FlagValue(container, "--token-file"));
     ASSERT_TRUE(token) << "--token-file must be on a mounted volume";
     EXPECT_EQ(token["secret"]["secretName"].as<std::string>(), "ladder-agent-token");
-    EXPECT_EQ(token["secret"]["defaultMode"].as<int>(), 0400);
+    EXPECT_EQ(token["secret"]["defaultMode"].as<std::string>(), "0400")
+        << "readable by the agent only (YAML octal, as Kubernetes reads it)";
     ASSERT_TRUE(VolumeHolding(pod, container, FlagValue(container, "--tls-ca"))["secret"]);
     for (const auto& env : container["env"]) {
       EXPECT_EQ(env["name"].as<std::string>().find("TOKEN"), std::string::npos)

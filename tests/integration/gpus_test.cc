@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <tuple>
+
 #include <nlohmann/json.hpp>
 
 #include "fleet.h"
