@@ -294,6 +294,11 @@ void AddClientCommands(CLI::App& app) {
           for (const auto& g : inventory.value("gpus", nlohmann::json::array())) {
             gpus += (gpus.empty() ? "" : ", ") + g.value("name", std::string("?"));
           }
+          // An agent pinned with --gpus: which of its host's devices these are.
+          const auto software = inventory.value("software", nlohmann::json::object());
+          if (software.contains("pinned_gpus") && software["pinned_gpus"].is_string()) {
+            gpus += " (host GPU " + software["pinned_gpus"].get<std::string>() + ")";
+          }
         }
         rows.push_back({s.session_id().substr(0, 8), s.hostname(), s.state(),
                         gpus.empty() ? "cpu only" : gpus, FormatTimeMs(s.started_at_ms()),

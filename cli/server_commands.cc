@@ -90,7 +90,12 @@ void RunAgent(AgentFlags flags) {
     }
   });
   auto created = agent::Agent::Create(flags.options);
-  if (!created.ok()) Fail(created.status());
+  if (!created.ok()) {
+    // A bad flag (--gpus naming a device this host lacks) is the caller's to fix: exit 2.
+    Fail(created.status(), created.status().code() == absl::StatusCode::kInvalidArgument
+                               ? ExitCode::kBadInput
+                               : ExitCode::kError);
+  }
   instance = std::move(*created);
   if (signals_seen > 0) instance->Stop(agent::StopMode::kRelease);
   if (auto status = instance->Run(); !status.ok()) {
@@ -308,6 +313,11 @@ void AddServerCommands(CLI::App& app) {
     cmd->add_option("--tls-key", flags->options.tls_key_file, "client key (mutual TLS)");
     cmd->add_option("--engine-logs", flags->options.engine_log_dir,
                     "keep each engine process's full log in this folder");
+    cmd->add_option("--gpus", flags->options.gpus,
+                    "use only these GPUs of the host, by nvidia-smi / rocm-smi index (0 or 0,1): "
+                    "the agent and every process it starts see only them, its inventory lists "
+                    "only them, and it is a session of its own; start one agent per GPU to "
+                    "measure GPU-to-GPU variance on one host (default: all GPUs)");
     cmd->add_option("--fake-gpus", flags->options.fake_gpus_json,
                     "testing only: a JSON array of GPUs to advertise instead of detecting");
     cmd->add_flag("--spool-status", flags->spool_status,

@@ -86,6 +86,7 @@ absl::Status AgentOptions::Validate() const {
   if (lease_wait_ms < 0 || report_batch <= 0) {
     return absl::InvalidArgumentError("lease wait and report batch must be positive");
   }
+  if (!gpus.empty()) RETURN_IF_ERROR(ParseGpuList(gpus).status());
   if (!fake_gpus_json.empty()) {
     auto parsed = nlohmann::json::parse(fake_gpus_json, nullptr, false);
     if (parsed.is_discarded() || !parsed.is_array()) {
@@ -227,6 +228,12 @@ struct Agent::Impl {
       gpu->set_uuid(g.uuid);
       gpu->set_memory_mib(g.memory_mib);
       gpu->set_driver(g.driver);
+    }
+    for (const auto& l : inventory.gpu_links) {
+      auto* link = inv->add_gpu_links();
+      link->set_a(l.a);
+      link->set_b(l.b);
+      link->set_kind(l.kind);
     }
     for (const auto& [k, v] : inventory.software) (*inv->mutable_software())[k] = v;
     for (const auto& f : inventory.features) inv->add_features(f);
@@ -739,6 +746,21 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(const AgentOptions& options
   RETURN_IF_ERROR(options.Validate());
   auto impl = std::make_unique<Impl>();
   impl->options = options;
+  // First: detecting the inventory sets the environment every process of this agent inherits
+  // (its GPUs, NCCL), before gRPC or anything else starts a thread that reads it.
+  InventoryOptions inventory_options;
+  if (!options.gpus.empty()) {
+    ASSIGN_OR_RETURN(inventory_options.gpus, ParseGpuList(options.gpus));
+  }
+  if (!options.fake_gpus_json.empty()) {
+    inventory_options.fake_gpus.emplace();
+    for (const auto& g : nlohmann::json::parse(options.fake_gpus_json)) {
+      inventory_options.fake_gpus->push_back(
+          GpuInfo{g.value("vendor", ""), g.value("name", ""), g.value("arch", ""),
+                  g.value("uuid", ""), g.value("memory_mib", int64_t{0}), g.value("driver", "")});
+    }
+  }
+  ASSIGN_OR_RETURN(impl->inventory, DetectInventory(inventory_options));
   if (impl->options.spool_path.empty()) impl->options.spool_path = "ladder-spool.db";
   ASSIGN_OR_RETURN(impl->spool, Spool::Open(impl->options.spool_path));
   grpc::ChannelArguments args;
@@ -763,15 +785,6 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(const AgentOptions& options
   }
   impl->channel = grpc::CreateCustomChannel(options.coordinator, credentials, args);
   impl->stub = v1::AgentService::NewStub(impl->channel);
-  impl->inventory = DetectInventory();
-  if (!options.fake_gpus_json.empty()) {
-    impl->inventory.gpus.clear();
-    for (const auto& g : nlohmann::json::parse(options.fake_gpus_json)) {
-      impl->inventory.gpus.push_back(
-          GpuInfo{g.value("vendor", ""), g.value("name", ""), g.value("arch", ""),
-                  g.value("uuid", ""), g.value("memory_mib", int64_t{0}), g.value("driver", "")});
-    }
-  }
   auto kernel = MakeKernelRunner();
   std::string name(kernel->name());
   impl->runners[name] = std::move(kernel);

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <map>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -58,6 +59,91 @@ std::string StringAt(const nlohmann::json& card, std::string_view key) {
   std::string text = value->is_string() ? value->get<std::string>() : value->dump();
   text = Trimmed(text);
   return IsNotAvailable(text) ? "" : text;
+}
+
+// Drops terminal control sequences (ESC [ ... letter): nvidia-smi underlines its topology header
+// with them even when its output is a pipe.
+std::string WithoutEscapes(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\x1b' && i + 1 < text.size() && text[i + 1] == '[') {
+      i += 2;
+      while (i < text.size() && !absl::ascii_isalpha(static_cast<unsigned char>(text[i]))) ++i;
+      continue;
+    }
+    out.push_back(text[i]);
+  }
+  return out;
+}
+
+std::vector<std::string> Words(const std::string& line) {
+  return absl::StrSplit(line, absl::ByAnyChar(" \t\r"), absl::SkipEmpty());
+}
+
+// "GPU3" -> 3; -1 for anything else.
+int GpuLabel(const std::string& word) {
+  int index = -1;
+  if (word.rfind("GPU", 0) != 0 || !absl::SimpleAtoi(word.substr(3), &index)) return -1;
+  return index;
+}
+
+// A link kind as the tools print it: a short word of letters and digits ("NV18", "XGMI").
+bool IsLinkKind(const std::string& word) {
+  return !word.empty() && word.size() <= 16 &&
+         std::all_of(word.begin(), word.end(), [](char c) { return absl::ascii_isalnum(c); });
+}
+
+// Reads a GPU x GPU matrix whose header line is `lines[header]` (GPU0 GPU1 ... then anything)
+// and whose rows follow, each "GPUi v0 v1 ...", until a line that is not a GPU row. Cells on
+// the diagonal are skipped; each pair is read from the upper triangle and checked against the
+// lower one.
+GpuTopologyResult ParseMatrix(const std::vector<std::string>& lines, size_t header,
+                              const std::string& tool) {
+  GpuTopologyResult result;
+  const std::vector<std::string> columns = Words(lines[header]);
+  int n = 0;
+  while (n < static_cast<int>(columns.size()) && GpuLabel(columns[static_cast<size_t>(n)]) == n)
+    ++n;
+  std::map<std::pair<int, int>, std::string> cells;
+  for (size_t i = header + 1; i < lines.size(); ++i) {
+    const std::vector<std::string> words = Words(lines[i]);
+    const int row = words.empty() ? -1 : GpuLabel(words[0]);
+    if (row < 0) break;
+    if (row >= n || static_cast<int>(words.size()) < n + 1) {
+      result.problems.push_back(absl::StrCat(tool, ": row ", words[0], " does not fit the ", n,
+                                             " GPU columns: ", Trimmed(lines[i])));
+      continue;
+    }
+    for (int column = 0; column < n; ++column) {
+      if (column != row) cells[{row, column}] = words[static_cast<size_t>(column) + 1];
+    }
+  }
+  for (int a = 0; a < n; ++a) {
+    for (int b = a + 1; b < n; ++b) {
+      auto upper = cells.find({a, b});
+      if (upper == cells.end()) {
+        result.problems.push_back(absl::StrCat(tool, ": no row for GPU", a));
+        break;
+      }
+      auto lower = cells.find({b, a});
+      if (lower != cells.end() && lower->second != upper->second) {
+        result.problems.push_back(absl::StrCat(tool, ": GPU", a, "-GPU", b, " is ", upper->second,
+                                               " but GPU", b, "-GPU", a, " is ", lower->second));
+      }
+      if (!IsLinkKind(upper->second)) {
+        result.problems.push_back(
+            absl::StrCat(tool, ": GPU", a, "-GPU", b, ": not a link type: ", upper->second));
+        continue;
+      }
+      result.links.push_back(GpuLink{a, b, upper->second});
+    }
+  }
+  return result;
+}
+
+std::vector<std::string> Lines(std::string_view output) {
+  return absl::StrSplit(WithoutEscapes(output), '\n');
 }
 
 }  // namespace
@@ -164,6 +250,50 @@ GpuQueryResult ParseRocmSmi(std::string_view output) {
   return result;
 }
 
+std::vector<std::string> NvidiaTopologyCommand() { return {"nvidia-smi", "topo", "-m"}; }
+
+GpuTopologyResult ParseNvidiaTopology(std::string_view output) {
+  const std::vector<std::string> lines = Lines(output);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    // The header is "GPU0 GPU1 ... CPU Affinity ..."; GPU0's row is "GPU0 X NV18 ...".
+    const std::vector<std::string> words = Words(lines[i]);
+    if (!words.empty() && words[0] == "GPU0" && (words.size() == 1 || words[1] != "X")) {
+      return ParseMatrix(lines, i, "nvidia-smi topo -m");
+    }
+  }
+  GpuTopologyResult result;
+  if (!Trimmed(output).empty()) {
+    result.problems.push_back(
+        absl::StrCat("nvidia-smi topo -m printed no GPU matrix: ", Trimmed(output.substr(0, 200))));
+  }
+  return result;
+}
+
+std::vector<std::string> RocmTopologyCommand() { return {"rocm-smi", "--showtopo"}; }
+
+GpuTopologyResult ParseRocmTopology(std::string_view output) {
+  const std::vector<std::string> lines = Lines(output);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (absl::AsciiStrToLower(lines[i]).find("link type between two gpus") == std::string::npos) {
+      continue;
+    }
+    for (size_t h = i + 1; h < lines.size(); ++h) {
+      const std::vector<std::string> words = Words(lines[h]);
+      if (words.empty()) continue;
+      if (GpuLabel(words[0]) == 0 && (words.size() == 1 || GpuLabel(words[1]) == 1)) {
+        return ParseMatrix(lines, h, "rocm-smi --showtopo");
+      }
+      break;
+    }
+  }
+  GpuTopologyResult result;
+  if (!Trimmed(output).empty()) {
+    result.problems.push_back(
+        "rocm-smi --showtopo printed no \"Link Type between two GPUs\" matrix");
+  }
+  return result;
+}
+
 CommandRunner SystemCommandRunner() {
   return [](const std::vector<std::string>& argv) -> std::optional<std::string> {
     if (argv.empty()) return std::nullopt;
@@ -231,6 +361,34 @@ GpuQueryResult QueryGpus(const CommandRunner& run) {
     GpuQueryResult one = parse(*output);
     for (auto& gpu : one.gpus) all.gpus.push_back(std::move(gpu));
     for (auto& problem : one.problems) all.problems.push_back(std::move(problem));
+  }
+  return all;
+}
+
+GpuTopologyResult QueryTopology(const CommandRunner& run, const std::vector<GpuInfo>& gpus) {
+  GpuTopologyResult all;
+  int offset = 0;  // QueryGpus lists NVIDIA's GPUs first
+  for (const auto& [vendor, command, parse] :
+       {std::tuple{std::string("nvidia"), NvidiaTopologyCommand(), &ParseNvidiaTopology},
+        std::tuple{std::string("amd"), RocmTopologyCommand(), &ParseRocmTopology}}) {
+    const int count = static_cast<int>(std::count_if(
+        gpus.begin(), gpus.end(), [&](const GpuInfo& g) { return g.vendor == vendor; }));
+    if (count >= 2) {
+      std::optional<std::string> output = run(command);
+      if (output) {
+        GpuTopologyResult one = parse(*output);
+        for (const auto& link : one.links) {
+          if (link.b >= count) {
+            all.problems.push_back(absl::StrCat(command[0], " reports a link to GPU", link.b,
+                                                " but lists ", count, " GPUs"));
+            continue;
+          }
+          all.links.push_back(GpuLink{link.a + offset, link.b + offset, link.kind});
+        }
+        for (auto& problem : one.problems) all.problems.push_back(std::move(problem));
+      }
+    }
+    offset += count;
   }
   return all;
 }

@@ -34,6 +34,23 @@ GpuQueryResult ParseNvidiaSmi(std::string_view output);
 std::vector<std::string> RocmSmiCommand();
 GpuQueryResult ParseRocmSmi(std::string_view output);
 
+// How the GPUs are connected, in the tool's own device indices (a < b, each pair once).
+struct GpuTopologyResult {
+  std::vector<GpuLink> links;
+  std::vector<std::string> problems;  // one sentence each
+};
+
+// `nvidia-smi topo -m`: a matrix with a row and a column per GPU ("GPU0", ...), then NIC columns
+// and CPU/NUMA affinity; cells " X " on the diagonal, else NV# / PIX / PXB / PHB / NODE / SYS.
+// Tab-separated, the header wrapped in terminal underline codes even when piped.
+std::vector<std::string> NvidiaTopologyCommand();
+GpuTopologyResult ParseNvidiaTopology(std::string_view output);
+
+// `rocm-smi --showtopo`: sections of GPU x GPU matrices ("Weight", "Hops", "Link Type between
+// two GPUs"); the link type section gives XGMI or PCIE per pair, 0 on the diagonal.
+std::vector<std::string> RocmTopologyCommand();
+GpuTopologyResult ParseRocmTopology(std::string_view output);
+
 // Runs argv (no shell) and returns its stdout; nullopt when the program is not installed, cannot
 // start or exits non-zero.
 using CommandRunner =
@@ -45,5 +62,10 @@ CommandRunner SystemCommandRunner();
 
 // Asks nvidia-smi, then rocm-smi, through `run`; NVIDIA GPUs first.
 GpuQueryResult QueryGpus(const CommandRunner& run);
+
+// Asks each vendor's tool for the topology of `gpus` (QueryGpus' list) when it has two or more
+// of that vendor's GPUs; links are positions in `gpus`. A link naming a GPU beyond the list is
+// dropped with a problem.
+GpuTopologyResult QueryTopology(const CommandRunner& run, const std::vector<GpuInfo>& gpus);
 
 }  // namespace ladder::agent

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -10,9 +11,12 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_join.h"
+#include "gpu_pin.h"
 #include "gpu_query.h"
 #include "ladder/build_info.h"
 #include "ladder/kernels/attention.h"
+#include "ladder/status_macros.h"
 
 namespace ladder::agent {
 namespace {
@@ -26,7 +30,50 @@ std::string ReadFirstLine(const std::string& path) {
 
 }  // namespace
 
-HostInventory DetectInventory() {
+absl::StatusOr<HostInventory> DetectInventory(const InventoryOptions& options) {
+  // GPUs first, through the vendors' tools (they start no GPU runtime in this process), so the
+  // pinning variables are set before the backend check below initializes CUDA or HIP here.
+  std::vector<GpuInfo> gpus;
+  std::vector<GpuLink> links;
+  if (options.fake_gpus) {
+    gpus = *options.fake_gpus;
+  } else {
+    const CommandRunner run = SystemCommandRunner();
+    GpuQueryResult queried = QueryGpus(run);
+    for (const auto& problem : queried.problems) spdlog::warn("inventory: {}", problem);
+    gpus = std::move(queried.gpus);
+    GpuTopologyResult topology = QueryTopology(run, gpus);
+    for (const auto& problem : topology.problems) spdlog::warn("inventory: {}", problem);
+    links = std::move(topology.links);
+  }
+  Environment environment = BaseEnvironment();
+  std::string pinned_gpus;
+  if (!options.gpus.empty()) {
+    ASSIGN_OR_RETURN(PinnedGpus pinned, PinGpus(gpus, links, options.gpus));
+    gpus = std::move(pinned.gpus);
+    links = std::move(pinned.links);
+    environment.insert(environment.end(), pinned.environment.begin(), pinned.environment.end());
+    pinned_gpus = absl::StrJoin(options.gpus, ",");
+  } else {
+    // nvidia-smi and rocm-smi list every GPU of the host whatever these say, so the inventory
+    // would claim devices the runtimes here cannot see.
+    for (const char* name :
+         {"CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"}) {
+      if (const char* value = std::getenv(name); value != nullptr && gpus.size() > 0) {
+        spdlog::warn(
+            "inventory: {}={} is set but the inventory lists all {} GPUs of the host; pin the "
+            "agent with --gpus instead",
+            name, value, gpus.size());
+      }
+    }
+  }
+  for (const auto& [name, value] : environment) {
+    // Only when it changes: `ladder local` creates several agents in one process, and setenv
+    // must not race the first agent's threads reading the environment.
+    const char* current = std::getenv(name.c_str());
+    if (current == nullptr || value != current) setenv(name.c_str(), value.c_str(), 1);
+  }
+
   HostInventory inv;
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
@@ -55,9 +102,9 @@ HostInventory DetectInventory() {
     int64_t kib = 0;
     if (meminfo >> key >> kib) inv.memory_mib = kib / 1024;
   }
-  GpuQueryResult gpus = QueryGpus(SystemCommandRunner());
-  for (const auto& problem : gpus.problems) spdlog::warn("inventory: {}", problem);
-  inv.gpus = std::move(gpus.gpus);
+  inv.gpus = std::move(gpus);
+  inv.gpu_links = std::move(links);
+  if (!pinned_gpus.empty()) inv.software["pinned_gpus"] = pinned_gpus;
   for (const auto& gpu : inv.gpus) {
     if (gpu.vendor == "nvidia" && !gpu.driver.empty()) {
       inv.software["nvidia_driver"] = gpu.driver;

@@ -4,6 +4,7 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -16,6 +17,7 @@
 #include <fstream>
 #include <sstream>
 #include "absl/base/thread_annotations.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "agent_calls.h"
 #include "auth.h"
@@ -116,6 +118,28 @@ absl::Status CheckInventory(const v1::Inventory& inv) {
     RETURN_IF_ERROR(CheckText(at + ".driver", g.driver(), 128));
     if (g.memory_mib() < 0) {
       return absl::InvalidArgumentError(absl::StrCat(at, ".memory_mib must be >= 0"));
+    }
+  }
+  if (inv.gpu_links_size() > 64 * 63 / 2) {
+    return absl::InvalidArgumentError("inventory.gpu_links: at most 2016");
+  }
+  std::set<std::pair<int, int>> linked;
+  for (int i = 0; i < inv.gpu_links_size(); ++i) {
+    const auto& l = inv.gpu_links(i);
+    const std::string at = absl::StrCat("inventory.gpu_links[", i, "]");
+    if (l.a() < 0 || l.a() >= l.b() || l.b() >= inv.gpus_size()) {
+      return absl::InvalidArgumentError(absl::StrCat(at, ": expected 0 <= a < b < ",
+                                                     inv.gpus_size(), " (the GPUs listed), got ",
+                                                     l.a(), ", ", l.b()));
+    }
+    if (!linked.insert({l.a(), l.b()}).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(at, ": GPUs ", l.a(), " and ", l.b(), " are linked twice"));
+    }
+    if (l.kind().empty() || l.kind().size() > 16 ||
+        !std::all_of(l.kind().begin(), l.kind().end(),
+                     [](char c) { return absl::ascii_isalnum(static_cast<unsigned char>(c)); })) {
+      return absl::InvalidArgumentError(absl::StrCat(at, ".kind: 1..16 characters of [A-Za-z0-9]"));
     }
   }
   if (inv.software_size() > 64) {
@@ -395,6 +419,8 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
       row.gpus.push_back(
           store::GpuRow{g.vendor(), g.name(), g.arch(), g.uuid(), g.driver(), g.memory_mib()});
     }
+    for (const auto& l : inv.gpu_links())
+      row.gpu_links.push_back(store::GpuLinkRow{l.a(), l.b(), l.kind()});
     // Check the token and the session id's owner before storing anything about the caller.
     auto token_id = auth_->AdmitRegister(context, request->join_token(), row.id);
     if (!token_id.ok()) {

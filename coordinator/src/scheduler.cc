@@ -62,6 +62,29 @@ void AddBackendFeatures(matrices::Matrix& matrix) {
   }
 }
 
+// An engine cell with `tensor_parallel_size: N` needs N GPUs on one host: the engine shards the
+// model over N devices of the agent that runs it. Raises the matrix's `requires.gpu_count` to
+// the largest N among its `fixed` and axis values, so such a cell is never leased to an agent
+// holding fewer (a 2-GPU cell to an agent pinned to one GPU would fail at the engine's start,
+// after its model download), whether or not the matrix says `requires: {gpu_count: N}`.
+void AddTensorParallelGpus(matrices::Matrix& matrix) {
+  if (matrix.runner != "engine") return;
+  std::vector<matrices::Value> values;
+  if (auto it = matrix.fixed.find("tensor_parallel_size"); it != matrix.fixed.end())
+    values.push_back(it->second);
+  for (const auto& axis : matrix.axes) {
+    if (axis.name == "tensor_parallel_size")
+      values.insert(values.end(), axis.values.begin(), axis.values.end());
+  }
+  for (const auto& v : values) {
+    if (!v.is_number_integer()) continue;  // the recipe's parameter check refuses it
+    const int64_t n = v.get<int64_t>();
+    if (n > matrix.requirements.gpu_count && n <= 1024) {
+      matrix.requirements.gpu_count = static_cast<int>(n);
+    }
+  }
+}
+
 // Why `session` cannot take units of a `runner` matrix with `req` ("" when it can).
 std::string Unmet(const std::string& runner, const matrices::Requirements& req,
                   const store::SessionRow& session) {
@@ -84,8 +107,11 @@ std::string Unmet(const std::string& runner, const matrices::Requirements& req,
     if (gpu.memory_mib < req.min_gpu_memory_mib) continue;
     ++matching;
   }
-  if (matching >= std::max(1, req.gpu_count)) return "";
-  return session.gpus.empty() ? "no GPU" : absl::StrCat(matching, " matching GPUs");
+  const int needed = std::max(1, req.gpu_count);
+  if (matching >= needed) return "";
+  if (session.gpus.empty()) return "no GPU";
+  return absl::StrCat(matching, matching == 1 ? " matching GPU" : " matching GPUs", ", ", needed,
+                      " needed");
 }
 
 }  // namespace
@@ -197,6 +223,7 @@ absl::StatusOr<SubmitResult> SchedulerImpl::Validate(const std::string& yaml,
   ASSIGN_OR_RETURN(matrices::Expansion expansion, matrices::Expand(matrix, parse_options));
   RETURN_IF_ERROR(runner::ValidateMatrix(matrix, expansion, runners()));
   AddBackendFeatures(matrix);
+  AddTensorParallelGpus(matrix);
   SubmitResult result{0, static_cast<int64_t>(expansion.cells.size()),
                       static_cast<int64_t>(expansion.units.size()), matrix.name, ""};
   result.warning = UnmetRequirements(matrix.runner, matrix.requirements);
@@ -214,6 +241,7 @@ absl::StatusOr<SubmitResult> SchedulerImpl::Submit(const std::string& yaml,
   RETURN_IF_ERROR(runner::ValidateMatrix(matrix, expansion, runners()));
   if (matrix.metric.empty()) matrix.metric = matrix.runner == "engine" ? "decode_tok_s" : "time_us";
   AddBackendFeatures(matrix);
+  AddTensorParallelGpus(matrix);
   ASSIGN_OR_RETURN(int64_t run_id, store_->CreateRun(yaml, matrix, expansion, clock_->NowMs()));
   // Pick the new run's rows back up from the store so memory and disk agree on ids.
   ASSIGN_OR_RETURN(store::SchedulingSnapshot snapshot, store_->LoadSchedulingState());

@@ -8,6 +8,7 @@
 #include "absl/strings/str_split.h"
 #include "ladder/engines/load.h"
 #include "ladder/engines/recipe.h"
+#include "ladder/runner/environment.h"
 #include "ladder/runner/validate.h"
 #include "message.h"
 
@@ -86,6 +87,12 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> GetEnv(
           return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
         })) {
       return ParamError(engine, name, Cat("invalid variable name '", key, "'"));
+    }
+    if (runner::IsAgentOwnedEnvironment(key)) {
+      return ParamError(engine, name,
+                        Cat(key,
+                            " is set by the agent for every process it starts (its GPUs: "
+                            "ladder agent --gpus; NCCL_NVLS_ENABLE=0); a cell cannot change it"));
     }
     return absl::OkStatus();
   };

@@ -179,6 +179,9 @@ absl::StatusOr<std::vector<SessionSummary>> ListSessions(sqlite::Database& db) {
       sqlite::Statement gpus,
       db.Prepare("SELECT vendor, name, arch, uuid, memory_mib, driver FROM session_gpus "
                  "WHERE session_id = ?1 ORDER BY idx"));
+  ASSIGN_OR_RETURN(
+      sqlite::Statement links,
+      db.Prepare("SELECT a, b, kind FROM session_gpu_links WHERE session_id = ?1 ORDER BY a, b"));
   std::vector<SessionSummary> sessions;
   while (true) {
     ASSIGN_OR_RETURN(bool row, stmt.Step());
@@ -202,7 +205,8 @@ absl::StatusOr<std::vector<SessionSummary>> ListSessions(sqlite::Database& db) {
                    {"features", ParseOr(stmt.Text(14), nlohmann::json::array())},
                    {"labels", ParseOr(stmt.Text(15), nlohmann::json::object())},
                    {"agent_version", stmt.Text(16)},
-                   {"gpus", nlohmann::json::array()}};
+                   {"gpus", nlohmann::json::array()},
+                   {"gpu_links", nlohmann::json::array()}};
     gpus.Reset();
     gpus.Bind(1, s.session_id);
     while (true) {
@@ -214,6 +218,14 @@ absl::StatusOr<std::vector<SessionSummary>> ListSessions(sqlite::Database& db) {
                                      {"uuid", gpus.Text(3)},
                                      {"memory_mib", gpus.Int(4)},
                                      {"driver", gpus.Text(5)}});
+    }
+    links.Reset();
+    links.Bind(1, s.session_id);
+    while (true) {
+      ASSIGN_OR_RETURN(bool link_row, links.Step());
+      if (!link_row) break;
+      s.inventory["gpu_links"].push_back(
+          {{"a", links.Int(0)}, {"b", links.Int(1)}, {"kind", links.Text(2)}});
     }
     sessions.push_back(std::move(s));
   }

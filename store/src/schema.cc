@@ -282,6 +282,18 @@ CREATE VIEW load_requests AS
   FROM evidence e JOIN attempts a ON a.id = e.attempt_id, json_each(e.value, '$.rows') r
   WHERE e.kind = 'load_requests' AND a.state = 'done' AND e.stale = 0;
 )sql",
+      // v7: how a session's GPUs are connected (nvidia-smi topo -m, rocm-smi --showtopo), one
+      // row per linked pair; a and b are session_gpus.idx of the same session.
+      R"sql(
+CREATE TABLE session_gpu_links (
+  session_id  TEXT NOT NULL REFERENCES sessions(id),
+  a           INTEGER NOT NULL,
+  b           INTEGER NOT NULL,
+  kind        TEXT NOT NULL,            -- NV18, PIX, PXB, PHB, NODE, SYS, XGMI, PCIE
+  PRIMARY KEY (session_id, a, b),
+  CHECK (a < b)
+) STRICT;
+)sql",
   };
   return migrations;
 }

@@ -349,6 +349,14 @@ absl::Status Store::UpsertSession(const SessionRow& s) {
         .Bind(8, g.driver);
     RETURN_IF_ERROR(gpu->Run());
   }
+  ASSIGN_OR_RETURN(sqlite::Statement * link,
+                   db.Cached("INSERT OR IGNORE INTO session_gpu_links(session_id, a, b, kind) "
+                             "VALUES (?1,?2,?3,?4)"));
+  for (const GpuLinkRow& l : s.gpu_links) {
+    link->Reset();
+    link->Bind(1, s.id).Bind(2, int64_t{l.a}).Bind(3, int64_t{l.b}).Bind(4, l.kind);
+    RETURN_IF_ERROR(link->Run());
+  }
   return tx.Commit();
 }
 

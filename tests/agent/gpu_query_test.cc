@@ -193,5 +193,100 @@ TEST(GpuQuery, TheSystemRunnerReturnsNothingForAProgramThatIsNotInstalled) {
   EXPECT_FALSE(run({"/bin/false"}).has_value());
 }
 
+// Topology: `nvidia-smi topo -m` and `rocm-smi --showtopo`. The 1 x H200 output is a real
+// capture; the others are hand-written in the same format (testdata/README.md).
+std::vector<std::string> LinkStrings(const std::vector<GpuLink>& links) {
+  std::vector<std::string> out;
+  for (const auto& l : links) {
+    out.push_back(std::to_string(l.a) + "-" + std::to_string(l.b) + " " + l.kind);
+  }
+  return out;
+}
+
+TEST(GpuTopology, ARealOneGpuCaptureHasNoLinksAndNoProblems) {
+  GpuTopologyResult result = ParseNvidiaTopology(Recording("nvidia-smi-topo-h200x1.txt"));
+  EXPECT_TRUE(result.problems.empty()) << result.problems.front();
+  EXPECT_TRUE(result.links.empty());
+}
+
+TEST(GpuTopology, ParsesAnEightGpuNvLinkNodeWithNicColumns) {
+  GpuTopologyResult result = ParseNvidiaTopology(Recording("nvidia-smi-topo-h200x8.txt"));
+  EXPECT_TRUE(result.problems.empty()) << result.problems.front();
+  ASSERT_EQ(result.links.size(), 28u) << "every pair of 8 GPUs once";
+  for (const auto& link : result.links) {
+    EXPECT_LT(link.a, link.b);
+    EXPECT_LT(link.b, 8);
+    EXPECT_EQ(link.kind, "NV18") << "NIC columns must not be read as GPUs";
+  }
+  EXPECT_EQ(LinkStrings(result.links).front(), "0-1 NV18");
+  EXPECT_EQ(LinkStrings(result.links).back(), "6-7 NV18");
+}
+
+TEST(GpuTopology, ParsesTwoPcieGpusOnAnOlderDriver) {
+  GpuTopologyResult result = ParseNvidiaTopology(Recording("nvidia-smi-topo-a100x2-pcie.txt"));
+  EXPECT_TRUE(result.problems.empty()) << result.problems.front();
+  EXPECT_EQ(LinkStrings(result.links), (std::vector<std::string>{"0-1 SYS"}));
+}
+
+TEST(GpuTopology, AMatrixThatDisagreesWithItselfOrIsCutShortIsReported) {
+  GpuTopologyResult result = ParseNvidiaTopology(Recording("nvidia-smi-topo-malformed.txt"));
+  EXPECT_TRUE(Mentions(result.problems, "GPU0-GPU2 is NV4 but GPU2-GPU0 is NV2"));
+  EXPECT_TRUE(Mentions(result.problems, "row GPU3 does not fit"));
+  // What could be read is kept: the upper triangle of rows 0..2.
+  EXPECT_EQ(LinkStrings(result.links), (std::vector<std::string>{"0-1 NV4", "0-2 NV4", "0-3 SYS",
+                                                                 "1-2 NV4", "1-3 SYS", "2-3 SYS"}));
+}
+
+TEST(GpuTopology, ParsesRocmSmiLinkTypes) {
+  GpuTopologyResult mi250 = ParseRocmTopology(Recording("rocm-smi-topo-mi250.txt"));
+  EXPECT_TRUE(mi250.problems.empty()) << mi250.problems.front();
+  EXPECT_EQ(LinkStrings(mi250.links), (std::vector<std::string>{"0-1 XGMI"}))
+      << "the link type section, not the weights or hops before it";
+  GpuTopologyResult radeons = ParseRocmTopology(Recording("rocm-smi-topo-radeon-x2-pcie.txt"));
+  EXPECT_TRUE(radeons.problems.empty()) << radeons.problems.front();
+  EXPECT_EQ(LinkStrings(radeons.links), (std::vector<std::string>{"0-1 PCIE"}));
+}
+
+TEST(GpuTopology, OutputWithoutAMatrixIsAProblemAndNoOutputIsNot) {
+  EXPECT_TRUE(ParseNvidiaTopology("").problems.empty());
+  EXPECT_TRUE(ParseRocmTopology("").problems.empty());
+  EXPECT_TRUE(Mentions(ParseNvidiaTopology("NVIDIA-SMI has failed because it couldn't "
+                                           "communicate with the NVIDIA driver.\n")
+                           .problems,
+                       "no GPU matrix"));
+  EXPECT_TRUE(Mentions(ParseRocmTopology(Recording("rocm-smi-mi250.json")).problems,
+                       "Link Type between two GPUs"));
+}
+
+TEST(GpuTopology, IsAskedOnlyWithTwoGpusOfAVendorAndNumberedInTheInventory) {
+  // Two A100s (NVIDIA first in the inventory) and an MI250's two GCDs.
+  std::vector<GpuInfo> gpus = ParseNvidiaSmi(Recording("nvidia-smi-a100x2.csv")).gpus;
+  for (auto& gpu : ParseRocmSmi(Recording("rocm-smi-mi250.json")).gpus) gpus.push_back(gpu);
+  ASSERT_EQ(gpus.size(), 4u);
+  std::vector<std::string> asked;
+  auto run = [&](const std::vector<std::string>& argv) -> std::optional<std::string> {
+    asked.push_back(argv[0] + " " + argv[1]);
+    return Recording(argv[0] == "nvidia-smi" ? "nvidia-smi-topo-a100x2-pcie.txt"
+                                             : "rocm-smi-topo-mi250.txt");
+  };
+  GpuTopologyResult result = QueryTopology(run, gpus);
+  EXPECT_EQ(asked, (std::vector<std::string>{"nvidia-smi topo", "rocm-smi --showtopo"}));
+  EXPECT_EQ(LinkStrings(result.links), (std::vector<std::string>{"0-1 SYS", "2-3 XGMI"}));
+
+  asked.clear();
+  result = QueryTopology(run, {gpus[0], gpus[2]});
+  EXPECT_TRUE(asked.empty()) << "one GPU of a vendor has no links to ask about";
+  EXPECT_TRUE(result.links.empty());
+
+  // The tool reports more GPUs than the inventory has: those links are dropped, said so.
+  result = QueryTopology(
+      [&](const std::vector<std::string>&) -> std::optional<std::string> {
+        return Recording("nvidia-smi-topo-h200x8.txt");
+      },
+      {gpus[0], gpus[1]});
+  EXPECT_EQ(LinkStrings(result.links), (std::vector<std::string>{"0-1 NV18"}));
+  EXPECT_TRUE(Mentions(result.problems, "lists 2 GPUs"));
+}
+
 }  // namespace
 }  // namespace ladder::agent

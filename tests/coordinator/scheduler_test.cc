@@ -395,5 +395,91 @@ TEST(Scheduler, AGpuBackendNeedsItsFeature) {
   EXPECT_TRUE(h.LeaseNow("cpu-build-session").has_value());
 }
 
+store::SessionRow GpuSession(const std::string& id, const std::string& host,
+                             std::vector<std::string> gpu_names) {
+  store::SessionRow row;
+  row.id = id;
+  row.hostname = row.machine_id = host;
+  row.features = {"kernel", "cpu", "engine"};
+  int i = 0;
+  for (const auto& name : gpu_names) {
+    row.gpus.push_back({"nvidia", name, "sm_90", id + "-gpu" + std::to_string(i++), "", 81559});
+  }
+  return row;
+}
+
+// `requires: {gpu_count: N}` counts the GPUs that match the rest of `requires`: agents pinned to
+// one GPU each (`ladder agent --gpus 0`, `--gpus 1` on one host) never get a 2-GPU cell, nor does
+// a host whose second GPU is another model; the matrix says why it waits until an agent holding
+// two matching GPUs joins, and that agent gets it.
+TEST(Scheduler, AGpuCountCellGoesOnlyToAnAgentHoldingThatManyMatchingGpus) {
+  Harness h;
+  const int64_t run = h.Submit(
+      "name: two-gpus\nrunner: kernel\naxes: {depth: [256]}\nfixed: {backend: cpu}\n"
+      "requires: {gpu_vendor: nvidia, gpu_name: \"*H100*\", gpu_count: 2}\n");
+  for (const auto& row :
+       {GpuSession("pinned-gpu0", "host-a", {"NVIDIA H100 80GB HBM3"}),
+        GpuSession("pinned-gpu1", "host-a", {"NVIDIA H100 80GB HBM3"}),
+        GpuSession("mixed-host", "host-c", {"NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB"})}) {
+    ASSERT_TRUE(h.scheduler->RegisterSession(row).ok());
+    EXPECT_FALSE(h.LeaseNow(row.id).has_value()) << row.id;
+  }
+  const std::string why = h.scheduler->WhyWaiting(run);
+  EXPECT_NE(why.find("gpu_count>=2"), std::string::npos) << why;
+  EXPECT_NE(why.find("3 agents connected, none match (1 matching GPU, 2 needed)"),
+            std::string::npos)
+      << why;
+  auto validated = h.scheduler->Validate(
+      "name: v\nrunner: kernel\naxes: {depth: [256]}\nrequires: {gpu_count: 3}\n", "v.yaml", 0);
+  ASSERT_TRUE(validated.ok()) << validated.status();
+  EXPECT_NE(validated->warning.find("gpu_count>=3"), std::string::npos) << validated->warning;
+
+  ASSERT_TRUE(h.scheduler
+                  ->RegisterSession(GpuSession("two-gpu-agent", "host-b",
+                                               {"NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3"}))
+                  .ok());
+  auto lease = h.LeaseNow("two-gpu-agent");
+  ASSERT_TRUE(lease.has_value());
+  EXPECT_EQ(h.scheduler->WhyWaiting(run), "");
+  for (const char* one : {"pinned-gpu0", "pinned-gpu1", "mixed-host"}) {
+    EXPECT_FALSE(h.LeaseNow(one).has_value()) << one;
+  }
+}
+
+// An engine cell's tensor_parallel_size is the number of GPUs its engine shards the model over:
+// it raises the run's gpu_count even when the matrix does not say `requires: {gpu_count: N}`.
+TEST(Scheduler, TensorParallelSizeImpliesTheGpuCount) {
+  Harness h;
+  constexpr const char* kTp2 =
+      "name: tp2\nrunner: engine\naxes: {depth: [256]}\n"
+      "fixed: {engine: synthetic, tensor_parallel_size: 2}\n";
+  auto validated = h.scheduler->Validate(kTp2, "tp2.yaml", 0);
+  ASSERT_TRUE(validated.ok()) << validated.status();
+  EXPECT_NE(validated->warning.find("gpu_count>=2"), std::string::npos) << validated->warning;
+  const int64_t run = h.Submit(kTp2);
+  ASSERT_TRUE(h.scheduler->RegisterSession(GpuSession("one", "host-a", {"NVIDIA H200"})).ok());
+  EXPECT_FALSE(h.LeaseNow("one").has_value());
+  EXPECT_NE(h.scheduler->WhyWaiting(run).find("1 matching GPU, 2 needed"), std::string::npos)
+      << h.scheduler->WhyWaiting(run);
+  ASSERT_TRUE(
+      h.scheduler->RegisterSession(GpuSession("two", "host-b", {"NVIDIA H200", "NVIDIA H200"}))
+          .ok());
+  EXPECT_TRUE(h.LeaseNow("two").has_value());
+
+  // The largest value of an axis counts; a declared larger count is kept.
+  auto axis = h.scheduler->Validate(
+      "name: tp-axis\nrunner: engine\naxes: {tensor_parallel_size: [1, 4]}\n"
+      "fixed: {engine: synthetic}\n",
+      "axis.yaml", 0);
+  ASSERT_TRUE(axis.ok()) << axis.status();
+  EXPECT_NE(axis->warning.find("gpu_count>=4"), std::string::npos) << axis->warning;
+  auto declared = h.scheduler->Validate(
+      "name: tp-declared\nrunner: engine\naxes: {depth: [256]}\n"
+      "fixed: {engine: synthetic, tensor_parallel_size: 2}\nrequires: {gpu_count: 8}\n",
+      "declared.yaml", 0);
+  ASSERT_TRUE(declared.ok()) << declared.status();
+  EXPECT_NE(declared->warning.find("gpu_count>=8"), std::string::npos) << declared->warning;
+}
+
 }  // namespace
 }  // namespace ladder::coordinator

@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -23,6 +24,10 @@ const std::string kUnit = kDir + "/systemd/ladder-agent.service";
 const std::string kCloudInit = kDir + "/cloud-init/user-data.yaml";
 const std::string kSkyPilot = kDir + "/skypilot/ladder-agent.yaml";
 const std::string kSlurm = kDir + "/slurm/ladder-agent.sbatch";
+const std::string kK8sCoordinator = kDir + "/kubernetes/coordinator.yaml";
+const std::string kK8sBundle = kDir + "/kubernetes/bundle.yaml";
+const std::string kK8sAgents[] = {kDir + "/kubernetes/agent-nvidia.yaml",
+                                  kDir + "/kubernetes/agent-amd.yaml"};
 
 std::string Read(const std::string& path) {
   std::ifstream in(path);
@@ -249,6 +254,151 @@ TEST(Slurm, BatchScriptIsValidBash) {
     }
   }
   ExpectNoTokenOnCommandLine(text, "ladder-agent.sbatch");
+}
+
+// Kubernetes: the manifests' documents by kind.
+std::map<std::string, YAML::Node> K8sDocuments(const std::string& path) {
+  std::map<std::string, YAML::Node> by_kind;
+  for (const YAML::Node& doc : YAML::LoadAllFromFile(path)) {
+    EXPECT_TRUE(doc["apiVersion"]) << path;
+    EXPECT_TRUE(doc["metadata"]["name"]) << path;
+    by_kind[doc["kind"].as<std::string>()] = doc;
+  }
+  return by_kind;
+}
+
+std::vector<std::string> Strings(const YAML::Node& list) {
+  std::vector<std::string> out;
+  for (const auto& item : list) out.push_back(item.as<std::string>());
+  return out;
+}
+
+// The value after `flag` in a container's args ("" when absent).
+std::string FlagValue(const YAML::Node& container, const std::string& flag) {
+  const std::vector<std::string> args = Strings(container["args"]);
+  for (size_t i = 0; i + 1 < args.size(); ++i) {
+    if (args[i] == flag) return args[i + 1];
+  }
+  return "";
+}
+
+// The volume mounted at the folder holding `file` in `container`, looked up in `pod`.
+YAML::Node VolumeHolding(const YAML::Node& pod, const YAML::Node& container,
+                         const std::string& file) {
+  for (const auto& mount : container["volumeMounts"]) {
+    const std::string at = mount["mountPath"].as<std::string>();
+    if (file.rfind(at + "/", 0) == 0) {
+      for (const auto& volume : pod["volumes"]) {
+        if (volume["name"].as<std::string>() == mount["name"].as<std::string>()) return volume;
+      }
+    }
+  }
+  return YAML::Node();
+}
+
+// The init container installs the bundle as cloud-init does: the download's sha256 first.
+void ExpectCheckedInstall(const YAML::Node& pod, const std::string& what) {
+  ASSERT_TRUE(pod["initContainers"].IsSequence()) << what;
+  const YAML::Node init = pod["initContainers"][0];
+  const std::string script = Strings(init["args"]).at(0);
+  const size_t check = script.find("sha256sum -c -");
+  const size_t unpack = script.find("tar -xzf");
+  ASSERT_NE(check, std::string::npos) << what << ":\n" << script;
+  ASSERT_NE(unpack, std::string::npos) << what << ":\n" << script;
+  EXPECT_LT(check, unpack) << what << ": check before unpacking";
+  EXPECT_NE(script.find("SHA256SUMS"), std::string::npos) << what;
+}
+
+TEST(Kubernetes, CoordinatorIsOneReplicaWithItsDatabaseOnAPersistentVolumeAndTls) {
+  auto docs = K8sDocuments(kK8sCoordinator);
+  ASSERT_TRUE(docs.count("Deployment") && docs.count("Service") &&
+              docs.count("PersistentVolumeClaim"));
+  const YAML::Node deployment = docs["Deployment"];
+  EXPECT_EQ(deployment["spec"]["replicas"].as<int>(), 1) << "one writer of results.db";
+  EXPECT_EQ(deployment["spec"]["strategy"]["type"].as<std::string>(), "Recreate")
+      << "a rolling update would run two coordinators on one database";
+  const YAML::Node pod = deployment["spec"]["template"]["spec"];
+  const YAML::Node container = pod["containers"][0];
+  EXPECT_EQ(Strings(container["args"]).at(0), "coordinator");
+  EXPECT_EQ(FlagValue(container, "--listen"), "0.0.0.0:7400");
+  const YAML::Node db = VolumeHolding(pod, container, FlagValue(container, "--db"));
+  ASSERT_TRUE(db) << "--db must be on a mounted volume";
+  EXPECT_EQ(db["persistentVolumeClaim"]["claimName"].as<std::string>(),
+            docs["PersistentVolumeClaim"]["metadata"]["name"].as<std::string>());
+  EXPECT_EQ(Strings(docs["PersistentVolumeClaim"]["spec"]["accessModes"]),
+            std::vector<std::string>{"ReadWriteOnce"});
+  for (const char* flag : {"--tls-cert", "--tls-key"}) {
+    const YAML::Node tls = VolumeHolding(pod, container, FlagValue(container, flag));
+    ASSERT_TRUE(tls) << flag;
+    EXPECT_TRUE(tls["secret"]["secretName"]) << flag << " must come from a Secret";
+  }
+  const std::vector<std::string> args = Strings(container["args"]);
+  EXPECT_EQ(std::find(args.begin(), args.end(), "--insecure"), args.end())
+      << "beyond loopback the coordinator needs TLS";
+  EXPECT_EQ(docs["Service"]["spec"]["ports"][0]["port"].as<int>(), 7400);
+  ExpectCheckedInstall(pod, "coordinator.yaml");
+}
+
+TEST(Kubernetes, AgentsRequestOneGpuEachAndReadTheTokenFromASecretFile) {
+  const std::map<std::string, std::string> resource = {{kK8sAgents[0], "nvidia.com/gpu"},
+                                                       {kK8sAgents[1], "amd.com/gpu"}};
+  for (const std::string& path : kK8sAgents) {
+    SCOPED_TRACE(path);
+    auto docs = K8sDocuments(path);
+    ASSERT_TRUE(docs.count("StatefulSet"));
+    const YAML::Node set = docs["StatefulSet"];
+    const YAML::Node pod = set["spec"]["template"]["spec"];
+    const YAML::Node container = pod["containers"][0];
+    EXPECT_EQ(Strings(container["args"]).at(0), "agent");
+    // One GPU per agent: the device plugin hands each pod its own device.
+    EXPECT_EQ(container["resources"]["limits"][resource.at(path)].as<int>(), 1);
+    EXPECT_EQ(FlagValue(container, "--gpus"), "")
+        << "the container sees only its device; --gpus would index into that";
+    EXPECT_EQ(FlagValue(container, "--coordinator"), "ladder-coordinator:7400");
+    const YAML::Node token = VolumeHolding(pod, container, FlagValue(container, "--token-file"));
+    ASSERT_TRUE(token) << "--token-file must be on a mounted volume";
+    EXPECT_EQ(token["secret"]["secretName"].as<std::string>(), "ladder-agent-token");
+    EXPECT_EQ(token["secret"]["defaultMode"].as<std::string>(), "0400")
+        << "readable by the agent only (YAML octal, as Kubernetes reads it)";
+    ASSERT_TRUE(VolumeHolding(pod, container, FlagValue(container, "--tls-ca"))["secret"]);
+    for (const auto& env : container["env"]) {
+      EXPECT_EQ(env["name"].as<std::string>().find("TOKEN"), std::string::npos)
+          << "the token is a file, never an environment variable";
+    }
+    // The spool on a disk that survives the pod.
+    const std::string spool = FlagValue(container, "--spool");
+    bool spool_on_claim = false;
+    for (const auto& mount : container["volumeMounts"]) {
+      for (const auto& claim : set["spec"]["volumeClaimTemplates"]) {
+        if (mount["name"].as<std::string>() == claim["metadata"]["name"].as<std::string>() &&
+            spool.rfind(mount["mountPath"].as<std::string>() + "/", 0) == 0) {
+          spool_on_claim = true;
+        }
+      }
+    }
+    EXPECT_TRUE(spool_on_claim) << spool;
+    ExpectCheckedInstall(pod, path);
+  }
+}
+
+TEST(Kubernetes, TheBundleConfigMapHasEveryKeyThePodsRead) {
+  auto docs = K8sDocuments(kK8sBundle);
+  ASSERT_TRUE(docs.count("ConfigMap"));
+  const YAML::Node data = docs["ConfigMap"]["data"];
+  std::vector<std::string> manifests = {kK8sCoordinator, kK8sAgents[0], kK8sAgents[1]};
+  for (const auto& path : manifests) {
+    for (const auto& [kind, doc] : K8sDocuments(path)) {
+      if (!doc["spec"]["template"]) continue;
+      for (const auto& init : doc["spec"]["template"]["spec"]["initContainers"]) {
+        for (const auto& env : init["env"]) {
+          const YAML::Node ref = env["valueFrom"]["configMapKeyRef"];
+          if (!ref) continue;
+          EXPECT_EQ(ref["name"].as<std::string>(), "ladder-bundle") << path;
+          EXPECT_TRUE(data[ref["key"].as<std::string>()]) << path << " reads " << ref["key"];
+        }
+      }
+    }
+  }
 }
 
 TEST(Deploy, NoFileCarriesARealLookingToken) {

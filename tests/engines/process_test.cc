@@ -56,6 +56,22 @@ TEST(EngineProcess, CapturesOutputAndEvidence) {
   EXPECT_THAT(tail, ::testing::Contains("unset=gone"));
 }
 
+// A pinned agent sets its GPU variables in its own environment (agent/src/inventory.cc); the
+// engine it starts inherits them, on top of which only the recipe's own variables are added.
+TEST(EngineProcess, InheritsTheAgentsEnvironment) {
+  ASSERT_EQ(setenv("CUDA_VISIBLE_DEVICES", "3", 1), 0);
+  ASSERT_EQ(setenv("NCCL_NVLS_ENABLE", "0", 1), 0);
+  LaunchSpec spec;
+  spec.argv = {"/bin/sh", "-c", "echo \"pinned=$CUDA_VISIBLE_DEVICES nvls=$NCCL_NVLS_ENABLE\""};
+  auto process = EngineProcess::Start(spec, ProcessOptions{});
+  ASSERT_TRUE(process.ok()) << process.status();
+  auto exit = WaitExit(**process, std::chrono::seconds(5));
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_THAT((*process)->LogTail(), ::testing::Contains("pinned=3 nvls=0"));
+  unsetenv("CUDA_VISIBLE_DEVICES");
+  unsetenv("NCCL_NVLS_ENABLE");
+}
+
 // Log lines as the engines print them (vLLM, SGLang, the synthetic engine), and lines that look
 // alike but name something else.
 TEST(BackendLines, ReadTheAttentionBackendOnly) {

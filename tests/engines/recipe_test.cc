@@ -115,6 +115,23 @@ TEST(VllmRecipe, VersionFromInventoryAndRcSuffix) {
   EXPECT_TRUE(r.launch->env.empty());
 }
 
+// The variables that pin an engine to its agent's GPUs belong to the agent: a cell cannot set
+// them, in either form of extra_env, for any recipe.
+TEST(VllmRecipe, ExtraEnvCannotMoveTheEngineToAnotherGpu) {
+  for (const char* name : {"CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
+                           "CUDA_DEVICE_ORDER", "NCCL_NVLS_ENABLE"}) {
+    absl::Status s = RenderError(
+        "vllm", {{"engine", "vllm"}, {"depth", 1}, {"model", "m"}, {"extra_env", {{name, "1"}}}});
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << name;
+    EXPECT_THAT(s.message(), HasSubstr(std::string(name) + " is set by the agent"));
+    s = RenderError("sglang", {{"engine", "sglang"},
+                               {"depth", 1},
+                               {"model", "m"},
+                               {"extra_env", std::string("HF_HOME=/h ") + name + "=0"}});
+    EXPECT_THAT(s.message(), HasSubstr(std::string(name) + " is set by the agent")) << name;
+  }
+}
+
 TEST(VllmRecipe, RejectsUnknownAndMistypedParameters) {
   absl::Status s = RenderError(
       "vllm", {{"engine", "vllm"}, {"depth", 1}, {"model", "m"}, {"tensor_parallel", 2}});

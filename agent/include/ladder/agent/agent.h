@@ -33,9 +33,12 @@ struct AgentOptions {
   int max_backoff_ms = 30000;
   int units_limit = 0;          // exit after this many units (0: no limit); for tests
   bool exit_when_idle = false;  // exit when a lease poll comes back empty; for `local`
-  std::string fake_gpus_json;   // test hook: replaces detected GPUs (JSON array)
-  std::string ladder_binary;    // runs `ladder engine synthetic`; default /proc/self/exe
-  std::string engine_log_dir;   // full engine logs go here when set
+  // `--gpus 0,1`: the host's devices this agent uses, as nvidia-smi / rocm-smi number them; the
+  // agent and every process it starts see only those (DetectInventory). Empty: all of them.
+  std::string gpus;
+  std::string fake_gpus_json;  // test hook: replaces detected GPUs (JSON array)
+  std::string ladder_binary;   // runs `ladder engine synthetic`; default /proc/self/exe
+  std::string engine_log_dir;  // full engine logs go here when set
   // Security: the join token is read from a file (never the command line, never logged).
   std::string token_file;
   bool tls = false;           // TLS with the system's roots (implied by tls_ca_file)

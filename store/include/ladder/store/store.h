@@ -33,6 +33,13 @@ struct GpuRow {
   int64_t memory_mib = 0;
 };
 
+// How GPUs `a` and `b` (indices into SessionRow::gpus, a < b) are connected: "NV18", "SYS",
+// "XGMI", ... as the vendor's tool names it.
+struct GpuLinkRow {
+  int a = 0, b = 0;
+  std::string kind;
+};
+
 struct SessionRow {
   std::string id;
   std::string hostname, machine_id, boot_id, cloud_instance_id, cpu_model, agent_version;
@@ -42,6 +49,7 @@ struct SessionRow {
   nlohmann::json features = nlohmann::json::array();
   nlohmann::json labels = nlohmann::json::object();
   std::vector<GpuRow> gpus;
+  std::vector<GpuLinkRow> gpu_links;
   int64_t started_at = 0;
   int64_t last_seen_at = 0;
   SessionState state = SessionState::kActive;
