@@ -107,7 +107,9 @@ void LoadSections(const RunAnalysis& a, std::vector<Section>& out) {
   s.chart_run = info.run_id;
   s.paragraphs.push_back(absl::StrCat(
       "The paired ratio B/A of ", info.metric, " (the rows of Paired ratios: t across sessions, ",
-      "df = sessions − 1) against ", load.axis,
+      "df = sessions − 1; with one session, within it, which says nothing about another machine) "
+      "against ",
+      load.axis,
       " (log axis), one line per combination of the other axes; whiskers are the 95 % t "
       "intervals, each labelled with its df; the dashed line is ratio 1. Where a line's ratio "
       "crosses 1, the sign change is shaded and the crossover of a linear fit of the per-token "

@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -289,29 +290,39 @@ struct LogScale {
   double Hi() const { return std::pow(10.0, l1); }
 };
 
-// Ticks of a log axis: 1, 2, 5 times powers of ten inside [lo, hi]; the ends themselves when
-// fewer than two fall inside (a narrow range).
+// Ticks of a log axis: 1, 2, 5 times powers of ten inside [lo, hi]; finer mantissas when fewer
+// than two of those fall inside (a narrow range), and the range's ends as a last resort.
 std::vector<double> LogTicks(double lo, double hi) {
-  std::vector<double> ticks;
-  for (int e = static_cast<int>(std::floor(std::log10(lo))); e <= std::ceil(std::log10(hi)); ++e) {
-    for (double m : {1.0, 2.0, 5.0}) {
-      const double t = m * std::pow(10.0, e);
-      if (t >= lo && t <= hi) ticks.push_back(t);
+  auto ticks_of = [&](std::initializer_list<double> mantissas) {
+    std::vector<double> ticks;
+    for (int e = static_cast<int>(std::floor(std::log10(lo))); e <= std::ceil(std::log10(hi));
+         ++e) {
+      for (double m : mantissas) {
+        const double t = m * std::pow(10.0, e);
+        if (t >= lo && t <= hi) ticks.push_back(t);
+      }
     }
-  }
+    return ticks;
+  };
+  std::vector<double> ticks = ticks_of({1.0, 2.0, 5.0});
+  if (ticks.size() < 2) ticks = ticks_of({1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0});
   if (ticks.size() < 2) {
     const double span = std::log10(hi / lo);
     ticks = {std::pow(10.0, std::log10(lo) + span * 0.1),
-             std::pow(10.0, std::log10(lo) + span * 0.5),
              std::pow(10.0, std::log10(lo) + span * 0.9)};
   }
   return ticks;
 }
 
-// Tick text for a value of any magnitude: 3 significant digits.
+// Tick text for a value of any magnitude: 3 significant digits, never an exponent for the
+// latencies and throughputs a load chart shows (1000, not 1e+03).
 std::string Sig3(double v) {
   char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.3g", v);
+  if (std::fabs(v) >= 1000 && std::fabs(v) < 1e9) {
+    std::snprintf(buffer, sizeof buffer, "%.0f", v);
+  } else {
+    std::snprintf(buffer, sizeof buffer, "%.3g", v);
+  }
   return buffer;
 }
 
@@ -568,9 +579,12 @@ std::string LoadRatioChart(const RunAnalysis& a) {
         df = FormatDf(t->df);
         lower = FormatNumber(t->lower);
         upper = FormatNumber(t->upper);
+        // Beside the whisker's lower end, on the side with room, inside the frame.
+        const bool right_edge = x > kChartWidth - kRight - 120;
         marks +=
-            absl::StrCat("<text class=\"df\" x=\"", Px(x + 6), "\" y=\"", Px(ylo + 11),
-                         "\" fill=\"", color, "\">df ", df,
+            absl::StrCat("<text class=\"df\" x=\"", Px(right_edge ? x - 6 : x + 6), "\" y=\"",
+                         Px(std::min(ylo + 11, kChartHeight - kBottom - 3)), "\" text-anchor=\"",
+                         right_edge ? "end" : "start", "\" fill=\"", color, "\">df ", df,
                          t->scope == stats::IntervalScope::kWithinSessionOnly ? " (1 session)" : "",
                          "</text>\n");
       }
