@@ -211,6 +211,7 @@ std::string RenderText(const std::vector<report::Section>& sections,
     if (!out.empty()) out += "\n";
     out += s.title + "\n" + std::string(std::min<size_t>(s.title.size(), width), '=') + "\n";
     for (const auto& p : s.paragraphs) out += Wrap(p, width);
+    if (s.chart != report::ChartKind::kNone) out += "(chart: in the HTML report)\n";
     if (s.table.header.empty()) continue;
     std::vector<size_t> keep;
     for (size_t c = 0; c < s.table.header.size(); ++c) {
@@ -242,6 +243,8 @@ void AddReport(CLI::App& app) {
       "A report of one or more runs: per-cell statistics with 95 % intervals (df from "
       "sessions), paired ratios between the arms of the matrix's `pair` axes (t across sessions, "
       "hierarchical bootstrap, Fieller), the ladder chart against depth with the crossover, "
+      "for engine cells under load the throughput-latency curves and the ratio against "
+      "concurrency, "
       "variance by level (round, process, session), arm x session, sessions and hosts, "
       "reproducibility between runs, and flags where evidence contradicts the request.\n"
       "  ladder report 1 --db results.db -o report.html    one self-contained HTML page\n"
@@ -258,8 +261,8 @@ void AddReport(CLI::App& app) {
       ->check(CLI::IsMember({"html", "md", "json", "text"}));
   cmd->add_option("--sections", flags->sections,
                   "md and text: only these sections, comma-separated (ratios, ratios-other, aa, "
-                  "ladder, locate, cells, variance, arm-session, sessions, flags, repro, compare, "
-                  "notes)");
+                  "ladder, locate, load, load-ratio, cells, variance, arm-session, sessions, "
+                  "flags, repro, compare, notes)");
   AddAnalysisFlags(cmd, *flags, true);
   cmd->callback([flags] {
     std::string format = flags->format;

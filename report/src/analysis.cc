@@ -964,46 +964,59 @@ absl::StatusOr<RunAnalysis> AnalyzeRun(sqlite::Database& db, int64_t run_id,
       line.points = std::move(points);
       line.depths = std::move(depths);
       if (out.depth_axis.empty()) continue;
-      std::vector<stats::LadderPoint> ladder;
-      std::vector<double> x, diff;
-      for (size_t k = 0; k < line.points.size(); ++k) {
-        const Comparison& cmp = out.comparisons[line.points[k]];
-        if (!cmp.t.interval || !(cmp.t.interval->estimate > 0)) continue;
-        ladder.push_back({line.depths[k], *cmp.t.interval});
-        x.push_back(line.depths[k]);
-        // Per-token latency difference B − A: the time itself for times, 1/rate for rates.
-        if (info.direction == Direction::kHigherIsBetter) {
-          diff.push_back(1.0 / cmp.mean_b - 1.0 / cmp.mean_a);
-        } else {
-          diff.push_back(cmp.mean_b - cmp.mean_a);
-        }
-      }
-      if (ladder.size() < 2) continue;
       stats::LocateOptions locate = options.locate;
       if (info.locate) {  // the bracket the coordinator worked to, not the reader's default
         locate.resolution_octaves = info.locate->resolution_octaves;
         locate.min_step = static_cast<double>(info.locate->min_step);
       }
-      auto plan = stats::PlanCrossoverProbe(ladder, locate);
-      if (!plan.ok()) {
-        line.crossover_error = std::string(plan.status().message());
-        continue;
-      }
-      if (plan->status == stats::LocateStatus::kNoCrossing) continue;
-      line.crossing = *plan;
-      if (x.size() >= 3) {
-        auto fit = stats::CrossoverFromLinearFit(x, diff, options.confidence);
-        if (fit.ok()) {
-          line.crossover_fit = *fit;
-        } else {
-          line.crossover_error = std::string(fit.status().message());
-        }
-      } else {
-        line.crossover_error = "a linear fit needs 3 depths";
-      }
+      CrossingFit found =
+          FitCrossing(out, line.points, line.depths, locate, options.confidence, "depths");
+      line.crossing = std::move(found.crossing);
+      line.crossover_fit = std::move(found.fit);
+      line.crossover_error = std::move(found.error);
     }
   }
   if (info.locate) RETURN_IF_ERROR(AddLocated(db, out));
+  RETURN_IF_ERROR(AddLoad(db, options, out));
+  return out;
+}
+
+CrossingFit FitCrossing(const RunAnalysis& a, const std::vector<size_t>& points,
+                        const std::vector<double>& xs, const stats::LocateOptions& locate,
+                        double confidence, const std::string& axis_plural) {
+  CrossingFit out;
+  std::vector<stats::LadderPoint> ladder;
+  std::vector<double> x, diff;
+  for (size_t k = 0; k < points.size(); ++k) {
+    const Comparison& cmp = a.comparisons[points[k]];
+    if (!cmp.t.interval || !(cmp.t.interval->estimate > 0)) continue;
+    ladder.push_back({xs[k], *cmp.t.interval});
+    x.push_back(xs[k]);
+    // Per-token latency difference B − A: the time itself for times, 1/rate for rates.
+    if (a.info.direction == Direction::kHigherIsBetter) {
+      diff.push_back(1.0 / cmp.mean_b - 1.0 / cmp.mean_a);
+    } else {
+      diff.push_back(cmp.mean_b - cmp.mean_a);
+    }
+  }
+  if (ladder.size() < 2) return out;
+  auto plan = stats::PlanCrossoverProbe(ladder, locate);
+  if (!plan.ok()) {
+    out.error = std::string(plan.status().message());
+    return out;
+  }
+  if (plan->status == stats::LocateStatus::kNoCrossing) return out;
+  out.crossing = *plan;
+  if (x.size() >= 3) {
+    auto fit = stats::CrossoverFromLinearFit(x, diff, confidence);
+    if (fit.ok()) {
+      out.fit = *fit;
+    } else {
+      out.error = std::string(fit.status().message());
+    }
+  } else {
+    out.error = "a linear fit needs 3 " + axis_plural;
+  }
   return out;
 }
 

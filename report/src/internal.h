@@ -1,10 +1,15 @@
 // Helpers shared by the analysis, report and verify sources. Not part of the public API.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "ladder/report/analysis.h"
+#include "ladder/sqlite/sqlite.h"
+#include "ladder/stats/adaptive.h"
 #include "ladder/stats/interval.h"
 
 namespace ladder::report {
@@ -20,5 +25,23 @@ std::string FormatChange(double ratio);
 std::string FormatDf(double df);
 // "[0.281, 0.303]" or "unbounded".
 std::string FormatInterval(const stats::Interval& interval);
+
+// Where a line of paired ratios crosses 1: the first sign change of the ratio estimates
+// (stats::PlanCrossoverProbe; none when every estimate is on one side) and, from three points,
+// the root of a linear fit of the per-token difference B − A (the time for times, 1/rate for
+// rates) with Fieller's interval. `points` index a.comparisons, `xs` are their axis values;
+// `axis_plural` names them in the error ("depths"). Shared by the ladder and the load view.
+struct CrossingFit {
+  std::optional<stats::LocatePlan> crossing;
+  std::optional<stats::Interval> fit;
+  std::string error;
+};
+CrossingFit FitCrossing(const RunAnalysis& a, const std::vector<size_t>& points,
+                        const std::vector<double>& xs, const stats::LocateOptions& locate,
+                        double confidence, const std::string& axis_plural);
+
+// Fills a.load (load.cc) when the run's cells carry the engine runner's load metrics; needs
+// a.cells, a.comparisons and a.lines.
+absl::Status AddLoad(sqlite::Database& db, const AnalysisOptions& options, RunAnalysis& a);
 
 }  // namespace ladder::report

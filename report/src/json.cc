@@ -47,6 +47,79 @@ json LevelsArray(const std::array<double, stats::kNumLevels>& a) {
           {"session", Num(a[stats::kSession])}};
 }
 
+json LoadJson(const RunAnalysis& analysis) {
+  const LoadAnalysis& load = *analysis.load;
+  json cells = json::array();
+  for (const LoadCell& c : load.cells) {
+    cells.push_back({{"cell", c.key},
+                     {"arm", c.arm},
+                     {"load", Num(c.load)},
+                     {"sessions", c.sessions},
+                     {"rounds", c.rounds},
+                     {"output_tok_s", Num(c.output_tok_s)},
+                     {"req_s", Num(c.req_s)},
+                     {"goodput_req_s", Num(c.goodput_req_s)},
+                     {"ttft_ms_p50", Num(c.ttft_ms_p50)},
+                     {"ttft_ms_p99", Num(c.ttft_ms_p99)},
+                     {"itl_ms_p50", Num(c.itl_ms_p50)},
+                     {"itl_ms_p99", Num(c.itl_ms_p99)},
+                     {"e2e_ms_p50", Num(c.e2e_ms_p50)},
+                     {"e2e_ms_p99", Num(c.e2e_ms_p99)},
+                     {"requests", Num(c.requests)},
+                     {"failed_requests", Num(c.failed_requests)}});
+  }
+  // The throughput–latency chart's series: per arm, (load, latency, throughput) by load.
+  json curves = json::array();
+  for (const LoadCurve& curve : load.curves) {
+    json points = json::array();
+    for (size_t i : curve.cells) {
+      const LoadCell& c = load.cells[i];
+      points.push_back({{"cell", c.key},
+                        {"load", Num(c.load)},
+                        {"latency_ms", Num(c.e2e_ms_p99)},
+                        {"output_tok_s", Num(c.output_tok_s)}});
+    }
+    curves.push_back({{"arm", curve.arm}, {"points", points}});
+  }
+  // The ratio chart's series: per line, the paired ratio at each load with its interval and df.
+  json lines = json::array();
+  for (const LoadRatioLine& line : load.ratio_lines) {
+    json points = json::array();
+    for (size_t k = 0; k < line.points.size(); ++k) {
+      const Comparison& cmp = analysis.comparisons[line.points[k]];
+      json p = {{"cell", cmp.treatment_key}, {"baseline_cell", cmp.baseline_key},
+                {"load", line.loads[k]},     {"sessions", cmp.sessions},
+                {"ratio", Num(cmp.Ratio())}, {"t", RatioJson(cmp.t)},
+                {"verdict", cmp.verdict}};
+      points.push_back(std::move(p));
+    }
+    json l = {
+        {"label", line.label}, {"key", line.key}, {"aa_control", line.aa}, {"points", points}};
+    if (line.crossing) {
+      l["crossing"] = {{"bracket", {line.crossing->bracket_lower, line.crossing->bracket_upper}},
+                       {"width_octaves", line.crossing->width_octaves},
+                       {"sign_changes", line.crossing->sign_changes}};
+    }
+    if (line.crossover_fit) l["crossover_fit"] = IntervalJson(*line.crossover_fit);
+    if (!line.crossover_error.empty()) l["crossover_error"] = line.crossover_error;
+    if (line.ladder_line) {
+      l["ladder_line"] = *line.ladder_line;
+      const auto& located = analysis.lines[*line.ladder_line].located;
+      if (located) {
+        l["located"] = {{"outcome", located->outcome},
+                        {"probes", located->probes},
+                        {"bracket", {Num(located->bracket_lower), Num(located->bracket_upper)}}};
+      }
+    }
+    lines.push_back(std::move(l));
+  }
+  return {{"axis", load.axis},
+          {"latency_metric", kLoadLatencyMetric},
+          {"cells", cells},
+          {"curves", curves},
+          {"ratio_lines", lines}};
+}
+
 }  // namespace
 
 json ToJson(const RunAnalysis& analysis) {
@@ -222,18 +295,21 @@ json ToJson(const RunAnalysis& analysis) {
                         {"measurements", s.measurements},
                         {"cells", s.cells}});
   }
-  return {{"method",
-           {{"analysis", kAnalysisVersion}, {"stats", std::string(stats::kStatsMethodVersion)}}},
-          {"run", run},
-          {"depth_axis", analysis.depth_axis},
-          {"cells", cells},
-          {"comparisons", comparisons},
-          {"variance", variance},
-          {"levels", levels},
-          {"ladder", lines},
-          {"sessions", sessions},
-          {"clock_recorded", analysis.clock_recorded},
-          {"notes", analysis.notes}};
+  json out = {
+      {"method",
+       {{"analysis", kAnalysisVersion}, {"stats", std::string(stats::kStatsMethodVersion)}}},
+      {"run", run},
+      {"depth_axis", analysis.depth_axis},
+      {"cells", cells},
+      {"comparisons", comparisons},
+      {"variance", variance},
+      {"levels", levels},
+      {"ladder", lines},
+      {"sessions", sessions},
+      {"clock_recorded", analysis.clock_recorded},
+      {"notes", analysis.notes}};
+  if (analysis.load) out["load"] = LoadJson(analysis);
+  return out;
 }
 
 json ToJson(const RunReproducibility& repro) {

@@ -49,6 +49,127 @@ std::string Short(double v) {
   return buffer;
 }
 
+// The load view: what each arm delivered at each load (the table under the throughput–latency
+// chart), then the paired ratio against the load axis with where it crosses 1.
+void LoadSections(const RunAnalysis& a, std::vector<Section>& out) {
+  const LoadAnalysis& load = *a.load;
+  const RunInfo& info = a.info;
+  const bool has_axis = !load.axis.empty();
+  {
+    Section s;
+    s.title = "Load: throughput and latency";
+    s.anchor = absl::StrCat("load-", info.run_id);
+    s.chart = ChartKind::kThroughputLatency;
+    s.chart_run = info.run_id;
+    s.paragraphs.push_back(absl::StrCat(
+        "Per cell measured under load", has_axis ? " (" + load.axis + ")" : "",
+        ": output tokens/s, requests/s and goodput (requests/s within the SLO), and the "
+        "percentiles of time to first token (TTFT), inter-token latency (ITL) and end-to-end "
+        "latency (e2e) over each round's measured requests. Each figure is the engine runner's "
+        "per-round value averaged over rounds and processes within a session, then over "
+        "sessions. The chart plots output throughput against p99 end-to-end latency, one curve "
+        "per arm (the cell without ",
+        has_axis ? load.axis : "a load axis", "), its points ordered by ",
+        has_axis ? load.axis : "cell",
+        " and labelled with it. End-to-end, not inter-token: a "
+        "speculative arm streams several tokens per step, so its gaps between streamed chunks "
+        "do not compare with a plain arm's, while the time to a whole request does."));
+    s.table.header = {"arm"};
+    if (has_axis) s.table.header.push_back(load.axis);
+    for (const char* h :
+         {"sessions", "rounds", "output tok/s", "req/s", "TTFT p50 ms", "TTFT p99 ms", "ITL p50 ms",
+          "ITL p99 ms", "e2e p50 ms", "e2e p99 ms", "goodput req/s"}) {
+      s.table.header.push_back(h);
+    }
+    for (const LoadCurve& curve : load.curves) {
+      for (size_t i : curve.cells) {
+        const LoadCell& c = load.cells[i];
+        std::vector<std::string> row = {c.arm.empty() ? "(all)" : c.arm};
+        if (has_axis) row.push_back(Short(c.load));
+        row.push_back(std::to_string(c.sessions));
+        row.push_back(std::to_string(c.rounds));
+        for (double v : {c.output_tok_s, c.req_s, c.ttft_ms_p50, c.ttft_ms_p99, c.itl_ms_p50,
+                         c.itl_ms_p99, c.e2e_ms_p50, c.e2e_ms_p99, c.goodput_req_s}) {
+          row.push_back(FormatNumber(v));
+        }
+        s.table.rows.push_back(std::move(row));
+        s.table.row_cells.push_back(c.key);
+        s.table.row_flagged.push_back(false);
+      }
+    }
+    out.push_back(std::move(s));
+  }
+  if (load.ratio_lines.empty()) return;
+  Section s;
+  s.title = absl::StrCat("Load: paired ratio against ", load.axis);
+  s.anchor = absl::StrCat("load-ratio-", info.run_id);
+  s.chart = ChartKind::kLoadRatio;
+  s.chart_run = info.run_id;
+  s.paragraphs.push_back(absl::StrCat(
+      "The paired ratio B/A of ", info.metric, " (the rows of Paired ratios: t across sessions, ",
+      "df = sessions − 1; with one session, within it, which says nothing about another machine) "
+      "against ",
+      load.axis,
+      " (log axis), one line per combination of the other axes; whiskers are the 95 % t "
+      "intervals, each labelled with its df; the dashed line is ratio 1. Where a line's ratio "
+      "crosses 1, the sign change is shaded and the crossover of a linear fit of the per-token "
+      "difference (B − A; 1/rate for rates) is marked with Fieller's 95 % interval."));
+  for (const LoadRatioLine& line : load.ratio_lines) {
+    std::string text = line.label + ": ";
+    if (!line.crossing) {
+      text += absl::StrCat("no sign change over ", line.points.size(), " ", load.axis, " levels",
+                           line.crossover_error.empty() ? "" : " (" + line.crossover_error + ")");
+    } else {
+      text += absl::StrCat("the ratio crosses 1 between ", load.axis, " ",
+                           Short(line.crossing->bracket_lower), " and ",
+                           Short(line.crossing->bracket_upper));
+      if (line.crossover_fit) {
+        text += line.crossover_fit->bounds == stats::Boundedness::kUnbounded
+                    ? absl::StrCat("; linear fit: unbounded (point ",
+                                   Short(line.crossover_fit->estimate),
+                                   "; the slope is not significant)")
+                    : absl::StrCat("; crossover (linear fit) ", Short(line.crossover_fit->estimate),
+                                   ", 95 % ", FormatInterval(*line.crossover_fit), " (df ",
+                                   FormatDf(line.crossover_fit->df), ")");
+      } else if (!line.crossover_error.empty()) {
+        text += "; " + line.crossover_error;
+      }
+    }
+    if (line.ladder_line && a.lines[*line.ladder_line].located) {
+      const auto& located = *a.lines[*line.ladder_line].located;
+      text += absl::StrCat("; located by the coordinator: ", located.outcome);
+      if (std::isfinite(located.bracket_lower)) {
+        text += absl::StrCat(", bracket [", Short(located.bracket_lower), ", ",
+                             Short(located.bracket_upper), "]");
+      }
+      if (!located.probes.empty()) {
+        std::vector<std::string> probes;
+        for (double p : located.probes) probes.push_back(Short(p));
+        text += ", probes " + absl::StrJoin(probes, ", ");
+      }
+    }
+    s.paragraphs.push_back(text + ".");
+  }
+  s.table.header = {"line",
+                    load.axis,
+                    "sessions",
+                    "ratio B/A",
+                    "change",
+                    "95 % t interval (df)",
+                    "verdict (±" + FormatDf(100 * a.threshold) + " %)"};
+  for (const LoadRatioLine& line : load.ratio_lines) {
+    for (size_t k = 0; k < line.points.size(); ++k) {
+      const Comparison& cmp = a.comparisons[line.points[k]];
+      s.table.rows.push_back({line.label, Short(line.loads[k]), std::to_string(cmp.sessions),
+                              FormatNumber(cmp.Ratio()), FormatChange(cmp.Ratio()),
+                              IntervalWithDf(cmp.t), cmp.verdict.empty() ? "-" : cmp.verdict});
+      s.table.row_cells.push_back(cmp.treatment_key);
+      s.table.row_flagged.push_back(!cmp.flags.empty());
+    }
+  }
+  out.push_back(std::move(s));
+}
+
 void RunSections(const RunAnalysis& a, std::vector<Section>& out) {
   const RunInfo& info = a.info;
   const std::string unit = info.unit.empty() ? "" : " " + info.unit;
@@ -165,6 +286,7 @@ void RunSections(const RunAnalysis& a, std::vector<Section>& out) {
     Section s;
     s.title = "Ladder";
     s.anchor = absl::StrCat("ladder-", info.run_id);
+    s.chart = ChartKind::kLadder;
     s.chart_run = info.run_id;
     if (a.depth_axis.empty()) {
       s.paragraphs.push_back("No numeric axis besides the pair axes: points are in cell order.");
@@ -260,6 +382,7 @@ void RunSections(const RunAnalysis& a, std::vector<Section>& out) {
     }
     out.push_back(std::move(s));
   }
+  if (a.load) LoadSections(a, out);
   {
     Section s;
     s.title = "Cells";

@@ -423,5 +423,127 @@ TEST(SchedulerLocate, PrecisionLeavesProbeGroupsToLocate) {
   EXPECT_GT(Count(h, "SELECT COUNT(*) FROM adaptive_decisions WHERE option = 'locate'"), 1);
 }
 
+// ---- The same search along an engine's load axis ----
+
+// Closed-loop concurrency: speculation's throughput gain (spec / off, a rate) falls as the batch
+// fills, (10.5 / concurrency)^0.3, and crosses 1 at 10.5 requests in flight, between the declared
+// rungs 4 and 16. Concurrency is an integer axis: every probe must be a whole number of requests.
+constexpr double kConcurrencyCrossover = 10.5;
+
+constexpr const char* kLocateConcurrency = R"(
+name: locate-concurrency
+runner: engine
+axes:
+  concurrency: [1, 4, 16, 64]
+  spec: ["off", "mtp:1"]
+fixed: {engine: synthetic, preset: tiny, depth: 512, output_tokens: 32, num_requests: 24}
+pair: [spec]
+together: [concurrency]
+replicates: {sessions: 2, processes: 1, rounds: 2}
+metric: decode_tok_s
+locate: {axis: concurrency, where: ratio = 1, resolution: 0.25 octave, max_sessions: 4}
+)";
+
+double TokPerS(const std::string& session, int64_t concurrency, const std::string& spec,
+               int round) {
+  std::mt19937_64 rng(std::hash<std::string>{}(session) ^ static_cast<uint64_t>(concurrency) * 31 ^
+                      static_cast<uint64_t>(round) * 7 ^ (spec == "off" ? 0 : 0x5bd1e995));
+  std::normal_distribution<double> noise(0.0, 0.006);
+  const double off = 40.0 * static_cast<double>(concurrency) /
+                     (1.0 + 0.05 * static_cast<double>(concurrency)) * std::exp(noise(rng));
+  return spec == "off"
+             ? off
+             : off * std::pow(kConcurrencyCrossover / static_cast<double>(concurrency), 0.3);
+}
+
+// Completes an engine unit on the curve above: every cell, two rounds.
+void CompleteLoadUnit(Harness& h, const std::string& session, const Lease& lease) {
+  std::vector<store::MeasurementIn> ms;
+  for (const auto& cell : lease.cells) {
+    const auto params = nlohmann::json::parse(cell.params_json);
+    ASSERT_TRUE(params["concurrency"].is_number_integer()) << cell.params_json;
+    for (int round = 0; round < 2; ++round) {
+      ms.push_back(store::MeasurementIn{"c-" + std::to_string(lease.attempt_id) + "-" +
+                                            std::to_string(cell.id) + "-" + std::to_string(round),
+                                        lease.attempt_id, cell.id, 0, round, "decode_tok_s",
+                                        TokPerS(session, params["concurrency"].get<int64_t>(),
+                                                params["spec"].get<std::string>(), round),
+                                        "tok/s", 0});
+    }
+  }
+  ASSERT_TRUE(h.scheduler->Report(session, ms, {}).ok());
+  auto finish =
+      h.scheduler->Finish(Succeeded(session, lease.attempt_id, static_cast<int64_t>(ms.size())));
+  ASSERT_TRUE(finish.ok()) << finish.status();
+  EXPECT_TRUE(finish->accepted) << finish->detail;
+}
+
+TEST(SchedulerLocate, LocatesACrossoverInConcurrencyAtWholeRequests) {
+  Harness h;
+  const int64_t run = h.Submit(kLocateConcurrency);
+  ASSERT_GT(run, 0);
+  std::vector<std::string> sessions;
+  for (int i = 0; i < 5; ++i) {
+    store::SessionRow row;
+    row.id = "engine-session-" + std::to_string(i);
+    row.hostname = row.machine_id = "engine-host-" + std::to_string(i);
+    row.features = {"engine", "cpu"};
+    ASSERT_TRUE(h.scheduler->RegisterSession(row).ok());
+    sessions.push_back(row.id);
+  }
+  int units = 0;
+  for (bool progress = true; progress && units < 200;) {
+    progress = false;
+    for (const auto& s : sessions) {
+      auto lease = h.LeaseNow(s);
+      if (!lease) continue;
+      CompleteLoadUnit(h, s, *lease);
+      ++units;
+      progress = true;
+    }
+  }
+
+  const auto decisions = LocateDecisions(h);
+  ASSERT_FALSE(decisions.empty());
+  const DecisionRow& last = decisions.back();
+  EXPECT_EQ(last.decision, "stop");
+  EXPECT_EQ(last.outcome, "resolved") << last.reason;
+  EXPECT_EQ(last.line, "") << "one line: no axis besides concurrency and spec";
+  EXPECT_LE(last.lower, kConcurrencyCrossover);
+  EXPECT_GE(last.upper, kConcurrencyCrossover);
+  EXPECT_LT(std::log2(last.upper / last.lower), 0.25) << last.reason;
+  EXPECT_EQ(last.lower, std::round(last.lower));
+  EXPECT_EQ(last.upper, std::round(last.upper));
+  // Every probe is a whole concurrency strictly inside the declared bracket [4, 16], stored as
+  // an integer in both arms' axes and parameters, with a canonical key; none probed twice.
+  std::set<int64_t> probed;
+  for (const auto& d : decisions) {
+    if (d.decision != "probe") continue;
+    EXPECT_EQ(d.depth, std::round(d.depth)) << d.reason;
+    EXPECT_GT(d.depth, 4);
+    EXPECT_LT(d.depth, 16);
+    const int64_t c = static_cast<int64_t>(d.depth);
+    EXPECT_TRUE(probed.insert(c).second) << c;
+    const std::string n = std::to_string(c);
+    EXPECT_EQ(Count(h, "SELECT COUNT(*) FROM cells WHERE key IN ('concurrency=" + n +
+                           ",spec=off', 'concurrency=" + n + ",spec=mtp:1')"),
+              2)
+        << n;
+    EXPECT_EQ(
+        Count(h, "SELECT COUNT(*) FROM cells WHERE json_extract(axes, '$.concurrency') = " + n +
+                     " AND json_type(axes, '$.concurrency') = 'integer' AND "
+                     "json_type(params, '$.concurrency') = 'integer'"),
+        2)
+        << n;
+  }
+  EXPECT_GE(probed.size(), 2u);
+  EXPECT_LE(probed.size(), 4u);
+  EXPECT_EQ(Count(h, "SELECT COUNT(*) FROM cells WHERE run_id = " + std::to_string(run)),
+            8 + 2 * static_cast<int64_t>(probed.size()));
+  EXPECT_EQ(h.Summary(run).state, store::RunState::kDone);
+  EXPECT_EQ(Count(h, "SELECT COUNT(*) FROM units WHERE state != 'done'"), 0);
+  EXPECT_EQ(Count(h, "SELECT COUNT(*) FROM units"), units);
+}
+
 }  // namespace
 }  // namespace ladder::coordinator

@@ -9,6 +9,8 @@
 //   * the A/A ratio when the matrix declared `aa_control` (the false-positive check);
 //   * variance by level (round ⊂ process ⊂ session) per cell, and arm × session per comparison;
 //   * the ladder: ratio against the depth axis per line, with the crossover bracket and a fit;
+//   * under load (engine cells with `concurrency` or `request_rate`): throughput, latency
+//     percentiles and goodput per cell, and the paired ratio against the load axis (load.h);
 //   * flags where evidence contradicts the request (backend_mismatch, probe_silent, throttled
 //     clocks, failed cells) and warm-up handling by a stated rule when asked.
 // Nothing is written: every figure is recomputed from raw measurements each time.
@@ -29,6 +31,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/status/statusor.h"
+#include "ladder/report/load.h"
 #include "ladder/sqlite/sqlite.h"
 #include "ladder/stats/adaptive.h"
 #include "ladder/stats/compare.h"
@@ -247,6 +250,9 @@ struct RunAnalysis {
   std::vector<std::string> notes;  // caveats that apply to the whole run
   bool clock_recorded = false;     // gpu_clock_mhz / gpu_clock_default_mhz were recorded
   double threshold = 0.02;         // AnalysisOptions::threshold, the band of the verdicts
+  // When cells carry the engine runner's load metrics (load_output_tok_s, ...): the per-cell
+  // load summary, each arm's throughput–latency curve and the paired ratio against the load axis.
+  std::optional<LoadAnalysis> load;
 
   const CellStats* FindCell(const std::string& key) const;
 };

@@ -39,13 +39,22 @@ struct Table {
   std::vector<bool> row_flagged;
 };
 
+// A chart the HTML page draws in a section; Markdown and text say where to find it.
+enum class ChartKind {
+  kNone,
+  kLadder,             // ratio B/A against the depth axis (RunAnalysis::lines)
+  kThroughputLatency,  // output tok/s against p99 e2e latency, one curve per arm (load.h)
+  kLoadRatio,          // ratio B/A against the load axis, with df and the crossover (load.h)
+};
+
 struct Section {
   int level = 2;  // heading level (1 = the run's title)
   std::string title;
   std::string anchor;                   // id for HTML
   std::vector<std::string> paragraphs;  // plain text (escaped by the renderer)
   Table table;                          // may be empty
-  int64_t chart_run = 0;                // non-zero: the HTML places this run's ladder chart here
+  ChartKind chart = ChartKind::kNone;   // the chart of run `chart_run` drawn here (HTML)
+  int64_t chart_run = 0;
 };
 
 std::vector<Section> BuildSections(const Report& report);
@@ -56,7 +65,11 @@ std::string RenderMarkdown(const Report& report);
 // One HTML document, no external resources. Each point of the ladder chart is an SVG <circle
 // class="point"> with data-cell="<treatment cell key>" and data-tip (the tooltip text: both
 // arms' values, n, sessions, the interval, acceptance when recorded, flags); hovering or focusing
-// a point shows data-tip in #tooltip.
+// a point shows data-tip in #tooltip. The load charts' points are <circle class="load-point">
+// (never class "point", so a ladder point is still one per compared cell), in
+// <svg class="load-curve"> (data-cell, data-arm, data-load, data-tok-s, data-latency-ms) and
+// <svg class="load-ratio"> (data-cell of arm B, data-load, data-ratio, data-lower, data-upper,
+// data-df), with the same tooltips.
 std::string RenderHtml(const Report& report);
 
 }  // namespace ladder::report
