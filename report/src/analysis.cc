@@ -999,7 +999,12 @@ CrossingFit FitCrossing(const RunAnalysis& a, const std::vector<size_t>& points,
       diff.push_back(cmp.mean_b - cmp.mean_a);
     }
   }
-  if (ladder.size() < 2) return out;
+  if (ladder.size() < 2) {
+    out.too_few_ratios = true;
+    out.error = absl::StrCat(ladder.size(), " of ", points.size(), " ", axis_plural,
+                             " have a ratio with an interval; a sign change needs 2");
+    return out;
+  }
   auto plan = stats::PlanCrossoverProbe(ladder, locate);
   if (!plan.ok()) {
     out.error = std::string(plan.status().message());

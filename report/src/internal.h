@@ -35,6 +35,9 @@ struct CrossingFit {
   std::optional<stats::LocatePlan> crossing;
   std::optional<stats::Interval> fit;
   std::string error;
+  // Fewer than two points carry a ratio with an interval: whether the ratio crosses 1 cannot be
+  // judged (not "no sign change"); `error` says how many do.
+  bool too_few_ratios = false;
 };
 CrossingFit FitCrossing(const RunAnalysis& a, const std::vector<size_t>& points,
                         const std::vector<double>& xs, const stats::LocateOptions& locate,

@@ -102,6 +102,7 @@ json LoadJson(const RunAnalysis& analysis) {
     }
     if (line.crossover_fit) l["crossover_fit"] = IntervalJson(*line.crossover_fit);
     if (!line.crossover_error.empty()) l["crossover_error"] = line.crossover_error;
+    l["crossing_judged"] = !line.too_few_ratios;
     if (line.ladder_line) {
       l["ladder_line"] = *line.ladder_line;
       const auto& located = analysis.lines[*line.ladder_line].located;

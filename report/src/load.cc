@@ -135,6 +135,7 @@ void AddRatioLines(const AnalysisOptions& options, RunAnalysis& a, LoadAnalysis&
     line.crossing = std::move(found.crossing);
     line.crossover_fit = std::move(found.fit);
     line.crossover_error = std::move(found.error);
+    line.too_few_ratios = found.too_few_ratios;
     // The ladder along the same axis is the same grouping: its line holds what `locate` did.
     if (a.depth_axis == load.axis) {
       for (size_t l = 0; l < a.lines.size(); ++l) {

@@ -116,7 +116,9 @@ void LoadSections(const RunAnalysis& a, std::vector<Section>& out) {
       "difference (B − A; 1/rate for rates) is marked with Fieller's 95 % interval."));
   for (const LoadRatioLine& line : load.ratio_lines) {
     std::string text = line.label + ": ";
-    if (!line.crossing) {
+    if (!line.crossing && line.too_few_ratios) {
+      text += "whether the ratio crosses 1 cannot be judged: " + line.crossover_error;
+    } else if (!line.crossing) {
       text += absl::StrCat("no sign change over ", line.points.size(), " ", load.axis, " levels",
                            line.crossover_error.empty() ? "" : " (" + line.crossover_error + ")");
     } else {

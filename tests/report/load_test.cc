@@ -253,6 +253,37 @@ TEST_F(LoadRun, HtmlDrawsBothChartsWithTheirSeries) {
   EXPECT_NE(html.find("querySelectorAll('circle.point, circle.load-point')"), std::string::npos);
 }
 
+// One session of one round (the H200 load example's design): the ratios have no interval, so the
+// report must not say the ratio never crosses 1 — here it does, between 4 and 16.
+TEST_F(LoadRun, OneSessionOfOneRoundDoesNotClaimNoSignChange) {
+  std::string yaml = kYaml;
+  const std::string three = "replicates: {sessions: 3, processes: 1, rounds: 2}";
+  yaml.replace(yaml.find(three), three.size(),
+               "replicates: {sessions: 1, processes: 1, rounds: 1}");
+  TempDir dir;
+  auto store = store::Store::Open(dir.File("results.db"));
+  ASSERT_TRUE(store.ok());
+  SyntheticOptions options;
+  options.value = TokPerS;
+  options.unit = "tok/s";
+  options.extra = LoadMetrics;
+  const int64_t run = BuildSyntheticRun(**store, yaml, options);
+  auto db = sqlite::Database::Open(dir.File("results.db"), sqlite::OpenMode::kReadOnly);
+  ASSERT_TRUE(db.ok());
+  auto report = report::BuildReport(**db, {run});
+  ASSERT_TRUE(report.ok()) << report.status();
+  ASSERT_TRUE(report->runs[0].load.has_value());
+  const auto& lines = report->runs[0].load->ratio_lines;
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_TRUE(lines[0].too_few_ratios);
+  EXPECT_FALSE(lines[0].crossing.has_value());
+  EXPECT_FALSE(report::ToJson(report->runs[0])["load"]["ratio_lines"][0]["crossing_judged"]);
+  const std::string md = report::RenderMarkdown(*report);
+  EXPECT_EQ(md.find("no sign change"), std::string::npos);
+  EXPECT_NE(md.find("whether the ratio crosses 1 cannot be judged: 0 of 3 concurrency levels"),
+            std::string::npos);
+}
+
 TEST_F(LoadRun, AKernelRunHasNoLoadView) {
   TempDir dir;
   auto store = store::Store::Open(dir.File("results.db"));

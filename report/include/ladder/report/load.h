@@ -61,6 +61,9 @@ struct LoadRatioLine {
   std::optional<stats::LocatePlan> crossing;
   std::optional<stats::Interval> crossover_fit;
   std::string crossover_error;
+  // Fewer than two loads have a ratio with an interval (one session of one round gives none):
+  // whether the ratio crosses 1 is not judged.
+  bool too_few_ratios = false;
   // The ladder line (RunAnalysis::lines) that is this line, when the ladder runs along the load
   // axis; its `located` holds what the coordinator's `locate` did on this line.
   std::optional<size_t> ladder_line;
