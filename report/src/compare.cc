@@ -24,6 +24,8 @@ struct Group {
 
 struct RunData {
   std::string metric, unit;
+  // The hosts (sessions.machine_id, with a hostname to show) of the sessions that measured it.
+  std::map<std::string, std::string> hosts;
   std::vector<std::string> axes;
   std::vector<std::string> order;  // group keys in cell order
   std::map<std::string, Group> groups;
@@ -64,6 +66,17 @@ absl::StatusOr<RunData> ReadRun(const RunRef& ref, const std::string& metric_wan
       return absl::InvalidArgumentError(
           absl::StrCat("--metric: ", ref.label, " has no measurements of '", out.metric, "'",
                        metrics.empty() ? "" : "; it has: " + absl::StrJoin(metrics, ", ")));
+    }
+  }
+  {
+    ASSIGN_OR_RETURN(sqlite::Statement stmt,
+                     db.Prepare("SELECT DISTINCT s.machine_id, s.hostname FROM sessions s JOIN "
+                                "valid_measurements m ON m.session_id = s.id WHERE m.run_id = ?1"));
+    stmt.Bind(1, ref.run_id);
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, stmt.Step());
+      if (!row) break;
+      out.hosts.emplace(stmt.Text(0), stmt.Text(1));
     }
   }
   if (by->empty()) *by = out.axes;
@@ -247,6 +260,18 @@ absl::StatusOr<RunComparison> CompareTwoRuns(const RunRef& a, const RunRef& b,
     out.notes.push_back(absl::StrCat(out.only_a.size(), " cell(s) measured only in ", a.label, ", ",
                                      out.only_b.size(), " only in ", b.label, ": not compared"));
   }
+  // Sessions on one host ran side by side (`ladder local`, or agents sharing a machine): their
+  // spread is not what changes on that host between two runs minutes apart, so the interval can
+  // be too narrow for a verdict between runs. Said, not hidden; the verdicts stay Welch's.
+  if (da.hosts.size() == 1 && rb.hosts.size() == 1 &&
+      da.hosts.begin()->first == rb.hosts.begin()->first) {
+    out.one_host = da.hosts.begin()->second;
+    out.notes.push_back(absl::StrCat(
+        "⚠ every session of both runs ran on one host (", out.one_host,
+        "): the interval covers the spread between sessions within a run, not the drift of that "
+        "host between the runs (load, clocks, temperature); run an A/A pair there to see that "
+        "drift before trusting a faster or slower verdict"));
+  }
   if (by_given) {
     out.notes.push_back(absl::StrCat("cells matched on ", absl::StrJoin(by, ", "),
                                      "; cells that agree on these are pooled"));
@@ -338,7 +363,8 @@ nlohmann::json ToJson(const RunComparison& c) {
           {"only_a", c.only_a},
           {"only_b", c.only_b},
           {"verdicts", c.verdicts},
-          {"notes", c.notes}};
+          {"notes", c.notes},
+          {"one_host", c.one_host.empty() ? nlohmann::json() : nlohmann::json(c.one_host)}};
 }
 
 }  // namespace ladder::report

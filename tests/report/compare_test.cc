@@ -119,11 +119,37 @@ TEST_F(CompareTest, PlantedDifferencesGetTheRightVerdicts) {
     EXPECT_FALSE(row.spread_exceeds_difference) << row.key;
   }
   EXPECT_EQ(c.verdicts.at("slower"), 4);
+  EXPECT_TRUE(c.one_host.empty());  // every session on a host of its own
   const nlohmann::json j = report::ToJson(c);
+  EXPECT_TRUE(j["one_host"].is_null());
   EXPECT_EQ(j["rows"][0]["verdict"], "slower");
   EXPECT_EQ(j["direction"], "lower is better");
   EXPECT_EQ(j["rows"][0]["ratio"]["estimand"],
             "B/A: ratio of the runs' geometric means of session means");
+}
+
+TEST_F(CompareTest, RunsWhoseSessionsAllSharedOneHostSaySoWithoutChangingTheVerdicts) {
+  auto store = OpenStore("results.db");
+  SyntheticOptions options;
+  options.one_host = true;
+  options.value = [](const CellAxes& a, int s, int p, int r) {
+    return Value(a, s, p, r, 1, 1.0, 0.003);
+  };
+  const int64_t local_a = BuildSyntheticRun(*store, kYaml, options);
+  options.value = [](const CellAxes& a, int s, int p, int r) {
+    return Value(a, s, p, r, 2, 1.05, 0.003);
+  };
+  const int64_t local_b = BuildSyntheticRun(*store, kYaml, options);
+  auto db = Reader("results.db");
+  const RunComparison c = Compare(*db, local_a, local_b);
+  EXPECT_EQ(c.one_host, "bench-1");
+  ASSERT_FALSE(c.notes.empty());
+  EXPECT_NE(c.notes.back().find("every session of both runs ran on one host (bench-1)"),
+            std::string::npos);
+  ExpectAll(c, "slower");  // the note informs; Welch's verdicts stay
+  EXPECT_EQ(report::ToJson(c)["one_host"], "bench-1");
+  EXPECT_NE(report::RenderComparisonMarkdown(c).find("drift of that host between the runs"),
+            std::string::npos);
 }
 
 TEST_F(CompareTest, ForARateHigherIsFaster) {

@@ -42,6 +42,8 @@ struct SyntheticOptions {
     int64_t setup_ms = 0, process_ms = 0, round_ms = 0;
   };
   std::optional<Timing> timing;
+  // Every session on one host (one machine id), as `ladder local` runs them.
+  bool one_host = false;
 };
 
 inline CellAxes ParseKey(const std::string& key) {
@@ -73,6 +75,10 @@ inline int64_t BuildSyntheticRun(store::Store& store, const std::string& yaml,
     session.id = absl::StrCat("00000000-0000-4000-8000-00000000000", unit.replicate);
     session.hostname = absl::StrCat("host-", unit.replicate);
     session.machine_id = session.boot_id = session.cloud_instance_id = session.id;
+    if (options.one_host) {
+      session.hostname = "bench-1";
+      session.machine_id = session.boot_id = "machine-1";
+    }
     session.cpu_model = "Synthetic CPU";
     session.agent_version = "test";
     session.cpu_cores = 2;

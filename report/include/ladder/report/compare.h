@@ -80,6 +80,9 @@ struct RunComparison {
   std::vector<std::string> only_a, only_b;  // keys measured in one run only
   std::map<std::string, int64_t> verdicts;  // verdict -> rows
   std::vector<std::string> notes;
+  // The hostname when every session of both runs ran on one host (empty otherwise): a note says
+  // that the interval then does not cover that host's drift between the runs.
+  std::string one_host;
 };
 
 absl::StatusOr<RunComparison> CompareTwoRuns(const RunRef& a, const RunRef& b,
