@@ -103,28 +103,36 @@ std::string Tooltip(const RunAnalysis& a, const Comparison& cmp) {
   return absl::StrJoin(lines, "\n");
 }
 
+// A comparison's ratio as the charts draw it: the t interval's estimate, else the ratio of the
+// arms' means (a point without an interval).
+double ChartRatio(const Comparison& cmp) {
+  if (cmp.t.interval) return cmp.t.interval->estimate;
+  return cmp.mean_a > 0 ? cmp.mean_b / cmp.mean_a : NAN;
+}
+
+// Widens [ymin, ymax] to hold a comparison's ratio and its bounded interval.
+void GrowRatioRange(const Comparison& cmp, double& ymin, double& ymax) {
+  const double e = ChartRatio(cmp);
+  if (std::isfinite(e) && e > 0) {
+    ymin = std::min(ymin, e);
+    ymax = std::max(ymax, e);
+  }
+  if (cmp.t.interval && cmp.t.interval->bounds == stats::Boundedness::kBounded) {
+    if (cmp.t.interval->lower > 0) ymin = std::min(ymin, cmp.t.interval->lower);
+    if (std::isfinite(cmp.t.interval->upper)) ymax = std::max(ymax, cmp.t.interval->upper);
+  }
+}
+
 std::string Chart(const RunAnalysis& a) {
   const double width = 820, height = 420, left = 70, right = 20, top = 20, bottom = 56;
   const bool log_x = !a.depth_axis.empty();
   double xmin = INFINITY, xmax = -INFINITY, ymin = 1.0, ymax = 1.0;
-  auto estimate = [&](const Comparison& cmp) {
-    if (cmp.t.interval) return cmp.t.interval->estimate;
-    return cmp.mean_a > 0 ? cmp.mean_b / cmp.mean_a : NAN;
-  };
+  const auto estimate = ChartRatio;
   for (const auto& line : a.lines) {
     for (size_t k = 0; k < line.points.size(); ++k) {
-      const Comparison& cmp = a.comparisons[line.points[k]];
       xmin = std::min(xmin, line.depths[k]);
       xmax = std::max(xmax, line.depths[k]);
-      const double e = estimate(cmp);
-      if (std::isfinite(e) && e > 0) {
-        ymin = std::min(ymin, e);
-        ymax = std::max(ymax, e);
-      }
-      if (cmp.t.interval && cmp.t.interval->bounds == stats::Boundedness::kBounded) {
-        if (cmp.t.interval->lower > 0) ymin = std::min(ymin, cmp.t.interval->lower);
-        if (std::isfinite(cmp.t.interval->upper)) ymax = std::max(ymax, cmp.t.interval->upper);
-      }
+      GrowRatioRange(a.comparisons[line.points[k]], ymin, ymax);
     }
   }
   if (!std::isfinite(xmin)) return "";
@@ -450,26 +458,14 @@ std::string ThroughputLatencyChart(const RunAnalysis& a) {
 // final bracket when `locate` searched this axis).
 std::string LoadRatioChart(const RunAnalysis& a) {
   const LoadAnalysis& load = *a.load;
-  auto estimate = [&](const Comparison& cmp) {
-    if (cmp.t.interval) return cmp.t.interval->estimate;
-    return cmp.mean_a > 0 ? cmp.mean_b / cmp.mean_a : NAN;
-  };
+  const auto estimate = ChartRatio;
   double xmin = INFINITY, xmax = -INFINITY, ymin = 1.0, ymax = 1.0;
   for (const LoadRatioLine& line : load.ratio_lines) {
     for (size_t k = 0; k < line.points.size(); ++k) {
-      const Comparison& cmp = a.comparisons[line.points[k]];
       if (!(line.loads[k] > 0)) continue;
       xmin = std::min(xmin, line.loads[k]);
       xmax = std::max(xmax, line.loads[k]);
-      const double e = estimate(cmp);
-      if (std::isfinite(e) && e > 0) {
-        ymin = std::min(ymin, e);
-        ymax = std::max(ymax, e);
-      }
-      if (cmp.t.interval && cmp.t.interval->bounds == stats::Boundedness::kBounded) {
-        if (cmp.t.interval->lower > 0) ymin = std::min(ymin, cmp.t.interval->lower);
-        if (std::isfinite(cmp.t.interval->upper)) ymax = std::max(ymax, cmp.t.interval->upper);
-      }
+      GrowRatioRange(a.comparisons[line.points[k]], ymin, ymax);
     }
   }
   if (!std::isfinite(xmin)) return "";
