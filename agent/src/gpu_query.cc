@@ -371,8 +371,10 @@ GpuTopologyResult QueryTopology(const CommandRunner& run, const std::vector<GpuI
   for (const auto& [vendor, command, parse] :
        {std::tuple{std::string("nvidia"), NvidiaTopologyCommand(), &ParseNvidiaTopology},
         std::tuple{std::string("amd"), RocmTopologyCommand(), &ParseRocmTopology}}) {
+    // A named copy: clang before 16 cannot capture a structured binding in a lambda.
+    const std::string& this_vendor = vendor;
     const int count = static_cast<int>(std::count_if(
-        gpus.begin(), gpus.end(), [&](const GpuInfo& g) { return g.vendor == vendor; }));
+        gpus.begin(), gpus.end(), [&](const GpuInfo& g) { return g.vendor == this_vendor; }));
     if (count >= 2) {
       std::optional<std::string> output = run(command);
       if (output) {
