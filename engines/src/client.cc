@@ -8,6 +8,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "ladder/common/random.h"
+#include "ladder/common/time.h"
 #include "ladder/status_macros.h"
 #include "message.h"
 
@@ -18,10 +20,6 @@ using internal::ToStd;
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double MsSince(Clock::time_point start, Clock::time_point end) {
-  return std::chrono::duration<double, std::milli>(end - start).count();
-}
 
 void SetTimeouts(httplib::Client& client, std::chrono::milliseconds connect,
                  std::chrono::milliseconds read) {
@@ -39,13 +37,6 @@ std::string Snippet(std::string_view body) {
 absl::Status TransportError(const std::string& url, httplib::Error error) {
   return absl::UnavailableError(
       Cat("cannot reach engine at ", url, ": ", httplib::to_string(error)));
-}
-
-uint64_t SplitMix(uint64_t& state) {
-  uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
 }
 
 }  // namespace
@@ -184,10 +175,10 @@ absl::StatusOr<GenerationResult> EngineClient::Generate(std::span<const int32_t>
           if (choice.is_object() && choice.contains("text") && choice["text"].is_string() &&
               !choice["text"].get_ref<const std::string&>().empty()) {
             if (!saw_text) {
-              result.ttft_ms = MsSince(start, now);
+              result.ttft_ms = MsBetween(start, now);
               saw_text = true;
             } else {
-              result.gaps_ms.push_back(MsSince(last_text, now));
+              result.gaps_ms.push_back(MsBetween(last_text, now));
             }
             last_text = now;
             break;
@@ -271,7 +262,7 @@ absl::StatusOr<GenerationResult> EngineClient::Generate(std::span<const int32_t>
     }
     plain_body = Cat("data: ", j.dump(), "\n\ndata: [DONE]");
     if (!handle_event(plain_body)) return stream_status;
-    result.ttft_ms = MsSince(start, end);  // no streaming: the first token is the whole reply
+    result.ttft_ms = MsBetween(start, end);  // no streaming: the first token is the whole reply
     result.gaps_ms.clear();
   }
   if (!buffer.empty() && !absl::StripAsciiWhitespace(buffer).empty()) {
@@ -284,7 +275,7 @@ absl::StatusOr<GenerationResult> EngineClient::Generate(std::span<const int32_t>
   if (!saw_text) {
     return absl::DataLossError(Cat("stream from engine at ", url, " carried no text"));
   }
-  result.total_ms = MsSince(start, end);
+  result.total_ms = MsBetween(start, end);
   return result;
 }
 
@@ -292,7 +283,7 @@ std::vector<int32_t> MakePrompt(int depth, uint64_t seed, int32_t id_min, int32_
   std::vector<int32_t> out(static_cast<size_t>(std::max(depth, 0)));
   uint64_t state = seed;
   uint64_t span = static_cast<uint64_t>(std::max(id_max - id_min, 1));
-  for (auto& id : out) id = id_min + static_cast<int32_t>(SplitMix(state) % span);
+  for (auto& id : out) id = id_min + static_cast<int32_t>(SplitMix64Next(state) % span);
   return out;
 }
 
@@ -301,7 +292,7 @@ uint64_t MixSeed(std::initializer_list<uint64_t> values) {
   uint64_t out = 0;
   for (uint64_t v : values) {
     state ^= v;
-    out = SplitMix(state);
+    out = SplitMix64Next(state);
     state = out;
   }
   return out;

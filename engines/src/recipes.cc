@@ -506,6 +506,8 @@ class SyntheticRecipe final : public Recipe {
          "--max-batch: requests decoded together (continuous batching; default 64)"},
         {"device", ParamType::kString, false,
          "--device cpu|cuda|auto (the engine's default: auto = cuda when it has a GPU)"},
+        {"projection", ParamType::kString, false,
+         "--projection gemv|cublas (CUDA model, steps of up to 4 rows)"},
         {"fault_crash_after_requests", ParamType::kNonNegativeInteger, false,
          "--crash-after-requests N: exit during request N+1"},
         {"fault_oom_after_requests", ParamType::kNonNegativeInteger, false,
@@ -573,6 +575,13 @@ class SyntheticRecipe final : public Recipe {
                           Cat("expected cpu, cuda or auto, got \"", *device, "\""));
       }
       argv.insert(argv.end(), {"--device", *device});
+    }
+    if (auto projection = GetString(params, "projection")) {
+      if (*projection != "gemv" && *projection != "cublas") {
+        return ParamError(name(), "projection",
+                          Cat("expected gemv or cublas, got \"", *projection, "\""));
+      }
+      argv.insert(argv.end(), {"--projection", *projection});
     }
     AddInt(argv, params, "fault_crash_after_requests", "--crash-after-requests");
     AddInt(argv, params, "fault_oom_after_requests", "--oom-after-requests");

@@ -40,6 +40,11 @@ void AddSyntheticEngineFlags(CLI::App& app, SyntheticEngineOptions& o) {
                  "or auto (cuda when this binary has it and a GPU is present)")
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}))
       ->capture_default_str();
+  app.add_option("--projection", o.projection,
+                 "CUDA model, steps of up to 4 rows: gemv (its own matrix-vector kernel, one "
+                 "pass over each weight) or cublas (cuBLAS's GEMM, as for wider steps)")
+      ->check(CLI::IsMember({"gemv", "cublas"}))
+      ->capture_default_str();
   app.add_option("--crash-after-requests", o.crash_after_requests,
                  "Fault: exit midway through the completion request after N requests");
   app.add_option("--oom-after-requests", o.oom_after_requests,

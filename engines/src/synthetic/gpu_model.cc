@@ -24,6 +24,7 @@
 #include "absl/base/thread_annotations.h"
 #include "gpu_ops.h"
 #include "ladder/common/mutex.h"
+#include "ladder/common/random.h"
 #include "ladder/kernels/device_attention.h"
 #include "ladder/status_macros.h"
 #include "model.h"
@@ -113,13 +114,6 @@ class Carver {
 
 int Pages(int positions) { return (positions + kBlockSize - 1) / kBlockSize; }
 
-uint64_t Mix(uint64_t a, uint64_t b) {
-  uint64_t z = a ^ (b + 0x9e3779b97f4a7c15ULL + (a << 6) + (a >> 2));
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
 int QDim(const LayerSpec& l) { return l.q_heads * l.head_dim; }
 int KvDim(const LayerSpec& l) { return l.kv_heads * l.head_dim; }
 
@@ -175,8 +169,8 @@ struct GpuCaches final : Sequence::Caches {
 
 class CudaModel final : public Model {
  public:
-  CudaModel(Preset preset, kernels::RunOptions attention, int max_batch)
-      : Model(std::move(preset), attention, max_batch) {}
+  CudaModel(Preset preset, kernels::RunOptions attention, int max_batch, Projection projection)
+      : Model(std::move(preset), attention, max_batch), projection_(projection) {}
 
   ~CudaModel() override {
     if (cublas_ != nullptr) (void)cublasDestroy(cublas_);
@@ -200,8 +194,8 @@ class CudaModel final : public Model {
     SYN_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     SYN_CUBLAS(cublasCreate(&cublas_));
     SYN_CUBLAS(cublasSetStream(cublas_, stream_));
-    RETURN_IF_ERROR(MakeWeights(preset_.target, Mix(seed, 1), target_));
-    RETURN_IF_ERROR(MakeWeights(preset_.drafter, Mix(seed, 2), drafter_));
+    RETURN_IF_ERROR(MakeWeights(preset_.target, MixSeeds(seed, 1), target_));
+    RETURN_IF_ERROR(MakeWeights(preset_.drafter, MixSeeds(seed, 2), drafter_));
     RETURN_IF_ERROR(MakeScratch());
     SYN_CUDA(cudaStreamSynchronize(stream_));
     return absl::OkStatus();
@@ -209,10 +203,11 @@ class CudaModel final : public Model {
 
   ModelDevice device() const override { return ModelDevice::kCuda; }
   std::string Describe() const override {
-    return Cat("device cuda (", device_name_,
-               "): bf16 weights on the GPU, one set per layer (target ", target_bytes_ >> 20,
-               " MiB, drafter ", drafter_bytes_ >> 20,
-               " MiB); cuBLAS projections; device-resident attention");
+    return Cat(
+        "device cuda (", device_name_, "): bf16 weights on the GPU, one set per layer (target ",
+        target_bytes_ >> 20, " MiB, drafter ", drafter_bytes_ >> 20, " MiB); ",
+        projection_ == Projection::kGemv ? "matrix-vector kernel for steps of up to 4 rows, " : "",
+        "cuBLAS projections; device-resident attention");
   }
 
  protected:
@@ -229,7 +224,7 @@ class CudaModel final : public Model {
         ASSIGN_OR_RETURN(caches->memory, DeviceMemory::Alloc(carver.used()));
       }
     }
-    uint64_t fill_seed = Mix(seed, 0xcac4e);
+    uint64_t fill_seed = MixSeeds(seed, 0xcac4e);
     for (auto* layers : {&caches->target, &caches->drafter}) {
       const ModelSpec& spec = layers == &caches->target ? preset_.target : preset_.drafter;
       for (size_t i = 0; i < layers->size(); ++i) {
@@ -244,8 +239,8 @@ class CudaModel final : public Model {
         const size_t filled = std::min<size_t>(static_cast<size_t>(c.pages) * kBlockSize,
                                                static_cast<size_t>(depth)) *
                               KvDim(l);
-        gpu::FillUniformBf16(c.k, filled, fill_seed = Mix(fill_seed, 1), 1.0f, stream_);
-        gpu::FillUniformBf16(c.v, filled, fill_seed = Mix(fill_seed, 2), 1.0f, stream_);
+        gpu::FillUniformBf16(c.k, filled, fill_seed = MixSeeds(fill_seed, 1), 1.0f, stream_);
+        gpu::FillUniformBf16(c.v, filled, fill_seed = MixSeeds(fill_seed, 2), 1.0f, stream_);
       }
     }
     SYN_CUDA(cudaGetLastError());
@@ -351,7 +346,7 @@ class CudaModel final : public Model {
     }
     gpu::RmsNormToBf16(x_, rows, h, normed_, stream_);
     RETURN_IF_ERROR(Gemm(w.embed, spec.vocab, h, normed_, rows, logits_, CUDA_R_32F, 0.0f));
-    gpu::ArgmaxRows(logits_, rows, spec.vocab, next_, stream_);
+    gpu::ArgmaxRows(logits_, rows, spec.vocab, argmax_v_, argmax_i_, next_, stream_);
     SYN_CUDA(cudaGetLastError());
     std::vector<int32_t> flat(static_cast<size_t>(rows));
     SYN_CUDA(cudaMemcpyAsync(flat.data(), next_, flat.size() * sizeof(int32_t),
@@ -378,11 +373,11 @@ class CudaModel final : public Model {
     const size_t h = static_cast<size_t>(spec.hidden),
                  inter = static_cast<size_t>(spec.intermediate);
     auto fill = [&](uint16_t* m, size_t out_dim, size_t in_dim) {
-      seed = Mix(seed, out_dim * 31 + in_dim);
+      seed = MixSeeds(seed, out_dim * 31 + in_dim);
       gpu::FillUniformBf16(m, out_dim * in_dim, seed, 1.0f / std::sqrt(static_cast<float>(in_dim)),
                            stream_);
     };
-    seed = Mix(seed, 0xe3bed);
+    seed = MixSeeds(seed, 0xe3bed);
     gpu::FillUniformBf16(w.embed, static_cast<size_t>(spec.vocab) * h, seed, 1.0f, stream_);
     for (size_t i = 0; i < spec.layers.size(); ++i) {
       const LayerSpec& l = spec.layers[i];
@@ -429,6 +424,8 @@ class CudaModel final : public Model {
       act_ = carver.Take<uint16_t>(r * inter);
       logits_ = carver.Take<float>(r * vocab);
       next_ = carver.Take<int32_t>(r);
+      argmax_v_ = carver.Take<float>(r * gpu::kArgmaxParts);
+      argmax_i_ = carver.Take<int32_t>(r * gpu::kArgmaxParts);
       meta_ = carver.Take<int32_t>(r + 3 * static_cast<size_t>(max_batch_));
       if (pass == 0) {
         ASSIGN_OR_RETURN(scratch_, DeviceMemory::Alloc(carver.used()));
@@ -458,8 +455,13 @@ class CudaModel final : public Model {
 
   // y[rows, out_dim] (= or +=) x[rows, in_dim] · W[out_dim, in_dim]^T, W and x bf16 row-major,
   // fp32 accumulation. In cuBLAS's column-major terms: y^T = W^T(stored) ^T · x^T.
+  // A step of few rows takes the matrix-vector kernel (Projection::kGemv).
   absl::Status Gemm(const uint16_t* w, int out_dim, int in_dim, const uint16_t* x, int rows,
                     void* y, cudaDataType_t y_type, float beta) const {
+    if (projection_ == Projection::kGemv && gpu::GemvFits(rows, in_dim, w, x)) {
+      gpu::GemvBf16(w, out_dim, in_dim, x, rows, y, y_type == CUDA_R_16BF, beta != 0.0f, stream_);
+      return absl::OkStatus();
+    }
     const float alpha = 1.0f;
     SYN_CUBLAS(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, out_dim, rows, in_dim, &alpha, w,
                             CUDA_R_16BF, in_dim, x, CUDA_R_16BF, in_dim, &beta, y, y_type, out_dim,
@@ -467,6 +469,7 @@ class CudaModel final : public Model {
     return absl::OkStatus();
   }
 
+  const Projection projection_;
   std::string device_name_;
   size_t target_bytes_ = 0, drafter_bytes_ = 0;
   cudaStream_t stream_ = nullptr;
@@ -485,6 +488,8 @@ class CudaModel final : public Model {
   uint16_t* act_ = nullptr;
   float* logits_ = nullptr;
   int32_t* next_ = nullptr;
+  float* argmax_v_ = nullptr;  // the argmax's per-slice winners [rows, kArgmaxParts]
+  int32_t* argmax_i_ = nullptr;
   int32_t* meta_ =
       nullptr;  // tokens [MaxStepRows], then per sequence query_start [2], seq_lens [1]
 };
@@ -494,12 +499,12 @@ class CudaModel final : public Model {
 bool CudaModelCompiled() { return true; }
 
 absl::StatusOr<std::unique_ptr<Model>> BuildCudaModel(const Preset& preset, uint64_t seed,
-                                                      kernels::RunOptions attention,
-                                                      int max_batch) {
+                                                      kernels::RunOptions attention, int max_batch,
+                                                      Projection projection) {
   if (!kernels::BackendAvailable(kernels::Backend::kCuda)) {
     return absl::UnavailableError("synthetic engine: --device cuda: no CUDA device is present");
   }
-  auto model = std::make_unique<CudaModel>(preset, attention, max_batch);
+  auto model = std::make_unique<CudaModel>(preset, attention, max_batch, projection);
   RETURN_IF_ERROR(model->Init(seed));
   return std::unique_ptr<Model>(std::move(model));
 }

@@ -6,7 +6,7 @@ namespace ladder::engines::synthetic {
 bool CudaModelCompiled() { return false; }
 
 absl::StatusOr<std::unique_ptr<Model>> BuildCudaModel(const Preset&, uint64_t, kernels::RunOptions,
-                                                      int) {
+                                                      int, Projection) {
   return absl::UnavailableError(
       "synthetic engine: --device cuda: this binary was built without LADDER_CUDA");
 }

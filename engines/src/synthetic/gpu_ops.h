@@ -32,7 +32,21 @@ void ScatterQkv(const uint16_t* qkv, int rows, int q_dim, int kv_dim, int positi
 // act[r, i] = bf16(gelu(gate_up[r, i]) * gate_up[r, inter + i]), gate_up fp32 [rows, 2*inter].
 void GeluMul(const float* gate_up, int rows, int inter, uint16_t* act, void* stream);
 
-// next[r] = argmax over logits[r, 0..vocab) (the lowest index among equal maxima).
-void ArgmaxRows(const float* logits, int rows, int vocab, int32_t* next, void* stream);
+// The matrix-vector product of a step with few rows: y[r, o] = x[r, :] · w[o, :] for r < rows,
+// o < out_dim, added to y (accumulate) or stored; y fp32, or bf16 when y_is_bf16 (then stored).
+// Each output is one warp's fp32 sum over in_dim in a fixed order (bit-identical repeats);
+// w streams through once in 16-byte loads that bypass L1, so the step reads its weights at close
+// to the copy bandwidth, where cuBLAS's GEMM is built for wide steps. Requires GemvFits.
+inline constexpr int kGemvMaxRows = 4;
+bool GemvFits(int rows, int in_dim, const void* w, const void* x);
+void GemvBf16(const uint16_t* w, int out_dim, int in_dim, const uint16_t* x, int rows, void* y,
+              bool y_is_bf16, bool accumulate, void* stream);
+
+// next[r] = argmax over logits[r, 0..vocab) (the lowest index among equal maxima), in two
+// launches: kArgmaxParts blocks per row over contiguous slices into part_v/part_i (rows x
+// kArgmaxParts each, scratch), then one block per row over those.
+inline constexpr int kArgmaxParts = 128;
+void ArgmaxRows(const float* logits, int rows, int vocab, float* part_v, int32_t* part_i,
+                int32_t* next, void* stream);
 
 }  // namespace ladder::engines::synthetic::gpu

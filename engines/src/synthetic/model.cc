@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "../message.h"
+#include "ladder/common/random.h"
 #include "ladder/status_macros.h"
 #include "model.h"
 
@@ -19,12 +20,7 @@ constexpr int kBlockSize = 16;
 struct Rng {
   uint64_t state;
   explicit Rng(uint64_t seed) : state(seed * 0x9e3779b97f4a7c15ULL + 0x632be59bd9b4e019ULL) {}
-  uint64_t Next() {
-    uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
+  uint64_t Next() { return SplitMix64Next(state); }
   // Uniform in [-a, a).
   float Uniform(float a) {
     return (static_cast<float>(Next() >> 40) * (1.0f / 16777216.0f) * 2.0f - 1.0f) * a;
@@ -196,8 +192,11 @@ Model::~Model() = default;
 
 absl::StatusOr<std::unique_ptr<Model>> Model::Build(const Preset& preset, uint64_t seed,
                                                     kernels::RunOptions attention,
-                                                    ModelDevice device, int max_batch) {
-  if (device == ModelDevice::kCuda) return BuildCudaModel(preset, seed, attention, max_batch);
+                                                    ModelDevice device, int max_batch,
+                                                    Projection projection) {
+  if (device == ModelDevice::kCuda) {
+    return BuildCudaModel(preset, seed, attention, max_batch, projection);
+  }
   auto model = std::make_unique<CpuModel>(preset, attention, max_batch);
   RETURN_IF_ERROR(model->Init(seed));
   return std::unique_ptr<Model>(std::move(model));
@@ -277,6 +276,13 @@ absl::StatusOr<ModelDevice> ResolveModelDevice(std::string_view name) {
   }
   return absl::InvalidArgumentError(
       Cat("synthetic engine: --device: expected cpu, cuda or auto, got \"", name, "\""));
+}
+
+absl::StatusOr<Projection> ParseProjection(std::string_view name) {
+  if (name == "gemv") return Projection::kGemv;
+  if (name == "cublas") return Projection::kCublas;
+  return absl::InvalidArgumentError(
+      Cat("synthetic engine: --projection: expected gemv or cublas, got \"", name, "\""));
 }
 
 std::string_view ToString(ModelDevice device) {

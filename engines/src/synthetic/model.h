@@ -70,6 +70,12 @@ absl::StatusOr<kernels::RunInfo> RunKernelAttention(const kernels::HostProblem& 
                                                     kernels::HostTensor* out);
 
 // Where the model's weights, caches and arithmetic live.
+// How the CUDA model computes the projections of a step with few rows (batch-1 decode and
+// verification): cuBLAS's GEMM, or the model's own matrix-vector kernel (gpu_ops.h GemvBf16),
+// which streams each weight once with wide loads. Wider steps always use cuBLAS.
+enum class Projection { kCublas, kGemv };
+absl::StatusOr<Projection> ParseProjection(std::string_view name);
+
 enum class ModelDevice {
   kCpu,   // fp32 on the host, attention through the kernels' CPU backend (model.cc)
   kCuda,  // bf16 on the GPU, cuBLAS projections, device-resident attention (gpu_model.cc)
@@ -107,7 +113,8 @@ class Model {
   static absl::StatusOr<std::unique_ptr<Model>> Build(const Preset& preset, uint64_t seed,
                                                       kernels::RunOptions attention,
                                                       ModelDevice device = ModelDevice::kCpu,
-                                                      int max_batch = 1);
+                                                      int max_batch = 1,
+                                                      Projection projection = Projection::kGemv);
   virtual ~Model();
 
   const Preset& preset() const { return preset_; }
@@ -172,7 +179,8 @@ class Model {
 
 // The CUDA model (gpu_model.cc); Unavailable in a build without LADDER_CUDA.
 absl::StatusOr<std::unique_ptr<Model>> BuildCudaModel(const Preset& preset, uint64_t seed,
-                                                      kernels::RunOptions attention, int max_batch);
+                                                      kernels::RunOptions attention, int max_batch,
+                                                      Projection projection);
 bool CudaModelCompiled();
 
 }  // namespace ladder::engines::synthetic

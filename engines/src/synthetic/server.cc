@@ -20,6 +20,7 @@
 #include "../message.h"
 #include "absl/base/thread_annotations.h"
 #include "ladder/common/mutex.h"
+#include "ladder/common/random.h"
 #include "ladder/engines/synthetic_engine.h"
 #include "ladder/status_macros.h"
 #include "model.h"
@@ -37,13 +38,6 @@ using synthetic::Sequence;
 constexpr char kVersion[] = "ladder-synthetic 0.1.0";
 constexpr size_t kServerThreads = 160;
 
-uint64_t Mix(uint64_t a, uint64_t b) {
-  uint64_t z = a ^ (b + 0x9e3779b97f4a7c15ULL + (a << 6) + (a >> 2));
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
 std::string ErrorBody(std::string_view message) {
   return nlohmann::json{{"error", {{"message", message}, {"type", "invalid_request_error"}}}}
       .dump();
@@ -57,7 +51,7 @@ uint64_t PromptHash(const std::vector<int32_t>& prompt) {
     h ^= static_cast<uint32_t>(t);
     h *= 0x100000001b3ULL;
   }
-  return Mix(h, prompt.size());
+  return MixSeeds(h, prompt.size());
 }
 
 }  // namespace
@@ -83,6 +77,7 @@ absl::Status SyntheticEngineOptions::Validate() const {
   if (device != "cpu" && device != "cuda" && device != "auto") {
     return bad("--device", Cat("expected cpu, cuda or auto, got \"", device, "\""));
   }
+  RETURN_IF_ERROR(synthetic::ParseProjection(projection).status());
   return absl::OkStatus();
 }
 
@@ -113,8 +108,10 @@ class SyntheticEngine::Impl {
             "; policy ", options_.policy, "; spec_k ", options_.spec_k, "; acceptance ",
             options_.acceptance));
     ASSIGN_OR_RETURN(synthetic::ModelDevice device, synthetic::ResolveModelDevice(options_.device));
-    ASSIGN_OR_RETURN(model_,
-                     Model::Build(preset, options_.seed, attention, device, options_.max_batch));
+    ASSIGN_OR_RETURN(synthetic::Projection projection,
+                     synthetic::ParseProjection(options_.projection));
+    ASSIGN_OR_RETURN(model_, Model::Build(preset, options_.seed, attention, device,
+                                          options_.max_batch, projection));
     Log(Cat("INFO ladder-synthetic: model on ", model_->Describe(),
             "; continuous batching of up "
             "to ",
@@ -556,7 +553,7 @@ class SyntheticEngine::Impl {
       const int depth = static_cast<int>(job->prompt.size());
       // Seeded by the prompt, not the arrival order: a request's KV fill and acceptance draws
       // (so its tokens) are the same whatever else is in the batch.
-      uint64_t seed = Mix(options_.seed, PromptHash(job->prompt));
+      uint64_t seed = MixSeeds(options_.seed, PromptHash(job->prompt));
       job->draw_state = seed ^ 0xacce97ULL;
       auto seq = model_->Prefill(depth, depth + job->max_tokens + k + 2, seed);
       if (!seq.ok()) {
@@ -645,7 +642,7 @@ class SyntheticEngine::Impl {
       const double rate = acceptance_.At(base);
       int accepted = 0;
       while (accepted < k) {
-        job.draw_state = Mix(job.draw_state, 0x5bd1e995);
+        job.draw_state = MixSeeds(job.draw_state, 0x5bd1e995);
         double u = static_cast<double>(job.draw_state >> 11) * (1.0 / 9007199254740992.0);
         if (u >= rate) break;
         ++accepted;

@@ -24,4 +24,10 @@ inline int64_t SteadyNowMs() {
       .count();
 }
 
+// The milliseconds from `start` to `end` on the steady clock, with the fraction (latencies).
+inline double MsBetween(std::chrono::steady_clock::time_point start,
+                        std::chrono::steady_clock::time_point end) {
+  return std::chrono::duration<double, std::milli>(end - start).count();
+}
+
 }  // namespace ladder

@@ -70,6 +70,9 @@ struct SyntheticEngineOptions {
   // "cpu" | "cuda" | "auto": auto runs on the GPU when the binary was built with LADDER_CUDA
   // and a device is present, else on the CPU; "cuda" without one fails Start (Unavailable).
   std::string device = "auto";
+  // The CUDA model's projections for steps of up to 4 rows: "gemv" (its own matrix-vector
+  // kernel) or "cublas" (cuBLAS's GEMM, as for wider steps). The CPU model ignores it.
+  std::string projection = "gemv";
   // Faults, for tests of the runner's failure paths (-1: off).
   int crash_after_requests = -1;  // exit(3) midway through completion request N+1
   int oom_after_requests = -1;    // log a CUDA out-of-memory error, exit(1), request N+1
