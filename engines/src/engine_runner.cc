@@ -531,6 +531,7 @@ class UnitRun {
     if (sum.window_s > 0) {
       RETURN_IF_ERROR(RecordMetric(id, p, r, "load_output_tok_s", sum.output_tok_s, "tok/s"));
       RETURN_IF_ERROR(RecordMetric(id, p, r, "load_req_s", sum.req_s, "req/s"));
+      RETURN_IF_ERROR(RecordMetric(id, p, r, "load_drain_share", sum.drain_share, "1"));
     }
     if (sum.goodput_req_s.has_value()) {
       RETURN_IF_ERROR(RecordMetric(id, p, r, "load_goodput_req_s", *sum.goodput_req_s, "req/s"));

@@ -9,6 +9,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "ladder/common/mutex.h"
+#include "ladder/common/random.h"
+#include "ladder/common/time.h"
 #include "message.h"
 #include "params.h"
 
@@ -19,22 +21,6 @@ using internal::Cat;
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-uint64_t SplitMix(uint64_t& state) {
-  uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-// Uniform in [0, 1) with 53 random bits.
-double Unit(uint64_t& state) {
-  return static_cast<double>(SplitMix(state) >> 11) * (1.0 / 9007199254740992.0);
-}
-
-double MsSince(Clock::time_point start, Clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(t - start).count();
-}
 
 // Sleeps until `until`, in slices, returning false as soon as `cancelled` turns true.
 bool SleepUntil(Clock::time_point until, const std::function<bool()>& cancelled) {
@@ -134,7 +120,7 @@ PoissonArrivals::PoissonArrivals(double rate_per_s, uint64_t seed)
 
 double PoissonArrivals::NextGapSeconds() {
   // Inverse transform: -ln(1 - U) / rate, U in [0, 1), so the argument of log is in (0, 1].
-  return -std::log1p(-Unit(state_)) / rate_;
+  return -std::log1p(-SplitMix64Unit(state_)) / rate_;
 }
 
 std::pair<int, int> RequestLengths(const LoadConfig& config, int index) {
@@ -143,7 +129,7 @@ std::pair<int, int> RequestLengths(const LoadConfig& config, int index) {
   auto draw = [&](int length) {
     double lo = length * (1 - config.length_spread);
     double hi = length * (1 + config.length_spread);
-    return std::max(1, static_cast<int>(std::lround(lo + (hi - lo) * Unit(state))));
+    return std::max(1, static_cast<int>(std::lround(lo + (hi - lo) * SplitMix64Unit(state))));
   };
   int in = draw(config.input_tokens);
   int out = draw(config.output_tokens);
@@ -170,7 +156,7 @@ absl::StatusOr<std::vector<RequestRecord>> RunLoad(const LoadConfig& config, con
     RequestRecord rec;
     rec.index = index;
     rec.warmup = index < config.warmup_requests;
-    rec.start_ms = MsSince(start, sent);
+    rec.start_ms = MsBetween(start, sent);
     rec.tokens_in = in;
     absl::StatusOr<GenerationResult> result = send(index, in, out);
     if (result.ok()) {
@@ -179,7 +165,7 @@ absl::StatusOr<std::vector<RequestRecord>> RunLoad(const LoadConfig& config, con
       rec.tokens_out = result->completion_tokens;
       rec.gaps_ms = std::move(result->gaps_ms);
     } else {
-      rec.e2e_ms = MsSince(sent, Clock::now());
+      rec.e2e_ms = MsBetween(sent, Clock::now());
       rec.error = std::string(result.status().message());
     }
     MutexLock lock(&mu);
@@ -248,7 +234,7 @@ absl::StatusOr<std::vector<RequestRecord>> RunLoad(const LoadConfig& config, con
 LoadSummary Summarize(const LoadConfig& config, const std::vector<RequestRecord>& records) {
   LoadSummary s;
   std::vector<double> ttft, itl, e2e;
-  double first = 0, last = 0;
+  double first = 0, last = 0, last_send = 0;
   double output_tokens = 0;
   int good = 0;
   for (const auto& r : records) {
@@ -259,6 +245,7 @@ LoadSummary Summarize(const LoadConfig& config, const std::vector<RequestRecord>
     }
     if (s.measured == 0 || r.start_ms < first) first = r.start_ms;
     last = std::max(last, r.start_ms + r.e2e_ms);
+    last_send = std::max(last_send, r.start_ms);
     ++s.measured;
     output_tokens += r.tokens_out;
     ttft.push_back(r.ttft_ms);
@@ -279,6 +266,7 @@ LoadSummary Summarize(const LoadConfig& config, const std::vector<RequestRecord>
   if (s.window_s > 0) {
     s.output_tok_s = output_tokens / s.window_s;
     s.req_s = s.measured / s.window_s;
+    s.drain_share = (last - last_send) / (last - first);
     if (config.slo_ttft_ms || config.slo_itl_ms) s.goodput_req_s = good / s.window_s;
   }
   s.ttft_ms_p50 = Percentile(ttft, 50);

@@ -66,7 +66,9 @@ json LoadJson(const RunAnalysis& analysis) {
                      {"e2e_ms_p50", Num(c.e2e_ms_p50)},
                      {"e2e_ms_p99", Num(c.e2e_ms_p99)},
                      {"requests", Num(c.requests)},
-                     {"failed_requests", Num(c.failed_requests)}});
+                     {"failed_requests", Num(c.failed_requests)},
+                     {"drain_share", Num(c.drain_share)},
+                     {"drains_too_long", c.DrainsTooLong()}});
   }
   // The throughput–latency chart's series: per arm, (load, latency, throughput) by load.
   json curves = json::array();

@@ -36,6 +36,7 @@ constexpr MetricField kFields[] = {
     {"load_e2e_ms_p99", &LoadCell::e2e_ms_p99},
     {"load_requests", &LoadCell::requests},
     {"load_failed_requests", &LoadCell::failed_requests},
+    {"load_drain_share", &LoadCell::drain_share},
 };
 
 // Sum and count of one metric's values in one session.
@@ -146,6 +147,10 @@ void AddRatioLines(const AnalysisOptions& options, RunAnalysis& a, LoadAnalysis&
 }
 
 }  // namespace
+
+bool LoadCell::DrainsTooLong() const {
+  return std::isfinite(drain_share) && drain_share > kLoadDrainShareLimit;
+}
 
 absl::Status AddLoad(sqlite::Database& db, const AnalysisOptions& options, RunAnalysis& a) {
   ASSIGN_OR_RETURN(const LoadValues values, ReadLoadValues(db, a.info.run_id));

@@ -74,11 +74,15 @@ void LoadSections(const RunAnalysis& a, std::vector<Section>& out) {
         " and labelled with it. End-to-end, not inter-token: a "
         "speculative arm streams several tokens per step, so its gaps between streamed chunks "
         "do not compare with a plain arm's, while the time to a whole request does."));
+    s.paragraphs.push_back(
+        "drain %: the share of the measuring window (first measured send to last measured end) "
+        "after the last request was sent, when the load falls below its level.");
+    std::vector<std::string> drained;  // keys of the cells that drained too long
     s.table.header = {"arm"};
     if (has_axis) s.table.header.push_back(load.axis);
     for (const char* h :
          {"sessions", "rounds", "output tok/s", "req/s", "TTFT p50 ms", "TTFT p99 ms", "ITL p50 ms",
-          "ITL p99 ms", "e2e p50 ms", "e2e p99 ms", "goodput req/s"}) {
+          "ITL p99 ms", "e2e p50 ms", "e2e p99 ms", "goodput req/s", "drain %"}) {
       s.table.header.push_back(h);
     }
     for (const LoadCurve& curve : load.curves) {
@@ -92,10 +96,24 @@ void LoadSections(const RunAnalysis& a, std::vector<Section>& out) {
                          c.itl_ms_p99, c.e2e_ms_p50, c.e2e_ms_p99, c.goodput_req_s}) {
           row.push_back(FormatNumber(v));
         }
+        row.push_back(std::isfinite(c.drain_share)
+                          ? FormatNumber(100.0 * c.drain_share) + (c.DrainsTooLong() ? " ⚠" : "")
+                          : "-");
         s.table.rows.push_back(std::move(row));
         s.table.row_cells.push_back(c.key);
-        s.table.row_flagged.push_back(false);
+        s.table.row_flagged.push_back(c.DrainsTooLong());
+        if (c.DrainsTooLong()) drained.push_back(c.key);
       }
+    }
+    if (!drained.empty()) {
+      s.paragraphs.push_back(absl::StrCat(
+          "⚠ ", drained.size(), " cell", drained.size() == 1 ? "" : "s", " spent more than ",
+          std::lround(100.0 * kLoadDrainShareLimit),
+          " % of the measuring window draining after the last request was sent (",
+          absl::StrJoin(drained, "; "),
+          "): the load ran below its level for that share, so their tokens/s and requests/s "
+          "read low. Lengthen duration_s (or num_requests) to several times the end-to-end "
+          "latency."));
     }
     out.push_back(std::move(s));
   }

@@ -365,6 +365,10 @@ std::string LoadTooltip(const LoadAnalysis& load, const LoadCell& c) {
   if (std::isfinite(c.goodput_req_s)) {
     lines.push_back(absl::StrCat("goodput ", FormatNumber(c.goodput_req_s), " req/s"));
   }
+  if (std::isfinite(c.drain_share)) {
+    lines.push_back(absl::StrCat("drain ", FormatNumber(100.0 * c.drain_share), " % of the window",
+                                 c.DrainsTooLong() ? ": throughput reads low" : ""));
+  }
   lines.push_back(absl::StrCat("sessions ", c.sessions, ", rounds ", c.rounds));
   return absl::StrJoin(lines, "\n");
 }
@@ -427,12 +431,13 @@ std::string ThroughputLatencyChart(const RunAnalysis& a) {
       if (!drawable(c)) continue;
       const double x = X(c.e2e_ms_p99), y = Y(c.output_tok_s);
       path += absl::StrCat(path.empty() ? "M" : " L", Px(x), " ", Px(y));
-      marks += absl::StrCat(
-          "<circle class=\"load-point\" tabindex=\"0\" data-cell=\"", Esc(c.key), "\" data-arm=\"",
-          Esc(curve.arm), "\" data-curve=\"", k, "\" data-load=\"", TickText(c.load),
-          "\" data-tok-s=\"", FormatNumber(c.output_tok_s), "\" data-latency-ms=\"",
-          FormatNumber(c.e2e_ms_p99), "\" data-tip=\"", Esc(LoadTooltip(load, c)), "\" cx=\"",
-          Px(x), "\" cy=\"", Px(y), "\" r=\"5\" fill=\"", color, "\" stroke=\"", color, "\"/>\n");
+      marks += absl::StrCat("<circle class=\"load-point\" tabindex=\"0\" data-cell=\"", Esc(c.key),
+                            "\" data-arm=\"", Esc(curve.arm), "\" data-curve=\"", k,
+                            "\" data-load=\"", TickText(c.load), "\" data-tok-s=\"",
+                            FormatNumber(c.output_tok_s), "\" data-latency-ms=\"",
+                            FormatNumber(c.e2e_ms_p99), "\" data-tip=\"", Esc(LoadTooltip(load, c)),
+                            "\" cx=\"", Px(x), "\" cy=\"", Px(y), "\" r=\"5\" fill=\"",
+                            c.DrainsTooLong() ? "none" : color, "\" stroke=\"", color, "\"/>\n");
       if (!load.axis.empty()) {
         marks += absl::StrCat("<text class=\"pointlabel\" x=\"", Px(x + 7), "\" y=\"", Px(y - 7),
                               "\" fill=\"", color, "\">", TickText(c.load), "</text>\n");

@@ -79,6 +79,7 @@ const RunnerSchemas& BuiltinMetricSchemas() {
                        // requests, warm-up excluded.
                        {"load_output_tok_s", "tok/s", false},
                        {"load_req_s", "req/s", false},
+                       {"load_drain_share", "1", false},
                        {"load_goodput_req_s", "req/s", false},
                        {"load_ttft_ms_p50", "ms", false},
                        {"load_ttft_ms_p90", "ms", false},

@@ -148,6 +148,8 @@ TEST(Load, SummaryMatchesHandComputedPercentiles) {
   EXPECT_DOUBLE_EQ(s.window_s, 2.0);            // 100 -> 2100 ms
   EXPECT_DOUBLE_EQ(s.output_tok_s, 150 / 2.0);  // 10+20+30+40+50 tokens
   EXPECT_DOUBLE_EQ(s.req_s, 2.5);
+  // The last measured send is request 5's at 300 ms: 1800 of the window's 2000 ms drain.
+  EXPECT_DOUBLE_EQ(s.drain_share, 0.9);
   // TTFT 10,20,30,40,50: p50 = 30; p90 at rank 3.6 = 40 + 0.6*10; p99 at rank 3.96.
   EXPECT_DOUBLE_EQ(s.ttft_ms_p50, 30);
   EXPECT_DOUBLE_EQ(s.ttft_ms_p90, 46);

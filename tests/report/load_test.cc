@@ -17,7 +17,7 @@
 namespace ladder::testing {
 namespace {
 
-constexpr const char* kYaml = R"(name: load
+constexpr const char* kLoadYaml = R"(name: load
 runner: engine
 axes:
   concurrency: [1, 4, 16]
@@ -72,6 +72,8 @@ std::vector<SyntheticMetric> LoadMetrics(const CellAxes& axes, int session, int 
           {"load_e2e_ms_p99", "ms", E2eP99Ms(axes)},
           {"load_requests", "1", 24},
           {"load_failed_requests", "1", 0},
+          // At 16 in flight the requests are long against the window: half of it drains.
+          {"load_drain_share", "1", c >= 16 ? 0.5 : 0.05},
           {"ttft_ms", "ms", ttft}};
 }
 
@@ -97,7 +99,7 @@ class LoadRun : public ::testing::Test {
     ASSERT_TRUE(db.ok());
     db_ = std::move(*db);
   }
-  void SetUp() override { Build(kYaml); }
+  void SetUp() override { Build(kLoadYaml); }
 
   TempDir dir_;
   int64_t run_ = 0;
@@ -203,13 +205,13 @@ TEST_F(LoadRun, MarkdownHasTheLoadTableAndRatios) {
   EXPECT_NE(md.find("## Load: throughput and latency"), std::string::npos) << md;
   EXPECT_NE(md.find("| arm | concurrency | sessions | rounds | output tok/s | req/s | TTFT p50 ms "
                     "| TTFT p99 ms | ITL p50 ms | ITL p99 ms | e2e p50 ms | e2e p99 ms | goodput "
-                    "req/s |"),
+                    "req/s | drain % |"),
             std::string::npos)
       << md;
   // 140 tok/s, 4.375 req/s; TTFT 40 / 80 ms; ITL 28.57 / 42.86 ms; e2e 914.3 / 1143 ms;
   // goodput 4.375 req/s (4 significant digits).
   EXPECT_NE(md.find("| spec=off | 4 | 3 | 6 | 140.0 | 4.375 | 40.00 | 80.00 | 28.57 | 42.86 | "
-                    "914.3 | 1143 | 4.375 |"),
+                    "914.3 | 1143 | 4.375 | 5.000 |"),
             std::string::npos)
       << md;
   EXPECT_NE(md.find("| spec=mtp:1 | 16 | 3 | 6 | 288.0 | 9.000 | 100.0 | 200.0 |"),
@@ -221,6 +223,32 @@ TEST_F(LoadRun, MarkdownHasTheLoadTableAndRatios) {
       << md;
   EXPECT_NE(md.find("| spec mtp:1 vs off | 16 | 3 |"), std::string::npos) << md;
   EXPECT_NE(md.find("(df 2) |"), std::string::npos) << md;
+}
+
+TEST_F(LoadRun, CellsThatDrainForMuchOfTheirWindowAreFlaggedEverywhere) {
+  auto a = report::AnalyzeRun(*db_, run_);
+  ASSERT_TRUE(a.ok()) << a.status();
+  for (const report::LoadCell& c : a->load->cells) {
+    const bool long_requests = ParseKey(c.key).at("concurrency") == "16";
+    EXPECT_DOUBLE_EQ(c.drain_share, long_requests ? 0.5 : 0.05) << c.key;
+    EXPECT_EQ(c.DrainsTooLong(), long_requests) << c.key;
+  }
+  const auto json = report::ToJson(*a);
+  int flagged = 0;
+  for (const auto& c : json["load"]["cells"]) flagged += c["drains_too_long"].get<bool>() ? 1 : 0;
+  EXPECT_EQ(flagged, 2);
+  auto report = report::BuildReport(*db_, {run_});
+  ASSERT_TRUE(report.ok()) << report.status();
+  const std::string md = report::RenderMarkdown(*report);
+  EXPECT_NE(md.find("⚠ 2 cells spent more than 20 % of the measuring window draining after the "
+                    "last request was sent (concurrency=16,spec=off; concurrency=16,spec=mtp:1)"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| 50.00 ⚠ |"), std::string::npos) << md;
+  // The chart draws those two points hollow, and their tooltips say why.
+  const std::string html = report::RenderHtml(*report);
+  EXPECT_EQ(Occurrences(html, "r=\"5\" fill=\"none\""), 2u);
+  EXPECT_EQ(Occurrences(html, "throughput reads low"), 2u);
 }
 
 TEST_F(LoadRun, HtmlDrawsBothChartsWithTheirSeries) {
@@ -256,7 +284,7 @@ TEST_F(LoadRun, HtmlDrawsBothChartsWithTheirSeries) {
 // One session of one round (the H200 load example's design): the ratios have no interval, so the
 // report must not say the ratio never crosses 1 — here it does, between 4 and 16.
 TEST_F(LoadRun, OneSessionOfOneRoundDoesNotClaimNoSignChange) {
-  std::string yaml = kYaml;
+  std::string yaml = kLoadYaml;
   const std::string three = "replicates: {sessions: 3, processes: 1, rounds: 2}";
   yaml.replace(yaml.find(three), three.size(),
                "replicates: {sessions: 1, processes: 1, rounds: 1}");
@@ -336,8 +364,8 @@ double LocatedTokPerS(const CellAxes& axes, int session, int, int round) {
   return axes.at("spec") == "off" ? off : off * std::pow(10.5 / c, 0.3) * jitter;
 }
 
-store::LocateDecisionRow Decision(const std::string& decision, double c, double lower, double upper,
-                                  const std::string& outcome = "") {
+store::LocateDecisionRow LoadDecision(const std::string& decision, double c, double lower,
+                                      double upper, const std::string& outcome = "") {
   store::LocateDecisionRow d;
   d.decision = decision;
   d.outcome = outcome;
@@ -364,9 +392,9 @@ TEST(LoadLocated, TheLocatedCrossoverIsMarkedOnTheRatioChart) {
   };
   const int64_t run = BuildSyntheticRun(**store, kLocatedYaml, options);
   ASSERT_GT(run, 0);
-  for (const auto& d :
-       {Decision("probe", 8, 4, 16), Decision("probe", 11, 8, 16), Decision("probe", 9, 8, 11),
-        Decision("probe", 10, 9, 11), Decision("stop", NAN, 10, 11, "resolved")}) {
+  for (const auto& d : {LoadDecision("probe", 8, 4, 16), LoadDecision("probe", 11, 8, 16),
+                        LoadDecision("probe", 9, 8, 11), LoadDecision("probe", 10, 9, 11),
+                        LoadDecision("stop", NAN, 10, 11, "resolved")}) {
     ASSERT_TRUE((*store)->RecordLocateDecision(run, d).ok());
   }
   auto db = sqlite::Database::Open(dir.File("results.db"), sqlite::OpenMode::kReadOnly);

@@ -96,9 +96,13 @@ absl::StatusOr<std::vector<RequestRecord>> RunLoad(const LoadConfig& config, con
 
 // Over the measured (not warm-up) requests that succeeded.
 struct LoadSummary {
-  int measured = 0;         // measured requests that succeeded
-  int failed = 0;           // measured requests that failed
-  double window_s = 0;      // first measured send -> last measured end
+  int measured = 0;     // measured requests that succeeded
+  int failed = 0;       // measured requests that failed
+  double window_s = 0;  // first measured send -> last measured end
+  // (last measured end - last measured send) / window: the share of the window after the last
+  // request went out, while the load drains below the set level. Near 0 when the window is long
+  // against a request; large when it is not, and then throughput is undercounted.
+  double drain_share = 0;
   double output_tok_s = 0;  // their output tokens / window
   double req_s = 0;         // measured / window
   double ttft_ms_p50 = 0, ttft_ms_p90 = 0, ttft_ms_p99 = 0;
