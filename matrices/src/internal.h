@@ -50,6 +50,5 @@ inline constexpr int64_t kMaxSessions = 1000;  // replicates.sessions: distinct 
 std::string ReplicateCapError(int64_t cells, int sessions);
 
 uint64_t Fnv1a64(std::string_view bytes);
-uint64_t SplitMix64(uint64_t x);
 
 }  // namespace ladder::matrices::internal

@@ -7,6 +7,7 @@
 #include <system_error>
 
 #include "internal.h"
+#include "ladder/common/random.h"
 #include "ladder/matrices/matrix.h"
 
 namespace ladder::matrices {
@@ -81,9 +82,9 @@ std::string CellKeyWithout(std::string_view key, const std::vector<std::string>&
 uint64_t DefaultSeed(std::string_view name) { return internal::Fnv1a64(name); }
 
 uint64_t UnitSeed(uint64_t matrix_seed, int group_index, int replicate) {
-  uint64_t s = internal::SplitMix64(matrix_seed);
-  s = internal::SplitMix64(s ^ static_cast<uint64_t>(group_index));
-  s = internal::SplitMix64(s ^ static_cast<uint64_t>(replicate));
+  uint64_t s = SplitMix64(matrix_seed);
+  s = SplitMix64(s ^ static_cast<uint64_t>(group_index));
+  s = SplitMix64(s ^ static_cast<uint64_t>(replicate));
   return s;
 }
 
@@ -172,13 +173,6 @@ uint64_t Fnv1a64(std::string_view bytes) {
     hash *= 0x100000001b3ULL;  // FNV prime
   }
   return hash;
-}
-
-uint64_t SplitMix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
 }
 
 }  // namespace internal

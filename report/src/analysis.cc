@@ -19,8 +19,6 @@
 namespace ladder::report {
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
 nlohmann::json ParseOr(const std::string& text, nlohmann::json fallback) {
   auto parsed = nlohmann::json::parse(text, nullptr, false);
   return parsed.is_discarded() ? fallback : parsed;

@@ -14,8 +14,6 @@
 namespace ladder::report {
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
 // One run's valid measurements of the metric, grouped by the matched axes.
 struct Group {
   std::vector<stats::Observation> observations;
@@ -141,7 +139,7 @@ void LogMoments(const std::vector<double>& values, double* geo, double* sd) {
   *sd = std::sqrt(ss / (n - 1));
 }
 
-std::string Percent(double x) { return std::isfinite(x) ? FormatNumber(100 * x) + " %" : "-"; }
+std::string PercentText(double x) { return std::isfinite(x) ? FormatNumber(100 * x) + " %" : "-"; }
 
 std::string SpreadFlag(const CompareRow& r, const std::string& label_a,
                        const std::string& label_b) {
@@ -149,8 +147,8 @@ std::string SpreadFlag(const CompareRow& r, const std::string& label_a,
   const double diff = std::fabs(std::log(r.ratio->estimate));
   const bool a = r.spread_a > diff;
   return absl::StrCat("⚠ session-to-session spread in ", a ? label_a : label_b, " (",
-                      Percent(a ? r.spread_a : r.spread_b),
-                      ") is larger than the difference between the runs (", Percent(diff), ")");
+                      PercentText(a ? r.spread_a : r.spread_b),
+                      ") is larger than the difference between the runs (", PercentText(diff), ")");
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Helpers shared by the analysis, report and verify sources. Not part of the public API.
 #pragma once
 
+#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -13,6 +14,9 @@
 #include "ladder/stats/interval.h"
 
 namespace ladder::report {
+
+// Not a number: a statistic that does not exist (no interval, no sessions).
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // "depth=256,path=2d" -> {{"depth","256"},{"path","2d"}}.
 std::vector<std::pair<std::string, std::string>> SplitKey(const std::string& key);

@@ -3,19 +3,11 @@
 #include <utility>
 #include <vector>
 
+#include "ladder/common/random.h"
 #include "ladder/runner/runner.h"
 
 namespace ladder::runner {
-namespace {
-
-uint64_t SplitMix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-}  // namespace
+namespace {}  // namespace
 
 std::vector<int> InterleavedOrder(int cell_count, uint64_t seed, int process, int round) {
   std::vector<int> order(static_cast<size_t>(std::max(0, cell_count)));

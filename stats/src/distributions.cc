@@ -3,11 +3,13 @@
 #include <cmath>
 #include <limits>
 
+#include "internal.h"
+
 namespace ladder::stats {
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kInf = std::numeric_limits<double>::infinity();
+using internal::kInf;
+using internal::kNaN;
 
 // Continued fraction for I_x(a, b) (modified Lentz), converging for x < (a + 1) / (a + b + 2).
 double BetaContinuedFraction(double a, double b, double x) {

@@ -22,7 +22,7 @@ using report::CompareOptions;
 using report::CompareTwoRuns;
 using report::RunComparison;
 
-constexpr const char* kYaml = R"(name: compare-synthetic
+constexpr const char* kCompareYaml = R"(name: compare-synthetic
 runner: kernel
 axes:
   depth: [1024, 4096]
@@ -33,7 +33,7 @@ metric: time_us
 )";
 
 // A multiplicative normal effect, the same for the same key.
-double Noise(uint64_t key, double sd) {
+double CompareNoise(uint64_t key, double sd) {
   std::mt19937_64 gen(key * 0x9e3779b97f4a7c15ULL + 1);
   std::normal_distribution<double> normal(0.0, sd);
   return std::exp(normal(gen));
@@ -48,9 +48,9 @@ double Value(const CellAxes& a, int s, int p, int r, uint64_t run, double factor
   const double base = static_cast<double>(d) / 10.0 * (arm == 2 ? 0.9 : 1.0);
   const uint64_t cell = d * 10 + arm;
   const uint64_t k = run * 1'000'000'000ULL + cell * 10'000;
-  return base * factor * Noise(k + static_cast<uint64_t>(s), session_sd) *
-         Noise(k + 1000 + static_cast<uint64_t>(s * 10 + p), 0.002) *
-         Noise(k + 5000 + static_cast<uint64_t>(s * 100 + p * 10 + r), 0.002);
+  return base * factor * CompareNoise(k + static_cast<uint64_t>(s), session_sd) *
+         CompareNoise(k + 1000 + static_cast<uint64_t>(s * 10 + p), 0.002) *
+         CompareNoise(k + 5000 + static_cast<uint64_t>(s * 100 + p * 10 + r), 0.002);
 }
 
 class CompareTest : public ::testing::Test {
@@ -73,7 +73,7 @@ class CompareTest : public ::testing::Test {
     options.value = [=](const CellAxes& a, int s, int p, int r) {
       return Value(a, s, p, r, salt, factor, session_sd);
     };
-    return BuildSyntheticRun(store, kYaml, options);
+    return BuildSyntheticRun(store, kCompareYaml, options);
   }
   RunComparison Compare(sqlite::Database& db, int64_t a, int64_t b, CompareOptions options = {}) {
     auto c = CompareTwoRuns({&db, a, "run A"}, {&db, b, "run B"}, options);
@@ -135,11 +135,11 @@ TEST_F(CompareTest, RunsWhoseSessionsAllSharedOneHostSaySoWithoutChangingTheVerd
   options.value = [](const CellAxes& a, int s, int p, int r) {
     return Value(a, s, p, r, 1, 1.0, 0.003);
   };
-  const int64_t local_a = BuildSyntheticRun(*store, kYaml, options);
+  const int64_t local_a = BuildSyntheticRun(*store, kCompareYaml, options);
   options.value = [](const CellAxes& a, int s, int p, int r) {
     return Value(a, s, p, r, 2, 1.05, 0.003);
   };
-  const int64_t local_b = BuildSyntheticRun(*store, kYaml, options);
+  const int64_t local_b = BuildSyntheticRun(*store, kCompareYaml, options);
   auto db = Reader("results.db");
   const RunComparison c = Compare(*db, local_a, local_b);
   EXPECT_EQ(c.one_host, "bench-1");

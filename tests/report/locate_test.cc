@@ -20,7 +20,7 @@ namespace {
 
 // Rungs as the coordinator would have left them: the planned 1K/2K/4K/8K plus probes at 2816 and
 // 3328 (declared here so that the synthetic run measures them).
-constexpr const char* kYaml = R"(name: located
+constexpr const char* kLocateYaml = R"(name: located
 runner: kernel
 axes:
   depth: [1024, 2048, 2816, 3328, 4096, 8192]
@@ -39,8 +39,8 @@ double TimeUs(const CellAxes& axes, int session, int, int round) {
   return base * (1.0 + 0.02 * session) * (1.0 + 0.001 * ((round * 7 + session) % 3 - 1));
 }
 
-store::LocateDecisionRow Decision(const std::string& decision, double depth, double lower,
-                                  double upper, const std::string& outcome = "") {
+store::LocateDecisionRow LocateDecision(const std::string& decision, double depth, double lower,
+                                        double upper, const std::string& outcome = "") {
   store::LocateDecisionRow d;
   d.line_key = "";  // one line: no axis besides depth and the pair axis
   d.decision = decision;
@@ -60,10 +60,11 @@ class LocatedRun : public ::testing::Test {
     ASSERT_TRUE(store.ok()) << store.status();
     SyntheticOptions options;
     options.value = TimeUs;
-    run_ = BuildSyntheticRun(**store, kYaml, options);
+    run_ = BuildSyntheticRun(**store, kLocateYaml, options);
     ASSERT_GT(run_, 0);
-    for (const auto& d : {Decision("probe", 2816, 2048, 4096), Decision("probe", 3328, 2816, 4096),
-                          Decision("stop", NAN, 2816, 3328, "resolved")}) {
+    for (const auto& d :
+         {LocateDecision("probe", 2816, 2048, 4096), LocateDecision("probe", 3328, 2816, 4096),
+          LocateDecision("stop", NAN, 2816, 3328, "resolved")}) {
       ASSERT_TRUE((*store)->RecordLocateDecision(run_, d).ok());
     }
     auto db = sqlite::Database::Open(dir_.File("results.db"), sqlite::OpenMode::kReadOnly);

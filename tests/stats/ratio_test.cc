@@ -14,13 +14,14 @@ namespace ladder::stats {
 namespace {
 
 constexpr double kTrueRatio = 0.7;
-const testing::LevelSds kSds{.session = 0.03, .process = 0.01, .round = 0.005};
+const testing::LevelSds kRatioSds{.session = 0.03, .process = 0.01, .round = 0.005};
 constexpr double kInteraction = 0.01;
 
 TEST(PairedRatioInterval, RecoversKnownRatio) {
   std::mt19937_64 rng(10);
-  const PairedSample sample = testing::SimulatePaired(
-      rng, 50.0, kTrueRatio, kSds, kInteraction, {.sessions = 40, .processes = 3, .rounds = 10});
+  const PairedSample sample =
+      testing::SimulatePaired(rng, 50.0, kTrueRatio, kRatioSds, kInteraction,
+                              {.sessions = 40, .processes = 3, .rounds = 10});
   absl::StatusOr<Interval> ci = PairedRatioInterval(sample);
   ASSERT_TRUE(ci.ok()) << ci.status();
   EXPECT_NEAR(ci->estimate, kTrueRatio, 0.01 * kTrueRatio);
@@ -56,8 +57,9 @@ TEST(PairedRatioInterval, SessionRatiosAreLogsOfArmMeans) {
 
 TEST(PairedRatioInterval, OneSessionCoversOnlyWithinSessionNoise) {
   std::mt19937_64 rng(11);
-  const PairedSample sample = testing::SimulatePaired(
-      rng, 50.0, kTrueRatio, kSds, kInteraction, {.sessions = 1, .processes = 3, .rounds = 10});
+  const PairedSample sample =
+      testing::SimulatePaired(rng, 50.0, kTrueRatio, kRatioSds, kInteraction,
+                              {.sessions = 1, .processes = 3, .rounds = 10});
   absl::StatusOr<Interval> ci = PairedRatioInterval(sample);
   ASSERT_TRUE(ci.ok()) << ci.status();
   EXPECT_EQ(ci->scope, IntervalScope::kWithinSessionOnly);
@@ -97,8 +99,9 @@ TEST(PairedRatioInterval, CoverageIsNominalAndPoolingUnderCovers) {
   int fieller_covered = 0;
   int naive_covered = 0;
   for (int e = 0; e < kExperiments; ++e) {
-    const PairedSample sample = testing::SimulatePaired(
-        rng, 50.0, kTrueRatio, kSds, kInteraction, {.sessions = 5, .processes = 3, .rounds = 10});
+    const PairedSample sample =
+        testing::SimulatePaired(rng, 50.0, kTrueRatio, kRatioSds, kInteraction,
+                                {.sessions = 5, .processes = 3, .rounds = 10});
     absl::StatusOr<Interval> ci = PairedRatioInterval(sample);
     ASSERT_TRUE(ci.ok());
     covered += ci->Contains(kTrueRatio);
@@ -120,8 +123,9 @@ TEST(PairedRatioInterval, CoverageIsNominalAndPoolingUnderCovers) {
 
 TEST(BootstrapRatioInterval, SaneAndDeterministic) {
   std::mt19937_64 rng(13);
-  const PairedSample sample = testing::SimulatePaired(
-      rng, 50.0, kTrueRatio, kSds, kInteraction, {.sessions = 20, .processes = 3, .rounds = 10});
+  const PairedSample sample =
+      testing::SimulatePaired(rng, 50.0, kTrueRatio, kRatioSds, kInteraction,
+                              {.sessions = 20, .processes = 3, .rounds = 10});
   absl::StatusOr<Interval> t = PairedRatioInterval(sample);
   absl::StatusOr<Interval> boot = BootstrapRatioInterval(sample, {.draws = 2000});
   absl::StatusOr<Interval> again = BootstrapRatioInterval(sample, {.draws = 2000});
@@ -156,8 +160,9 @@ TEST(BootstrapRatioInterval, SaneAndDeterministic) {
 // t-calibrated one is not.
 TEST(BootstrapRatioInterval, TwoSessionsAreNotNarrowerThanTheyDeserve) {
   std::mt19937_64 rng(16);
-  const PairedSample sample = testing::SimulatePaired(
-      rng, 50.0, kTrueRatio, kSds, kInteraction, {.sessions = 2, .processes = 3, .rounds = 10});
+  const PairedSample sample =
+      testing::SimulatePaired(rng, 50.0, kTrueRatio, kRatioSds, kInteraction,
+                              {.sessions = 2, .processes = 3, .rounds = 10});
   absl::StatusOr<Interval> t = PairedRatioInterval(sample);
   absl::StatusOr<Interval> boot = BootstrapRatioInterval(sample, {.draws = 2000});
   absl::StatusOr<Interval> percentile = BootstrapRatioInterval(
@@ -172,8 +177,9 @@ TEST(BootstrapRatioInterval, TwoSessionsAreNotNarrowerThanTheyDeserve) {
 
 TEST(RatioIntervals, EachNamesItsEstimand) {
   std::mt19937_64 rng(17);
-  const PairedSample sample = testing::SimulatePaired(
-      rng, 50.0, kTrueRatio, kSds, kInteraction, {.sessions = 5, .processes = 3, .rounds = 10});
+  const PairedSample sample =
+      testing::SimulatePaired(rng, 50.0, kTrueRatio, kRatioSds, kInteraction,
+                              {.sessions = 5, .processes = 3, .rounds = 10});
   absl::StatusOr<Interval> t = PairedRatioInterval(sample);
   absl::StatusOr<Interval> f = FiellerRatioInterval(sample);
   ASSERT_TRUE(t.ok() && f.ok());
@@ -190,8 +196,9 @@ TEST(RatioIntervals, EachNamesItsEstimand) {
 
 TEST(Fieller, AgreesWithDeltaMethodForPreciseDenominator) {
   std::mt19937_64 rng(15);
-  const PairedSample sample = testing::SimulatePaired(
-      rng, 50.0, kTrueRatio, kSds, kInteraction, {.sessions = 20, .processes = 3, .rounds = 10});
+  const PairedSample sample =
+      testing::SimulatePaired(rng, 50.0, kTrueRatio, kRatioSds, kInteraction,
+                              {.sessions = 20, .processes = 3, .rounds = 10});
   absl::StatusOr<Interval> f = FiellerRatioInterval(sample);
   absl::StatusOr<Interval> d = DeltaRatioInterval(sample);
   ASSERT_TRUE(f.ok() && d.ok());
