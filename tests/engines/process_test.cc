@@ -67,6 +67,8 @@ TEST(EngineProcess, InheritsTheAgentsEnvironment) {
   ASSERT_TRUE(process.ok()) << process.status();
   auto exit = WaitExit(**process, std::chrono::seconds(5));
   ASSERT_TRUE(exit.has_value());
+  // The exit can be seen before the reader has taken the last line: DescribeExit drains it.
+  EXPECT_EQ((*process)->DescribeExit(*exit), "exited with status 0");
   EXPECT_THAT((*process)->LogTail(), ::testing::Contains("pinned=3 nvls=0"));
   unsetenv("CUDA_VISIBLE_DEVICES");
   unsetenv("NCCL_NVLS_ENABLE");

@@ -42,12 +42,6 @@ std::string Matrix(const std::string& name, int gpu_count, int sessions) {
          std::to_string(gpu_count) + "}\n";
 }
 
-std::string LastLine(std::string text) {
-  while (!text.empty() && text.back() == '\n') text.pop_back();
-  const size_t nl = text.rfind('\n');
-  return nl == std::string::npos ? text : text.substr(nl + 1);
-}
-
 TEST(Gpus, PinnedAgentsAreSessionsOfTheirOwnAndNeverGetATwoGpuCell) {
   TempDir dir;
   const std::string db = dir.File("results.db");

@@ -11,12 +11,6 @@
 namespace ladder::testing {
 namespace {
 
-std::string LastLine(const std::string& text) {
-  std::string trimmed = text;
-  while (!trimmed.empty() && trimmed.back() == '\n') trimmed.pop_back();
-  return trimmed.substr(trimmed.rfind('\n') == std::string::npos ? 0 : trimmed.rfind('\n') + 1);
-}
-
 TEST(Spine, CoordinatorAndThreeAgentsRunTheDemoMatrix) {
   TempDir dir;
   const std::string db = dir.File("results.db");

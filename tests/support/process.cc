@@ -157,4 +157,10 @@ std::unique_ptr<ChildProcess> StartCoordinator(const TempDir& dir, const std::st
   return child;
 }
 
+std::string LastLine(std::string text) {
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  const size_t nl = text.rfind('\n');
+  return nl == std::string::npos ? text : text.substr(nl + 1);
+}
+
 }  // namespace ladder::testing

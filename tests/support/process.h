@@ -59,6 +59,10 @@ bool WaitFor(const std::function<bool()>& condition, std::chrono::milliseconds t
              std::chrono::milliseconds poll = std::chrono::milliseconds(50));
 
 std::string ReadFile(const std::string& path);
+
+// The last line of a command's output, trailing newlines dropped (what a CLI prints last:
+// a run id, a verdict).
+std::string LastLine(std::string text);
 void WriteFile(const std::string& path, const std::string& content);
 
 // The ladder binary under test (set by CMake).
