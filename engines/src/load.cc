@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <limits>
 #include <thread>
+#include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "ladder/common/mutex.h"
@@ -231,6 +232,35 @@ absl::StatusOr<std::vector<RequestRecord>> RunLoad(const LoadConfig& config, con
   return records;
 }
 
+namespace {
+
+// The time within [from, to] (ms) during which fewer than `level` of the records were in flight.
+double TimeBelowLevel(const std::vector<RequestRecord>& records, int level, double from,
+                      double to) {
+  std::vector<std::pair<double, int>> events;  // (time, +1 start / -1 end)
+  events.reserve(2 * records.size());
+  for (const auto& r : records) {
+    events.emplace_back(r.start_ms, +1);
+    events.emplace_back(r.start_ms + r.e2e_ms, -1);
+  }
+  // At equal times starts go first: a closed loop's next send follows its last end at once.
+  std::sort(events.begin(), events.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first < b.first : a.second > b.second;
+  });
+  double below = 0, at = from;
+  int in_flight = 0;
+  for (const auto& [t, step] : events) {
+    const double clipped = std::min(std::max(t, from), to);
+    if (in_flight < level) below += clipped - at;
+    at = clipped;
+    in_flight += step;
+  }
+  if (in_flight < level) below += to - at;
+  return below;
+}
+
+}  // namespace
+
 LoadSummary Summarize(const LoadConfig& config, const std::vector<RequestRecord>& records) {
   LoadSummary s;
   std::vector<double> ttft, itl, e2e;
@@ -266,7 +296,9 @@ LoadSummary Summarize(const LoadConfig& config, const std::vector<RequestRecord>
   if (s.window_s > 0) {
     s.output_tok_s = output_tokens / s.window_s;
     s.req_s = s.measured / s.window_s;
-    s.drain_share = (last - last_send) / (last - first);
+    s.drain_share = config.mode == LoadMode::kClosedLoop
+                        ? TimeBelowLevel(records, config.concurrency, first, last) / (last - first)
+                        : (last - last_send) / (last - first);
     if (config.slo_ttft_ms || config.slo_itl_ms) s.goodput_req_s = good / s.window_s;
   }
   s.ttft_ms_p50 = Percentile(ttft, 50);

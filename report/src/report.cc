@@ -76,7 +76,8 @@ void LoadSections(const RunAnalysis& a, std::vector<Section>& out) {
         "do not compare with a plain arm's, while the time to a whole request does."));
     s.paragraphs.push_back(
         "drain %: the share of the measuring window (first measured send to last measured end) "
-        "after the last request was sent, when the load falls below its level.");
+        "run below the set load: with fewer requests in flight than the concurrency (closed "
+        "loop), or after the last arrival (open loop).");
     std::vector<std::string> drained;  // keys of the cells that drained too long
     s.table.header = {"arm"};
     if (has_axis) s.table.header.push_back(load.axis);
@@ -109,11 +110,9 @@ void LoadSections(const RunAnalysis& a, std::vector<Section>& out) {
       s.paragraphs.push_back(absl::StrCat(
           "⚠ ", drained.size(), " cell", drained.size() == 1 ? "" : "s", " spent more than ",
           std::lround(100.0 * kLoadDrainShareLimit),
-          " % of the measuring window draining after the last request was sent (",
-          absl::StrJoin(drained, "; "),
-          "): the load ran below its level for that share, so their tokens/s and requests/s "
-          "read low. Lengthen duration_s (or num_requests) to several times the end-to-end "
-          "latency."));
+          " % of the measuring window below their load (", absl::StrJoin(drained, "; "),
+          "): their tokens/s and requests/s read low. Lengthen duration_s (or num_requests) to "
+          "several times the end-to-end latency."));
     }
     out.push_back(std::move(s));
   }

@@ -366,7 +366,8 @@ std::string LoadTooltip(const LoadAnalysis& load, const LoadCell& c) {
     lines.push_back(absl::StrCat("goodput ", FormatNumber(c.goodput_req_s), " req/s"));
   }
   if (std::isfinite(c.drain_share)) {
-    lines.push_back(absl::StrCat("drain ", FormatNumber(100.0 * c.drain_share), " % of the window",
+    lines.push_back(absl::StrCat("below its load ", FormatNumber(100.0 * c.drain_share),
+                                 " % of the window",
                                  c.DrainsTooLong() ? ": throughput reads low" : ""));
   }
   lines.push_back(absl::StrCat("sessions ", c.sessions, ", rounds ", c.rounds));

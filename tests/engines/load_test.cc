@@ -148,8 +148,19 @@ TEST(Load, SummaryMatchesHandComputedPercentiles) {
   EXPECT_DOUBLE_EQ(s.window_s, 2.0);            // 100 -> 2100 ms
   EXPECT_DOUBLE_EQ(s.output_tok_s, 150 / 2.0);  // 10+20+30+40+50 tokens
   EXPECT_DOUBLE_EQ(s.req_s, 2.5);
-  // The last measured send is request 5's at 300 ms: 1800 of the window's 2000 ms drain.
-  EXPECT_DOUBLE_EQ(s.drain_share, 0.9);
+  // Closed loop at concurrency 1: the warm-up request (0-5000 ms) alone keeps one in flight
+  // all through the window, which never runs below its level.
+  EXPECT_DOUBLE_EQ(s.drain_share, 0);
+  // At 3: in flight over the window [100, 2100] (warm-up and the failed request count) is 2 on
+  // [100, 150), 3-6 until request 4 ends at 650, then 2 (warm-up and request 5): 50 + 1450 ms.
+  c.concurrency = 3;
+  EXPECT_DOUBLE_EQ(Summarize(c, records).drain_share, 0.75);
+  // Open loop: the time after the last measured send (request 5's at 300 ms), 1800 of 2000.
+  c.mode = LoadMode::kOpenLoop;
+  c.request_rate = 2;
+  EXPECT_DOUBLE_EQ(Summarize(c, records).drain_share, 0.9);
+  c.mode = LoadMode::kClosedLoop;
+  c.concurrency = 1;
   // TTFT 10,20,30,40,50: p50 = 30; p90 at rank 3.6 = 40 + 0.6*10; p99 at rank 3.96.
   EXPECT_DOUBLE_EQ(s.ttft_ms_p50, 30);
   EXPECT_DOUBLE_EQ(s.ttft_ms_p90, 46);

@@ -99,9 +99,10 @@ struct LoadSummary {
   int measured = 0;     // measured requests that succeeded
   int failed = 0;       // measured requests that failed
   double window_s = 0;  // first measured send -> last measured end
-  // (last measured end - last measured send) / window: the share of the window after the last
-  // request went out, while the load drains below the set level. Near 0 when the window is long
-  // against a request; large when it is not, and then throughput is undercounted.
+  // The share of the window run below the set load, when throughput reads low. Closed loop: the
+  // time fewer than `concurrency` requests (warm-up and failed ones included) were in flight, as
+  // at the start while the warm-up hands over and in the drain after the last send. Open loop:
+  // the time after the last measured send. Near 0 when the window is long against a request.
   double drain_share = 0;
   double output_tok_s = 0;  // their output tokens / window
   double req_s = 0;         // measured / window

@@ -40,15 +40,15 @@ struct LoadCell {
   double itl_ms_p50 = kNaN, itl_ms_p99 = kNaN;
   double e2e_ms_p50 = kNaN, e2e_ms_p99 = kNaN;
   double requests = kNaN, failed_requests = kNaN;  // per round
-  // The share of the measuring window spent draining after the last request went out
-  // (load_drain_share); above kLoadDrainShareLimit the cell's throughput is undercounted.
+  // The share of the measuring window run below the set load (load_drain_share); above
+  // kLoadDrainShareLimit the cell's throughput is undercounted.
   double drain_share = kNaN;
   bool DrainsTooLong() const;
 };
 
-// A closed loop drains from its level to nothing after the last request is sent: with requests
-// long against the window the drain is a large part of it and tok/s reads low (the load study's
-// 64-request cells drained for most of their window). Above this share the report flags a cell.
+// A closed loop runs below its level while the warm-up hands over and in the drain after the
+// last send: with requests long against the window that is a large part of it and tok/s reads
+// low (the load study's 64-request cells). Above this share the report flags a cell.
 inline constexpr double kLoadDrainShareLimit = 0.2;
 
 // One arm's throughput–latency curve: its cells by ascending load.
