@@ -556,6 +556,16 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1)
         }
       }
     }
+    if (team_chunks < (n_chunks + 1) / 2) {
+      // Team 1 has one chunk fewer (an odd count): it passes its named barrier as often as
+      // team 0 passes its own. The hardware keeps the two barriers apart either way, but
+      // compute-sanitizer's racecheck paired the block-wide barrier below wrongly across teams
+      // whose counts differed and reported thousands of hazards there (docs/performance.md);
+      // with equal counts it reports none.
+      constexpr int kChunkBarriers = 1 + (kCols ? 0 : 1) + (kXchg ? 1 : 0);
+#pragma unroll
+      for (int b = 0; b < kChunkBarriers; ++b) dev::NamedBarrier(1 + team, S::kTeamWarps * 32);
+    }
     if constexpr (kWg) dev::WgmmaWaitAll();
   };  // run_team
   if constexpr (kWg) {
