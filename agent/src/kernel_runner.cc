@@ -24,7 +24,8 @@ const std::set<std::string>& KnownParams() {
       "seed", "decode_query_len", "seq_threshold_3d", "timing", "graph_calls", "cpu_threads",
       // kernels::TuningConfig, one parameter per field: an A/B of kernels or launch options is
       // a matrix whose paired axis is one of these.
-      "head512", "bulk_copies", "merge_in_kernel", "merge_overlap", "evict_first"};
+      "head512", "bulk_copies", "merge_in_kernel", "merge_overlap", "evict_first",
+      "attention_overlap"};
   return known;
 }
 
@@ -69,7 +70,8 @@ absl::Status TuningFromParams(const nlohmann::json& params, kernels::TuningConfi
   for (const SwitchParam& s : {SwitchParam{"bulk_copies", &tuning->bulk_copies},
                                SwitchParam{"merge_in_kernel", &tuning->merge_in_kernel},
                                SwitchParam{"merge_overlap", &tuning->merge_overlap},
-                               SwitchParam{"evict_first", &tuning->evict_first}}) {
+                               SwitchParam{"evict_first", &tuning->evict_first},
+                               SwitchParam{"attention_overlap", &tuning->attention_overlap}}) {
     ASSIGN_OR_RETURN(std::string value, StringParam(params, s.name, "auto"));
     auto parsed = kernels::ParseSwitch(value);
     if (!parsed.ok()) return FromKernel(parsed.error(), absl::StrCat("parameter ", s.name), s.name);

@@ -76,7 +76,9 @@ struct LaunchPlan {
   // work groups merge the partials themselves (a cooperative launch), no merge kernel.
   bool merge_in_kernel = false;
   bool merge_overlap = false;  // 3D: the merge kernel by programmatic dependent launch
-  bool evict_first = false;    // K/V copies under an L2 evict-first policy
+  // The attention kernel by programmatic dependent launch (not the cooperative one).
+  bool attention_overlap = false;
+  bool evict_first = false;  // K/V copies under an L2 evict-first policy
 };
 
 // Finds the kernel in the dispatch table (kUnsupported naming the combination when the table

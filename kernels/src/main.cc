@@ -96,6 +96,9 @@ void AddTuningFlags(lk::TuningConfig* t, std::vector<Flag>* flags) {
                     set_switch(&t->merge_overlap)});
   flags->push_back({"evict-first", true, "K/V under an L2 evict-first policy: auto | on | off",
                     set_switch(&t->evict_first)});
+  flags->push_back({"attention-overlap", true,
+                    "attention kernel by programmatic dependent launch: auto | off",
+                    set_switch(&t->attention_overlap)});
 }
 
 void PrintHelp(const char* cmd, const std::vector<Flag>& flags) {

@@ -75,6 +75,10 @@ Status TuningConfig::Validate() const {
   if (merge_overlap == Switch::kOn)
     return bad(
         "merge_overlap takes auto or off: only the device (compute capability >= 9) can allow it");
+  if (attention_overlap == Switch::kOn)
+    return bad(
+        "attention_overlap takes auto or off: only the device (compute capability >= 9) can "
+        "allow it");
   return OkStatus();
 }
 
@@ -89,6 +93,8 @@ std::string TuningConfig::ToString() const {
   if (merge_in_kernel != Switch::kAuto) add("merge_in_kernel", kernels::ToString(merge_in_kernel));
   if (merge_overlap != Switch::kAuto) add("merge_overlap", kernels::ToString(merge_overlap));
   if (evict_first != Switch::kAuto) add("evict_first", kernels::ToString(evict_first));
+  if (attention_overlap != Switch::kAuto)
+    add("attention_overlap", kernels::ToString(attention_overlap));
   return s.empty() ? "defaults" : s;
 }
 

@@ -63,6 +63,11 @@ TEST(Tuning, CombinationsNoShapeCanRunAreRefused) {
   lk::TuningConfig forced_overlap;
   forced_overlap.merge_overlap = lk::Switch::kOn;
   EXPECT_FALSE(forced_overlap.Validate().ok());
+
+  lk::TuningConfig forced_attention_overlap;
+  forced_attention_overlap.attention_overlap = lk::Switch::kOn;
+  EXPECT_NE(forced_attention_overlap.Validate().error().message.find("attention_overlap"),
+            std::string::npos);
 }
 
 TEST(Tuning, ValidCombinationsPassAndAreDescribed) {
@@ -71,9 +76,11 @@ TEST(Tuning, ValidCombinationsPassAndAreDescribed) {
   t.bulk_copies = lk::Switch::kOn;
   t.merge_in_kernel = lk::Switch::kOff;
   t.evict_first = lk::Switch::kOff;
+  t.attention_overlap = lk::Switch::kOff;
   EXPECT_TRUE(t.Validate().ok());
   EXPECT_EQ(t.ToString(),
-            "head512=team-by-dims bulk_copies=on merge_in_kernel=off evict_first=off");
+            "head512=team-by-dims bulk_copies=on merge_in_kernel=off evict_first=off "
+            "attention_overlap=off");
 }
 
 // The CPU backend ignores tunings, but an invalid one is still refused: a matrix that runs on the

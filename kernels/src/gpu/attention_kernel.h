@@ -134,6 +134,10 @@ __global__ void __launch_bounds__(NT, MINB) UnifiedAttentionKernel(KernelParams 
   float* row_max = row_alpha + BM;
   float* row_sum = row_max + BM;
 
+  // Launched by programmatic dependent launch (attention_overlap), this kernel may start while
+  // the one ahead of it runs: nothing is read (or written: the previous call's merge may still
+  // read the workspace) before that kernel is complete.
+  dev::WaitForPriorGrid();
   const int tid = threadIdx.x;
   const WorkItem w = WorkItemOf(p);
   if (w.empty) return;

@@ -356,15 +356,15 @@ Result<bool> MergesInKernel(const KernelEntry& e, long long items, long long uni
 #endif
 }
 
-// The merge is launched with programmatic dependent launch on sm_90 and newer: its launch
-// overlaps the attention kernel's tail (H200, 32K: 1-3 us, 1-1.7 %, of a 3D call; see
-// docs/kernels.md).
-Result<bool> MergeLaunchOverlaps(const TuningConfig& tuning) {
+// Programmatic dependent launch on sm_90 and newer, unless `overlap` is off. The merge: its
+// launch overlaps the attention kernel's tail (H200, 32K: 1-3 us, 1-1.7 %, of a 3D call; see
+// docs/kernels.md). The attention kernel: its launch overlaps the end of the kernel ahead of it.
+Result<bool> LaunchOverlaps(Switch overlap) {
 #if defined(LADDER_KERNELS_HIP)
-  (void)tuning;
+  (void)overlap;
   return false;
 #else
-  if (tuning.merge_overlap == Switch::kOff) return false;
+  if (overlap == Switch::kOff) return false;
   LADDER_K_ASSIGN_OR_RETURN(const GpuFacts f, Facts());
   return f.cc_major >= 9;
 #endif
@@ -536,8 +536,9 @@ Result<LaunchPlan> MakePlan(const DeviceProblem& p, Path path, int segments,
   if (path == Path::k3D) {
     LADDER_K_ASSIGN_OR_RETURN(plan.merge_in_kernel,
                               MergesInKernel(*e, items, units, plan.segments, tuning));
-    LADDER_K_ASSIGN_OR_RETURN(plan.merge_overlap, MergeLaunchOverlaps(tuning));
+    LADDER_K_ASSIGN_OR_RETURN(plan.merge_overlap, LaunchOverlaps(tuning.merge_overlap));
   }
+  LADDER_K_ASSIGN_OR_RETURN(plan.attention_overlap, LaunchOverlaps(tuning.attention_overlap));
   LADDER_K_ASSIGN_OR_RETURN(plan.evict_first, StreamEvictsFirst(p, tuning));
   char buf[256];
   std::snprintf(buf, sizeof(buf), "%s grid %dx%dx%d %s (%d thr, BM %d, tile %d, %d stages)%s",
@@ -658,8 +659,17 @@ Status Launch(const DeviceProblem& p, const LaunchPlan& plan, void* workspace,
     (void)cudaGetLastError();  // clears the refusal just handled
     kp.merge_in_kernel = 0;
   }
-#endif
+  if (plan.attention_overlap) {
+    cudaLaunchAttribute pdl{};
+    pdl.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    pdl.val.programmaticStreamSerializationAllowed = 1;
+    LADDER_GPU_CALL(LaunchWithAttribute(pdl, grid, dim3(e->threads), e->smem, st, e->fn, kp));
+  } else {
+    e->fn<<<grid, e->threads, e->smem, st>>>(kp);
+  }
+#else
   e->fn<<<grid, e->threads, e->smem, st>>>(kp);
+#endif
   LADDER_GPU_CALL(rt::GetLastError());
   if (!kp.write_partial) return OkStatus();
 

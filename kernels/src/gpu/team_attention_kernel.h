@@ -132,6 +132,7 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1)
   int* fin_head = reinterpret_cast<int*>(fin_w + 32);               // [32] output rows
   size_t* fin_off = reinterpret_cast<size_t*>(fin_head + 32);  // [32] output (partial) row offsets
 
+  dev::WaitForPriorGrid();  // (attention_overlap: as in UnifiedAttentionKernel)
   const int tid = threadIdx.x;
   const WorkItem w = WorkItemOf(p);
   if (w.empty) return;

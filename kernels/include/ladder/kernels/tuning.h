@@ -51,13 +51,19 @@ struct TuningConfig {
   // The merge kernel launched by programmatic dependent launch, overlapping the attention
   // kernel's tail. kAuto: on compute capability 9 and newer (CUDA); kOff: a plain launch.
   Switch merge_overlap = Switch::kAuto;
+  // The attention kernel itself launched by programmatic dependent launch: its launch and work
+  // group set-up overlap the end of the kernel ahead of it in the stream (the previous call's
+  // merge, an engine's projection), and it waits for that kernel's results (griddepcontrol.wait)
+  // before reading anything. kAuto: on compute capability 9 and newer (CUDA); kOff: a plain
+  // launch.
+  Switch attention_overlap = Switch::kAuto;
   // K/V copies under an L2 evict-first policy (CUDA). kAuto: where the K/V a call reads is
   // larger than L2, so the stream would evict the 3D partials before the merge reads them.
   Switch evict_first = Switch::kAuto;
 
   // InvalidArgument for combinations no shape can run (bulk copies with the generic or a
   // split kernel, the merge inside the generic kernel, kOn for merge_in_kernel /
-  // merge_overlap, which only kAuto can decide safely).
+  // merge_overlap / attention_overlap, which only kAuto can decide safely).
   Status Validate() const;
   // "head512=team-by-dims bulk_copies=on" -- the non-default fields; "defaults" when none.
   std::string ToString() const;
