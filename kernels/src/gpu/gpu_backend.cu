@@ -419,6 +419,15 @@ cudaError_t LaunchWithAttribute(cudaLaunchAttribute attr, dim3 grid, dim3 block,
   return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
 }
 
+// The launch attribute of programmatic dependent launch: the kernel may start before the one
+// ahead of it in the stream ends, and waits for it with griddepcontrol.wait.
+cudaLaunchAttribute ProgrammaticSerialization() {
+  cudaLaunchAttribute pdl{};
+  pdl.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  pdl.val.programmaticStreamSerializationAllowed = 1;
+  return pdl;
+}
+
 // The attention kernels' shared-memory split for the kernels around them too, so that no SM
 // reconfigures its L1 / shared memory between a hold or merge kernel and an attention kernel.
 template <class F>
@@ -660,10 +669,8 @@ Status Launch(const DeviceProblem& p, const LaunchPlan& plan, void* workspace,
     kp.merge_in_kernel = 0;
   }
   if (plan.attention_overlap) {
-    cudaLaunchAttribute pdl{};
-    pdl.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    pdl.val.programmaticStreamSerializationAllowed = 1;
-    LADDER_GPU_CALL(LaunchWithAttribute(pdl, grid, dim3(e->threads), e->smem, st, e->fn, kp));
+    LADDER_GPU_CALL(LaunchWithAttribute(ProgrammaticSerialization(), grid, dim3(e->threads),
+                                        e->smem, st, e->fn, kp));
   } else {
     e->fn<<<grid, e->threads, e->smem, st>>>(kp);
   }
@@ -692,13 +699,11 @@ Status Launch(const DeviceProblem& p, const LaunchPlan& plan, void* workspace,
   if (plan.merge_overlap) {
     // Programmatic dependent launch: the merge's launch overlaps the attention kernel's tail;
     // the merge waits (griddepcontrol.wait) for it before reading the partials.
-    cudaLaunchAttribute pdl{};
-    pdl.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    pdl.val.programmaticStreamSerializationAllowed = 1;
     LADDER_GPU_CALL(LaunchWithAttribute(
-        pdl, mgrid, dim3(kGroupedMergeThreads), 0, st, merge, static_cast<const float*>(kp.seg_acc),
-        static_cast<const float*>(kp.seg_max), static_cast<const float*>(kp.seg_sum), kp.out,
-        kp.q_heads, kp.segments, p.shape.head_dim, kp.evict_first));
+        ProgrammaticSerialization(), mgrid, dim3(kGroupedMergeThreads), 0, st, merge,
+        static_cast<const float*>(kp.seg_acc), static_cast<const float*>(kp.seg_max),
+        static_cast<const float*>(kp.seg_sum), kp.out, kp.q_heads, kp.segments, p.shape.head_dim,
+        kp.evict_first));
     return OkStatus();
   }
 #endif
