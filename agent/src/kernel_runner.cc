@@ -21,7 +21,8 @@ const std::set<std::string>& KnownParams() {
   static const std::set<std::string> known = {
       "backend", "preset", "q_heads", "kv_heads", "head_dim", "depth", "query_rows", "num_seqs",
       "block_size", "window", "softcap", "dtype", "policy", "path", "warmup", "repeats", "flush_l2",
-      "seed", "decode_query_len", "seq_threshold_3d", "timing", "graph_calls", "cpu_threads",
+      "seed", "decode_query_len", "seq_threshold_3d", "segments", "timing", "graph_calls",
+      "cpu_threads",
       // kernels::TuningConfig, one parameter per field: an A/B of kernels or launch options is
       // a matrix whose paired axis is one of these.
       "head512", "bulk_copies", "merge_in_kernel", "merge_overlap", "evict_first",
@@ -115,6 +116,13 @@ absl::StatusOr<kernels::BenchPoint> PointFromParams(const nlohmann::json& params
                    IntParam(params, "decode_query_len", point.config.decode_query_len));
   ASSIGN_OR_RETURN(point.config.seq_threshold_3d,
                    IntParam(params, "seq_threshold_3d", point.config.seq_threshold_3d));
+  // The 3D split forced (an A/B of the policy's choice against another); 0: the policy's.
+  ASSIGN_OR_RETURN(point.config.force_segments,
+                   IntParam(params, "segments", point.config.force_segments));
+  if (point.config.force_segments < 0) {
+    return runner::ParamError("segments",
+                              "parameter segments: expected 0 (the policy's) or a count >= 1");
+  }
   if (params.contains("softcap")) {
     if (!params["softcap"].is_number()) {
       return runner::ParamError("softcap", "parameter softcap: expected a number");

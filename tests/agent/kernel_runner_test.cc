@@ -176,7 +176,8 @@ TEST(KernelRunner, AnUnknownParameterFailsTheUnitBeforeMeasuringAnything) {
 
 TEST(KernelRunner, AValueOfTheWrongTypeIsRefusedNamingTheParameter) {
   for (const auto& [param, value] : std::vector<std::pair<std::string, nlohmann::json>>{
-           {"depth", "4K"}, {"path", "4d"}, {"dtype", "int3"}, {"flush_l2", 1}}) {
+           {"depth", "4K"}, {"path", "4d"}, {"dtype", "int3"}, {"flush_l2", 1}, {"segments", -2},
+           {"segments", "many"}}) {
     std::vector<runner::CellWork> cells = {Cell(1, 64, "2d")};
     cells[0].params[param] = value;
     auto kernel = MakeKernelRunner();
@@ -189,6 +190,24 @@ TEST(KernelRunner, AValueOfTheWrongTypeIsRefusedNamingTheParameter) {
     EXPECT_FALSE(CheckKernelParams(cells[0].params).ok()) << param;
   }
   EXPECT_TRUE(CheckKernelParams(Cell(1, 64, "2d").params).ok());
+}
+
+// `segments` forces the 3D split (an A/B of the policy's choice against another): the cell's
+// recorded segment count is the forced one, and 0 leaves the policy's.
+TEST(KernelRunner, ASegmentsParameterForcesTheSplitThatRuns) {
+  std::vector<runner::CellWork> cells = {Cell(1, 128, "3d"), Cell(2, 128, "3d")};
+  cells[0].params["segments"] = 3;
+  cells[1].params["segments"] = 0;
+  auto kernel = MakeKernelRunner();
+  RecordingSink sink;
+  ASSERT_TRUE(kernel->Run(Unit(cells, 1, 1, 1), sink).ok());
+  std::map<int64_t, double> segments;
+  for (const auto& m : sink.measurements)
+    if (m.metric == "segments") segments[m.cell_id] = m.value;
+  ASSERT_EQ(segments.size(), 2u);
+  EXPECT_EQ(segments[1], 3.0);
+  EXPECT_NE(segments[2], 3.0);
+  EXPECT_GE(segments[2], 1.0);
 }
 
 }  // namespace
