@@ -175,9 +175,13 @@ TEST(KernelRunner, AnUnknownParameterFailsTheUnitBeforeMeasuringAnything) {
 }
 
 TEST(KernelRunner, AValueOfTheWrongTypeIsRefusedNamingTheParameter) {
-  for (const auto& [param, value] : std::vector<std::pair<std::string, nlohmann::json>>{
-           {"depth", "4K"}, {"path", "4d"}, {"dtype", "int3"}, {"flush_l2", 1}, {"segments", -2},
-           {"segments", "many"}}) {
+  for (const auto& [param, value] :
+       std::vector<std::pair<std::string, nlohmann::json>>{{"depth", "4K"},
+                                                           {"path", "4d"},
+                                                           {"dtype", "int3"},
+                                                           {"flush_l2", 1},
+                                                           {"segments", -2},
+                                                           {"segments", "many"}}) {
     std::vector<runner::CellWork> cells = {Cell(1, 64, "2d")};
     cells[0].params[param] = value;
     auto kernel = MakeKernelRunner();
