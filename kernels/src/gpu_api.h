@@ -76,6 +76,9 @@ struct LaunchPlan {
   // work groups merge the partials themselves (a cooperative launch), no merge kernel.
   bool merge_in_kernel = false;
   bool merge_overlap = false;  // 3D: the merge kernel by programmatic dependent launch
+  // 3D with the generic kernel: each (query block, KV head)'s segments run as one cluster and
+  // merge in it (TuningConfig::merge_in_cluster), no merge kernel.
+  bool merge_in_cluster = false;
   // The attention kernel by programmatic dependent launch (not the cooperative one).
   bool attention_overlap = false;
   bool evict_first = false;  // K/V copies under an L2 evict-first policy

@@ -95,6 +95,8 @@ std::string TuningConfig::ToString() const {
   if (evict_first != Switch::kAuto) add("evict_first", kernels::ToString(evict_first));
   if (attention_overlap != Switch::kAuto)
     add("attention_overlap", kernels::ToString(attention_overlap));
+  if (merge_in_cluster != Switch::kAuto)
+    add("merge_in_cluster", kernels::ToString(merge_in_cluster));
   return s.empty() ? "defaults" : s;
 }
 

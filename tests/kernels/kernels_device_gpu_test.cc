@@ -199,6 +199,105 @@ TEST(DeviceEntryMerge, InKernelMergeAndGraphReplaysAgreeBitForBit) {
   }
 }
 
+// The generic kernel's segments merging in their thread block cluster (merge_in_cluster=on, on
+// compute capability 9.0) give the merge kernel's bits: head 64, 128 and 256, with and without
+// a window, 1, 2, 4 and 5 query rows, 2 to 16 segments (the cluster sizes it takes; 24 falls
+// back to the merge kernel, as do clusters that would not all run at once), on a plain stream
+// and in graph replays.
+TEST(DeviceEntryMerge, ClusterMergeGivesTheMergeKernelsBits) {
+  if (!lk::BackendAvailable(lk::Backend::kCuda)) GTEST_SKIP() << "no CUDA device";
+  auto device = lk::QueryDevice(lk::Backend::kCuda);
+  ASSERT_TRUE(device.ok()) << device.error().ToString();
+  const bool clusters = device->cc_major == 9 && device->cc_minor == 0;
+  struct Shape {
+    int q_heads, kv_heads, head_dim, window, kv_len;
+  };
+  int merged_in_cluster = 0;
+  for (const Shape& sh : {Shape{32, 16, 256, 0, 3000}, Shape{32, 16, 256, 1024, 9000},
+                          Shape{64, 8, 128, 0, 5000}, Shape{8, 2, 64, 0, 700}}) {
+    for (int rows : {1, 2, 4, 5}) {
+      for (int segments : {2, 5, 8, 16, 24}) {
+        SCOPED_TRACE("head " + std::to_string(sh.head_dim) + " window " +
+                     std::to_string(sh.window) + ", " + std::to_string(rows) + " rows, " +
+                     std::to_string(segments) + " segments");
+        lk::AttentionShape shape;
+        shape.q_heads = sh.q_heads;
+        shape.kv_heads = sh.kv_heads;
+        shape.head_dim = sh.head_dim;
+        shape.window = sh.window;
+        auto problem = lk::MakeProblem(shape, {{rows, sh.kv_len}}, 5 + rows);
+        ASSERT_TRUE(problem.ok()) << problem.error().ToString();
+        const lk::HostProblem& p = *problem;
+        DeviceProblemCopy d(p);
+        const lk::DeviceAttentionArgs args = d.Args(p);
+        lk::RunOptions cluster, kernel;
+        cluster.policy = kernel.policy = lk::Policy::kForce3D;
+        cluster.config.force_segments = kernel.config.force_segments = segments;
+        cluster.tuning.merge_in_cluster = lk::Switch::kOn;  // (the default, auto, is off)
+        auto cluster_plan = lk::PlanDeviceAttention(lk::Backend::kCuda, args, cluster);
+        auto kernel_plan = lk::PlanDeviceAttention(lk::Backend::kCuda, args, kernel);
+        ASSERT_TRUE(cluster_plan.ok()) << cluster_plan.error().ToString();
+        ASSERT_TRUE(kernel_plan.ok()) << kernel_plan.error().ToString();
+        const bool in_cluster =
+            cluster_plan->info.grid.find("merge in cluster") != std::string::npos;
+        // Up to 8 segments every shape's clusters run at once; at 16 the grid says how many
+        // would have to (16 KV heads: 16 clusters of 16, more than an H200's GPCs hold).
+        if (clusters && segments <= 8) EXPECT_TRUE(in_cluster) << cluster_plan->info.grid;
+        if (!clusters || segments > 16) EXPECT_FALSE(in_cluster) << cluster_plan->info.grid;
+        if (clusters && segments <= 16 && !in_cluster)
+          EXPECT_NE(cluster_plan->info.grid.find(" at once)"), std::string::npos)
+              << cluster_plan->info.grid;
+        EXPECT_EQ(kernel_plan->info.grid.find("merge in cluster"), std::string::npos);
+        merged_in_cluster += in_cluster;
+
+        DeviceCopy ws(nullptr,
+                      std::max(cluster_plan->workspace_bytes, kernel_plan->workspace_bytes));
+        cudaStream_t stream = nullptr;
+        ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+        auto run = [&](const lk::DeviceAttentionPlan& plan) {
+          EXPECT_TRUE(
+              lk::LaunchDeviceAttention(lk::Backend::kCuda, args, plan, stream, ws.p, ws.n).ok());
+          std::vector<unsigned char> got(p.q.bytes());
+          EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+          EXPECT_EQ(cudaMemcpy(got.data(), d.out.p, got.size(), cudaMemcpyDeviceToHost),
+                    cudaSuccess);
+          EXPECT_EQ(cudaMemset(d.out.p, 0xff, got.size()), cudaSuccess);  // a skipped write shows
+          return got;
+        };
+        const std::vector<unsigned char> expected = run(*kernel_plan);
+        EXPECT_TRUE(run(*cluster_plan) == expected)
+            << "cluster merge differs from the merge kernel";
+        // In a graph: three calls captured, the last one's output compared after each replay.
+        cudaGraph_t graph = nullptr;
+        cudaGraphExec_t exec = nullptr;
+        ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+        bool captured = true;
+        for (int i = 0; i < 3; ++i)
+          captured = captured && lk::LaunchDeviceAttention(lk::Backend::kCuda, args, *cluster_plan,
+                                                           stream, ws.p, ws.n)
+                                     .ok();
+        ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+        ASSERT_TRUE(captured);
+        ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+        for (int i = 0; i < 2; ++i) {
+          ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+          std::vector<unsigned char> got(p.q.bytes());
+          ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+          ASSERT_EQ(cudaMemcpy(got.data(), d.out.p, got.size(), cudaMemcpyDeviceToHost),
+                    cudaSuccess);
+          EXPECT_TRUE(got == expected) << "graph replay " << i;
+          ASSERT_EQ(cudaMemset(d.out.p, 0xff, got.size()), cudaSuccess);
+        }
+        cudaGraphExecDestroy(exec);
+        cudaGraphDestroy(graph);
+        cudaStreamDestroy(stream);
+      }
+    }
+  }
+  if (!clusters) GTEST_SKIP() << "no cluster merge below compute capability 9.0 (compared anyway)";
+  EXPECT_GE(merged_in_cluster, 4 * 4 * 3);
+}
+
 INSTANTIATE_TEST_SUITE_P(Kernels, DeviceEntry,
                          ::testing::Values(Case{"global_d512_decode_legacy",
                                                 32,

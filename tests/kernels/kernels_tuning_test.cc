@@ -77,10 +77,11 @@ TEST(Tuning, ValidCombinationsPassAndAreDescribed) {
   t.merge_in_kernel = lk::Switch::kOff;
   t.evict_first = lk::Switch::kOff;
   t.attention_overlap = lk::Switch::kOff;
+  t.merge_in_cluster = lk::Switch::kOn;  // (opt-in: auto is off)
   EXPECT_TRUE(t.Validate().ok());
   EXPECT_EQ(t.ToString(),
             "head512=team-by-dims bulk_copies=on merge_in_kernel=off evict_first=off "
-            "attention_overlap=off");
+            "attention_overlap=off merge_in_cluster=on");
 }
 
 // The CPU backend ignores tunings, but an invalid one is still refused: a matrix that runs on the

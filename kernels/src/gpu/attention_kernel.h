@@ -122,7 +122,71 @@ struct KernelShape {
                 "softmax lane groups must fit in any warp/wave (32 or 64 lanes)");
 };
 
-template <class E, int D, int BM, int TN, int NT, int ST, int MINB>
+// The merge in one L2 round trip: work group (query token, q head, 128 output dims), thread
+// (segment group g, float4 column x). Thread (g, x) loads the partials of segments g, g + G,
+// g + 2 G, ... (kGroupedMergePer of them at once: all 33 segments of a 132-SM head-512 call in
+// one round of loads), combines them online, and the G group results are combined in group
+// order through shared memory. Deterministic (fixed order). The per-head merge it replaces walked
+// the segments 16 at a time from 128 threads per head: three dependent rounds for 33 segments,
+// 32 work groups for one query row (H200: 3.6-5.7 us after the attention kernel).
+// kGroupedMergePer partials per group at once (one round for 64 segments; the merge inside the
+// team kernel), or kGroupedMergePerLean: 64 registers instead of 100, four work groups per SM
+// instead of two, for merge grids larger than two per SM (4 rows of head 512: 512 work groups
+// in one wave instead of two, 83.8-83.9 us against 86.2-86.5; 40 segments still take one round).
+// Where two per SM suffice the lean kernel lost 0.5 us (1 row of gemma4-31b-sliding: its work
+// groups then sat beside the attention kernel's from its start, launched by PDL). H200.
+constexpr int kGroupedMergeLanes = 32;  // float4 columns: 128 dims per work group
+constexpr int kGroupedMergeGroups = 8;
+constexpr int kGroupedMergePer = 8;
+constexpr int kGroupedMergePerLean = 5;
+constexpr int kGroupedMergeThreads = kGroupedMergeLanes * kGroupedMergeGroups;
+
+struct OnlineSum {  // running max (log2 units), exp-sum and unnormalised float4 accumulator
+  float m = -INFINITY, den = 0.0f;
+  float4 num = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  // Adds n partials (maxima ms, sums ls, accumulators a); an empty one (max -inf) adds nothing.
+  template <int N>
+  __device__ void Add(const float (&ms)[N], const float (&ls)[N], const float4 (&a)[N]) {
+    float bm = -INFINITY;
+#pragma unroll
+    for (int u = 0; u < N; ++u) bm = fmaxf(bm, ms[u]);
+    const float m_new = fmaxf(m, bm);
+    if (m_new == -INFINITY) return;
+    const float r = m == -INFINITY ? 0.0f : exp2f(m - m_new);
+    den *= r, num.x *= r, num.y *= r, num.z *= r, num.w *= r;
+#pragma unroll
+    for (int u = 0; u < N; ++u) {
+      const float w = ms[u] == -INFINITY ? 0.0f : exp2f(ms[u] - m_new);
+      den = fmaf(w, ls[u], den);
+      num.x = fmaf(w, a[u].x, num.x), num.y = fmaf(w, a[u].y, num.y);
+      num.z = fmaf(w, a[u].z, num.z), num.w = fmaf(w, a[u].w, num.w);
+    }
+    m = m_new;
+  }
+  // The four outputs num / den as 16-bit values of E, packed (0 where nothing was added): the one
+  // place a merge turns its sum into output bits, so that every merge gives the same ones.
+  template <class E>
+  __device__ uint2 Packed() const {
+    const float inv = den > 0.0f ? 1.0f / den : 0.0f;
+    const uint32_t dims01 =
+        E::FromFloat(num.x * inv) | (static_cast<uint32_t>(E::FromFloat(num.y * inv)) << 16);
+    const uint32_t dims23 =
+        E::FromFloat(num.z * inv) | (static_cast<uint32_t>(E::FromFloat(num.w * inv)) << 16);
+    return make_uint2(dims01, dims23);
+  }
+};
+
+// The segments of a cluster merge in the grouped merge's order (MergeGroupedUnits: segment s
+// in group s % kGroupedMergeGroups, the groups combined in order), so the bits are the merge
+// kernel's: at most this many segments, two per group.
+constexpr int kClusterMergeMaxSegments = 16;
+constexpr int kClusterMergePerGroup = kClusterMergeMaxSegments / kGroupedMergeGroups;
+
+// kClusterMerge (3D, CUDA sm_90, launched with cluster dimensions (1, 1, segments)): the
+// cluster's work groups, one per segment, leave their partials in shared memory and merge them
+// over distributed shared memory, each work group a share of the outputs (see
+// TuningConfig::merge_in_cluster).
+template <class E, int D, int BM, int TN, int NT, int ST, int MINB, bool kClusterMerge = false>
 __global__ void __launch_bounds__(NT, MINB) UnifiedAttentionKernel(KernelParams p) {
   using S = KernelShape<D, BM, TN, NT, ST>;
   extern __shared__ __align__(16) unsigned char smem[];
@@ -427,6 +491,69 @@ __global__ void __launch_bounds__(NT, MINB) UnifiedAttentionKernel(KernelParams 
     row_sum[tid / S::kTpr] = my_sum;
   }
   __syncthreads();
+  if constexpr (kClusterMerge) {
+#if LADDER_DEVICE_HAS_CLUSTER
+    // This work group's partial: [BM][kPartLd] fp32 in the K/V stages, which no copy fills any
+    // more (the loop loads no tile past te) and no warp reads (the barrier above).
+    constexpr int kPartLd = D + 4;  // 16-byte rows, banks staggered
+    static_assert(size_t{4} * BM * kPartLd <= 2 * ST * S::kKvTileBytes,
+                  "the partial fits in the K/V stages");
+    float* part = reinterpret_cast<float*>(kvs);
+    {
+      const int dim0 = warp * S::kDimsPerWarp;
+#pragma unroll
+      for (int mt = 0; mt < S::kMTiles; ++mt)
+#pragma unroll
+        for (int dn = 0; dn < S::kDn; ++dn) {
+          const int d = dim0 + dn * 8 + 2 * t4, m = mt * 16 + g8;
+          *reinterpret_cast<float2*>(part + m * kPartLd + d) =
+              make_float2(acc[mt][dn][0], acc[mt][dn][1]);
+          *reinterpret_cast<float2*>(part + (m + 8) * kPartLd + d) =
+              make_float2(acc[mt][dn][2], acc[mt][dn][3]);
+        }
+    }
+    dev::ClusterSync();  // every segment's partial, max and sum are written and visible
+    // Output (score row m, 4 dims) k of m_rows x D / 4, by thread k mod (segments x NT) of the
+    // cluster: segment s's partial sits in the work group of cluster rank s.
+    constexpr int G = kGroupedMergeGroups, N = kClusterMergePerGroup;
+    const int outputs = m_rows * (D / 4);
+    for (int k = seg * NT + tid; k < outputs; k += p.segments * NT) {
+      const int m = k / (D / 4), d = k % (D / 4) * 4;
+      float ms[G][N], ls[G][N];
+      float4 a[G][N];
+#pragma unroll
+      for (int g = 0; g < G; ++g)
+#pragma unroll
+        for (int u = 0; u < N; ++u) {
+          const int s = g + u * G;
+          const bool in = s < p.segments;
+          ms[g][u] =
+              in ? dev::LoadClusterShared(dev::ClusterSharedAddress(row_max + m, s)) : -INFINITY;
+          ls[g][u] = in ? dev::LoadClusterShared(dev::ClusterSharedAddress(row_sum + m, s)) : 0.0f;
+          a[g][u] =
+              in ? dev::LoadClusterShared4(dev::ClusterSharedAddress(part + m * kPartLd + d, s))
+                 : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        }
+      float gm[G], gl[G];
+      float4 ga[G];
+#pragma unroll
+      for (int g = 0; g < G; ++g) {
+        OnlineSum one;
+        one.Add(ms[g], ls[g], a[g]);
+        gm[g] = one.m, gl[g] = one.den, ga[g] = one.num;
+      }
+      OnlineSum all;
+      all.Add(gm, gl, ga);
+      const int r = m / p.group, qh = m % p.group;
+      const size_t head = static_cast<size_t>(q_start + row0 + r) * p.q_heads + kvh * p.group + qh;
+      *reinterpret_cast<uint2*>(p.out + head * D + d) = all.Packed<E>();
+    }
+    dev::ClusterSync();  // no work group leaves while another may still read its shared memory
+#else
+    LADDER_DEVICE_TRAP();
+#endif
+    return;
+  }
 #if LADDER_DEVICE_HAS_MMA
   // Two adjacent output elements (d even) at once.
   auto emit2 = [&](int m, int d, float v0, float v1) {
@@ -481,49 +608,6 @@ __global__ void __launch_bounds__(NT, MINB) UnifiedAttentionKernel(KernelParams 
     p.seg_sum[head * p.segments + seg] = row_sum[tid];
   }
 }
-
-// The merge in one L2 round trip: work group (query token, q head, 128 output dims), thread
-// (segment group g, float4 column x). Thread (g, x) loads the partials of segments g, g + G,
-// g + 2 G, ... (kGroupedMergePer of them at once: all 33 segments of a 132-SM head-512 call in
-// one round of loads), combines them online, and the G group results are combined in group
-// order through shared memory. Deterministic (fixed order). The per-head merge it replaces walked
-// the segments 16 at a time from 128 threads per head: three dependent rounds for 33 segments,
-// 32 work groups for one query row (H200: 3.6-5.7 us after the attention kernel).
-// kGroupedMergePer partials per group at once (one round for 64 segments; the merge inside the
-// team kernel), or kGroupedMergePerLean: 64 registers instead of 100, four work groups per SM
-// instead of two, for merge grids larger than two per SM (4 rows of head 512: 512 work groups
-// in one wave instead of two, 83.8-83.9 us against 86.2-86.5; 40 segments still take one round).
-// Where two per SM suffice the lean kernel lost 0.5 us (1 row of gemma4-31b-sliding: its work
-// groups then sat beside the attention kernel's from its start, launched by PDL). H200.
-constexpr int kGroupedMergeLanes = 32;  // float4 columns: 128 dims per work group
-constexpr int kGroupedMergeGroups = 8;
-constexpr int kGroupedMergePer = 8;
-constexpr int kGroupedMergePerLean = 5;
-constexpr int kGroupedMergeThreads = kGroupedMergeLanes * kGroupedMergeGroups;
-
-struct OnlineSum {  // running max (log2 units), exp-sum and unnormalised float4 accumulator
-  float m = -INFINITY, den = 0.0f;
-  float4 num = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-  // Adds n partials (maxima ms, sums ls, accumulators a); an empty one (max -inf) adds nothing.
-  template <int N>
-  __device__ void Add(const float (&ms)[N], const float (&ls)[N], const float4 (&a)[N]) {
-    float bm = -INFINITY;
-#pragma unroll
-    for (int u = 0; u < N; ++u) bm = fmaxf(bm, ms[u]);
-    const float m_new = fmaxf(m, bm);
-    if (m_new == -INFINITY) return;
-    const float r = m == -INFINITY ? 0.0f : exp2f(m - m_new);
-    den *= r, num.x *= r, num.y *= r, num.z *= r, num.w *= r;
-#pragma unroll
-    for (int u = 0; u < N; ++u) {
-      const float w = ms[u] == -INFINITY ? 0.0f : exp2f(ms[u] - m_new);
-      den = fmaf(w, ls[u], den);
-      num.x = fmaf(w, a[u].x, num.x), num.y = fmaf(w, a[u].y, num.y);
-      num.z = fmaf(w, a[u].z, num.z), num.w = fmaf(w, a[u].w, num.w);
-    }
-    m = m_new;
-  }
-};
 
 struct GroupedMergeScratch {
   float4 num[kGroupedMergeGroups][kGroupedMergeLanes];
@@ -609,12 +693,7 @@ __device__ void MergeGroupedUnits(const float* seg_acc, const float* seg_max, co
       ms[u] = sc[k].m[u][x], ls[u] = sc[k].den[u][x], a[u] = sc[k].num[u][x];
     OnlineSum all;
     all.Add(ms, ls, a);
-    const float inv = all.den > 0.0f ? 1.0f / all.den : 0.0f;
-    const uint32_t lo = E::FromFloat(all.num.x * inv) |
-                        (static_cast<uint32_t>(E::FromFloat(all.num.y * inv)) << 16);
-    const uint32_t hi = E::FromFloat(all.num.z * inv) |
-                        (static_cast<uint32_t>(E::FromFloat(all.num.w * inv)) << 16);
-    *reinterpret_cast<uint2*>(out + head * head_dim + d) = make_uint2(lo, hi);
+    *reinterpret_cast<uint2*>(out + head * head_dim + d) = all.Packed<E>();
   }
   __syncthreads();  // the scratch may be reused
 }

@@ -104,7 +104,48 @@ struct KernelEntry {
   int merge_units = 0;      // ... taking at most this many (column, 128 dims) units per work group
   int resident_per_sm = 0;  // (merges_in_kernel) work groups per SM at once, asked once
   rt::Error occupancy = rt::kSuccess;  // asking resident_per_sm
+  // The generic kernel whose segments merge in their cluster (CUDA, sm_90 machine code), and
+  // for each cluster size 2..kClusterMergeMaxSegments how many such clusters the device runs at
+  // once (asked once: a cluster's work groups must be resident in one GPC together, so GPCs
+  // with SMs left over hold fewer than SMs x work groups per SM / size).
+  void (*cluster_fn)(KernelParams) = nullptr;
+  int clusters_at_once[kClusterMergeMaxSegments + 1] = {};
 };
+
+#if !defined(LADDER_KERNELS_HIP)
+// The launch attributes of a cluster of `size` work groups along z (a query block's segments),
+// its work groups spread over the GPC's SMs. (Against the default placement: the same times
+// within 1 %, H200. Both lose where clusters pack onto some GPCs while others idle, it seems:
+// gemma4-dense-256 at 8K, 16 clusters of 8, 66 against 54 us for the same split without.)
+void ClusterAttributes(int size, cudaLaunchAttribute (&attrs)[2]) {
+  attrs[0] = cudaLaunchAttribute{};
+  attrs[0].id = cudaLaunchAttributeClusterDimension;
+  attrs[0].val.clusterDim.x = 1;
+  attrs[0].val.clusterDim.y = 1;
+  attrs[0].val.clusterDim.z = static_cast<unsigned>(size);
+  attrs[1] = cudaLaunchAttribute{};
+  attrs[1].id = cudaLaunchAttributeClusterSchedulingPolicyPreference;
+  attrs[1].val.clusterSchedulingPolicyPreference = cudaClusterSchedulingPolicySpread;
+}
+
+// How many clusters of `size` work groups of `fn` this device runs at once, once its attributes
+// are set; 0 on any refusal (a device without clusters among them), which the plan then answers
+// with the merge kernel.
+int ClustersAtOnce(void (*fn)(KernelParams), int threads, size_t smem, int size) {
+  cudaLaunchAttribute attrs[2];
+  ClusterAttributes(size, attrs);
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(1, 1, static_cast<unsigned>(size));
+  cfg.blockDim = dim3(static_cast<unsigned>(threads));
+  cfg.dynamicSmemBytes = smem;
+  cfg.attrs = attrs;
+  cfg.numAttrs = 2;
+  int clusters = 0;
+  const cudaError_t e = cudaOccupancyMaxActiveClusters(&clusters, fn, &cfg);
+  if (e != cudaSuccess) (void)cudaGetLastError();  // the refusal is an answer, not an error
+  return e == cudaSuccess ? clusters : 0;
+}
+#endif
 
 template <class E, int D, int BM>
 const KernelEntry& GenericEntry() {
@@ -120,6 +161,25 @@ const KernelEntry& GenericEntry() {
     k.tile = TN;
     k.smem = Sh::kSmemBytes;
     k.attr = rt::SetMaxDynamicSmem(k.fn, static_cast<int>(Sh::kSmemBytes));
+#if !defined(LADDER_KERNELS_HIP) && defined(LADDER_KERNELS_SM90A)
+    // Once per process, like the team kernels' occupancy; only the sm_90a machine code has the
+    // cluster merge (elsewhere it traps), so only a compute capability 9.0 device asks.
+    int major = 0, minor = 0, dev = 0;
+    if (k.attr == rt::kSuccess && cudaGetDevice(&dev) == cudaSuccess &&
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess &&
+        major == 9 && minor == 0) {
+      auto* fn = &UnifiedAttentionKernel<E, D, BM, TN, C::kThreads, ST, C::kMinBlocks, true>;
+      if (rt::SetMaxDynamicSmem(fn, static_cast<int>(Sh::kSmemBytes)) == rt::kSuccess &&
+          cudaFuncSetAttribute(fn, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) ==
+              cudaSuccess) {
+        k.cluster_fn = fn;
+        for (int size = 2; size <= kClusterMergeMaxSegments; ++size)
+          k.clusters_at_once[size] = ClustersAtOnce(fn, k.threads, k.smem, size);
+      }
+      (void)cudaGetLastError();  // a refused attribute leaves the merge kernel, not an error
+    }
+#endif
     return k;
   }();
   return e;
@@ -356,6 +416,18 @@ Result<bool> MergesInKernel(const KernelEntry& e, long long items, long long uni
 #endif
 }
 
+// Whether the generic kernel `e`'s `clusters` clusters of `segments` work groups merge in their
+// cluster (TuningConfig::merge_in_cluster=on): 2-16 segments, the machine code has it, and all
+// the clusters run at once. A second wave of clusters nearly doubles the call: H200,
+// gemma4-dense-256 (16 clusters of 16, 14 at once), 1.4-1.6x the merge kernel's time at every
+// depth and row count.
+bool MergesInCluster(const KernelEntry& e, int segments, long long clusters,
+                     const TuningConfig& tuning) {
+  if (tuning.merge_in_cluster != Switch::kOn || e.cluster_fn == nullptr) return false;
+  return segments >= 2 && segments <= kClusterMergeMaxSegments &&
+         clusters <= e.clusters_at_once[segments];
+}
+
 // Programmatic dependent launch on sm_90 and newer, unless `overlap` is off. The merge: its
 // launch overlaps the attention kernel's tail (H200, 32K: 1-3 us, 1-1.7 %, of a 3D call; see
 // docs/kernels.md). The attention kernel: its launch overlaps the end of the kernel ahead of it.
@@ -545,19 +617,35 @@ Result<LaunchPlan> MakePlan(const DeviceProblem& p, Path path, int segments,
   if (path == Path::k3D) {
     LADDER_K_ASSIGN_OR_RETURN(plan.merge_in_kernel,
                               MergesInKernel(*e, items, units, plan.segments, tuning));
+    plan.merge_in_cluster =
+        !plan.merge_in_kernel && MergesInCluster(*e, plan.segments, items / plan.segments, tuning);
     LADDER_K_ASSIGN_OR_RETURN(plan.merge_overlap, LaunchOverlaps(tuning.merge_overlap));
   }
   LADDER_K_ASSIGN_OR_RETURN(plan.attention_overlap, LaunchOverlaps(tuning.attention_overlap));
   LADDER_K_ASSIGN_OR_RETURN(plan.evict_first, StreamEvictsFirst(p, tuning));
-  char buf[256];
+  std::string merge;
+  if (path == Path::k3D) {
+    const long long clusters = items / plan.segments;
+    const bool cluster_size = e->cluster_fn != nullptr && plan.segments >= 2 &&
+                              plan.segments <= kClusterMergeMaxSegments &&
+                              tuning.merge_in_cluster == Switch::kOn;
+    const std::string at_once =
+        cluster_size
+            ? " (" + std::to_string(clusters) + " clusters of " + std::to_string(plan.segments) +
+                  ", " + std::to_string(e->clusters_at_once[plan.segments]) + " at once)"
+            : "";
+    if (plan.merge_in_kernel)
+      merge = " + merge in kernel";
+    else if (plan.merge_in_cluster)
+      merge = " + merge in cluster" + at_once;
+    else
+      merge = " + merge " + std::to_string(p.num_tokens) + "x" + std::to_string(p.shape.q_heads) +
+              at_once;
+  }
+  char buf[320];
   std::snprintf(buf, sizeof(buf), "%s grid %dx%dx%d %s (%d thr, BM %d, tile %d, %d stages)%s",
                 path == Path::k3D ? "3D" : "2D", p.num_seqs * g.qblocks, p.shape.kv_heads,
-                plan.segments, e->name, e->threads, g.block_m, e->tile, e->stages,
-                path != Path::k3D      ? ""
-                : plan.merge_in_kernel ? " + merge in kernel"
-                                       : (" + merge " + std::to_string(p.num_tokens) + "x" +
-                                          std::to_string(p.shape.q_heads))
-                                             .c_str());
+                plan.segments, e->name, e->threads, g.block_m, e->tile, e->stages, merge.c_str());
   plan.grid = buf;
   return plan;
 }
@@ -667,6 +755,22 @@ Status Launch(const DeviceProblem& p, const LaunchPlan& plan, void* workspace,
     if (err != cudaErrorCooperativeLaunchTooLarge) LADDER_GPU_CALL(err);
     (void)cudaGetLastError();  // clears the refusal just handled
     kp.merge_in_kernel = 0;
+  }
+  if (plan.merge_in_cluster && kp.write_partial) {
+    // One cluster per (query block, KV head): its segments merge among themselves; nothing
+    // follows.
+    cudaLaunchAttribute cluster[2];
+    ClusterAttributes(plan.segments, cluster);
+    cudaLaunchAttribute attrs[3] = {cluster[0], cluster[1], ProgrammaticSerialization()};
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = grid;
+    cfg.blockDim = dim3(e->threads);
+    cfg.dynamicSmemBytes = e->smem;
+    cfg.stream = st;
+    cfg.attrs = attrs;
+    cfg.numAttrs = plan.attention_overlap ? 3 : 2;
+    LADDER_GPU_CALL(cudaLaunchKernelEx(&cfg, e->cluster_fn, kp));
+    return OkStatus();
   }
   if (plan.attention_overlap) {
     LADDER_GPU_CALL(LaunchWithAttribute(ProgrammaticSerialization(), grid, dim3(e->threads),

@@ -248,6 +248,62 @@ __device__ inline void AllowDependentLaunch() {
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 #endif
 }
+// Thread block clusters (sm_90): a barrier over every thread of the cluster (all must reach it,
+// whole warps at once) that publishes each work group's shared-memory writes to the others, and
+// loads from another work group's shared memory (distributed shared memory). Elsewhere the
+// kernels that use them are never launched, and these trap.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && !defined(LADDER_KERNELS_HIP)
+#define LADDER_DEVICE_HAS_CLUSTER 1
+#else
+#define LADDER_DEVICE_HAS_CLUSTER 0
+#endif
+__device__ inline void ClusterSync() {
+#if LADDER_DEVICE_HAS_CLUSTER
+  asm volatile(
+      "barrier.cluster.arrive.release.aligned;\n"
+      "barrier.cluster.wait.acquire.aligned;\n" ::
+          : "memory");
+#else
+#if defined(LADDER_KERNELS_HIP)
+  __builtin_trap();
+#else
+  __trap();
+#endif
+#endif
+}
+// The address of `p` (this work group's shared memory) in the work group of cluster rank `rank`.
+__device__ inline uint32_t ClusterSharedAddress(const void* p, unsigned rank) {
+#if LADDER_DEVICE_HAS_CLUSTER
+  const uint32_t local = static_cast<uint32_t>(__cvta_generic_to_shared(p));
+  uint32_t remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(local), "r"(rank));
+  return remote;
+#else
+  (void)p, (void)rank;
+  return 0;
+#endif
+}
+__device__ inline float LoadClusterShared(uint32_t addr) {
+  float v = 0.0f;
+#if LADDER_DEVICE_HAS_CLUSTER
+  asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(addr) : "memory");
+#else
+  (void)addr;
+#endif
+  return v;
+}
+__device__ inline float4 LoadClusterShared4(uint32_t addr) {
+  float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#if LADDER_DEVICE_HAS_CLUSTER
+  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "r"(addr)
+               : "memory");
+#else
+  (void)addr;
+#endif
+  return v;
+}
 // Bulk copies global -> shared that complete on a shared-memory mbarrier (sm_90; elsewhere
 // the kernels that use them are never launched, and these trap). A barrier with one expected
 // arrival: the issuing thread arrives with the byte count, the copies count the bytes down,

@@ -57,6 +57,15 @@ struct TuningConfig {
   // before reading anything. kAuto: on compute capability 9 and newer (CUDA); kOff: a plain
   // launch.
   Switch attention_overlap = Switch::kAuto;
+  // 3D with the generic kernel: the segments of one (query block, KV head) run as one thread
+  // block cluster and merge their partials over distributed shared memory before they exit, in
+  // the merge kernel's order (the same bits), so no merge kernel runs and no partial goes
+  // through global memory. kOn: on compute capability 9.0 (CUDA, sm_90a machine code) where the
+  // split has 2-16 segments and all its clusters run at once, else the merge kernel. kAuto is
+  // kOff: against the merge kernel at the same split it won by 4-16 % at some (split, clusters)
+  // and lost by 3-25 % at others, with no rule found that holds across shapes; an A/B run that
+  // wants it says on (docs/performance.md).
+  Switch merge_in_cluster = Switch::kAuto;
   // K/V copies under an L2 evict-first policy (CUDA). kAuto: where the K/V a call reads is
   // larger than L2, so the stream would evict the 3D partials before the merge reads them.
   Switch evict_first = Switch::kAuto;
