@@ -625,22 +625,29 @@ Result<LaunchPlan> MakePlan(const DeviceProblem& p, Path path, int segments,
   LADDER_K_ASSIGN_OR_RETURN(plan.evict_first, StreamEvictsFirst(p, tuning));
   std::string merge;
   if (path == Path::k3D) {
-    const long long clusters = items / plan.segments;
-    const bool cluster_size = e->cluster_fn != nullptr && plan.segments >= 2 &&
-                              plan.segments <= kClusterMergeMaxSegments &&
-                              tuning.merge_in_cluster == Switch::kOn;
-    const std::string at_once =
-        cluster_size
-            ? " (" + std::to_string(clusters) + " clusters of " + std::to_string(plan.segments) +
-                  ", " + std::to_string(e->clusters_at_once[plan.segments]) + " at once)"
-            : "";
+    // With merge_in_cluster=on, the grid says why a call fell back to the merge kernel: an
+    // asked-for form that silently does not run would mislead an A/B.
+    std::string cluster_note;
+    if (tuning.merge_in_cluster == Switch::kOn) {
+      const long long clusters = items / plan.segments;
+      if (e->cluster_fn == nullptr)
+        cluster_note = " (no cluster merge here: compute capability 9.0 and sm_90a code only)";
+      else if (plan.segments < 2 || plan.segments > kClusterMergeMaxSegments)
+        cluster_note = " (no cluster merge at " + std::to_string(plan.segments) +
+                       " segments: clusters take 2-" + std::to_string(kClusterMergeMaxSegments) +
+                       ")";
+      else
+        cluster_note = " (" + std::to_string(clusters) + " clusters of " +
+                       std::to_string(plan.segments) + ", " +
+                       std::to_string(e->clusters_at_once[plan.segments]) + " at once)";
+    }
     if (plan.merge_in_kernel)
       merge = " + merge in kernel";
     else if (plan.merge_in_cluster)
-      merge = " + merge in cluster" + at_once;
+      merge = " + merge in cluster" + cluster_note;
     else
       merge = " + merge " + std::to_string(p.num_tokens) + "x" + std::to_string(p.shape.q_heads) +
-              at_once;
+              cluster_note;
   }
   char buf[320];
   std::snprintf(buf, sizeof(buf), "%s grid %dx%dx%d %s (%d thr, BM %d, tile %d, %d stages)%s",
