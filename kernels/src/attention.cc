@@ -306,13 +306,18 @@ int ChooseSegments(const PolicyConfig& config, int work_units, int max_kv_len, i
   int seg = target / std::max(1, work_units);
   const int by_len = std::max(1, max_kv_len / std::max(1, config.min_tokens_per_segment));
   seg = std::max(1, std::min({seg, by_len, std::max(1, config.max_segments)}));
-  // No segment without keys: split into whole 16-key tiles (the smallest GPU tile), only
+  // No segment without keys: split into the kernel's whole tiles, only
   // ceil(tiles / ceil(tiles / seg)) segments get any, and launching the others costs empty work
   // groups and merge slots (H200, TP=2 at 8K: 66 launched, 64 with keys, +0.6 us against 64).
-  constexpr int kTileKeys = 16;
-  const int tiles = (std::max(1, max_kv_len) + kTileKeys - 1) / kTileKeys;
+  const int tile_keys = std::max(1, config.tile_keys);
+  const int tiles = (std::max(1, max_kv_len) + tile_keys - 1) / tile_keys;
   const int per = (tiles + seg - 1) / seg;
   return std::max(1, (tiles + per - 1) / per);
+}
+
+int KeysSeen(const AttentionShape& shape, int max_kv_len, int max_query_len) {
+  if (shape.window <= 0) return max_kv_len;
+  return std::min(max_kv_len, shape.window + std::max(1, max_query_len) - 1);
 }
 
 PathDecision ChoosePath(Policy policy, const PolicyConfig& config, int num_seqs, int max_query_len,
@@ -427,7 +432,8 @@ Result<RunInfo> RunAttention(Backend backend, const HostProblem& problem, const 
   const int units = problem.num_seqs() * problem.shape.kv_heads;
   const PathDecision dec =
       ChoosePath(options.policy, options.config, problem.num_seqs(), problem.max_query_len(),
-                 problem.max_kv_len(), problem.shape.kv_heads, units, threads);
+                 KeysSeen(problem.shape, problem.max_kv_len(), problem.max_query_len()),
+                 problem.shape.kv_heads, units, threads);
   internal::RunCpu(problem, dec.path, dec.segments, threads, out);
   RunInfo info;
   info.path = dec.path;

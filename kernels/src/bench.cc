@@ -141,8 +141,9 @@ Result<BenchResult> RunCpuPoint(const BenchPoint& pt) {
   std::vector<SeqSpec> seqs(pt.num_seqs, SeqSpec{pt.query_rows, pt.depth});
   LADDER_K_ASSIGN_OR_RETURN(HostProblem prob, MakeProblem(ShapeOf(pt), seqs, pt.seed));
   const int threads = pt.cpu_threads;
-  const PathDecision dec = ChoosePath(pt.policy, pt.config, pt.num_seqs, pt.query_rows, pt.depth,
-                                      pt.kv_heads, pt.num_seqs * pt.kv_heads, threads);
+  const PathDecision dec = ChoosePath(pt.policy, pt.config, pt.num_seqs, pt.query_rows,
+                                      KeysSeen(ShapeOf(pt), pt.depth, pt.query_rows), pt.kv_heads,
+                                      pt.num_seqs * pt.kv_heads, threads);
   HostTensor out(pt.dtype, static_cast<size_t>(prob.num_tokens()) * pt.q_heads * pt.head_dim);
   std::vector<double> times;
   for (int i = 0; i < pt.warmup + pt.repeats; ++i) {
@@ -212,12 +213,14 @@ Result<BenchResult> RunGpuPoint(const BenchPoint& pt) {
   const int group = pt.q_heads / pt.kv_heads;
   const int units = pt.num_seqs * pt.kv_heads * internal::GpuQBlocks(group, pt.query_rows);
   PolicyConfig config = pt.config;
-  if (config.ctas_from_occupancy) {
-    const Result<int> ctas = gpu::CtasPerSm(shape, pt.query_rows, pt.tuning);
-    if (ctas.ok()) config.ctas_per_sm = *ctas;
+  if (const Result<gpu::KernelFacts> kf = gpu::FactsOfKernel(shape, pt.query_rows, pt.tuning);
+      kf.ok()) {
+    if (config.ctas_from_occupancy) config.ctas_per_sm = kf->ctas_per_sm;
+    config.tile_keys = kf->tile_keys;
   }
-  const PathDecision dec = ChoosePath(pt.policy, config, pt.num_seqs, pt.query_rows, pt.depth,
-                                      pt.kv_heads, units, info.sm_count);
+  const PathDecision dec =
+      ChoosePath(pt.policy, config, pt.num_seqs, pt.query_rows,
+                 KeysSeen(shape, pt.depth, pt.query_rows), pt.kv_heads, units, info.sm_count);
   LADDER_K_ASSIGN_OR_RETURN(gpu::LaunchPlan plan,
                             gpu::MakePlan(dp, dec.path, dec.segments, pt.tuning));
   const size_t ws_bytes = gpu::WorkspaceBytes(dp, plan);

@@ -34,9 +34,10 @@ class DeviceFacts {
     return *device_;
   }
 
-  // Occupancy of the kernel that (shape, rows) selects; nullopt when it cannot be asked.
-  std::optional<int> CtasPerSm(const AttentionShape& shape, int max_query_len,
-                               const TuningConfig& tuning) {
+  // Occupancy and tile of the kernel that (shape, rows) selects; nullopt when they cannot be
+  // asked.
+  std::optional<gpu::KernelFacts> KernelFacts(const AttentionShape& shape, int max_query_len,
+                                              const TuningConfig& tuning) {
     const int group = shape.q_heads / shape.kv_heads;
     // The kernel is chosen by block rows and score columns (query rows x q heads per KV head).
     const int score_cols =
@@ -47,18 +48,20 @@ class DeviceFacts {
         internal::GpuBlockM(group, max_query_len) * 100 + score_cols,
         static_cast<int>(tuning.head512) * 10 + static_cast<int>(tuning.bulk_copies));
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = ctas_.find(key);
-    if (it == ctas_.end()) {
-      const Result<int> ctas = gpu::CtasPerSm(shape, max_query_len, tuning);
-      it = ctas_.emplace(key, ctas.ok() ? std::optional<int>(*ctas) : std::nullopt).first;
+    auto it = kernels_.find(key);
+    if (it == kernels_.end()) {
+      const Result<gpu::KernelFacts> kf = gpu::FactsOfKernel(shape, max_query_len, tuning);
+      it = kernels_.emplace(key, kf.ok() ? std::optional<gpu::KernelFacts>(*kf) : std::nullopt)
+               .first;
     }
     return it->second;
   }
 
  private:
   std::mutex mu_;
-  std::optional<DeviceInfo> device_;                                   // guarded by mu_
-  std::map<std::tuple<int, int, int, int>, std::optional<int>> ctas_;  // guarded by mu_
+  std::optional<DeviceInfo> device_;  // guarded by mu_
+  std::map<std::tuple<int, int, int, int>, std::optional<gpu::KernelFacts>>
+      kernels_;  // guarded by mu_
 };
 
 Status ValidateArgs(const DeviceAttentionArgs& a) {
@@ -118,13 +121,14 @@ Result<DeviceAttentionPlan> PlanDeviceAttention(Backend backend, const DeviceAtt
   const int units =
       args.num_seqs * args.shape.kv_heads * internal::GpuQBlocks(group, args.max_query_len);
   PolicyConfig config = options.config;
-  if (config.ctas_from_occupancy) {
-    if (const std::optional<int> ctas =
-            facts.CtasPerSm(args.shape, args.max_query_len, options.tuning))
-      config.ctas_per_sm = *ctas;
+  if (const std::optional<gpu::KernelFacts> kf =
+          facts.KernelFacts(args.shape, args.max_query_len, options.tuning)) {
+    if (config.ctas_from_occupancy) config.ctas_per_sm = kf->ctas_per_sm;
+    config.tile_keys = kf->tile_keys;
   }
   const PathDecision dec = ChoosePath(options.policy, config, args.num_seqs, args.max_query_len,
-                                      args.max_kv_len, args.shape.kv_heads, units, device.sm_count);
+                                      KeysSeen(args.shape, args.max_kv_len, args.max_query_len),
+                                      args.shape.kv_heads, units, device.sm_count);
   const gpu::DeviceProblem dp = ToDeviceProblem(args);
   LADDER_K_ASSIGN_OR_RETURN(gpu::LaunchPlan launch,
                             gpu::MakePlan(dp, dec.path, dec.segments, options.tuning));

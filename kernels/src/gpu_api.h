@@ -19,10 +19,16 @@ namespace ladder::kernels::gpu {
 Backend CompiledBackend();
 // Device 0 of the compiled backend; kUnavailable when none is present.
 Result<DeviceInfo> QueryDevice();
-// Work groups of the attention kernel that `shape`, `max_query_len` and `tuning` select that
-// fit on one multiprocessor at once (the runtime's occupancy calculator): the policy's
-// ctas_per_sm.
-Result<int> CtasPerSm(const AttentionShape& shape, int max_query_len, const TuningConfig& tuning);
+// What the policy needs to know of the attention kernel that `shape`, `max_query_len` and
+// `tuning` select: its work groups that fit on one multiprocessor at once (the runtime's
+// occupancy calculator: PolicyConfig::ctas_per_sm) and the keys of its K/V tile
+// (PolicyConfig::tile_keys).
+struct KernelFacts {
+  int ctas_per_sm = 1;
+  int tile_keys = 16;
+};
+Result<KernelFacts> FactsOfKernel(const AttentionShape& shape, int max_query_len,
+                                  const TuningConfig& tuning);
 
 // Move-only owner of one device allocation.
 class DeviceBuffer {

@@ -12,7 +12,9 @@ KernelError NoGpu() {
 
 Backend CompiledBackend() { return Backend::kCpu; }
 Result<DeviceInfo> QueryDevice() { return NoGpu(); }
-Result<int> CtasPerSm(const AttentionShape&, int, const TuningConfig&) { return NoGpu(); }
+Result<KernelFacts> FactsOfKernel(const AttentionShape&, int, const TuningConfig&) {
+  return NoGpu();
+}
 Result<DeviceBuffer> DeviceBuffer::Alloc(size_t) { return NoGpu(); }
 DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
   p_ = std::exchange(o.p_, nullptr);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <map>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -233,7 +234,8 @@ TEST(DeviceEntryMerge, ClusterMergeGivesTheMergeKernelsBits) {
         lk::RunOptions cluster, kernel;
         cluster.policy = kernel.policy = lk::Policy::kForce3D;
         cluster.config.force_segments = kernel.config.force_segments = segments;
-        cluster.tuning.merge_in_cluster = lk::Switch::kOn;  // (the default, auto, is off)
+        cluster.tuning.merge_in_cluster = lk::Switch::kOn;
+        kernel.tuning.merge_in_cluster = lk::Switch::kOff;  // (auto is on with a window)
         auto cluster_plan = lk::PlanDeviceAttention(lk::Backend::kCuda, args, cluster);
         auto kernel_plan = lk::PlanDeviceAttention(lk::Backend::kCuda, args, kernel);
         ASSERT_TRUE(cluster_plan.ok()) << cluster_plan.error().ToString();
@@ -296,6 +298,68 @@ TEST(DeviceEntryMerge, ClusterMergeGivesTheMergeKernelsBits) {
   }
   if (!clusters) GTEST_SKIP() << "no cluster merge below compute capability 9.0 (compared anyway)";
   EXPECT_GE(merged_in_cluster, 4 * 4 * 3);
+}
+
+// A sliding layer's call by default (policy auto, tuning auto): the split counts the window's
+// 32-key tiles, and at 2-5 query rows (33 tiles: 11 segments of 3) the segments merge in their
+// clusters on compute capability 9.0, with the bits of merge_in_cluster=off; at one row (32
+// tiles: 16 segments, 16 clusters of 16) the grid says why the merge kernel runs. The same split
+// at 8K and 20K: a window's call does not grow with the depth. (The counts are an H200's, 132
+// SMs; elsewhere the bits and the depth-independence are checked.)
+TEST(DeviceEntryMerge, SlidingLayersMergeInTheirClustersByDefault) {
+  if (!lk::BackendAvailable(lk::Backend::kCuda)) GTEST_SKIP() << "no CUDA device";
+  auto device = lk::QueryDevice(lk::Backend::kCuda);
+  ASSERT_TRUE(device.ok()) << device.error().ToString();
+  const bool clusters = device->cc_major == 9 && device->cc_minor == 0;
+  const bool h200 = clusters && device->sm_count == 132;
+  lk::AttentionShape shape;
+  shape.q_heads = 32;
+  shape.kv_heads = 16;
+  shape.head_dim = 256;
+  shape.window = 1024;
+  std::map<int, int> segments_at_rows;
+  for (int kv_len : {8192, 20000}) {
+    for (int rows : {1, 2, 5}) {
+      SCOPED_TRACE(std::to_string(kv_len) + " keys, " + std::to_string(rows) + " rows");
+      auto problem = lk::MakeProblem(shape, {{rows, kv_len}}, 11 + rows);
+      ASSERT_TRUE(problem.ok()) << problem.error().ToString();
+      const lk::HostProblem& p = *problem;
+      DeviceProblemCopy d(p);
+      const lk::DeviceAttentionArgs args = d.Args(p);
+      lk::RunOptions by_default, merge_kernel;
+      merge_kernel.tuning.merge_in_cluster = lk::Switch::kOff;
+      auto plan = lk::PlanDeviceAttention(lk::Backend::kCuda, args, by_default);
+      auto reference = lk::PlanDeviceAttention(lk::Backend::kCuda, args, merge_kernel);
+      ASSERT_TRUE(plan.ok()) << plan.error().ToString();
+      ASSERT_TRUE(reference.ok()) << reference.error().ToString();
+      EXPECT_EQ(plan->info.path, lk::Path::k3D);
+      EXPECT_EQ(reference->info.segments, plan->info.segments);
+      auto [first, inserted] = segments_at_rows.emplace(rows, plan->info.segments);
+      if (!inserted) EXPECT_EQ(plan->info.segments, first->second) << "split changed with depth";
+      const bool in_cluster = plan->info.grid.find("merge in cluster") != std::string::npos;
+      if (!clusters) EXPECT_FALSE(in_cluster) << plan->info.grid;
+      if (h200) {
+        EXPECT_EQ(plan->info.segments, rows == 1 ? 16 : 11) << plan->info.grid;
+        EXPECT_EQ(in_cluster, rows > 1) << plan->info.grid;
+        if (rows == 1)
+          EXPECT_NE(plan->info.grid.find("16 clusters of 16"), std::string::npos)
+              << plan->info.grid;
+      }
+      EXPECT_EQ(reference->info.grid.find("merge in cluster"), std::string::npos);
+
+      DeviceCopy ws(nullptr, std::max(plan->workspace_bytes, reference->workspace_bytes));
+      auto run = [&](const lk::DeviceAttentionPlan& pl) {
+        EXPECT_TRUE(
+            lk::LaunchDeviceAttention(lk::Backend::kCuda, args, pl, nullptr, ws.p, ws.n).ok());
+        std::vector<unsigned char> got(p.q.bytes());
+        EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        EXPECT_EQ(cudaMemcpy(got.data(), d.out.p, got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+        EXPECT_EQ(cudaMemset(d.out.p, 0xff, got.size()), cudaSuccess);
+        return got;
+      };
+      EXPECT_TRUE(run(*plan) == run(*reference)) << plan->info.grid;
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Kernels, DeviceEntry,

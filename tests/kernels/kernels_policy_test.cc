@@ -76,6 +76,43 @@ TEST(KernelPolicy, SegmentCountScalesWithKvLength) {
   EXPECT_EQ(lk::ChooseSegments(c, 4, 100, 132), 16);
 }
 
+// The split counts the kernel's own tiles: a segment count the tiles cannot fill launches only
+// the segments that get keys.
+TEST(KernelPolicy, SegmentsGetWholeTilesOfTheKernel) {
+  lk::PolicyConfig c;
+  c.ctas_per_sm = 2;
+  c.tile_keys = 64;  // head 128: 1K is 16 tiles; 33 asked (8 KV heads, 132 SMs) -> 16 of 1 tile
+  EXPECT_EQ(lk::ChooseSegments(c, 8, 1024, 132), 16);
+  c.tile_keys = 16;  // the same call in 16-key tiles: 64 of them, 32 asked (by length), 32 of 2
+  EXPECT_EQ(lk::ChooseSegments(c, 8, 1024, 132), 32);
+  c.tile_keys = 32;  // head 256, 16 KV heads: 33 tiles (a window of 1024 at 2 query rows) over
+                     // 16 asked give 3 each to 11; 32 tiles give 2 each to all 16
+  EXPECT_EQ(lk::ChooseSegments(c, 16, 1025, 132), 11);
+  EXPECT_EQ(lk::ChooseSegments(c, 16, 1024, 132), 16);
+  c.tile_keys = 0;  // (no tile: as 1 key)
+  EXPECT_EQ(lk::ChooseSegments(c, 16, 1024, 132), 16);
+}
+
+// A sliding window bounds what one query block sees, whatever the depth.
+TEST(KernelPolicy, KeysSeenByAQueryBlock) {
+  lk::AttentionShape dense;
+  dense.q_heads = 32;
+  dense.kv_heads = 16;
+  dense.head_dim = 256;
+  EXPECT_EQ(lk::KeysSeen(dense, 8192, 1), 8192);
+  EXPECT_EQ(lk::KeysSeen(dense, 8192, 5), 8192);
+  lk::AttentionShape sliding = dense;
+  sliding.window = 1024;
+  EXPECT_EQ(lk::KeysSeen(sliding, 8192, 1), 1024);
+  EXPECT_EQ(lk::KeysSeen(sliding, 8192, 5), 1028);  // the last row sees 4 keys past the first's
+  EXPECT_EQ(lk::KeysSeen(sliding, 700, 5), 700);    // shorter than the window: all of it
+  // So the split of a sliding layer's call is the same at 8K as at 64K.
+  lk::PolicyConfig c;
+  c.tile_keys = 32;
+  EXPECT_EQ(lk::ChooseSegments(c, 16, lk::KeysSeen(sliding, 8192, 2), 132),
+            lk::ChooseSegments(c, 16, lk::KeysSeen(sliding, 65536, 2), 132));
+}
+
 TEST(KernelPolicy, ParseNames) {
   EXPECT_EQ(lk::ParsePolicy("spec-aware").value(), lk::Policy::kSpecAware);
   EXPECT_EQ(lk::ParsePolicy("legacy").value(), lk::Policy::kLegacy);

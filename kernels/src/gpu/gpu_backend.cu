@@ -416,14 +416,24 @@ Result<bool> MergesInKernel(const KernelEntry& e, long long items, long long uni
 #endif
 }
 
+// Whether a call asks for the cluster merge: merge_in_cluster=on, or auto for a sliding-window
+// layer. A window bounds the keys every call reads, so at any depth the call is as short as at
+// the window's and its time is fixed cost, of which the merge kernel's launch and grid
+// completion are a part the cluster merge saves (H200, gemma4-31b-sliding at 2-5 query rows: 11
+// segments in their clusters against the policy's 16 and the merge kernel, -5 to -16 %,
+// docs/performance.md). Without a window the cluster's wins and losses followed no rule.
+bool WantsClusterMerge(const AttentionShape& shape, const TuningConfig& tuning) {
+  return tuning.merge_in_cluster == Switch::kOn ||
+         (tuning.merge_in_cluster == Switch::kAuto && shape.window > 0);
+}
+
 // Whether the generic kernel `e`'s `clusters` clusters of `segments` work groups merge in their
-// cluster (TuningConfig::merge_in_cluster=on): 2-16 segments, the machine code has it, and all
-// the clusters run at once. A second wave of clusters nearly doubles the call: H200,
-// gemma4-dense-256 (16 clusters of 16, 14 at once), 1.4-1.6x the merge kernel's time at every
-// depth and row count.
-bool MergesInCluster(const KernelEntry& e, int segments, long long clusters,
-                     const TuningConfig& tuning) {
-  if (tuning.merge_in_cluster != Switch::kOn || e.cluster_fn == nullptr) return false;
+// cluster (WantsClusterMerge): 2-16 segments, the machine code has it, and all the clusters run
+// at once. A second wave of clusters nearly doubles the call: H200, gemma4-dense-256 (16
+// clusters of 16, 14 at once), 1.4-1.6x the merge kernel's time at every depth and row count.
+bool MergesInCluster(const KernelEntry& e, const AttentionShape& shape, int segments,
+                     long long clusters, const TuningConfig& tuning) {
+  if (!WantsClusterMerge(shape, tuning) || e.cluster_fn == nullptr) return false;
   return segments >= 2 && segments <= kClusterMergeMaxSegments &&
          clusters <= e.clusters_at_once[segments];
 }
@@ -544,7 +554,8 @@ Result<DeviceInfo> QueryDevice() {
   return info;
 }
 
-Result<int> CtasPerSm(const AttentionShape& shape, int max_query_len, const TuningConfig& tuning) {
+Result<KernelFacts> FactsOfKernel(const AttentionShape& shape, int max_query_len,
+                                  const TuningConfig& tuning) {
   LADDER_K_TRY(shape.Validate());
   const Geometry g = GeometryOf(shape, max_query_len);
   LADDER_K_ASSIGN_OR_RETURN(const KernelEntry* e,
@@ -554,7 +565,10 @@ Result<int> CtasPerSm(const AttentionShape& shape, int max_query_len, const Tuni
   if (n < 1)
     return Error(ErrorCode::kUnsupported,
                  "attention kernel does not fit on this device's multiprocessor");
-  return n;
+  KernelFacts facts;
+  facts.ctas_per_sm = n;
+  facts.tile_keys = e->tile;
+  return facts;
 }
 
 Result<DeviceBuffer> DeviceBuffer::Alloc(size_t bytes) {
@@ -617,18 +631,20 @@ Result<LaunchPlan> MakePlan(const DeviceProblem& p, Path path, int segments,
   if (path == Path::k3D) {
     LADDER_K_ASSIGN_OR_RETURN(plan.merge_in_kernel,
                               MergesInKernel(*e, items, units, plan.segments, tuning));
-    plan.merge_in_cluster =
-        !plan.merge_in_kernel && MergesInCluster(*e, plan.segments, items / plan.segments, tuning);
+    plan.merge_in_cluster = !plan.merge_in_kernel && MergesInCluster(*e, p.shape, plan.segments,
+                                                                     items / plan.segments, tuning);
     LADDER_K_ASSIGN_OR_RETURN(plan.merge_overlap, LaunchOverlaps(tuning.merge_overlap));
   }
   LADDER_K_ASSIGN_OR_RETURN(plan.attention_overlap, LaunchOverlaps(tuning.attention_overlap));
   LADDER_K_ASSIGN_OR_RETURN(plan.evict_first, StreamEvictsFirst(p, tuning));
   std::string merge;
   if (path == Path::k3D) {
-    // With merge_in_cluster=on, the grid says why a call fell back to the merge kernel: an
-    // asked-for form that silently does not run would mislead an A/B.
+    // Where the cluster merge is asked for (on; auto with a window, on a device that has it),
+    // the grid says why a call fell back to the merge kernel: an asked-for form that silently
+    // does not run would mislead an A/B.
     std::string cluster_note;
-    if (tuning.merge_in_cluster == Switch::kOn) {
+    if (!plan.merge_in_kernel && WantsClusterMerge(p.shape, tuning) &&
+        (tuning.merge_in_cluster == Switch::kOn || e->cluster_fn != nullptr)) {
       const long long clusters = items / plan.segments;
       if (e->cluster_fn == nullptr)
         cluster_note = " (no cluster merge here: compute capability 9.0 and sm_90a code only)";

@@ -94,6 +94,11 @@ struct PolicyConfig {
   bool ctas_from_occupancy = true;
   int min_tokens_per_segment = 32;
   int max_segments = 128;
+  // Keys per K/V tile of the kernel that runs: the split gives each segment whole tiles, and
+  // launches only the segments that get any (ceil(tiles / ceil(tiles / segments))). GPU
+  // backends set the kernel's tile (32 or 64 keys for the generic kernel, 16 for the head-512
+  // team kernel's chunks); 16, the smallest, otherwise.
+  int tile_keys = 16;
   // > 0 forces this segment count for the 3D path (tests use it to create empty segments).
   int force_segments = 0;
 };
@@ -105,7 +110,8 @@ struct PathDecision {
 };
 
 // Pure decision function (no device access): exposed for tests and for the agent's evidence.
-// work_units = num_seqs * kv_heads * query blocks per sequence.
+// work_units = num_seqs * kv_heads * query blocks per sequence; max_kv_len = the most keys one
+// query block sees (KeysSeen).
 PathDecision ChoosePath(Policy policy, const PolicyConfig& config, int num_seqs, int max_query_len,
                         int max_kv_len, int kv_heads, int work_units, int sm_count);
 int ChooseSegments(const PolicyConfig& config, int work_units, int max_kv_len, int sm_count);
@@ -143,6 +149,11 @@ struct AttentionShape {
   float EffectiveScale() const;
   Status Validate() const;
 };
+
+// The most keys one query block of at most max_query_len rows sees in a sequence of max_kv_len:
+// all of them, or with a sliding window its window and the block's rows past the first: a
+// sliding layer's split is the window's, whatever the depth.
+int KeysSeen(const AttentionShape& shape, int max_kv_len, int max_query_len);
 
 // A complete problem on the host (see the layout at the top of this file).
 struct HostProblem {

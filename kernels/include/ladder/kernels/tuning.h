@@ -61,10 +61,11 @@ struct TuningConfig {
   // block cluster and merge their partials over distributed shared memory before they exit, in
   // the merge kernel's order (the same bits), so no merge kernel runs and no partial goes
   // through global memory. kOn: on compute capability 9.0 (CUDA, sm_90a machine code) where the
-  // split has 2-16 segments and all its clusters run at once, else the merge kernel. kAuto is
-  // kOff: against the merge kernel at the same split it won by 4-16 % at some (split, clusters)
-  // and lost by 3-25 % at others, with no rule found that holds across shapes; an A/B run that
-  // wants it says on (docs/performance.md).
+  // split has 2-16 segments and all its clusters run at once, else the merge kernel. kAuto: on
+  // for sliding-window layers (a window keeps every call short, its time mostly fixed cost, of
+  // which the merge kernel is a part), off without a window: against the merge kernel at the
+  // same split it won by 4-16 % at some (split, clusters) and lost by 3-25 % at others, with no
+  // rule found that holds across shapes (docs/performance.md).
   Switch merge_in_cluster = Switch::kAuto;
   // K/V copies under an L2 evict-first policy (CUDA). kAuto: where the K/V a call reads is
   // larger than L2, so the stream would evict the 3D partials before the merge reads them.
