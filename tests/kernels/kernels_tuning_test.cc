@@ -77,7 +77,7 @@ TEST(Tuning, ValidCombinationsPassAndAreDescribed) {
   t.merge_in_kernel = lk::Switch::kOff;
   t.evict_first = lk::Switch::kOff;
   t.attention_overlap = lk::Switch::kOff;
-  t.merge_in_cluster = lk::Switch::kOn;  // (opt-in: auto is off)
+  t.merge_in_cluster = lk::Switch::kOn;  // (auto: on only with a window)
   EXPECT_TRUE(t.Validate().ok());
   EXPECT_EQ(t.ToString(),
             "head512=team-by-dims bulk_copies=on merge_in_kernel=off evict_first=off "
