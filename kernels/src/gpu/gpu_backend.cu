@@ -419,8 +419,8 @@ Result<bool> MergesInKernel(const KernelEntry& e, long long items, long long uni
 // Whether a call asks for the cluster merge: merge_in_cluster=on, or auto for a sliding-window
 // layer. A window bounds the keys every call reads, so at any depth the call is as short as at
 // the window's and its time is fixed cost, of which the merge kernel's launch and grid
-// completion are a part the cluster merge saves (H200, gemma4-31b-sliding at 2-5 query rows: 11
-// segments in their clusters against the policy's 16 and the merge kernel, -5 to -16 %,
+// completion are a part the cluster merge saves (H200, gemma4-31b-sliding at 2-5 query rows from
+// 8K: 11 segments merged in their clusters, 7-15 % less time than through the merge kernel,
 // docs/performance.md). Without a window the cluster's wins and losses followed no rule.
 bool WantsClusterMerge(const AttentionShape& shape, const TuningConfig& tuning) {
   return tuning.merge_in_cluster == Switch::kOn ||
