@@ -99,10 +99,10 @@ void AddTuningFlags(lk::TuningConfig* t, std::vector<Flag>* flags) {
   flags->push_back({"attention-overlap", true,
                     "attention kernel by programmatic dependent launch: auto | off",
                     set_switch(&t->attention_overlap)});
-  flags->push_back(
-      {"merge-in-cluster", true,
-       "3D generic kernel: segments merge in their thread block cluster: auto (= off) | on | off",
-       set_switch(&t->merge_in_cluster)});
+  flags->push_back({"merge-in-cluster", true,
+                    "3D generic kernel: segments merge in their thread block cluster: auto (on "
+                    "with a sliding window) | on | off",
+                    set_switch(&t->merge_in_cluster)});
 }
 
 void PrintHelp(const char* cmd, const std::vector<Flag>& flags) {
