@@ -10,7 +10,7 @@
 #include <numeric>
 
 #include "cpu_attention.h"
-#include "geometry.h"
+#include "device_policy.h"
 #include "gpu_api.h"
 #include "numeric.h"
 #include "sm_clock.h"
@@ -210,17 +210,12 @@ Result<BenchResult> RunGpuPoint(const BenchPoint& pt) {
   dp.k = d_k.get();
   dp.v = d_v.get();
   dp.out = d_o.get();
-  const int group = pt.q_heads / pt.kv_heads;
-  const int units = pt.num_seqs * pt.kv_heads * internal::GpuQBlocks(group, pt.query_rows);
-  PolicyConfig config = pt.config;
-  if (const Result<gpu::KernelFacts> kf = gpu::FactsOfKernel(shape, pt.query_rows, pt.tuning);
-      kf.ok()) {
-    if (config.ctas_from_occupancy) config.ctas_per_sm = kf->ctas_per_sm;
-    config.tile_keys = kf->tile_keys;
-  }
-  const PathDecision dec =
-      ChoosePath(pt.policy, config, pt.num_seqs, pt.query_rows,
-                 KeysSeen(shape, pt.depth, pt.query_rows), pt.kv_heads, units, info.sm_count);
+  RunOptions options;
+  options.policy = pt.policy;
+  options.config = pt.config;
+  options.tuning = pt.tuning;
+  const PathDecision dec = internal::ChooseDevicePath(shape, pt.num_seqs, pt.query_rows, pt.depth,
+                                                      options, info.sm_count);
   LADDER_K_ASSIGN_OR_RETURN(gpu::LaunchPlan plan,
                             gpu::MakePlan(dp, dec.path, dec.segments, pt.tuning));
   const size_t ws_bytes = gpu::WorkspaceBytes(dp, plan);

@@ -9,6 +9,7 @@
 #include <optional>
 #include <tuple>
 
+#include "device_policy.h"
 #include "geometry.h"
 #include "gpu_api.h"
 
@@ -111,24 +112,29 @@ Status CheckBackend(Backend backend) {
 
 }  // namespace
 
+namespace internal {
+PathDecision ChooseDevicePath(const AttentionShape& shape, int num_seqs, int max_query_len,
+                              int max_kv_len, const RunOptions& options, int sm_count) {
+  const int group = shape.q_heads / shape.kv_heads;
+  const int units = num_seqs * shape.kv_heads * GpuQBlocks(group, max_query_len);
+  PolicyConfig config = options.config;
+  if (const std::optional<gpu::KernelFacts> kf =
+          DeviceFacts::Get().KernelFacts(shape, max_query_len, options.tuning)) {
+    if (config.ctas_from_occupancy) config.ctas_per_sm = kf->ctas_per_sm;
+    config.tile_keys = kf->tile_keys;
+  }
+  return ChoosePath(options.policy, config, num_seqs, max_query_len,
+                    KeysSeen(shape, max_kv_len, max_query_len), shape.kv_heads, units, sm_count);
+}
+}  // namespace internal
+
 Result<DeviceAttentionPlan> PlanDeviceAttention(Backend backend, const DeviceAttentionArgs& args,
                                                 const RunOptions& options) {
   LADDER_K_TRY(CheckBackend(backend));
   LADDER_K_TRY(ValidateArgs(args));
-  DeviceFacts& facts = DeviceFacts::Get();
-  LADDER_K_ASSIGN_OR_RETURN(DeviceInfo device, facts.Device());
-  const int group = args.shape.q_heads / args.shape.kv_heads;
-  const int units =
-      args.num_seqs * args.shape.kv_heads * internal::GpuQBlocks(group, args.max_query_len);
-  PolicyConfig config = options.config;
-  if (const std::optional<gpu::KernelFacts> kf =
-          facts.KernelFacts(args.shape, args.max_query_len, options.tuning)) {
-    if (config.ctas_from_occupancy) config.ctas_per_sm = kf->ctas_per_sm;
-    config.tile_keys = kf->tile_keys;
-  }
-  const PathDecision dec = ChoosePath(options.policy, config, args.num_seqs, args.max_query_len,
-                                      KeysSeen(args.shape, args.max_kv_len, args.max_query_len),
-                                      args.shape.kv_heads, units, device.sm_count);
+  LADDER_K_ASSIGN_OR_RETURN(DeviceInfo device, DeviceFacts::Get().Device());
+  const PathDecision dec = internal::ChooseDevicePath(args.shape, args.num_seqs, args.max_query_len,
+                                                      args.max_kv_len, options, device.sm_count);
   const gpu::DeviceProblem dp = ToDeviceProblem(args);
   LADDER_K_ASSIGN_OR_RETURN(gpu::LaunchPlan launch,
                             gpu::MakePlan(dp, dec.path, dec.segments, options.tuning));
