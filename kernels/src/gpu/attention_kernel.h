@@ -326,33 +326,28 @@ __global__ void __launch_bounds__(NT, MINB) UnifiedAttentionKernel(KernelParams 
         const int mt = tile / S::kNTiles, nt = tile % S::kNTiles;
         // Two accumulators (even / odd 16-wide steps) halve the dependent MMA chain.
         float c[4] = {0.0f, 0.0f, 0.0f, 0.0f}, c2[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        const uint16_t* qa = qs + (mt * 16 + g8) * S::kQLd + 2 * t4;
-        const uint16_t* kb = ks + (nt * 8 + g8) * S::kQLd + 2 * t4;
+        // Fragments by ldmatrix (three per 32 dims instead of twelve 32-bit loads): lane l gives
+        // the row address of 8x8 matrix l / 8. A (Q): matrices (rows 0-7 | 8-15) x (dims +0 |
+        // +8); B (K): key rows nt * 8 .. + 7 at dims +0, +8, +16, +24.
+        const int lrow = lane & 7, lmat = lane >> 3;
+        const uint16_t* qa = qs + (mt * 16 + (lmat & 1) * 8 + lrow) * S::kQLd + (lmat >> 1) * 8;
+        const uint16_t* kb = ks + (nt * 8 + lrow) * S::kQLd + lmat * 8;
 #pragma unroll 8
         for (int kk = ks_idx * kDPart; kk < (ks_idx + 1) * kDPart; kk += 32) {
-          uint32_t a[4], a2[4];
-          a[0] = *reinterpret_cast<const uint32_t*>(qa + kk);
-          a[1] = *reinterpret_cast<const uint32_t*>(qa + 8 * S::kQLd + kk);
-          a[2] = *reinterpret_cast<const uint32_t*>(qa + kk + 8);
-          a[3] = *reinterpret_cast<const uint32_t*>(qa + 8 * S::kQLd + kk + 8);
-          const uint32_t b0 = *reinterpret_cast<const uint32_t*>(kb + kk);
-          const uint32_t b1 = *reinterpret_cast<const uint32_t*>(kb + kk + 8);
-          a2[0] = *reinterpret_cast<const uint32_t*>(qa + kk + 16);
-          a2[1] = *reinterpret_cast<const uint32_t*>(qa + 8 * S::kQLd + kk + 16);
-          a2[2] = *reinterpret_cast<const uint32_t*>(qa + kk + 24);
-          a2[3] = *reinterpret_cast<const uint32_t*>(qa + 8 * S::kQLd + kk + 24);
-          const uint32_t b2 = *reinterpret_cast<const uint32_t*>(kb + kk + 16);
-          const uint32_t b3 = *reinterpret_cast<const uint32_t*>(kb + kk + 24);
+          uint32_t a[4], a2[4], b0, b1, b2, b3;
+          dev::LdMatrixX4(a[0], a[1], a[2], a[3], qa + kk);
+          dev::LdMatrixX4(a2[0], a2[1], a2[2], a2[3], qa + kk + 16);
+          dev::LdMatrixX4(b0, b1, b2, b3, kb + kk);
           dev::Mma16816<E::kIsBf16>(c, a, b0, b1);
           dev::Mma16816<E::kIsBf16>(c2, a2, b2, b3);
         }
 #pragma unroll
         for (int e = 0; e < 4; ++e) c[e] += c2[e];
         float* so = ss + static_cast<size_t>(ks_idx) * BM * S::kSLd;
-        so[(mt * 16 + g8) * S::kSLd + nt * 8 + 2 * t4] = c[0];
-        so[(mt * 16 + g8) * S::kSLd + nt * 8 + 2 * t4 + 1] = c[1];
-        so[(mt * 16 + g8 + 8) * S::kSLd + nt * 8 + 2 * t4] = c[2];
-        so[(mt * 16 + g8 + 8) * S::kSLd + nt * 8 + 2 * t4 + 1] = c[3];
+        *reinterpret_cast<float2*>(so + (mt * 16 + g8) * S::kSLd + nt * 8 + 2 * t4) =
+            make_float2(c[0], c[1]);
+        *reinterpret_cast<float2*>(so + (mt * 16 + g8 + 8) * S::kSLd + nt * 8 + 2 * t4) =
+            make_float2(c[2], c[3]);
       }
     }
 #else
@@ -376,22 +371,41 @@ __global__ void __launch_bounds__(NT, MINB) UnifiedAttentionKernel(KernelParams 
       const int m = tid / kTpr, n0 = (tid % kTpr) * kCpt;
       const bool row_ok = m < m_rows;
       const int pos = first_pos + m / p.group;
+      // Every key of the tile visible to this row (all tiles but the last, and the first of a
+      // window): no per-key mask.
+      const bool whole = row_ok && j0 + TN - 1 <= pos && (p.window <= 0 || pos - j0 < p.window);
       float sc[kCpt];
+#pragma unroll
+      for (int kx = 0; kx < S::kKSplit; ++kx) {
+        const float* srow = ss + static_cast<size_t>(kx) * BM * S::kSLd + m * S::kSLd + n0;
+        if constexpr (kCpt % 4 == 0) {
+#pragma unroll
+          for (int k = 0; k < kCpt; k += 4) {
+            const float4 v = *reinterpret_cast<const float4*>(srow + k);
+            sc[k] = kx ? sc[k] + v.x : v.x, sc[k + 1] = kx ? sc[k + 1] + v.y : v.y;
+            sc[k + 2] = kx ? sc[k + 2] + v.z : v.z, sc[k + 3] = kx ? sc[k + 3] + v.w : v.w;
+          }
+        } else {
+#pragma unroll
+          for (int k = 0; k < kCpt; ++k) sc[k] = kx ? sc[k] + srow[k] : srow[k];
+        }
+      }
+      const float scale_log2 = p.scale * kLog2e;
       float tile_max = -INFINITY;
 #pragma unroll
       for (int k = 0; k < kCpt; ++k) {
-        const int n = n0 + k;
-        float s = ss[m * S::kSLd + n];
-#pragma unroll
-        for (int kx = 1; kx < S::kKSplit; ++kx)
-          s += ss[static_cast<size_t>(kx) * BM * S::kSLd + m * S::kSLd + n];
-        s *= p.scale;
-        if (p.softcap > 0.0f) s = p.softcap * tanhf(s / p.softcap);
-        s *= kLog2e;
-        const int j = j0 + n;
-        const bool visible = row_ok && j <= pos && (p.window <= 0 || pos - j < p.window);
-        sc[k] = visible ? s : -INFINITY;
-        tile_max = fmaxf(tile_max, sc[k]);
+        float s = sc[k];
+        if (p.softcap > 0.0f)
+          s = p.softcap * tanhf(s * p.scale / p.softcap) * kLog2e;
+        else
+          s *= scale_log2;
+        if (!whole) {
+          const int j = j0 + n0 + k;
+          const bool visible = row_ok && j <= pos && (p.window <= 0 || pos - j < p.window);
+          s = visible ? s : -INFINITY;
+        }
+        sc[k] = s;
+        tile_max = fmaxf(tile_max, s);
       }
       tile_max = dev::GroupMax<kTpr>(tile_max);
       const float m_new = fmaxf(my_max, tile_max);
@@ -411,11 +425,31 @@ __global__ void __launch_bounds__(NT, MINB) UnifiedAttentionKernel(KernelParams 
       psum = dev::GroupSum<kTpr>(psum);
       my_sum = my_sum * alpha + psum;
 #if LADDER_DEVICE_HAS_MMA
+      // hi = P rounded to 16 bits, lo = the rest rounded: two elements per cvt (PackRn2 gives
+      // E::FromFloat's bits), stored four (or two) at a time.
+      static_assert(kCpt % 2 == 0, "P is packed in pairs");
+      uint32_t hi2[kCpt / 2], lo2[kCpt / 2];
 #pragma unroll
-      for (int k = 0; k < kCpt; ++k) {
-        const uint16_t h = E::FromFloat(sc[k]);
-        p_hi[m * S::kPLd + n0 + k] = h;
-        p_lo[m * S::kPLd + n0 + k] = E::FromFloat(sc[k] - E::ToFloat(h));
+      for (int k = 0; k < kCpt; k += 2) {
+        hi2[k / 2] = dev::PackRn2<E::kIsBf16>(sc[k], sc[k + 1]);
+        float h0, h1;
+        dev::Unpack2<E::kIsBf16>(hi2[k / 2], h0, h1);
+        lo2[k / 2] = dev::PackRn2<E::kIsBf16>(sc[k] - h0, sc[k + 1] - h1);
+      }
+      uint16_t* ph = p_hi + m * S::kPLd + n0;
+      uint16_t* pl = p_lo + m * S::kPLd + n0;
+      if constexpr (kCpt % 4 == 0) {
+#pragma unroll
+        for (int k = 0; k < kCpt / 2; k += 2) {
+          *reinterpret_cast<uint2*>(ph + 2 * k) = make_uint2(hi2[k], hi2[k + 1]);
+          *reinterpret_cast<uint2*>(pl + 2 * k) = make_uint2(lo2[k], lo2[k + 1]);
+        }
+      } else {
+#pragma unroll
+        for (int k = 0; k < kCpt / 2; ++k) {
+          *reinterpret_cast<uint32_t*>(ph + 2 * k) = hi2[k];
+          *reinterpret_cast<uint32_t*>(pl + 2 * k) = lo2[k];
+        }
       }
 #else
 #pragma unroll
@@ -445,17 +479,10 @@ __global__ void __launch_bounds__(NT, MINB) UnifiedAttentionKernel(KernelParams 
       for (int kk = 0; kk < TN; kk += 16) {
         uint32_t ah[S::kMTiles][4], al[S::kMTiles][4];
 #pragma unroll
-        for (int mt = 0; mt < S::kMTiles; ++mt) {
-          const uint16_t* ph = p_hi + (mt * 16 + g8) * S::kPLd + kk + 2 * t4;
-          const uint16_t* pl = p_lo + (mt * 16 + g8) * S::kPLd + kk + 2 * t4;
-          ah[mt][0] = *reinterpret_cast<const uint32_t*>(ph);
-          ah[mt][1] = *reinterpret_cast<const uint32_t*>(ph + 8 * S::kPLd);
-          ah[mt][2] = *reinterpret_cast<const uint32_t*>(ph + 8);
-          ah[mt][3] = *reinterpret_cast<const uint32_t*>(ph + 8 * S::kPLd + 8);
-          al[mt][0] = *reinterpret_cast<const uint32_t*>(pl);
-          al[mt][1] = *reinterpret_cast<const uint32_t*>(pl + 8 * S::kPLd);
-          al[mt][2] = *reinterpret_cast<const uint32_t*>(pl + 8);
-          al[mt][3] = *reinterpret_cast<const uint32_t*>(pl + 8 * S::kPLd + 8);
+        for (int mt = 0; mt < S::kMTiles; ++mt) {  // A fragments of P, as Q's in S = Q K^T
+          const size_t off = (mt * 16 + (mat & 1) * 8 + mrow) * S::kPLd + kk + (mat >> 1) * 8;
+          dev::LdMatrixX4(ah[mt][0], ah[mt][1], ah[mt][2], ah[mt][3], p_hi + off);
+          dev::LdMatrixX4(al[mt][0], al[mt][1], al[mt][2], al[mt][3], p_lo + off);
         }
 #pragma unroll
         for (int dn = 0; dn < S::kDn; dn += 2) {
