@@ -38,8 +38,8 @@ __device__ inline void CopyAsync16(void* smem, const void* gmem) {
 }
 
 // Keys [lo, hi) of this segment, tiles of kTileBytes / (hpb * row_bytes) keys.
-__global__ void __launch_bounds__(kThreads) StreamTiles(const char* k, const char* v,
-                                                        const int* page_of, Geometry g) {
+__global__ void __launch_bounds__(kThreads)
+    StreamTiles(const char* k, const char* v, const int* page_of, Geometry g) {
   extern __shared__ __align__(16) char smem[];
   const int hg = blockIdx.x % (g.kv_heads / g.heads_per_group);
   const int seg = blockIdx.x / (g.kv_heads / g.heads_per_group);
@@ -74,9 +74,12 @@ __global__ void __launch_bounds__(kThreads) StreamTiles(const char* k, const cha
   int stage = g.stages - 1;
   for (int t = tb; t < te; ++t) {
     // wait_group takes an immediate: the stage counts this probe sweeps
-    if (g.stages == 2) asm volatile("cp.async.wait_group 0;\n");
-    else if (g.stages == 3) asm volatile("cp.async.wait_group 1;\n");
-    else asm volatile("cp.async.wait_group 2;\n");
+    if (g.stages == 2)
+      asm volatile("cp.async.wait_group 0;\n");
+    else if (g.stages == 3)
+      asm volatile("cp.async.wait_group 1;\n");
+    else
+      asm volatile("cp.async.wait_group 2;\n");
     __syncthreads();
     if (t + g.stages - 1 < te) load(t + g.stages - 1, stage);
     asm volatile("cp.async.commit_group;\n");
@@ -152,9 +155,8 @@ int main() {
             int per_sm = 0;
             CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, StreamTiles, kThreads, smem));
             g.segments = std::max(1, per_sm * sms / groups);
-            const float us = time_us([&] {
-              StreamTiles<<<groups * g.segments, kThreads, smem>>>(k, v, page_of, g);
-            });
+            const float us = time_us(
+                [&] { StreamTiles<<<groups * g.segments, kThreads, smem>>>(k, v, page_of, g); });
             const double moved = 2.0 * keys * s.kv_heads * s.row_bytes;
             std::printf("%-22s %-8s %3d %5d %6d %4d %4d %9.2f %6.1f%%\n", s.name,
                         paged ? "paged" : "per-head", hpb, keys, groups, g.segments, stages, us,

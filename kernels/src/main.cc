@@ -103,6 +103,10 @@ void AddTuningFlags(lk::TuningConfig* t, std::vector<Flag>* flags) {
                     "3D generic kernel: segments merge in their thread block cluster: auto (on "
                     "with a sliding window) | on | off",
                     set_switch(&t->merge_in_cluster)});
+  flags->push_back({"wide-work-groups", true,
+                    "generic kernel at head 128 / 256 with 256 threads per work group: auto (on "
+                    "at head 128) | on | off",
+                    set_switch(&t->wide_work_groups)});
 }
 
 void PrintHelp(const char* cmd, const std::vector<Flag>& flags) {

@@ -97,6 +97,8 @@ std::string TuningConfig::ToString() const {
     add("attention_overlap", kernels::ToString(attention_overlap));
   if (merge_in_cluster != Switch::kAuto)
     add("merge_in_cluster", kernels::ToString(merge_in_cluster));
+  if (wide_work_groups != Switch::kAuto)
+    add("wide_work_groups", kernels::ToString(wide_work_groups));
   return s.empty() ? "defaults" : s;
 }
 

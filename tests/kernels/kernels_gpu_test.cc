@@ -143,6 +143,51 @@ TEST(GpuDispatch, AnUnsupportedCombinationIsRefusedByName) {
   EXPECT_NE(r.error().message.find("team-by-dims"), std::string::npos) << r.error().message;
 }
 
+// Both work groups of the generic kernel at head 128 and 256 (the defaults take one of them per
+// head dim) pass every case of those head dims, 2D and 3D agreeing.
+class GpuWorkGroups : public ::testing::TestWithParam<lk::Switch> {};
+
+TEST_P(GpuWorkGroups, BothWidthsPassTheCasesOfTheirHeadDims) {
+  const lk::Backend b = GpuBackend();
+  if (!lk::BackendAvailable(b)) GTEST_SKIP() << "no GPU backend with a device in this binary";
+  lk::TuningConfig tuning;
+  tuning.wide_work_groups = GetParam();
+  int ran = 0;
+  for (const lk::CaseSpec& c : lk::Cases()) {
+    if (c.cpu_only || (c.shape.head_dim != 128 && c.shape.head_dim != 256)) continue;
+    auto r = lk::RunCase(b, c, /*repeats=*/3, /*cpu_threads=*/2, tuning);
+    ASSERT_TRUE(r.ok()) << c.name << " under " << tuning.ToString() << ": " << r.error().ToString();
+    EXPECT_TRUE(r->passed) << tuning.ToString() << ": " << r->Line();
+    ++ran;
+  }
+  EXPECT_GE(ran, 10);
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, GpuWorkGroups,
+                         ::testing::Values(lk::Switch::kOff, lk::Switch::kOn),
+                         [](const ::testing::TestParamInfo<lk::Switch>& info) {
+                           return std::string(lk::ToString(info.param));
+                         });
+
+// Head 64 has no wide kernel: asking for one fails at plan time, naming the tuning.
+TEST(GpuDispatch, AWideWorkGroupWhereThereIsNoneIsRefusedByName) {
+  const lk::Backend b = GpuBackend();
+  if (!lk::BackendAvailable(b)) GTEST_SKIP() << "no GPU backend with a device in this binary";
+  lk::AttentionShape shape;
+  shape.q_heads = 8;
+  shape.kv_heads = 2;
+  shape.head_dim = 64;
+  auto problem = lk::MakeProblem(shape, {{1, 300}}, 7);
+  ASSERT_TRUE(problem.ok());
+  lk::RunOptions options;
+  options.tuning.wide_work_groups = lk::Switch::kOn;
+  lk::HostTensor out;
+  auto r = lk::RunAttention(b, *problem, options, &out);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, lk::ErrorCode::kUnsupported);
+  EXPECT_NE(r.error().message.find("wide_work_groups"), std::string::npos) << r.error().message;
+}
+
 INSTANTIATE_TEST_SUITE_P(Kernels, GpuCaseTable,
                          ::testing::ValuesIn(lk::Cases().begin(), lk::Cases().end()),
                          [](const ::testing::TestParamInfo<lk::CaseSpec>& info) {

@@ -77,11 +77,12 @@ TEST(Tuning, ValidCombinationsPassAndAreDescribed) {
   t.merge_in_kernel = lk::Switch::kOff;
   t.evict_first = lk::Switch::kOff;
   t.attention_overlap = lk::Switch::kOff;
-  t.merge_in_cluster = lk::Switch::kOn;  // (auto: on only with a window)
+  t.merge_in_cluster = lk::Switch::kOn;   // (auto: on only with a window)
+  t.wide_work_groups = lk::Switch::kOff;  // (auto: on at head 128)
   EXPECT_TRUE(t.Validate().ok());
   EXPECT_EQ(t.ToString(),
             "head512=team-by-dims bulk_copies=on merge_in_kernel=off evict_first=off "
-            "attention_overlap=off merge_in_cluster=on");
+            "attention_overlap=off merge_in_cluster=on wide_work_groups=off");
 }
 
 // The CPU backend ignores tunings, but an invalid one is still refused: a matrix that runs on the

@@ -78,17 +78,22 @@ Result<GpuFacts> Facts() {
 // Tile shape of the generic kernel per head dim: KV tile (keys), threads, K/V stages for BM 16
 // and BM 32, work groups per SM asked of the register allocator (launch bounds). Each is the
 // shape that won its head dim's sweep on the H200 (docs/kernels.md); the losers were deleted.
+// kWideThreads: the work group of the wide kernel (TuningConfig::wide_work_groups), 0 where there
+// is none.
 template <int D>
 struct Cfg {  // head 64 / 128
   static constexpr int kTile = 64, kThreads = 128, kStages16 = 2, kStages32 = 2, kMinBlocks = 1;
+  static constexpr int kWideThreads = D == 128 ? 256 : 0;
 };
 template <>
 struct Cfg<256> {  // 4 warps, 2 stages
   static constexpr int kTile = 32, kThreads = 128, kStages16 = 2, kStages32 = 2, kMinBlocks = 1;
+  static constexpr int kWideThreads = 256;
 };
 template <>
 struct Cfg<512> {  // 32-key tiles (half the barriers per byte of 16-key ones), 8 warps
   static constexpr int kTile = 32, kThreads = 256, kStages16 = 3, kStages32 = 2, kMinBlocks = 1;
+  static constexpr int kWideThreads = 0;
 };
 
 // One instantiated attention kernel, as the host sees it (every instantiation has the same
@@ -147,16 +152,18 @@ int ClustersAtOnce(void (*fn)(KernelParams), int threads, size_t smem, int size)
 }
 #endif
 
-template <class E, int D, int BM>
+template <class E, int D, int BM, bool kWide>
 const KernelEntry& GenericEntry() {
   using C = Cfg<D>;
   constexpr int TN = C::kTile;
   constexpr int ST = BM == 16 ? C::kStages16 : C::kStages32;
-  using Sh = KernelShape<D, BM, TN, C::kThreads, ST>;
+  constexpr int NT = kWide ? C::kWideThreads : C::kThreads;
+  static_assert(NT > 0, "no wide kernel at this head dim");
+  using Sh = KernelShape<D, BM, TN, NT, ST>;
   static const KernelEntry e = [] {
     KernelEntry k;
-    k.fn = &UnifiedAttentionKernel<E, D, BM, TN, C::kThreads, ST, C::kMinBlocks>;
-    k.threads = C::kThreads;
+    k.fn = &UnifiedAttentionKernel<E, D, BM, TN, NT, ST, C::kMinBlocks>;
+    k.threads = NT;
     k.stages = ST;
     k.tile = TN;
     k.smem = Sh::kSmemBytes;
@@ -169,7 +176,7 @@ const KernelEntry& GenericEntry() {
         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
         cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess &&
         major == 9 && minor == 0) {
-      auto* fn = &UnifiedAttentionKernel<E, D, BM, TN, C::kThreads, ST, C::kMinBlocks, true>;
+      auto* fn = &UnifiedAttentionKernel<E, D, BM, TN, NT, ST, C::kMinBlocks, true>;
       if (rt::SetMaxDynamicSmem(fn, static_cast<int>(Sh::kSmemBytes)) == rt::kSuccess &&
           cudaFuncSetAttribute(fn, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) ==
               cudaSuccess) {
@@ -234,9 +241,10 @@ struct VariantRow {
   Needs needs;
   const KernelEntry& (*bf16)();
   const KernelEntry& (*f16)();
+  bool wide = false;  // generic: the wide work group (TuningConfig::wide_work_groups)
 };
 
-template <int D, int BM>
+template <int D, int BM, bool kWide = false>
 constexpr VariantRow Generic() {
   return {D,
           BM,
@@ -246,8 +254,9 @@ constexpr VariantRow Generic() {
           false,
           true,
           Needs::kNothing,
-          &GenericEntry<dev::Bf16, D, BM>,
-          &GenericEntry<dev::F16, D, BM>};
+          &GenericEntry<dev::Bf16, D, BM, kWide>,
+          &GenericEntry<dev::F16, D, BM, kWide>,
+          kWide};
 }
 #if !defined(LADDER_KERNELS_HIP)
 template <int NT, TeamScoring kScoring, bool kBulk>
@@ -273,8 +282,12 @@ constexpr VariantRow kVariantTable[] = {
     Generic<64, 32>(),
     Generic<128, 16>(),
     Generic<128, 32>(),
+    Generic<128, 16, true>(),
+    Generic<128, 32, true>(),
     Generic<256, 16>(),
     Generic<256, 32>(),
+    Generic<256, 16, true>(),
+    Generic<256, 32, true>(),
     Generic<512, 16>(),
     Generic<512, 32>(),
 #if !defined(LADDER_KERNELS_HIP)
@@ -327,6 +340,19 @@ Result<Head512Kernel> DefaultHead512(int score_cols) {
   return wgmma ? Head512Kernel::kTeamSplitWgmma : Head512Kernel::kTeamSplit;
 }
 
+// Whether the generic kernel runs with its wide work group (TuningConfig::wide_work_groups).
+// Only the head dim decides auto: the split, the depth and the merge that would tell where head
+// 256 wins are chosen after the kernel (ChooseDevicePath asks the kernel's occupancy and tile).
+bool WideWorkGroups(const AttentionShape& shape, const TuningConfig& tuning) {
+  if (tuning.wide_work_groups != Switch::kAuto) return tuning.wide_work_groups == Switch::kOn;
+#if defined(LADDER_KERNELS_HIP)
+  (void)shape;
+  return false;  // never run on an AMD GPU: the narrow work group stays until measured there
+#else
+  return shape.head_dim == 128;
+#endif
+}
+
 // The row of the table that (shape, BM, score columns, tuning) selects, or why there is none.
 Result<const VariantRow*> FindRow(const AttentionShape& shape, int block_m, int score_cols,
                                   const TuningConfig& tuning) {
@@ -338,10 +364,12 @@ Result<const VariantRow*> FindRow(const AttentionShape& shape, int block_m, int 
     }
   }
   const bool generic = kernel == Head512Kernel::kGeneric;
+  const bool wide = generic && WideWorkGroups(shape, tuning);
   const VariantRow* found = nullptr;
   for (const VariantRow& row : kVariantTable) {
     if (row.head_dim != shape.head_dim || row.kernel != kernel) continue;
-    if (generic ? row.block_m != block_m : score_cols < row.min_cols || score_cols > row.max_cols)
+    if (generic ? row.block_m != block_m || row.wide != wide
+                : score_cols < row.min_cols || score_cols > row.max_cols)
       continue;
     if (!generic &&
         (tuning.bulk_copies == Switch::kAuto ? !row.auto_choice
@@ -354,6 +382,7 @@ Result<const VariantRow*> FindRow(const AttentionShape& shape, int block_m, int 
     std::string what = "no attention kernel for head_dim " + std::to_string(shape.head_dim);
     if (generic) {
       what += " at BM " + std::to_string(block_m);
+      if (wide) what += " with wide_work_groups=on (wide kernels: head 128 and 256)";
     } else {
       what += " as " + std::string(ToString(kernel)) + " at " + std::to_string(score_cols) +
               " score columns (query rows x q heads per KV head)";
