@@ -202,6 +202,7 @@ Result<BenchResult> RunGpuPoint(const BenchPoint& pt) {
   dp.num_seqs = pt.num_seqs;
   dp.num_tokens = pt.num_seqs * pt.query_rows;
   dp.max_query_len = pt.query_rows;
+  dp.max_kv_len = pt.depth;
   dp.max_blocks_per_seq = pages;
   dp.query_start = static_cast<const int*>(d_qs.get());
   dp.seq_lens = static_cast<const int*>(d_sl.get());

@@ -91,6 +91,7 @@ gpu::DeviceProblem ToDeviceProblem(const DeviceAttentionArgs& a) {
   dp.num_seqs = a.num_seqs;
   dp.num_tokens = a.num_tokens;
   dp.max_query_len = a.max_query_len;
+  dp.max_kv_len = a.max_kv_len;
   dp.max_blocks_per_seq = a.max_blocks_per_seq;
   dp.query_start = a.query_start;
   dp.seq_lens = a.seq_lens;

@@ -60,6 +60,7 @@ struct DeviceProblem {
   int num_seqs = 0;
   int num_tokens = 0;
   int max_query_len = 0;
+  int max_kv_len = 0;  // largest seq_lens[s], a host value (0: unknown; only the plan reads it)
   int max_blocks_per_seq = 0;
   const int* query_start = nullptr;
   const int* seq_lens = nullptr;

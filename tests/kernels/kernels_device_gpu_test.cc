@@ -236,6 +236,10 @@ TEST(DeviceEntryMerge, ClusterMergeGivesTheMergeKernelsBits) {
         cluster.config.force_segments = kernel.config.force_segments = segments;
         cluster.tuning.merge_in_cluster = lk::Switch::kOn;
         kernel.tuning.merge_in_cluster = lk::Switch::kOff;  // (auto is on with a window)
+        // One work-group width for both (auto widens head 256 only where it does not merge in
+        // clusters, and the two widths need not give the same bits).
+        cluster.tuning.wide_work_groups = kernel.tuning.wide_work_groups =
+            sh.head_dim == 128 ? lk::Switch::kOn : lk::Switch::kOff;
         auto cluster_plan = lk::PlanDeviceAttention(lk::Backend::kCuda, args, cluster);
         auto kernel_plan = lk::PlanDeviceAttention(lk::Backend::kCuda, args, kernel);
         ASSERT_TRUE(cluster_plan.ok()) << cluster_plan.error().ToString();
@@ -302,10 +306,12 @@ TEST(DeviceEntryMerge, ClusterMergeGivesTheMergeKernelsBits) {
 
 // A sliding layer's call by default (policy auto, tuning auto): the split counts the window's
 // 32-key tiles, and at 2-5 query rows (33 tiles: 11 segments of 3) the segments merge in their
-// clusters on compute capability 9.0, with the bits of merge_in_cluster=off; at one row (32
-// tiles: 16 segments, 16 clusters of 16) the grid says why the merge kernel runs. The same split
-// at 8K and 20K: a window's call does not grow with the depth. (The counts are an H200's, 132
-// SMs; elsewhere the bits and the depth-independence are checked.)
+// clusters on compute capability 9.0, with the bits of merge_in_cluster=off at the same
+// work-group width; at one row (32 tiles: 16 segments, 16 clusters of 16) the grid says why the
+// merge kernel runs, and the kernel there is the wide one (wide_work_groups=auto widens head 256
+// where the segments do not merge in clusters). The same split at 8K and 20K: a window's call
+// does not grow with the depth. (The counts are an H200's, 132 SMs; elsewhere the bits and the
+// depth-independence are checked.)
 TEST(DeviceEntryMerge, SlidingLayersMergeInTheirClustersByDefault) {
   if (!lk::BackendAvailable(lk::Backend::kCuda)) GTEST_SKIP() << "no CUDA device";
   auto device = lk::QueryDevice(lk::Backend::kCuda);
@@ -327,10 +333,12 @@ TEST(DeviceEntryMerge, SlidingLayersMergeInTheirClustersByDefault) {
       DeviceProblemCopy d(p);
       const lk::DeviceAttentionArgs args = d.Args(p);
       lk::RunOptions by_default, merge_kernel;
-      merge_kernel.tuning.merge_in_cluster = lk::Switch::kOff;
       auto plan = lk::PlanDeviceAttention(lk::Backend::kCuda, args, by_default);
-      auto reference = lk::PlanDeviceAttention(lk::Backend::kCuda, args, merge_kernel);
       ASSERT_TRUE(plan.ok()) << plan.error().ToString();
+      const bool wide = plan->info.grid.find("(256 thr") != std::string::npos;
+      merge_kernel.tuning.merge_in_cluster = lk::Switch::kOff;
+      merge_kernel.tuning.wide_work_groups = wide ? lk::Switch::kOn : lk::Switch::kOff;
+      auto reference = lk::PlanDeviceAttention(lk::Backend::kCuda, args, merge_kernel);
       ASSERT_TRUE(reference.ok()) << reference.error().ToString();
       EXPECT_EQ(plan->info.path, lk::Path::k3D);
       EXPECT_EQ(reference->info.segments, plan->info.segments);
@@ -341,6 +349,7 @@ TEST(DeviceEntryMerge, SlidingLayersMergeInTheirClustersByDefault) {
       if (h200) {
         EXPECT_EQ(plan->info.segments, rows == 1 ? 16 : 11) << plan->info.grid;
         EXPECT_EQ(in_cluster, rows > 1) << plan->info.grid;
+        EXPECT_EQ(wide, rows == 1) << plan->info.grid;
         if (rows == 1)
           EXPECT_NE(plan->info.grid.find("16 clusters of 16"), std::string::npos)
               << plan->info.grid;
@@ -358,6 +367,61 @@ TEST(DeviceEntryMerge, SlidingLayersMergeInTheirClustersByDefault) {
         return got;
       };
       EXPECT_TRUE(run(*plan) == run(*reference)) << plan->info.grid;
+    }
+  }
+}
+
+// wide_work_groups=auto at head 256: the split is the narrow kernel's (the policy's), and the
+// plan then takes the wide kernel where a query block sees at most 16K keys and both widths fit
+// as many work groups per SM -- with the bits of wide_work_groups=on at the same split; from
+// 16K keys on, the narrow kernel with the bits of off. (Which kernel runs is checked on an
+// H200, where both widths fit equally; elsewhere the split and the bits.)
+TEST(DeviceEntryWidth, Head256WidensAfterTheSplitUpTo16KKeys) {
+  if (!lk::BackendAvailable(lk::Backend::kCuda)) GTEST_SKIP() << "no CUDA device";
+  auto device = lk::QueryDevice(lk::Backend::kCuda);
+  ASSERT_TRUE(device.ok()) << device.error().ToString();
+  const bool h200 = device->cc_major == 9 && device->sm_count == 132;
+  lk::AttentionShape shape;
+  shape.q_heads = 32;
+  shape.kv_heads = 16;
+  shape.head_dim = 256;
+  for (int kv_len : {3000, 16384, 16385}) {
+    for (int rows : {1, 4}) {
+      SCOPED_TRACE(std::to_string(kv_len) + " keys, " + std::to_string(rows) + " rows");
+      auto problem = lk::MakeProblem(shape, {{rows, kv_len}}, 23 + rows);
+      ASSERT_TRUE(problem.ok()) << problem.error().ToString();
+      const lk::HostProblem& p = *problem;
+      DeviceProblemCopy d(p);
+      const lk::DeviceAttentionArgs args = d.Args(p);
+      lk::RunOptions by_default, narrow, wide;
+      narrow.tuning.wide_work_groups = lk::Switch::kOff;
+      wide.tuning.wide_work_groups = lk::Switch::kOn;
+      auto plan = lk::PlanDeviceAttention(lk::Backend::kCuda, args, by_default);
+      auto narrow_plan = lk::PlanDeviceAttention(lk::Backend::kCuda, args, narrow);
+      ASSERT_TRUE(plan.ok()) << plan.error().ToString();
+      ASSERT_TRUE(narrow_plan.ok()) << narrow_plan.error().ToString();
+      EXPECT_EQ(plan->info.path, lk::Path::k3D);
+      EXPECT_EQ(plan->info.segments, narrow_plan->info.segments) << "the split is the narrow one's";
+      const bool widened = plan->info.grid.find("(256 thr") != std::string::npos;
+      if (kv_len > 16384) EXPECT_FALSE(widened) << plan->info.grid;
+      if (h200) EXPECT_EQ(widened, kv_len <= 16384) << plan->info.grid;
+      // The same split forced on the other width: the bits of the kernel the plan took.
+      wide.config.force_segments = narrow.config.force_segments = plan->info.segments;
+      wide.policy = narrow.policy = lk::Policy::kForce3D;
+      auto same = lk::PlanDeviceAttention(lk::Backend::kCuda, args, widened ? wide : narrow);
+      ASSERT_TRUE(same.ok()) << same.error().ToString();
+      EXPECT_EQ(same->info.grid, plan->info.grid);
+      DeviceCopy ws(nullptr, std::max(plan->workspace_bytes, same->workspace_bytes));
+      auto run = [&](const lk::DeviceAttentionPlan& pl) {
+        EXPECT_TRUE(
+            lk::LaunchDeviceAttention(lk::Backend::kCuda, args, pl, nullptr, ws.p, ws.n).ok());
+        std::vector<unsigned char> got(p.q.bytes());
+        EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        EXPECT_EQ(cudaMemcpy(got.data(), d.out.p, got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+        EXPECT_EQ(cudaMemset(d.out.p, 0xff, got.size()), cudaSuccess);
+        return got;
+      };
+      EXPECT_TRUE(run(*plan) == run(*same)) << plan->info.grid;
     }
   }
 }

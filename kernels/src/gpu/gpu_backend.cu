@@ -104,6 +104,7 @@ struct KernelEntry {
   int threads = 0, stages = 0, tile = 0;
   size_t smem = 0;
   rt::Error attr = rt::kSuccess;  // setting its dynamic shared-memory limit
+  int ctas_per_sm = 0;  // (generic) its work groups resident on one SM at once; 0 if not asked
   bool merges_in_kernel =
       false;                // can merge its 3D partials itself (KernelParams::merge_in_kernel)
   int merge_units = 0;      // ... taking at most this many (column, 128 dims) units per work group
@@ -168,6 +169,12 @@ const KernelEntry& GenericEntry() {
     k.tile = TN;
     k.smem = Sh::kSmemBytes;
     k.attr = rt::SetMaxDynamicSmem(k.fn, static_cast<int>(Sh::kSmemBytes));
+    // Asked once (MakePlan compares the two widths'); a refusal leaves 0, which never matches.
+    if (k.attr == rt::kSuccess &&
+        rt::Occupancy(&k.ctas_per_sm, k.fn, k.threads, k.smem) != rt::kSuccess) {
+      k.ctas_per_sm = 0;
+      (void)rt::GetLastError();
+    }
 #if !defined(LADDER_KERNELS_HIP) && defined(LADDER_KERNELS_SM90A)
     // Once per process, like the team kernels' occupancy; only the sm_90a machine code has the
     // cluster merge (elsewhere it traps), so only a compute capability 9.0 device asks.
@@ -340,9 +347,9 @@ Result<Head512Kernel> DefaultHead512(int score_cols) {
   return wgmma ? Head512Kernel::kTeamSplitWgmma : Head512Kernel::kTeamSplit;
 }
 
-// Whether the generic kernel runs with its wide work group (TuningConfig::wide_work_groups).
-// Only the head dim decides auto: the split, the depth and the merge that would tell where head
-// 256 wins are chosen after the kernel (ChooseDevicePath asks the kernel's occupancy and tile).
+// Whether the generic kernel that the policy's split is made for has the wide work group
+// (TuningConfig::wide_work_groups). Under auto only the head dim decides here; head 256 may
+// widen once the split is made (WidensAfterSplit).
 bool WideWorkGroups(const AttentionShape& shape, const TuningConfig& tuning) {
   if (tuning.wide_work_groups != Switch::kAuto) return tuning.wide_work_groups == Switch::kOn;
 #if defined(LADDER_KERNELS_HIP)
@@ -353,9 +360,10 @@ bool WideWorkGroups(const AttentionShape& shape, const TuningConfig& tuning) {
 #endif
 }
 
-// The row of the table that (shape, BM, score columns, tuning) selects, or why there is none.
+// The row of the table that (shape, BM, score columns, tuning) selects, or why there is none;
+// `wide` picks the generic kernel's work group (WideWorkGroups, unless MakePlan widens).
 Result<const VariantRow*> FindRow(const AttentionShape& shape, int block_m, int score_cols,
-                                  const TuningConfig& tuning) {
+                                  const TuningConfig& tuning, bool wide_generic) {
   Head512Kernel kernel = Head512Kernel::kGeneric;
   if (shape.head_dim == 512) {
     kernel = tuning.head512;
@@ -364,7 +372,7 @@ Result<const VariantRow*> FindRow(const AttentionShape& shape, int block_m, int 
     }
   }
   const bool generic = kernel == Head512Kernel::kGeneric;
-  const bool wide = generic && WideWorkGroups(shape, tuning);
+  const bool wide = generic && wide_generic;
   const VariantRow* found = nullptr;
   for (const VariantRow& row : kVariantTable) {
     if (row.head_dim != shape.head_dim || row.kernel != kernel) continue;
@@ -413,11 +421,12 @@ Result<const VariantRow*> FindRow(const AttentionShape& shape, int block_m, int 
 }
 
 Result<const KernelEntry*> FindKernel(const AttentionShape& shape, int block_m, int score_cols,
-                                      const TuningConfig& tuning) {
+                                      const TuningConfig& tuning, bool wide_generic) {
   if (shape.dtype != DType::kBF16 && shape.dtype != DType::kF16)
     return Error(ErrorCode::kUnsupported, "GPU backends take bf16 or f16 (f32 is CPU-only)");
   LADDER_K_TRY(tuning.Validate());
-  LADDER_K_ASSIGN_OR_RETURN(const VariantRow* row, FindRow(shape, block_m, score_cols, tuning));
+  LADDER_K_ASSIGN_OR_RETURN(const VariantRow* row,
+                            FindRow(shape, block_m, score_cols, tuning, wide_generic));
   const KernelEntry& e = shape.dtype == DType::kBF16 ? row->bf16() : row->f16();
   LADDER_GPU_CALL(e.attr);
   return &e;
@@ -465,6 +474,23 @@ bool MergesInCluster(const KernelEntry& e, const AttentionShape& shape, int segm
   if (!WantsClusterMerge(shape, tuning) || e.cluster_fn == nullptr) return false;
   return segments >= 2 && segments <= kClusterMergeMaxSegments &&
          clusters <= e.clusters_at_once[segments];
+}
+
+// Whether a 3D call of the narrow generic kernel at head 256 takes the wide one instead (auto;
+// MakePlan then checks the occupancy and the merge): where each query block sees at most 16K
+// keys. H200, wide / narrow at the narrow kernel's split, through ladder (two runs):
+// gemma4-dense-256 0.90-0.92 at 1K, 0.97-0.98 at 8K, 1.005-1.09 from 32K; the sliding window
+// 0.90-0.93 where the merge kernel runs, 1.01-1.10 where it merges in clusters; TP=2's sliding
+// layers 0.87-0.93 (docs/performance.md).
+bool WidensAfterSplit(const DeviceProblem& p, const TuningConfig& tuning) {
+#if defined(LADDER_KERNELS_HIP)
+  (void)p, (void)tuning;
+  return false;  // (as WideWorkGroups)
+#else
+  constexpr int kMaxKeysSeen = 16384;
+  return tuning.wide_work_groups == Switch::kAuto && p.shape.head_dim == 256 && p.max_kv_len > 0 &&
+         KeysSeen(p.shape, p.max_kv_len, p.max_query_len) <= kMaxKeysSeen;
+#endif
 }
 
 // Programmatic dependent launch on sm_90 and newer, unless `overlap` is off. The merge: its
@@ -587,8 +613,8 @@ Result<KernelFacts> FactsOfKernel(const AttentionShape& shape, int max_query_len
                                   const TuningConfig& tuning) {
   LADDER_K_TRY(shape.Validate());
   const Geometry g = GeometryOf(shape, max_query_len);
-  LADDER_K_ASSIGN_OR_RETURN(const KernelEntry* e,
-                            FindKernel(shape, g.block_m, g.score_cols, tuning));
+  LADDER_K_ASSIGN_OR_RETURN(const KernelEntry* e, FindKernel(shape, g.block_m, g.score_cols, tuning,
+                                                             WideWorkGroups(shape, tuning)));
   int n = 0;
   LADDER_GPU_CALL(rt::Occupancy(&n, e->fn, e->threads, e->smem));
   if (n < 1)
@@ -645,8 +671,9 @@ Result<LaunchPlan> MakePlan(const DeviceProblem& p, Path path, int segments,
   const int group = p.shape.q_heads / p.shape.kv_heads;
   if (group > 32) return Error(ErrorCode::kUnsupported, "GQA group > 32 q heads per KV head");
   const Geometry g = GeometryOf(p);
-  LADDER_K_ASSIGN_OR_RETURN(const KernelEntry* e,
-                            FindKernel(p.shape, g.block_m, g.score_cols, tuning));
+  LADDER_K_ASSIGN_OR_RETURN(
+      const KernelEntry* e,
+      FindKernel(p.shape, g.block_m, g.score_cols, tuning, WideWorkGroups(p.shape, tuning)));
   LaunchPlan plan;
   plan.path = path;
   plan.segments = path == Path::k3D ? std::max(1, segments) : 1;
@@ -662,6 +689,15 @@ Result<LaunchPlan> MakePlan(const DeviceProblem& p, Path path, int segments,
                               MergesInKernel(*e, items, units, plan.segments, tuning));
     plan.merge_in_cluster = !plan.merge_in_kernel && MergesInCluster(*e, p.shape, plan.segments,
                                                                      items / plan.segments, tuning);
+    if (!plan.merge_in_cluster && WidensAfterSplit(p, tuning)) {
+      LADDER_K_ASSIGN_OR_RETURN(const KernelEntry* wide,
+                                FindKernel(p.shape, g.block_m, g.score_cols, tuning, true));
+      if (wide->ctas_per_sm > 0 && wide->ctas_per_sm == e->ctas_per_sm &&
+          !MergesInCluster(*wide, p.shape, plan.segments, items / plan.segments, tuning)) {
+        e = wide;
+        plan.kernel = e;
+      }
+    }
     LADDER_K_ASSIGN_OR_RETURN(plan.merge_overlap, LaunchOverlaps(tuning.merge_overlap));
   }
   LADDER_K_ASSIGN_OR_RETURN(plan.attention_overlap, LaunchOverlaps(tuning.attention_overlap));

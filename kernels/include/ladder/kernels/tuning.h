@@ -70,11 +70,13 @@ struct TuningConfig {
   // The generic kernel at head 128 and 256 with work groups of 256 threads (eight warps) instead
   // of 128. A K/V tile's time is the chain of its scores, softmax and P V in each warp, not the
   // copies (a third copy stage changed nothing but the shared memory), and eight warps halve each
-  // warp's share. kAuto: on at head 128 (CUDA; H200, llama-70b: 5-23 % faster at every depth and
-  // row count); off at head 256, where eight warps won 3-13 % at 1K and 8K and wherever the merge
-  // kernel runs, and lost 2-9 % on the cluster merge and from 32K up: the kernel is chosen before
-  // the split that decides those (docs/performance.md). kOn where no wide kernel exists (head 64,
-  // head 512's generic kernel) fails at plan time.
+  // warp's share. kAuto: on at head 128 (CUDA; H200, llama-70b: 2-24 % faster at every depth and
+  // row count). At head 256 once the split is made, where a query block sees at most 16K keys and
+  // the segments do not merge in their clusters (the eight warps won 7-15 % at 1K, on the sliding
+  // window's merge kernel and at TP=2, and lost 1-9 % on the cluster merge and from 32K up), and
+  // only where the wide kernel's occupancy equals the narrow one's, so the split stays the one
+  // the policy chose for it (docs/performance.md). kOn where no wide kernel exists (head 64, head
+  // 512's generic kernel) fails at plan time.
   Switch wide_work_groups = Switch::kAuto;
   // K/V copies under an L2 evict-first policy (CUDA). kAuto: where the K/V a call reads is
   // larger than L2, so the stream would evict the 3D partials before the merge reads them.
