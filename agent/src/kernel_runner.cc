@@ -26,7 +26,7 @@ const std::set<std::string>& KnownParams() {
       // kernels::TuningConfig, one parameter per field: an A/B of kernels or launch options is
       // a matrix whose paired axis is one of these.
       "head512", "bulk_copies", "merge_in_kernel", "merge_overlap", "evict_first",
-      "attention_overlap", "merge_in_cluster", "wide_work_groups"};
+      "attention_overlap", "merge_in_cluster", "wide_work_groups", "split_keys"};
   return known;
 }
 
@@ -74,7 +74,8 @@ absl::Status TuningFromParams(const nlohmann::json& params, kernels::TuningConfi
                                SwitchParam{"evict_first", &tuning->evict_first},
                                SwitchParam{"attention_overlap", &tuning->attention_overlap},
                                SwitchParam{"merge_in_cluster", &tuning->merge_in_cluster},
-                               SwitchParam{"wide_work_groups", &tuning->wide_work_groups}}) {
+                               SwitchParam{"wide_work_groups", &tuning->wide_work_groups},
+                               SwitchParam{"split_keys", &tuning->split_keys}}) {
     ASSIGN_OR_RETURN(std::string value, StringParam(params, s.name, "auto"));
     auto parsed = kernels::ParseSwitch(value);
     if (!parsed.ok()) return FromKernel(parsed.error(), absl::StrCat("parameter ", s.name), s.name);

@@ -43,13 +43,13 @@ class DeviceFacts {
     // The kernel is chosen by block rows and score columns (query rows x q heads per KV head).
     const int score_cols =
         std::min(internal::GpuRowsPerQBlock(group, max_query_len), max_query_len) * group;
-    // (The tuning's kernel choice counts too: head512, bulk_copies and wide_work_groups pick
-    // among the table's rows.)
-    const auto key = std::make_tuple(static_cast<int>(shape.dtype), shape.head_dim,
-                                     internal::GpuBlockM(group, max_query_len) * 100 + score_cols,
-                                     static_cast<int>(tuning.head512) * 100 +
-                                         static_cast<int>(tuning.bulk_copies) * 10 +
-                                         static_cast<int>(tuning.wide_work_groups));
+    // (The tuning's kernel choice counts too: head512, bulk_copies, wide_work_groups and
+    // split_keys pick among the table's rows.)
+    const auto key = std::make_tuple(
+        static_cast<int>(shape.dtype), shape.head_dim,
+        internal::GpuBlockM(group, max_query_len) * 100 + score_cols,
+        static_cast<int>(tuning.split_keys) * 1000 + static_cast<int>(tuning.head512) * 100 +
+            static_cast<int>(tuning.bulk_copies) * 10 + static_cast<int>(tuning.wide_work_groups));
     std::lock_guard<std::mutex> lock(mu_);
     auto it = kernels_.find(key);
     if (it == kernels_.end()) {

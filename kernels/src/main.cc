@@ -107,6 +107,10 @@ void AddTuningFlags(lk::TuningConfig* t, std::vector<Flag>* flags) {
                     "generic kernel at head 128 / 256 with 256 threads per work group: auto (on "
                     "at head 128) | on | off",
                     set_switch(&t->wide_work_groups)});
+  flags->push_back({"split-keys", true,
+                    "split-keys decode kernel at head 128, <= 16 score columns: auto (off) | on "
+                    "| off",
+                    set_switch(&t->split_keys)});
 }
 
 void PrintHelp(const char* cmd, const std::vector<Flag>& flags) {

@@ -79,6 +79,8 @@ Status TuningConfig::Validate() const {
     return bad(
         "attention_overlap takes auto or off: only the device (compute capability >= 9) can "
         "allow it");
+  if (split_keys == Switch::kOn && wide_work_groups == Switch::kOn)
+    return bad("split_keys=on and wide_work_groups=on ask for two different kernels");
   return OkStatus();
 }
 
@@ -99,6 +101,7 @@ std::string TuningConfig::ToString() const {
     add("merge_in_cluster", kernels::ToString(merge_in_cluster));
   if (wide_work_groups != Switch::kAuto)
     add("wide_work_groups", kernels::ToString(wide_work_groups));
+  if (split_keys != Switch::kAuto) add("split_keys", kernels::ToString(split_keys));
   return s.empty() ? "defaults" : s;
 }
 

@@ -2,9 +2,11 @@
 // Labelled `gpu` in CTest; skips cleanly when no backend or device is present.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cctype>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "ladder/kernels/attention.h"
 #include "ladder/kernels/bench.h"
@@ -186,6 +188,117 @@ TEST(GpuDispatch, AWideWorkGroupWhereThereIsNoneIsRefusedByName) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, lk::ErrorCode::kUnsupported);
   EXPECT_NE(r.error().message.find("wide_work_groups"), std::string::npos) << r.error().message;
+}
+
+// The split-keys kernel (split_keys=on) passes every case it takes: the table's head-128 cases
+// of at most 16 score columns, and head-128 cases of its own for what the table has only at other
+// head dims -- a window, a softcap, pages of 32, several sequences of 1 and 2 rows in one call,
+// empty segments, f16 -- 2D and 3D agreeing within 1 ULP, bit-identical repeats.
+TEST(GpuSplitKeys, PassesEveryCaseItTakes) {
+  const lk::Backend b = GpuBackend();
+  if (b != lk::Backend::kCuda || !lk::BackendAvailable(b)) GTEST_SKIP() << "no CUDA device";
+  lk::TuningConfig tuning;
+  tuning.split_keys = lk::Switch::kOn;
+  auto shape = [](int q_heads, int kv_heads, int block_size, int window, float softcap,
+                  lk::DType dtype) {
+    lk::AttentionShape s;
+    s.q_heads = q_heads;
+    s.kv_heads = kv_heads;
+    s.head_dim = 128;
+    s.block_size = block_size;
+    s.window = window;
+    s.softcap = softcap;
+    s.dtype = dtype;
+    return s;
+  };
+  std::vector<lk::CaseSpec> cases;
+  for (const lk::CaseSpec& c : lk::Cases()) {
+    int rows = 0;
+    for (const lk::SeqSpec& q : c.seqs) rows = std::max(rows, q.q_len);
+    if (!c.cpu_only && c.shape.head_dim == 128 && c.shape.q_heads / c.shape.kv_heads * rows <= 16)
+      cases.push_back(c);
+  }
+  const size_t from_table = cases.size();
+  const lk::DType bf16 = lk::DType::kBF16;
+  cases.push_back({"split_window300_gqa8", shape(16, 2, 16, 300, 0, bf16), {{1, 5000}}, 3});
+  cases.push_back(
+      {"split_window70_softcap30_spec2", shape(16, 2, 16, 70, 30.0f, bf16), {{2, 2100}}, 4});
+  cases.push_back({"split_bs32_mixed_rows",
+                   shape(16, 2, 32, 0, 0, bf16),
+                   {{1, 1000}, {2, 40}, {1, 5}, {2, 4097}},
+                   5});
+  cases.push_back(
+      {"split_gqa4_rows4_f16", shape(16, 4, 16, 0, 0, lk::DType::kF16), {{4, 3001}}, 6});
+  cases.push_back({"split_empty_segments", shape(8, 1, 16, 0, 0, bf16), {{1, 100}}, 7, 16});
+  int ran = 0;
+  for (const lk::CaseSpec& c : cases) {
+    auto r = lk::RunCase(b, c, /*repeats=*/3, /*cpu_threads=*/2, tuning);
+    ASSERT_TRUE(r.ok()) << c.name << ": " << r.error().ToString();
+    EXPECT_TRUE(r->passed) << r->Line();
+    ++ran;
+  }
+  EXPECT_GE(from_table, 3u);
+  EXPECT_EQ(ran, static_cast<int>(cases.size()));
+}
+
+// split_keys=auto: the split-keys kernel at one decode row of GQA 8 at head 128 (8 score
+// columns), the generic kernel at two rows (16) and wherever wide_work_groups=on asks for it.
+TEST(GpuSplitKeys, TheDefaultTakesItAtOneRowOfGqa8) {
+  const lk::Backend b = GpuBackend();
+  if (b != lk::Backend::kCuda || !lk::BackendAvailable(b)) GTEST_SKIP() << "no CUDA device";
+  auto device = lk::QueryDevice(b);
+  ASSERT_TRUE(device.ok()) << device.error().ToString();
+  if (device->cc_major < 8) GTEST_SKIP() << "no mma.sync below compute capability 8.0";
+  lk::AttentionShape shape;
+  shape.q_heads = 64;
+  shape.kv_heads = 8;
+  shape.head_dim = 128;
+  for (int rows : {1, 2}) {
+    for (lk::Switch wide : {lk::Switch::kAuto, lk::Switch::kOn}) {
+      auto problem = lk::MakeProblem(shape, {{rows, 3000}}, 13);
+      ASSERT_TRUE(problem.ok());
+      lk::RunOptions options;
+      options.tuning.wide_work_groups = wide;
+      lk::HostTensor out;
+      auto r = lk::RunAttention(b, *problem, options, &out);
+      ASSERT_TRUE(r.ok()) << r.error().ToString();
+      const bool split = r->grid.find("split keys") != std::string::npos;
+      EXPECT_EQ(split, rows == 1 && wide == lk::Switch::kAuto) << r->grid;
+    }
+  }
+}
+
+// What the split-keys kernel does not take is refused by name: more than 16 score columns, a
+// head dim other than 128, and split_keys=on beside wide_work_groups=on.
+TEST(GpuSplitKeys, WhatItDoesNotTakeIsRefusedByName) {
+  const lk::Backend b = GpuBackend();
+  if (!lk::BackendAvailable(b)) GTEST_SKIP() << "no GPU backend with a device in this binary";
+  struct Refused {
+    int q_heads, kv_heads, head_dim, rows;
+    lk::Switch wide;
+    lk::ErrorCode code;
+    const char* says;
+  };
+  for (const Refused& x :
+       {Refused{16, 2, 128, 4, lk::Switch::kAuto, lk::ErrorCode::kUnsupported, "split_keys=on"},
+        Refused{8, 2, 64, 1, lk::Switch::kAuto, lk::ErrorCode::kUnsupported, "split_keys=on"},
+        Refused{16, 2, 128, 1, lk::Switch::kOn, lk::ErrorCode::kInvalidArgument,
+                "wide_work_groups=on"}}) {
+    lk::AttentionShape shape;
+    shape.q_heads = x.q_heads;
+    shape.kv_heads = x.kv_heads;
+    shape.head_dim = x.head_dim;
+    auto problem = lk::MakeProblem(shape, {{x.rows, 700}}, 9);
+    ASSERT_TRUE(problem.ok());
+    lk::RunOptions options;
+    options.tuning.split_keys = lk::Switch::kOn;
+    options.tuning.wide_work_groups = x.wide;
+    lk::HostTensor out;
+    auto r = lk::RunAttention(b, *problem, options, &out);
+    ASSERT_FALSE(r.ok()) << x.head_dim << " x " << x.rows;
+    EXPECT_EQ(r.error().code, x.code) << r.error().ToString();
+    EXPECT_NE(r.error().message.find(x.says), std::string::npos) << r.error().message;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Kernels, GpuCaseTable,

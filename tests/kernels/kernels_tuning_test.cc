@@ -68,6 +68,12 @@ TEST(Tuning, CombinationsNoShapeCanRunAreRefused) {
   forced_attention_overlap.attention_overlap = lk::Switch::kOn;
   EXPECT_NE(forced_attention_overlap.Validate().error().message.find("attention_overlap"),
             std::string::npos);
+
+  lk::TuningConfig two_kernels;  // the split-keys kernel and the wide generic one
+  two_kernels.split_keys = lk::Switch::kOn;
+  two_kernels.wide_work_groups = lk::Switch::kOn;
+  EXPECT_NE(two_kernels.Validate().error().message.find("split_keys=on and wide_work_groups=on"),
+            std::string::npos);
 }
 
 TEST(Tuning, ValidCombinationsPassAndAreDescribed) {
@@ -79,10 +85,11 @@ TEST(Tuning, ValidCombinationsPassAndAreDescribed) {
   t.attention_overlap = lk::Switch::kOff;
   t.merge_in_cluster = lk::Switch::kOn;   // (auto: on only with a window)
   t.wide_work_groups = lk::Switch::kOff;  // (auto: on at head 128)
+  t.split_keys = lk::Switch::kOn;         // (auto: on at head 128 and <= 8 columns)
   EXPECT_TRUE(t.Validate().ok());
   EXPECT_EQ(t.ToString(),
             "head512=team-by-dims bulk_copies=on merge_in_kernel=off evict_first=off "
-            "attention_overlap=off merge_in_cluster=on wide_work_groups=off");
+            "attention_overlap=off merge_in_cluster=on wide_work_groups=off split_keys=on");
 }
 
 // The CPU backend ignores tunings, but an invalid one is still refused: a matrix that runs on the

@@ -78,6 +78,74 @@ __device__ inline WorkItem WorkItemOf(const KernelParams& p) {
   return w;
 }
 
+// The K/V tiles of a work item as the kernels that copy them with cp.async walk them: the
+// segment's whole TN-key tiles [tb, te) from lo_al (segments are whole tiles, so 2D and 3D walk
+// the same ones), and tile t copied into one stage (rows of LD 16-bit elements) by NT threads,
+// 16 bytes each: thread tid copies chunk ld_col of rows ld_n0 + i * kRowsPerPass. The physical
+// pages of those rows are read one tile ahead (FetchPages), so the block table's latency is off
+// the critical path.
+template <int D, int TN, int NT, int LD>
+struct PagedTiles {
+  static constexpr int kChunks = D / 8;  // 16-byte chunks per K/V row
+  static constexpr int kRowsPerPass = NT / kChunks;
+  static constexpr int kPasses = TN / kRowsPerPass;  // cp.async per thread per tile, per K and V
+  static_assert(NT % kChunks == 0 && TN % kRowsPerPass == 0, "K/V tile loads divide evenly");
+
+  int lo_al, tb, te;
+  __device__ PagedTiles(const KernelParams& p, const WorkItem& w, int tid)
+      : lo_al(w.lo / TN * TN),
+        k_(p.k),
+        v_(p.v),
+        btab_(p.block_table + static_cast<size_t>(w.seq) * p.max_blocks_per_seq),
+        shift_(p.block_size_shift),
+        kv_heads_(p.kv_heads),
+        bs_mask_((1 << p.block_size_shift) - 1),
+        hi_(w.hi),
+        kvh_(w.kvh),
+        ld_n0_(tid / kChunks),
+        ld_col_((tid % kChunks) * 8),
+        l2_policy_(dev::L2StreamPolicy(p.evict_first != 0)) {
+    const int tiles = (w.hi - lo_al + TN - 1) / TN;
+    const int per_seg = (tiles + p.segments - 1) / p.segments;
+    tb = min(tiles, w.seg * per_seg);
+    te = min(tiles, tb + per_seg);
+  }
+  __device__ void FetchPages(int t) {
+    const int j0 = lo_al + t * TN;
+#pragma unroll
+    for (int i = 0; i < kPasses; ++i) {
+      const int j = j0 + ld_n0_ + i * kRowsPerPass;
+      pages_[i] = (t < te && j < hi_) ? btab_[j >> shift_] : 0;
+    }
+  }
+  // Tile t (its pages fetched) into the stage whose K rows start at ks and V rows at vs.
+  __device__ void Load(int t, uint16_t* ks, uint16_t* vs) const {
+    const int j0 = lo_al + t * TN;
+#pragma unroll
+    for (int i = 0; i < kPasses; ++i) {
+      const int n = ld_n0_ + i * kRowsPerPass;
+      const int j = j0 + n;
+      const bool pred = j < hi_;
+      size_t off = 0;
+      if (pred) {
+        off = ((static_cast<size_t>(pages_[i]) << shift_) + (j & bs_mask_)) * kv_heads_ + kvh_;
+        off = off * D + ld_col_;
+      }
+      dev::CopyAsync16Hinted(ks + n * LD + ld_col_, k_ + off, pred, l2_policy_);
+      dev::CopyAsync16Hinted(vs + n * LD + ld_col_, v_ + off, pred, l2_policy_);
+    }
+  }
+
+ private:
+  // (Scalars by value: a reference into the kernel's parameters can cost a local copy of them.)
+  const uint16_t* k_;
+  const uint16_t* v_;
+  const int* btab_;
+  int shift_, kv_heads_, bs_mask_, hi_, kvh_, ld_n0_, ld_col_;
+  unsigned long long l2_policy_;
+  int pages_[kPasses];
+};
+
 template <int D, int BM, int TN, int NT, int ST>
 struct KernelShape {
   static constexpr int kQLd = D + 8;   // shared row pitch of Q, K, V (16-bit elements)
@@ -94,9 +162,6 @@ struct KernelShape {
   static constexpr int kSmT = NT < BM * TN ? NT : BM * TN;  // threads of the softmax step
   static constexpr int kTpr = kSmT / BM;                    // softmax threads per score row
   static constexpr int kCpt = TN / kTpr;                    // score columns per softmax thread
-  static constexpr int kChunks = D / 8;                     // 16-byte chunks per K/V row
-  static constexpr int kRowsPerPass = NT / kChunks;
-  static constexpr int kPasses = TN / kRowsPerPass;  // cp.async per thread per tile, per K and V
   static constexpr size_t kQBytes = size_t{2} * BM * kQLd;
   static constexpr size_t kKvTileBytes = size_t{2} * TN * kQLd;  // K or V of one stage
   static constexpr size_t kSBytes = size_t{4} * kKSplit * BM * kSLd;
@@ -116,7 +181,6 @@ struct KernelShape {
                 "k-split must divide head_dim into pairs of 16-wide steps");
   static_assert(kDn % 2 == 0, "each warp owns an even number of 8-wide output tiles");
   static_assert((BM * D) % NT == 0, "scalar accumulators divide evenly");
-  static_assert(NT % kChunks == 0 && TN % kRowsPerPass == 0, "K/V tile loads divide evenly");
   static_assert(kSmT % 64 == 0, "softmax threads are whole warps/waves");
   static_assert(kTpr <= 32 && (kTpr & (kTpr - 1)) == 0 && kCpt >= 1 && kTpr * kCpt == TN,
                 "softmax lane groups must fit in any warp/wave (32 or 64 lanes)");
@@ -205,48 +269,14 @@ __global__ void __launch_bounds__(NT, MINB) UnifiedAttentionKernel(KernelParams 
   const int tid = threadIdx.x;
   const WorkItem w = WorkItemOf(p);
   if (w.empty) return;
-  const int seq = w.seq, kvh = w.kvh, seg = w.seg, q_start = w.q_start, row0 = w.row0;
-  const int m_rows = w.m_rows, first_pos = w.first_pos, hi = w.hi, lo = w.lo;
-  const int lo_al = lo / TN * TN;
-  const int tiles = (hi - lo_al + TN - 1) / TN;
-  const int per_seg = (tiles + p.segments - 1) / p.segments;
-  const int tb = min(tiles, seg * per_seg);
-  const int te = min(tiles, tb + per_seg);
-  const int* btab = p.block_table + static_cast<size_t>(seq) * p.max_blocks_per_seq;
-  const int bs_mask = (1 << p.block_size_shift) - 1;
-
-  // K/V tile loads: this thread copies 16-byte chunk ld_col of rows ld_n0 + i * kRowsPerPass.
-  const int ld_n0 = tid / S::kChunks, ld_col = (tid % S::kChunks) * 8;
-  // Physical pages of those rows for the next tile to load, read one iteration ahead so the
-  // block-table latency is off the critical path.
-  int pages[S::kPasses];
-  auto fetch_pages = [&](int t) {
-    const int j0 = lo_al + t * TN;
-#pragma unroll
-    for (int i = 0; i < S::kPasses; ++i) {
-      const int j = j0 + ld_n0 + i * S::kRowsPerPass;
-      pages[i] = (t < te && j < hi) ? btab[j >> p.block_size_shift] : 0;
-    }
-  };
-  const unsigned long long l2_policy = dev::L2StreamPolicy(p.evict_first != 0);
+  const int kvh = w.kvh, seg = w.seg, q_start = w.q_start, row0 = w.row0;
+  const int m_rows = w.m_rows, first_pos = w.first_pos;
+  PagedTiles<D, TN, NT, S::kQLd> kv(p, w, tid);
+  const int lo_al = kv.lo_al, tb = kv.tb, te = kv.te;
+  auto fetch_pages = [&](int t) { kv.FetchPages(t); };
   auto load_tile = [&](int t, int stage) {
-    const int j0 = lo_al + t * TN;
     uint16_t* ks = kvs + static_cast<size_t>(stage) * 2 * TN * S::kQLd;
-    uint16_t* vs = ks + TN * S::kQLd;
-#pragma unroll
-    for (int i = 0; i < S::kPasses; ++i) {
-      const int n = ld_n0 + i * S::kRowsPerPass;
-      const int j = j0 + n;
-      const bool pred = j < hi;
-      size_t off = 0;
-      if (pred) {
-        off = ((static_cast<size_t>(pages[i]) << p.block_size_shift) + (j & bs_mask)) * p.kv_heads +
-              kvh;
-        off = off * D + ld_col;
-      }
-      dev::CopyAsync16Hinted(ks + n * S::kQLd + ld_col, p.k + off, pred, l2_policy);
-      dev::CopyAsync16Hinted(vs + n * S::kQLd + ld_col, p.v + off, pred, l2_policy);
-    }
+    kv.Load(t, ks, ks + TN * S::kQLd);
   };
 
   // Prologue: tiles tb .. tb + ST - 2 in flight (one commit group each, empty ones too, so

@@ -14,6 +14,7 @@
 #include "gpu/attention_kernel.h"
 #include "gpu/portability.h"
 #if !defined(LADDER_KERNELS_HIP)
+#include "gpu/split_keys_kernel.h"
 #include "gpu/team_attention_kernel.h"
 #endif
 #include "gpu_api.h"
@@ -228,9 +229,34 @@ const KernelEntry& TeamEntry() {
 }
 #endif
 
+#if !defined(LADDER_KERNELS_HIP)
+template <class E, int D, int NN>
+const KernelEntry& SplitKeysEntry() {
+  using Sh = SplitKeysShape<D, NN>;
+  static const KernelEntry e = [] {
+    KernelEntry k;
+    k.fn = &SplitKeysAttentionKernel<E, D, NN>;
+    k.name = "split keys";
+    k.threads = Sh::kThreads;
+    k.stages = Sh::kStages;
+    k.tile = Sh::kTile;
+    k.smem = Sh::kSmemBytes;
+    k.attr = rt::SetMaxDynamicSmem(k.fn, static_cast<int>(Sh::kSmemBytes));
+    if (k.attr == rt::kSuccess &&
+        rt::Occupancy(&k.ctas_per_sm, k.fn, k.threads, k.smem) != rt::kSuccess) {
+      k.ctas_per_sm = 0;
+      (void)rt::GetLastError();
+    }
+    return k;
+  }();
+  return e;
+}
+#endif
+
 // What a row of the table needs of the device beyond the build.
 enum class Needs {
   kNothing,
+  kMmaSync,           // mma.sync and ldmatrix (compute capability >= 8.0)
   kTeamSharedMemory,  // ~210 KB of shared memory per work group (Hopper)
   kSm90a,             // ... and this build's sm_90a machine code running (compute capability 9.0)
 };
@@ -248,7 +274,8 @@ struct VariantRow {
   Needs needs;
   const KernelEntry& (*bf16)();
   const KernelEntry& (*f16)();
-  bool wide = false;  // generic: the wide work group (TuningConfig::wide_work_groups)
+  bool wide = false;        // generic: the wide work group (TuningConfig::wide_work_groups)
+  bool split_keys = false;  // the split-keys kernel, by score columns (TuningConfig::split_keys)
 };
 
 template <int D, int BM, bool kWide = false>
@@ -266,6 +293,21 @@ constexpr VariantRow Generic() {
           kWide};
 }
 #if !defined(LADDER_KERNELS_HIP)
+template <int D, int NN>
+constexpr VariantRow SplitKeys(int min_cols, int max_cols) {
+  return {D,
+          16,
+          min_cols,
+          max_cols,
+          Head512Kernel::kGeneric,
+          false,
+          true,
+          Needs::kMmaSync,
+          &SplitKeysEntry<dev::Bf16, D, NN>,
+          &SplitKeysEntry<dev::F16, D, NN>,
+          false,
+          true};
+}
 template <int NT, TeamScoring kScoring, bool kBulk>
 constexpr VariantRow Team(Head512Kernel kernel, int min_cols, int max_cols, bool auto_choice,
                           Needs needs) {
@@ -298,6 +340,9 @@ constexpr VariantRow kVariantTable[] = {
     Generic<512, 16>(),
     Generic<512, 32>(),
 #if !defined(LADDER_KERNELS_HIP)
+    // The split-keys decode kernel (split_keys_kernel.h): one or two 8-column n-tiles.
+    SplitKeys<128, 1>(1, 8),
+    SplitKeys<128, 2>(9, 16),
     // Head 512 on Hopper (team_attention_kernel.h). By dims at one query row of GQA 8; bulk
     // copies there were +0.7 us on one H200 and -0.3 to -2 us on others: kept for A/B runs.
     Team<1, TeamScoring::kByDims, false>(Head512Kernel::kTeamByDims, 1, 8, true,
@@ -360,6 +405,24 @@ bool WideWorkGroups(const AttentionShape& shape, const TuningConfig& tuning) {
 #endif
 }
 
+// Whether split_keys=auto takes the split-keys kernel: head 128 at one decode row of GQA 8 (at
+// most 8 score columns), where mma.sync runs, unless wide_work_groups=on asks for the generic
+// kernel. H200, llama-70b, generic / split keys through ladder (two runs): 1.16-1.17 at 8K,
+// 1.07 at 32K, 1.08-1.09 at 64K, 0.995 at 1K; at 16 columns 0.85-0.99 (docs/performance.md).
+Result<bool> SplitKeysByDefault(const AttentionShape& shape, int score_cols,
+                                const TuningConfig& tuning) {
+#if defined(LADDER_KERNELS_HIP)
+  (void)shape, (void)score_cols, (void)tuning;
+  return false;  // (no split-keys kernel in HIP builds)
+#else
+  if (tuning.split_keys != Switch::kAuto || tuning.wide_work_groups == Switch::kOn ||
+      shape.head_dim != 128 || score_cols > 8)
+    return false;
+  LADDER_K_ASSIGN_OR_RETURN(const GpuFacts f, Facts());
+  return f.cc_major >= 8;
+#endif
+}
+
 // The row of the table that (shape, BM, score columns, tuning) selects, or why there is none;
 // `wide` picks the generic kernel's work group (WideWorkGroups, unless MakePlan widens).
 Result<const VariantRow*> FindRow(const AttentionShape& shape, int block_m, int score_cols,
@@ -372,12 +435,16 @@ Result<const VariantRow*> FindRow(const AttentionShape& shape, int block_m, int 
     }
   }
   const bool generic = kernel == Head512Kernel::kGeneric;
-  const bool wide = generic && wide_generic;
+  LADDER_K_ASSIGN_OR_RETURN(const bool split_keys_auto,
+                            SplitKeysByDefault(shape, score_cols, tuning));
+  const bool split_keys = generic && (tuning.split_keys == Switch::kOn || split_keys_auto);
+  const bool wide = generic && !split_keys && wide_generic;
   const VariantRow* found = nullptr;
   for (const VariantRow& row : kVariantTable) {
-    if (row.head_dim != shape.head_dim || row.kernel != kernel) continue;
-    if (generic ? row.block_m != block_m || row.wide != wide
-                : score_cols < row.min_cols || score_cols > row.max_cols)
+    if (row.head_dim != shape.head_dim || row.kernel != kernel || row.split_keys != split_keys)
+      continue;
+    if (generic && !split_keys ? row.block_m != block_m || row.wide != wide
+                               : score_cols < row.min_cols || score_cols > row.max_cols)
       continue;
     if (!generic &&
         (tuning.bulk_copies == Switch::kAuto ? !row.auto_choice
@@ -388,7 +455,11 @@ Result<const VariantRow*> FindRow(const AttentionShape& shape, int block_m, int 
   }
   if (found == nullptr) {
     std::string what = "no attention kernel for head_dim " + std::to_string(shape.head_dim);
-    if (generic) {
+    if (split_keys) {
+      what += " at " + std::to_string(score_cols) +
+              " score columns with split_keys=on (split-keys kernels: head 128, at most 16 score "
+              "columns, CUDA)";
+    } else if (generic) {
       what += " at BM " + std::to_string(block_m);
       if (wide) what += " with wide_work_groups=on (wide kernels: head 128 and 256)";
     } else {
@@ -401,6 +472,12 @@ Result<const VariantRow*> FindRow(const AttentionShape& shape, int block_m, int 
 #endif
     }
     return Error(ErrorCode::kUnsupported, what);
+  }
+  if (found->needs == Needs::kMmaSync) {
+    LADDER_K_ASSIGN_OR_RETURN(const GpuFacts f, Facts());
+    if (f.cc_major < 8)
+      return Error(ErrorCode::kUnsupported,
+                   "the split-keys kernel needs mma.sync (compute capability 8.0 or newer)");
   }
   if (found->needs == Needs::kTeamSharedMemory || found->needs == Needs::kSm90a) {
     LADDER_K_ASSIGN_OR_RETURN(const bool fits, TeamKernelFits());
