@@ -108,8 +108,8 @@ void AddTuningFlags(lk::TuningConfig* t, std::vector<Flag>* flags) {
                     "at head 128) | on | off",
                     set_switch(&t->wide_work_groups)});
   flags->push_back({"split-keys", true,
-                    "split-keys decode kernel at head 128, <= 16 score columns: auto (off) | on "
-                    "| off",
+                    "split-keys decode kernel at head 128 and 256, <= 16 score columns: auto (on "
+                    "at <= 8 columns of head 128, <= 4 of head 256) | on | off",
                     set_switch(&t->split_keys)});
 }
 

@@ -237,9 +237,12 @@ TEST(DeviceEntryMerge, ClusterMergeGivesTheMergeKernelsBits) {
         cluster.tuning.merge_in_cluster = lk::Switch::kOn;
         kernel.tuning.merge_in_cluster = lk::Switch::kOff;  // (auto is on with a window)
         // One work-group width for both (auto widens head 256 only where it does not merge in
-        // clusters, and the two widths need not give the same bits).
+        // clusters, and the two widths need not give the same bits), and the generic kernel
+        // (split_keys=auto would take the split-keys kernel, which has no cluster merge, at
+        // one or two rows).
         cluster.tuning.wide_work_groups = kernel.tuning.wide_work_groups =
             sh.head_dim == 128 ? lk::Switch::kOn : lk::Switch::kOff;
+        cluster.tuning.split_keys = kernel.tuning.split_keys = lk::Switch::kOff;
         auto cluster_plan = lk::PlanDeviceAttention(lk::Backend::kCuda, args, cluster);
         auto kernel_plan = lk::PlanDeviceAttention(lk::Backend::kCuda, args, kernel);
         ASSERT_TRUE(cluster_plan.ok()) << cluster_plan.error().ToString();
@@ -305,12 +308,11 @@ TEST(DeviceEntryMerge, ClusterMergeGivesTheMergeKernelsBits) {
 }
 
 // A sliding layer's call by default (policy auto, tuning auto): the split counts the window's
-// 32-key tiles, and at 2-5 query rows (33 tiles: 11 segments of 3) the segments merge in their
-// clusters on compute capability 9.0, with the bits of merge_in_cluster=off at the same
-// work-group width; at one row (32 tiles: 16 segments, 16 clusters of 16) the grid says why the
-// merge kernel runs, and the kernel there is the wide one (wide_work_groups=auto widens head 256
-// where the segments do not merge in clusters). The same split at 8K and 20K: a window's call
-// does not grow with the depth. (The counts are an H200's, 132 SMs; elsewhere the bits and the
+// 32-key tiles (one row: 32 tiles, 16 segments; more: 33 tiles, 11 segments of 3). At one and
+// two rows (2 and 4 score columns) the split-keys kernel runs, with the merge kernel; at five
+// the generic kernel's segments merge in their clusters on compute capability 9.0, with the bits
+// of merge_in_cluster=off at the same kernel. The same split at 8K and 20K: a window's call does
+// not grow with the depth. (The counts are an H200's, 132 SMs; elsewhere the bits and the
 // depth-independence are checked.)
 TEST(DeviceEntryMerge, SlidingLayersMergeInTheirClustersByDefault) {
   if (!lk::BackendAvailable(lk::Backend::kCuda)) GTEST_SKIP() << "no CUDA device";
@@ -336,8 +338,10 @@ TEST(DeviceEntryMerge, SlidingLayersMergeInTheirClustersByDefault) {
       auto plan = lk::PlanDeviceAttention(lk::Backend::kCuda, args, by_default);
       ASSERT_TRUE(plan.ok()) << plan.error().ToString();
       const bool wide = plan->info.grid.find("(256 thr") != std::string::npos;
+      const bool split = plan->info.grid.find("split keys") != std::string::npos;
       merge_kernel.tuning.merge_in_cluster = lk::Switch::kOff;
       merge_kernel.tuning.wide_work_groups = wide ? lk::Switch::kOn : lk::Switch::kOff;
+      merge_kernel.tuning.split_keys = split ? lk::Switch::kOn : lk::Switch::kOff;
       auto reference = lk::PlanDeviceAttention(lk::Backend::kCuda, args, merge_kernel);
       ASSERT_TRUE(reference.ok()) << reference.error().ToString();
       EXPECT_EQ(plan->info.path, lk::Path::k3D);
@@ -348,11 +352,8 @@ TEST(DeviceEntryMerge, SlidingLayersMergeInTheirClustersByDefault) {
       if (!clusters) EXPECT_FALSE(in_cluster) << plan->info.grid;
       if (h200) {
         EXPECT_EQ(plan->info.segments, rows == 1 ? 16 : 11) << plan->info.grid;
-        EXPECT_EQ(in_cluster, rows > 1) << plan->info.grid;
-        EXPECT_EQ(wide, rows == 1) << plan->info.grid;
-        if (rows == 1)
-          EXPECT_NE(plan->info.grid.find("16 clusters of 16"), std::string::npos)
-              << plan->info.grid;
+        EXPECT_EQ(in_cluster, rows == 5) << plan->info.grid;
+        EXPECT_EQ(split, rows <= 2) << plan->info.grid;
       }
       EXPECT_EQ(reference->info.grid.find("merge in cluster"), std::string::npos);
 
@@ -394,6 +395,9 @@ TEST(DeviceEntryWidth, Head256WidensAfterTheSplitUpTo16KKeys) {
       DeviceProblemCopy d(p);
       const lk::DeviceAttentionArgs args = d.Args(p);
       lk::RunOptions by_default, narrow, wide;
+      // (The generic kernel's width is the question: split_keys=auto would take the split-keys
+      // kernel at one row.)
+      by_default.tuning.split_keys = narrow.tuning.split_keys = lk::Switch::kOff;
       narrow.tuning.wide_work_groups = lk::Switch::kOff;
       wide.tuning.wide_work_groups = lk::Switch::kOn;
       auto plan = lk::PlanDeviceAttention(lk::Backend::kCuda, args, by_default);

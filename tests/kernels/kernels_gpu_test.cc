@@ -154,6 +154,7 @@ TEST_P(GpuWorkGroups, BothWidthsPassTheCasesOfTheirHeadDims) {
   if (!lk::BackendAvailable(b)) GTEST_SKIP() << "no GPU backend with a device in this binary";
   lk::TuningConfig tuning;
   tuning.wide_work_groups = GetParam();
+  tuning.split_keys = lk::Switch::kOff;  // (auto takes the split-keys kernel at 1-2 rows)
   int ran = 0;
   for (const lk::CaseSpec& c : lk::Cases()) {
     if (c.cpu_only || (c.shape.head_dim != 128 && c.shape.head_dim != 256)) continue;
@@ -190,21 +191,21 @@ TEST(GpuDispatch, AWideWorkGroupWhereThereIsNoneIsRefusedByName) {
   EXPECT_NE(r.error().message.find("wide_work_groups"), std::string::npos) << r.error().message;
 }
 
-// The split-keys kernel (split_keys=on) passes every case it takes: the table's head-128 cases
-// of at most 16 score columns, and head-128 cases of its own for what the table has only at other
-// head dims -- a window, a softcap, pages of 32, several sequences of 1 and 2 rows in one call,
-// empty segments, f16 -- 2D and 3D agreeing within 1 ULP, bit-identical repeats.
+// The split-keys kernel (split_keys=on) passes every case it takes: the table's head-128 and
+// head-256 cases of at most 16 score columns, and cases of its own for what the table lacks at
+// those head dims -- a window, a softcap, pages of 32, several sequences of 1 and 2 rows in one
+// call, empty segments, f16 -- 2D and 3D agreeing within 1 ULP, bit-identical repeats.
 TEST(GpuSplitKeys, PassesEveryCaseItTakes) {
   const lk::Backend b = GpuBackend();
   if (b != lk::Backend::kCuda || !lk::BackendAvailable(b)) GTEST_SKIP() << "no CUDA device";
   lk::TuningConfig tuning;
   tuning.split_keys = lk::Switch::kOn;
   auto shape = [](int q_heads, int kv_heads, int block_size, int window, float softcap,
-                  lk::DType dtype) {
+                  lk::DType dtype, int head_dim = 128) {
     lk::AttentionShape s;
     s.q_heads = q_heads;
     s.kv_heads = kv_heads;
-    s.head_dim = 128;
+    s.head_dim = head_dim;
     s.block_size = block_size;
     s.window = window;
     s.softcap = softcap;
@@ -215,7 +216,8 @@ TEST(GpuSplitKeys, PassesEveryCaseItTakes) {
   for (const lk::CaseSpec& c : lk::Cases()) {
     int rows = 0;
     for (const lk::SeqSpec& q : c.seqs) rows = std::max(rows, q.q_len);
-    if (!c.cpu_only && c.shape.head_dim == 128 && c.shape.q_heads / c.shape.kv_heads * rows <= 16)
+    if (!c.cpu_only && (c.shape.head_dim == 128 || c.shape.head_dim == 256) &&
+        c.shape.q_heads / c.shape.kv_heads * rows <= 16)
       cases.push_back(c);
   }
   const size_t from_table = cases.size();
@@ -230,6 +232,14 @@ TEST(GpuSplitKeys, PassesEveryCaseItTakes) {
   cases.push_back(
       {"split_gqa4_rows4_f16", shape(16, 4, 16, 0, 0, lk::DType::kF16), {{4, 3001}}, 6});
   cases.push_back({"split_empty_segments", shape(8, 1, 16, 0, 0, bf16), {{1, 100}}, 7, 16});
+  cases.push_back(
+      {"split_d256_window1024_rows4", shape(32, 16, 16, 1024, 0, bf16, 256), {{4, 9000}}, 8});
+  cases.push_back({"split_d256_softcap30_mixed",
+                   shape(8, 2, 32, 0, 30.0f, bf16, 256),
+                   {{1, 3000}, {2, 700}, {1, 33}},
+                   9});
+  cases.push_back(
+      {"split_d256_gqa8_rows2_f16", shape(16, 2, 16, 0, 0, lk::DType::kF16, 256), {{2, 2500}}, 10});
   int ran = 0;
   for (const lk::CaseSpec& c : cases) {
     auto r = lk::RunCase(b, c, /*repeats=*/3, /*cpu_threads=*/2, tuning);
@@ -242,34 +252,41 @@ TEST(GpuSplitKeys, PassesEveryCaseItTakes) {
 }
 
 // split_keys=auto: the split-keys kernel at one decode row of GQA 8 at head 128 (8 score
-// columns), the generic kernel at two rows (16) and wherever wide_work_groups=on asks for it.
-TEST(GpuSplitKeys, TheDefaultTakesItAtOneRowOfGqa8) {
+// columns) and up to two rows of GQA 2 at head 256 (4), the generic kernel at two rows of GQA 8
+// (16) and four of GQA 2 (8), and wherever wide_work_groups=on asks for it.
+TEST(GpuSplitKeys, TheDefaultTakesItAtOneRowOfGqa8AndTwoOfGqa2) {
   const lk::Backend b = GpuBackend();
   if (b != lk::Backend::kCuda || !lk::BackendAvailable(b)) GTEST_SKIP() << "no CUDA device";
   auto device = lk::QueryDevice(b);
   ASSERT_TRUE(device.ok()) << device.error().ToString();
   if (device->cc_major < 8) GTEST_SKIP() << "no mma.sync below compute capability 8.0";
-  lk::AttentionShape shape;
-  shape.q_heads = 64;
-  shape.kv_heads = 8;
-  shape.head_dim = 128;
-  for (int rows : {1, 2}) {
-    for (lk::Switch wide : {lk::Switch::kAuto, lk::Switch::kOn}) {
-      auto problem = lk::MakeProblem(shape, {{rows, 3000}}, 13);
-      ASSERT_TRUE(problem.ok());
-      lk::RunOptions options;
-      options.tuning.wide_work_groups = wide;
-      lk::HostTensor out;
-      auto r = lk::RunAttention(b, *problem, options, &out);
-      ASSERT_TRUE(r.ok()) << r.error().ToString();
-      const bool split = r->grid.find("split keys") != std::string::npos;
-      EXPECT_EQ(split, rows == 1 && wide == lk::Switch::kAuto) << r->grid;
+  struct Shape {
+    int q_heads, kv_heads, head_dim, max_split_rows;
+  };
+  for (const Shape& sh : {Shape{64, 8, 128, 1}, Shape{32, 16, 256, 2}}) {
+    lk::AttentionShape shape;
+    shape.q_heads = sh.q_heads;
+    shape.kv_heads = sh.kv_heads;
+    shape.head_dim = sh.head_dim;
+    for (int rows : {1, 2, 4}) {
+      for (lk::Switch wide : {lk::Switch::kAuto, lk::Switch::kOn}) {
+        auto problem = lk::MakeProblem(shape, {{rows, 3000}}, 13);
+        ASSERT_TRUE(problem.ok());
+        lk::RunOptions options;
+        options.tuning.wide_work_groups = wide;
+        lk::HostTensor out;
+        auto r = lk::RunAttention(b, *problem, options, &out);
+        ASSERT_TRUE(r.ok()) << r.error().ToString();
+        const bool split = r->grid.find("split keys") != std::string::npos;
+        EXPECT_EQ(split, rows <= sh.max_split_rows && wide == lk::Switch::kAuto)
+            << sh.head_dim << ", " << rows << " rows: " << r->grid;
+      }
     }
   }
 }
 
 // What the split-keys kernel does not take is refused by name: more than 16 score columns, a
-// head dim other than 128, and split_keys=on beside wide_work_groups=on.
+// head dim other than 128 and 256, and split_keys=on beside wide_work_groups=on.
 TEST(GpuSplitKeys, WhatItDoesNotTakeIsRefusedByName) {
   const lk::Backend b = GpuBackend();
   if (!lk::BackendAvailable(b)) GTEST_SKIP() << "no GPU backend with a device in this binary";

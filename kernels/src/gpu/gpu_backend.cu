@@ -105,7 +105,8 @@ struct KernelEntry {
   int threads = 0, stages = 0, tile = 0;
   size_t smem = 0;
   rt::Error attr = rt::kSuccess;  // setting its dynamic shared-memory limit
-  int ctas_per_sm = 0;  // (generic) its work groups resident on one SM at once; 0 if not asked
+  int ctas_per_sm = 0;   // (generic) its work groups resident on one SM at once; 0 if not asked
+  bool generic = false;  // the generic kernel (UnifiedAttentionKernel), whose width may change
   bool merges_in_kernel =
       false;                // can merge its 3D partials itself (KernelParams::merge_in_kernel)
   int merge_units = 0;      // ... taking at most this many (column, 128 dims) units per work group
@@ -165,6 +166,7 @@ const KernelEntry& GenericEntry() {
   static const KernelEntry e = [] {
     KernelEntry k;
     k.fn = &UnifiedAttentionKernel<E, D, BM, TN, NT, ST, C::kMinBlocks>;
+    k.generic = true;
     k.threads = NT;
     k.stages = ST;
     k.tile = TN;
@@ -343,6 +345,8 @@ constexpr VariantRow kVariantTable[] = {
     // The split-keys decode kernel (split_keys_kernel.h): one or two 8-column n-tiles.
     SplitKeys<128, 1>(1, 8),
     SplitKeys<128, 2>(9, 16),
+    SplitKeys<256, 1>(1, 8),
+    SplitKeys<256, 2>(9, 16),
     // Head 512 on Hopper (team_attention_kernel.h). By dims at one query row of GQA 8; bulk
     // copies there were +0.7 us on one H200 and -0.3 to -2 us on others: kept for A/B runs.
     Team<1, TeamScoring::kByDims, false>(Head512Kernel::kTeamByDims, 1, 8, true,
@@ -405,18 +409,21 @@ bool WideWorkGroups(const AttentionShape& shape, const TuningConfig& tuning) {
 #endif
 }
 
-// Whether split_keys=auto takes the split-keys kernel: head 128 at one decode row of GQA 8 (at
-// most 8 score columns), where mma.sync runs, unless wide_work_groups=on asks for the generic
-// kernel. H200, llama-70b, generic / split keys through ladder (two runs): 1.16-1.17 at 8K,
-// 1.07 at 32K, 1.08-1.09 at 64K, 0.995 at 1K; at 16 columns 0.85-0.99 (docs/performance.md).
+// Whether split_keys=auto takes the split-keys kernel, where mma.sync runs, unless
+// wide_work_groups=on asks for the generic kernel: at head 128 up to 8 score columns (one decode
+// row of GQA 8), at head 256 up to 4 (two of GQA 2). H200, default / split keys through ladder
+// (two runs each): llama-70b at one row 1.16-1.17 at 8K, 1.07 at 32K, 1.08-1.09 at 64K, 0.995
+// at 1K, at 16 columns 0.85-0.99; head 256 at 2 columns 1.08-1.09 (sliding window), 1.18-1.19
+// (its TP=2 preset), 1.08 / 1.00-1.015 (dense, 1K / from 8K), at 4 columns 1.00-1.11, at 8 columns
+// 0.90-0.98 (docs/performance.md).
 Result<bool> SplitKeysByDefault(const AttentionShape& shape, int score_cols,
                                 const TuningConfig& tuning) {
 #if defined(LADDER_KERNELS_HIP)
   (void)shape, (void)score_cols, (void)tuning;
   return false;  // (no split-keys kernel in HIP builds)
 #else
-  if (tuning.split_keys != Switch::kAuto || tuning.wide_work_groups == Switch::kOn ||
-      shape.head_dim != 128 || score_cols > 8)
+  if (tuning.split_keys != Switch::kAuto || tuning.wide_work_groups == Switch::kOn) return false;
+  if (!(shape.head_dim == 128 && score_cols <= 8) && !(shape.head_dim == 256 && score_cols <= 4))
     return false;
   LADDER_K_ASSIGN_OR_RETURN(const GpuFacts f, Facts());
   return f.cc_major >= 8;
@@ -457,8 +464,8 @@ Result<const VariantRow*> FindRow(const AttentionShape& shape, int block_m, int 
     std::string what = "no attention kernel for head_dim " + std::to_string(shape.head_dim);
     if (split_keys) {
       what += " at " + std::to_string(score_cols) +
-              " score columns with split_keys=on (split-keys kernels: head 128, at most 16 score "
-              "columns, CUDA)";
+              " score columns with split_keys=on (split-keys kernels: head 128 and 256, at most 16 "
+              "score columns, CUDA)";
     } else if (generic) {
       what += " at BM " + std::to_string(block_m);
       if (wide) what += " with wide_work_groups=on (wide kernels: head 128 and 256)";
@@ -766,7 +773,7 @@ Result<LaunchPlan> MakePlan(const DeviceProblem& p, Path path, int segments,
                               MergesInKernel(*e, items, units, plan.segments, tuning));
     plan.merge_in_cluster = !plan.merge_in_kernel && MergesInCluster(*e, p.shape, plan.segments,
                                                                      items / plan.segments, tuning);
-    if (!plan.merge_in_cluster && WidensAfterSplit(p, tuning)) {
+    if (e->generic && !plan.merge_in_cluster && WidensAfterSplit(p, tuning)) {
       LADDER_K_ASSIGN_OR_RETURN(const KernelEntry* wide,
                                 FindKernel(p.shape, g.block_m, g.score_cols, tuning, true));
       if (wide->ctas_per_sm > 0 && wide->ctas_per_sm == e->ctas_per_sm &&

@@ -9,15 +9,18 @@
 // ~1000 instructions per warp per tile is the call's time (ncu, H200: issue-bound at 40 % of
 // cycles while cuDNN's kernel, S and P in registers, issued on 16 % for the same bytes).
 //
-// Here warp w takes keys [16 w, 16 w + 16) of each 16 x kWarps-key tile:
+// Here the four warps form kKeyGroups groups of kDimSplit: group g takes keys [16 g, 16 g + 16)
+// of each 16 x kKeyGroups-key tile (at head 128 four groups of one warp; at head 256 two groups
+// of two, each warp of a group computing the group's scores and softmax, the same bits, and
+// O^T for its half of the dims: three stages of 64 keys of head 256 would not fit twice per SM):
 //   - Scores transposed, S^T = K Q^T (m16n8k16: 16 keys x 8 columns per MMA), Q^T's fragments
 //     held in registers for the whole call, K's by ldmatrix from the shared stage.
 //   - Each warp runs its own online softmax per column (a max and a sum over its 16 keys by
 //     butterfly shuffles), and its P^T fragments become the B operand of O^T = V^T P^T by one
 //     movmatrix transpose each, never touching shared memory. P is split into hi + lo 16-bit
 //     halves (two MMAs), as in the generic kernel, so paths differ by fp32 reassociation only.
-//   - Each warp keeps its own O^T (head_dim x columns, fp32) and running max and sum; the warps
-//     are merged once, after the last tile, in warp order (deterministic).
+//   - Each key group keeps its own O^T (head_dim x columns, fp32) and running max and sum; the
+//     groups are merged once, after the last tile, in group order (deterministic).
 //   - One barrier per tile: the ring of kStages K/V stages, copied by every thread with 16-byte
 //     cp.async as in the generic kernel (paged, the block table read one tile ahead).
 #pragma once
@@ -34,18 +37,20 @@ template <int D, int NN>
 struct SplitKeysShape {
   static constexpr int kWarps = 4;
   static constexpr int kThreads = 32 * kWarps;
-  static constexpr int kTile = 16 * kWarps;  // keys per stage: 16 per warp
+  static constexpr int kDimSplit = D > 128 ? 2 : 1;  // warps per key group, each D / kDimSplit dims
+  static constexpr int kKeyGroups = kWarps / kDimSplit;
+  static constexpr int kTile = 16 * kKeyGroups;  // keys per stage: 16 per key group
   static constexpr int kStages = 3;
   static constexpr int kCols = 8 * NN;  // score columns
   static constexpr int kLd = D + 8;     // 16-bit row pitch of K and V (conflict-free ldmatrix)
-  static constexpr int kMTiles = D / 16;                // 16-dim tiles of O^T
+  static constexpr int kMTiles = D / 16 / kDimSplit;  // 16-dim tiles of O^T per warp
   static constexpr size_t kStageBytes = size_t{2} * 2 * kTile * kLd;  // K and V
-  // After the loop: each warp's O^T [kCols][D + 4] fp32 and its max and sum per column.
+  // After the loop: each key group's O^T [kCols][D + 4] fp32 and its max and sum per column.
   static constexpr int kObLd = D + 4;
   static constexpr size_t kMergeBytes =
-      size_t{4} * kWarps * kCols * kObLd + size_t{4} * 2 * kWarps * kCols;
+      size_t{4} * kKeyGroups * kCols * kObLd + size_t{4} * 2 * kKeyGroups * kCols;
   static constexpr size_t kSmemBytes =
-      kStages * kStageBytes > kMergeBytes ? kStages * kStageBytes : kMergeBytes;
+      kStages * kStageBytes > kMergeBytes ? kStages* kStageBytes : kMergeBytes;
 
   static_assert(NN == 1 || NN == 2, "8 or 16 score columns");
   static_assert(D % 32 == 0, "two 16-dim k-steps at a time");
@@ -84,6 +89,8 @@ __global__ void __launch_bounds__(SplitKeysShape<D, NN>::kThreads, 2)
   dev::AllowDependentLaunch();
 
   const int lane = tid % 32, warp = tid / 32;
+  const int kg = warp / S::kDimSplit, dh = warp % S::kDimSplit;  // key group, dim part
+  const int dim0 = dh * (D / S::kDimSplit);                      // this warp's first O^T dim
   const int g8 = lane >> 2, t4 = lane & 3;
   const int lrow = lane & 7, lmat = lane >> 3;
 
@@ -126,7 +133,8 @@ __global__ void __launch_bounds__(SplitKeysShape<D, NN>::kThreads, 2)
       for (int c = 0; c < 4; ++c) acc[a][b][c] = 0.0f;
   float m_run[NN][2], l_run[NN][2];  // log2 units, per column (same bits in the 8 lanes of t4)
 #pragma unroll
-  for (int nn = 0; nn < NN; ++nn) m_run[nn][0] = m_run[nn][1] = -INFINITY, l_run[nn][0] = l_run[nn][1] = 0.0f;
+  for (int nn = 0; nn < NN; ++nn)
+    m_run[nn][0] = m_run[nn][1] = -INFINITY, l_run[nn][0] = l_run[nn][1] = 0.0f;
   constexpr float kLog2e = 1.4426950408889634f;
   const float scale_log2 = p.scale * kLog2e;
 
@@ -139,11 +147,11 @@ __global__ void __launch_bounds__(SplitKeysShape<D, NN>::kThreads, 2)
     if (t + ST - 1 < te) load_tile(t + ST - 1, lstage);
     dev::CopyAsyncCommit();
     fetch_pages(t + ST);
-    const uint16_t* ks = kvs + static_cast<size_t>(cstage) * 2 * TN * LD + warp * 16 * LD;
+    const uint16_t* ks = kvs + static_cast<size_t>(cstage) * 2 * TN * LD + kg * 16 * LD;
     const uint16_t* vs = ks + TN * LD;
     cstage = cstage + 1 == ST ? 0 : cstage + 1;
     lstage = lstage + 1 == ST ? 0 : lstage + 1;
-    const int j0 = lo_al + t * TN + warp * 16;  // this warp's first key
+    const int j0 = lo_al + t * TN + kg * 16;  // this key group's first key
 
     // ---- S^T = K Q^T over this warp's 16 keys -----------------------------------------------
     float c[NN][4], c2[NN][4];
@@ -236,7 +244,7 @@ __global__ void __launch_bounds__(SplitKeysShape<D, NN>::kThreads, 2)
     // ---- O^T += V^T P^T: A (V^T, dims x keys) by transposing loads of V's key rows ----------
     // Matrices: (keys 0-7 | 8-15) x (dims +0 | +8) -> a0 (dims +0, keys 0-7), a1 (dims +8,
     // keys 0-7), a2 (dims +0, keys 8-15), a3 (dims +8, keys 8-15).
-    const uint16_t* va = vs + ((lmat >> 1) * 8 + lrow) * LD + (lmat & 1) * 8;
+    const uint16_t* va = vs + ((lmat >> 1) * 8 + lrow) * LD + dim0 + (lmat & 1) * 8;
 #pragma unroll
     for (int mt = 0; mt < S::kMTiles; ++mt) {
       uint32_t a[4];
@@ -249,29 +257,30 @@ __global__ void __launch_bounds__(SplitKeysShape<D, NN>::kThreads, 2)
     }
   }
 
-  // ---- the warps merged, in warp order ------------------------------------------------------
+  // ---- the key groups merged, in group order ------------------------------------------------
   dev::CopyAsyncWait<0>();  // (only empty groups remain; the stages become the merge buffer)
   __syncthreads();
-  float* ob = reinterpret_cast<float*>(smem);                // [warp][N][kObLd]
-  float* wmax = ob + static_cast<size_t>(S::kWarps) * N * S::kObLd;  // [warp][N]
-  float* wsum = wmax + S::kWarps * N;                               // [warp][N]
+  constexpr int KG = S::kKeyGroups;
+  float* ob = reinterpret_cast<float*>(smem);                 // [key group][N][kObLd]
+  float* wmax = ob + static_cast<size_t>(KG) * N * S::kObLd;  // [key group][N]
+  float* wsum = wmax + KG * N;                                // [key group][N]
 #pragma unroll
   for (int mt = 0; mt < S::kMTiles; ++mt)
 #pragma unroll
     for (int nn = 0; nn < NN; ++nn)
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        float* col = ob + (static_cast<size_t>(warp) * N + 8 * nn + 2 * t4 + e) * S::kObLd;
+        float* col = ob + (static_cast<size_t>(kg) * N + 8 * nn + 2 * t4 + e) * S::kObLd + dim0;
         col[16 * mt + g8] = acc[mt][nn][e];
         col[16 * mt + g8 + 8] = acc[mt][nn][e + 2];
       }
-  if (g8 == 0) {
+  if (g8 == 0 && dh == 0) {
 #pragma unroll
     for (int nn = 0; nn < NN; ++nn)
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        wmax[warp * N + 8 * nn + 2 * t4 + e] = m_run[nn][e];
-        wsum[warp * N + 8 * nn + 2 * t4 + e] = l_run[nn][e];
+        wmax[kg * N + 8 * nn + 2 * t4 + e] = m_run[nn][e];
+        wsum[kg * N + 8 * nn + 2 * t4 + e] = l_run[nn][e];
       }
   }
   __syncthreads();
@@ -281,12 +290,12 @@ __global__ void __launch_bounds__(SplitKeysShape<D, NN>::kThreads, 2)
     if (m >= m_rows) continue;
     float mx = -INFINITY;
 #pragma unroll
-    for (int u = 0; u < S::kWarps; ++u) mx = fmaxf(mx, wmax[u * N + m]);
+    for (int u = 0; u < KG; ++u) mx = fmaxf(mx, wmax[u * N + m]);
     float den = 0.0f;
     float4 num = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     if (mx != -INFINITY) {
 #pragma unroll
-      for (int u = 0; u < S::kWarps; ++u) {
+      for (int u = 0; u < KG; ++u) {
         const float wm = wmax[u * N + m];
         const float f = wm == -INFINITY ? 0.0f : exp2f(wm - mx);
         const float4 v =
@@ -305,12 +314,12 @@ __global__ void __launch_bounds__(SplitKeysShape<D, NN>::kThreads, 2)
         p.seg_sum[head * p.segments + seg] = den;
       }
     } else {
-      const uint32_t lo2 = E::FromFloat(den > 0.0f ? num.x / den : 0.0f) |
-                           (static_cast<uint32_t>(E::FromFloat(den > 0.0f ? num.y / den : 0.0f))
-                            << 16);
-      const uint32_t hi2 = E::FromFloat(den > 0.0f ? num.z / den : 0.0f) |
-                           (static_cast<uint32_t>(E::FromFloat(den > 0.0f ? num.w / den : 0.0f))
-                            << 16);
+      const uint32_t lo2 =
+          E::FromFloat(den > 0.0f ? num.x / den : 0.0f) |
+          (static_cast<uint32_t>(E::FromFloat(den > 0.0f ? num.y / den : 0.0f)) << 16);
+      const uint32_t hi2 =
+          E::FromFloat(den > 0.0f ? num.z / den : 0.0f) |
+          (static_cast<uint32_t>(E::FromFloat(den > 0.0f ? num.w / den : 0.0f)) << 16);
       *reinterpret_cast<uint2*>(p.out + head * D + d) = make_uint2(lo2, hi2);
     }
   }

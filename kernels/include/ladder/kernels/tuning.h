@@ -78,15 +78,16 @@ struct TuningConfig {
   // the policy chose for it (docs/performance.md). kOn where no wide kernel exists (head 64, head
   // 512's generic kernel) fails at plan time.
   Switch wide_work_groups = Switch::kAuto;
-  // The split-keys decode kernel (gpu/split_keys_kernel.h) at head 128 and at most 16 score
-  // columns (CUDA): its four warps take a quarter of each tile's keys each, with scores, softmax
+  // The split-keys decode kernel (gpu/split_keys_kernel.h) at head 128 and 256 and at most 16
+  // score columns (CUDA): its warps split each tile's keys (at head 256 in two pairs that split
+  // the dims of the output), with scores, softmax
   // and P in registers and one barrier per tile, instead of the generic kernel's warps taking a
-  // slice of the output's dims behind three barriers. kAuto: on at head 128 and at most 8 score
-  // columns (one decode row of GQA 8) on compute capability 8.0 and newer, unless
-  // wide_work_groups=on asks for the generic kernel (H200, llama-70b at one row, generic / split
-  // keys through ladder: 1.16-1.17 at 8K, 1.07 at 32K, 1.08-1.09 at 64K, 0.995 at 1K; at two rows,
-  // 16 columns, 0.85-0.99: the generic kernel stays; docs/performance.md). kOn where it has no
-  // kernel (other head dims, more columns, HIP) fails at plan time, as does kOn with
+  // slice of the output's dims behind three barriers. kAuto, on compute capability 8.0 and newer
+  // unless wide_work_groups=on asks for the generic kernel: on at head 128 up to 8 score columns
+  // (one decode row of GQA 8; H200, llama-70b, default / split keys through ladder: 1.07-1.17
+  // from 8K, 0.995 at 1K, and 0.85-0.99 at 16 columns) and at head 256 up to 4 (two rows of GQA
+  // 2: 1.00-1.19, at 8 columns 0.90-0.98; docs/performance.md). kOn where it has no kernel
+  // (other head dims, more columns, HIP) fails at plan time, as does kOn with
   // wide_work_groups=on (two different kernels).
   Switch split_keys = Switch::kAuto;
   // K/V copies under an L2 evict-first policy (CUDA). kAuto: where the K/V a call reads is
