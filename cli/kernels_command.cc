@@ -17,6 +17,13 @@ T OrFail(kernels::Result<T> result, const std::string& what) {
   return std::move(result).value();
 }
 
+constexpr const char* kTuningHelp =
+    "GPU kernel choices and launch options as name=value pairs, e.g. 'split_keys=off "
+    "wide_work_groups=on' (fields: head512, bulk_copies, merge_in_kernel, merge_overlap, "
+    "evict_first, attention_overlap, merge_in_cluster, wide_work_groups, split_keys; each "
+    "auto unless named: docs/kernels.md, Tuning). To compare two, prefer a matrix whose paired "
+    "axis is the field (matrices/examples/kernels-ab-*.yaml)";
+
 std::vector<int> ParseSizesOrFail(const std::string& text, const std::string& flag) {
   auto sizes = ParseSizeList(text);
   if (!sizes.ok()) Fail(flag + ": " + std::string(sizes.status().message()), ExitCode::kBadInput);
@@ -34,7 +41,7 @@ void AddKernelsCommand(CLI::App& app) {
   {
     struct Flags {
       std::string backend = "cpu", presets = "tiny", depths = "256,1024,4096", rows = "1,2,4",
-                  policies = "2d,3d", dtype;
+                  policies = "2d,3d", dtype, tuning;
       int seqs = 1, block_size = 16, warmup = 2, repeats = 10, graph_calls = 20, cpu_threads = 1;
       bool flush_l2 = false, json = false, graph = false;
     };
@@ -69,9 +76,11 @@ void AddKernelsCommand(CLI::App& app) {
                     "threads per call on the cpu backend (one keeps other work on a small "
                     "machine out of most timings)")
         ->capture_default_str();
+    cmd->add_option("--tuning", flags->tuning, kTuningHelp);
     cmd->add_flag("--json", flags->json, "print JSON");
     cmd->callback([flags] {
       kernels::SweepOptions options;
+      options.tuning = OrFail(kernels::ParseTuning(flags->tuning), "--tuning");
       options.backend = OrFail(kernels::ParseBackend(flags->backend), "--backend");
       options.presets = SplitCsv(flags->presets);
       options.depths = ParseSizesOrFail(flags->depths, "--depths");
@@ -120,7 +129,7 @@ void AddKernelsCommand(CLI::App& app) {
   }
   {
     struct Flags {
-      std::string backend = "cpu";
+      std::string backend = "cpu", tuning;
     };
     auto flags = std::make_shared<Flags>();
     auto* cmd = kernels_cmd->add_subcommand(
@@ -128,14 +137,16 @@ void AddKernelsCommand(CLI::App& app) {
         "Run the correctness case table on a backend against a double-precision "
         "reference; exit 1 if any case fails.");
     cmd->add_option("--backend", flags->backend, "cpu | cuda | hip")->capture_default_str();
+    cmd->add_option("--tuning", flags->tuning, kTuningHelp);
     cmd->callback([flags] {
       auto backend = OrFail(kernels::ParseBackend(flags->backend), "--backend");
+      const kernels::TuningConfig tuning = OrFail(kernels::ParseTuning(flags->tuning), "--tuning");
       if (!kernels::BackendAvailable(backend)) {
         Fail("backend " + flags->backend + " is not available here", ExitCode::kBadInput);
       }
       int failed = 0, passed = 0;
       for (const auto& spec : kernels::Cases()) {
-        auto result = kernels::RunCase(backend, spec);
+        auto result = kernels::RunCase(backend, spec, /*repeats=*/10, /*cpu_threads=*/2, tuning);
         if (!result.ok()) {
           std::cout << "FAIL " << spec.name << ": " << result.error().message << "\n";
           ++failed;

@@ -18,15 +18,18 @@ namespace {
 // Every parameter the kernel runner understands; anything else in a cell is refused so that a
 // typo in a matrix fails loudly instead of silently measuring the default.
 const std::set<std::string>& KnownParams() {
-  static const std::set<std::string> known = {
-      "backend", "preset", "q_heads", "kv_heads", "head_dim", "depth", "query_rows", "num_seqs",
-      "block_size", "window", "softcap", "dtype", "policy", "path", "warmup", "repeats", "flush_l2",
-      "seed", "decode_query_len", "seq_threshold_3d", "segments", "timing", "graph_calls",
-      "cpu_threads",
-      // kernels::TuningConfig, one parameter per field: an A/B of kernels or launch options is
-      // a matrix whose paired axis is one of these.
-      "head512", "bulk_copies", "merge_in_kernel", "merge_overlap", "evict_first",
-      "attention_overlap", "merge_in_cluster", "wide_work_groups", "split_keys"};
+  static const std::set<std::string> known = [] {
+    std::set<std::string> k = {"backend",    "preset", "q_heads",          "kv_heads",
+                               "head_dim",   "depth",  "query_rows",       "num_seqs",
+                               "block_size", "window", "softcap",          "dtype",
+                               "policy",     "path",   "warmup",           "repeats",
+                               "flush_l2",   "seed",   "decode_query_len", "seq_threshold_3d",
+                               "segments",   "timing", "graph_calls",      "cpu_threads"};
+    // kernels::TuningConfig, one parameter per field: an A/B of kernels or launch options is a
+    // matrix whose paired axis is one of these.
+    for (std::string_view name : kernels::TuningFieldNames()) k.emplace(name);
+    return k;
+  }();
   return known;
 }
 
@@ -60,26 +63,11 @@ absl::StatusOr<std::string> StringParam(const nlohmann::json& params, const char
 
 // The TuningConfig fields given as cell parameters; what is absent keeps its default.
 absl::Status TuningFromParams(const nlohmann::json& params, kernels::TuningConfig* tuning) {
-  ASSIGN_OR_RETURN(std::string head512, StringParam(params, "head512", "auto"));
-  auto kernel = kernels::ParseHead512Kernel(head512);
-  if (!kernel.ok()) return FromKernel(kernel.error(), "parameter head512", "head512");
-  tuning->head512 = *kernel;
-  struct SwitchParam {
-    const char* name;
-    kernels::Switch* field;
-  };
-  for (const SwitchParam& s : {SwitchParam{"bulk_copies", &tuning->bulk_copies},
-                               SwitchParam{"merge_in_kernel", &tuning->merge_in_kernel},
-                               SwitchParam{"merge_overlap", &tuning->merge_overlap},
-                               SwitchParam{"evict_first", &tuning->evict_first},
-                               SwitchParam{"attention_overlap", &tuning->attention_overlap},
-                               SwitchParam{"merge_in_cluster", &tuning->merge_in_cluster},
-                               SwitchParam{"wide_work_groups", &tuning->wide_work_groups},
-                               SwitchParam{"split_keys", &tuning->split_keys}}) {
-    ASSIGN_OR_RETURN(std::string value, StringParam(params, s.name, "auto"));
-    auto parsed = kernels::ParseSwitch(value);
-    if (!parsed.ok()) return FromKernel(parsed.error(), absl::StrCat("parameter ", s.name), s.name);
-    *s.field = *parsed;
+  for (std::string_view field : kernels::TuningFieldNames()) {
+    const std::string name(field);
+    ASSIGN_OR_RETURN(std::string value, StringParam(params, name.c_str(), "auto"));
+    if (auto set = kernels::SetTuningField(tuning, name, value); !set.ok())
+      return FromKernel(set.error(), absl::StrCat("parameter ", name), name);
   }
   if (auto valid = tuning->Validate(); !valid.ok()) return FromKernel(valid.error(), "cell");
   return absl::OkStatus();

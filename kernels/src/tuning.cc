@@ -1,8 +1,50 @@
 #include "ladder/kernels/tuning.h"
 
+#include <set>
 #include <string>
 
 namespace ladder::kernels {
+namespace {
+
+// The Switch fields, in ToString's order: the one list ToString and ParseTuning walk.
+struct SwitchField {
+  std::string_view name;
+  Switch TuningConfig::*field;
+};
+constexpr SwitchField kSwitchFields[] = {
+    {"bulk_copies", &TuningConfig::bulk_copies},
+    {"merge_in_kernel", &TuningConfig::merge_in_kernel},
+    {"merge_overlap", &TuningConfig::merge_overlap},
+    {"evict_first", &TuningConfig::evict_first},
+    {"attention_overlap", &TuningConfig::attention_overlap},
+    {"merge_in_cluster", &TuningConfig::merge_in_cluster},
+    {"wide_work_groups", &TuningConfig::wide_work_groups},
+    {"split_keys", &TuningConfig::split_keys},
+};
+constexpr std::string_view kFieldNames[] = {
+    "head512",           "bulk_copies",      "merge_in_kernel",  "merge_overlap", "evict_first",
+    "attention_overlap", "merge_in_cluster", "wide_work_groups", "split_keys"};
+static_assert(std::size(kFieldNames) == 1 + std::size(kSwitchFields), "every field named once");
+
+}  // namespace
+
+std::span<const std::string_view> TuningFieldNames() { return kFieldNames; }
+
+Status SetTuningField(TuningConfig* tuning, std::string_view name, std::string_view value) {
+  if (name == "head512") {
+    LADDER_K_ASSIGN_OR_RETURN(tuning->head512, ParseHead512Kernel(value));
+    return OkStatus();
+  }
+  for (const SwitchField& f : kSwitchFields) {
+    if (f.name != name) continue;
+    LADDER_K_ASSIGN_OR_RETURN(tuning->*f.field, ParseSwitch(value));
+    return OkStatus();
+  }
+  std::string known;
+  for (std::string_view n : kFieldNames) known += (known.empty() ? "" : ", ") + std::string(n);
+  return Error(ErrorCode::kInvalidArgument,
+               "unknown field '" + std::string(name) + "' (known: " + known + ")");
+}
 
 std::string_view ToString(Head512Kernel k) {
   switch (k) {
@@ -91,18 +133,35 @@ std::string TuningConfig::ToString() const {
     s += std::string(name) + "=" + std::string(value);
   };
   if (head512 != Head512Kernel::kAuto) add("head512", kernels::ToString(head512));
-  if (bulk_copies != Switch::kAuto) add("bulk_copies", kernels::ToString(bulk_copies));
-  if (merge_in_kernel != Switch::kAuto) add("merge_in_kernel", kernels::ToString(merge_in_kernel));
-  if (merge_overlap != Switch::kAuto) add("merge_overlap", kernels::ToString(merge_overlap));
-  if (evict_first != Switch::kAuto) add("evict_first", kernels::ToString(evict_first));
-  if (attention_overlap != Switch::kAuto)
-    add("attention_overlap", kernels::ToString(attention_overlap));
-  if (merge_in_cluster != Switch::kAuto)
-    add("merge_in_cluster", kernels::ToString(merge_in_cluster));
-  if (wide_work_groups != Switch::kAuto)
-    add("wide_work_groups", kernels::ToString(wide_work_groups));
-  if (split_keys != Switch::kAuto) add("split_keys", kernels::ToString(split_keys));
+  for (const SwitchField& f : kSwitchFields)
+    if (this->*f.field != Switch::kAuto) add(f.name, kernels::ToString(this->*f.field));
   return s.empty() ? "defaults" : s;
+}
+
+Result<TuningConfig> ParseTuning(std::string_view text) {
+  auto bad = [](const std::string& why) {
+    return Error(ErrorCode::kInvalidArgument, "tuning: " + why);
+  };
+  TuningConfig t;
+  std::set<std::string, std::less<>> seen;
+  size_t i = 0;
+  while (i < text.size()) {
+    const size_t end = text.find_first_of(" ,\t", i);
+    const std::string_view item = text.substr(i, end == std::string_view::npos ? end : end - i);
+    i = end == std::string_view::npos ? text.size() : end + 1;
+    if (item.empty() || (item == "defaults" && text.find('=') == std::string_view::npos)) continue;
+    const size_t eq = item.find('=');
+    if (eq == std::string_view::npos)
+      return bad("'" + std::string(item) + "' is not name=value (e.g. split_keys=off)");
+    const std::string_view name = item.substr(0, eq), value = item.substr(eq + 1);
+    if (!seen.insert(std::string(name)).second) return bad(std::string(name) + " named twice");
+    if (Status set = SetTuningField(&t, name, value); !set.ok()) {
+      const bool known_field = set.error().message.rfind("unknown field", 0) != 0;
+      return bad((known_field ? std::string(name) + ": " : std::string()) + set.error().message);
+    }
+  }
+  LADDER_K_TRY(t.Validate());
+  return t;
 }
 
 }  // namespace ladder::kernels

@@ -159,5 +159,26 @@ TEST(Cli, KernelsBenchPrintsOneLinePerPoint) {
   for (const auto& line : lines) EXPECT_NE(line.find("tiny"), std::string::npos) << line;
 }
 
+// --tuning reaches the results (the CPU backend runs no GPU kernel, but records and validates
+// it), and a tuning it cannot read is bad input naming the flag and the field.
+TEST(Cli, KernelsBenchTakesATuningAndRefusesABadOne) {
+  auto result = RunCommand({LadderBinary(), "kernels", "bench", "--backend", "cpu", "--depths",
+                            "256", "--rows", "1", "--policy", "3d", "--warmup", "1", "--repeats",
+                            "2", "--tuning", "split_keys=off wide_work_groups=on", "--json"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  auto points = nlohmann::json::parse(result.out);
+  ASSERT_EQ(points.size(), 1u);
+  EXPECT_EQ(points[0]["tuning"], "wide_work_groups=on split_keys=off");
+  auto bad = RunCommand(
+      {LadderBinary(), "kernels", "bench", "--backend", "cpu", "--tuning", "split_key=off"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--tuning: tuning: unknown field 'split_key'"), std::string::npos)
+      << bad.err;
+  auto check = RunCommand({LadderBinary(), "kernels", "check", "--backend", "cpu", "--tuning",
+                           "split_keys=on wide_work_groups=on"});
+  EXPECT_EQ(check.exit_code, 2);
+  EXPECT_NE(check.err.find("two different kernels"), std::string::npos) << check.err;
+}
+
 }  // namespace
 }  // namespace ladder::testing

@@ -109,3 +109,57 @@ TEST(Tuning, RunAttentionRefusesAnInvalidTuningOnEveryBackend) {
 }
 
 }  // namespace
+
+namespace {
+
+// ParseTuning reads what ToString writes, every field included, and "defaults".
+TEST(Tuning, ParseReadsWhatToStringWrites) {
+  lk::TuningConfig t;
+  t.head512 = lk::Head512Kernel::kTeamSplit;
+  t.merge_in_kernel = lk::Switch::kOff;
+  t.merge_overlap = lk::Switch::kOff;
+  t.evict_first = lk::Switch::kOn;
+  t.attention_overlap = lk::Switch::kOff;
+  t.merge_in_cluster = lk::Switch::kOn;
+  t.wide_work_groups = lk::Switch::kOff;
+  t.split_keys = lk::Switch::kOn;
+  auto parsed = lk::ParseTuning(t.ToString());
+  ASSERT_TRUE(parsed.ok()) << parsed.error().ToString();
+  EXPECT_EQ(parsed->ToString(), t.ToString());
+  lk::TuningConfig bulk;
+  bulk.head512 = lk::Head512Kernel::kTeamByDims;
+  bulk.bulk_copies = lk::Switch::kOn;
+  auto bulk_parsed = lk::ParseTuning(bulk.ToString());
+  ASSERT_TRUE(bulk_parsed.ok()) << bulk_parsed.error().ToString();
+  EXPECT_EQ(bulk_parsed->bulk_copies, lk::Switch::kOn);
+  for (const char* none : {"", "defaults", "  "}) {
+    auto d = lk::ParseTuning(none);
+    ASSERT_TRUE(d.ok()) << none;
+    EXPECT_EQ(d->ToString(), "defaults");
+  }
+  auto commas = lk::ParseTuning("split_keys=off,wide_work_groups=on");
+  ASSERT_TRUE(commas.ok()) << commas.error().ToString();
+  EXPECT_EQ(commas->split_keys, lk::Switch::kOff);
+  EXPECT_EQ(commas->wide_work_groups, lk::Switch::kOn);
+}
+
+// What it cannot read is refused, naming the part at fault.
+TEST(Tuning, ParseRefusesWhatItCannotReadByName) {
+  struct Bad {
+    const char* text;
+    const char* says;
+  };
+  for (const Bad& b :
+       {Bad{"split_keys", "is not name=value"}, Bad{"split_key=on", "unknown field 'split_key'"},
+        Bad{"split_keys=yes", "split_keys: expected auto, off or on"},
+        Bad{"head512=team", "head512: unknown head-512 kernel"},
+        Bad{"evict_first=on evict_first=off", "evict_first named twice"},
+        Bad{"split_keys=on wide_work_groups=on", "two different kernels"}}) {
+    auto r = lk::ParseTuning(b.text);
+    ASSERT_FALSE(r.ok()) << b.text;
+    EXPECT_EQ(r.error().code, lk::ErrorCode::kInvalidArgument);
+    EXPECT_NE(r.error().message.find(b.says), std::string::npos) << r.error().message;
+  }
+}
+
+}  // namespace

@@ -12,6 +12,7 @@
 // Every field is ignored by the CPU backend.
 #pragma once
 
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -106,5 +107,16 @@ std::string_view ToString(Head512Kernel k);  // "auto" | "generic" | "team-by-di
 std::string_view ToString(Switch s);         // "auto" | "off" | "on"
 Result<Head512Kernel> ParseHead512Kernel(std::string_view s);
 Result<Switch> ParseSwitch(std::string_view s);
+// TuningConfig's fields by the names ToString writes (head512 first, then the switches): the one
+// list the parsers below and the kernel runner's cell parameters use.
+std::span<const std::string_view> TuningFieldNames();
+// Sets the field `name` from `value` ("auto" restores its default); InvalidArgument for a name
+// that is no field or a value the field does not take (saying what it takes). No Validate().
+Status SetTuningField(TuningConfig* tuning, std::string_view name, std::string_view value);
+// The inverse of TuningConfig::ToString: name=value pairs separated by spaces or commas (e.g.
+// "split_keys=off wide_work_groups=on"); "" or "defaults" is every field at its default. Fields
+// not named keep their defaults; an unknown field, a bad value, a field named twice or a
+// combination Validate() refuses is InvalidArgument naming it.
+Result<TuningConfig> ParseTuning(std::string_view text);
 
 }  // namespace ladder::kernels
