@@ -21,14 +21,17 @@ constexpr SwitchField kSwitchFields[] = {
     {"wide_work_groups", &TuningConfig::wide_work_groups},
     {"split_keys", &TuningConfig::split_keys},
 };
-constexpr std::string_view kFieldNames[] = {
-    "head512",           "bulk_copies",      "merge_in_kernel",  "merge_overlap", "evict_first",
-    "attention_overlap", "merge_in_cluster", "wide_work_groups", "split_keys"};
-static_assert(std::size(kFieldNames) == 1 + std::size(kSwitchFields), "every field named once");
 
 }  // namespace
 
-std::span<const std::string_view> TuningFieldNames() { return kFieldNames; }
+const std::vector<std::string_view>& TuningFieldNames() {
+  static const std::vector<std::string_view> names = [] {
+    std::vector<std::string_view> n = {"head512"};
+    for (const SwitchField& f : kSwitchFields) n.push_back(f.name);
+    return n;
+  }();
+  return names;
+}
 
 Status SetTuningField(TuningConfig* tuning, std::string_view name, std::string_view value) {
   if (name == "head512") {
@@ -41,7 +44,8 @@ Status SetTuningField(TuningConfig* tuning, std::string_view name, std::string_v
     return OkStatus();
   }
   std::string known;
-  for (std::string_view n : kFieldNames) known += (known.empty() ? "" : ", ") + std::string(n);
+  for (std::string_view n : TuningFieldNames())
+    known += (known.empty() ? "" : ", ") + std::string(n);
   return Error(ErrorCode::kInvalidArgument,
                "unknown field '" + std::string(name) + "' (known: " + known + ")");
 }

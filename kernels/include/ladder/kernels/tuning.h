@@ -12,9 +12,9 @@
 // Every field is ignored by the CPU backend.
 #pragma once
 
-#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "ladder/kernels/result.h"
 
@@ -109,7 +109,8 @@ Result<Head512Kernel> ParseHead512Kernel(std::string_view s);
 Result<Switch> ParseSwitch(std::string_view s);
 // TuningConfig's fields by the names ToString writes (head512 first, then the switches): the one
 // list the parsers below and the kernel runner's cell parameters use.
-std::span<const std::string_view> TuningFieldNames();
+// (A vector, not a span: the header is also read by the GPU compilers, in C++17.)
+const std::vector<std::string_view>& TuningFieldNames();
 // Sets the field `name` from `value` ("auto" restores its default); InvalidArgument for a name
 // that is no field or a value the field does not take (saying what it takes). No Validate().
 Status SetTuningField(TuningConfig* tuning, std::string_view name, std::string_view value);
