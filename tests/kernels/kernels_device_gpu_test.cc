@@ -61,6 +61,18 @@ struct DeviceProblemCopy {
   }
 };
 
+// Launches `plan` on the default stream, waits, and returns the output's bytes; then fills the
+// output with 0xff, so that a later run that skips a write shows.
+std::vector<unsigned char> RunPlan(const DeviceProblemCopy& d, const lk::DeviceAttentionArgs& args,
+                                   const lk::DeviceAttentionPlan& plan, const DeviceCopy& ws) {
+  EXPECT_TRUE(lk::LaunchDeviceAttention(lk::Backend::kCuda, args, plan, nullptr, ws.p, ws.n).ok());
+  std::vector<unsigned char> got(d.out.n);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(got.data(), d.out.p, got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(cudaMemset(d.out.p, 0xff, got.size()), cudaSuccess);
+  return got;
+}
+
 struct Case {
   const char* name;
   int q_heads, kv_heads, head_dim, window;
@@ -358,15 +370,7 @@ TEST(DeviceEntryMerge, SlidingLayersMergeInTheirClustersByDefault) {
       EXPECT_EQ(reference->info.grid.find("merge in cluster"), std::string::npos);
 
       DeviceCopy ws(nullptr, std::max(plan->workspace_bytes, reference->workspace_bytes));
-      auto run = [&](const lk::DeviceAttentionPlan& pl) {
-        EXPECT_TRUE(
-            lk::LaunchDeviceAttention(lk::Backend::kCuda, args, pl, nullptr, ws.p, ws.n).ok());
-        std::vector<unsigned char> got(p.q.bytes());
-        EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-        EXPECT_EQ(cudaMemcpy(got.data(), d.out.p, got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
-        EXPECT_EQ(cudaMemset(d.out.p, 0xff, got.size()), cudaSuccess);
-        return got;
-      };
+      auto run = [&](const lk::DeviceAttentionPlan& pl) { return RunPlan(d, args, pl, ws); };
       EXPECT_TRUE(run(*plan) == run(*reference)) << plan->info.grid;
     }
   }
@@ -416,15 +420,7 @@ TEST(DeviceEntryWidth, Head256WidensAfterTheSplitUpTo16KKeys) {
       ASSERT_TRUE(same.ok()) << same.error().ToString();
       EXPECT_EQ(same->info.grid, plan->info.grid);
       DeviceCopy ws(nullptr, std::max(plan->workspace_bytes, same->workspace_bytes));
-      auto run = [&](const lk::DeviceAttentionPlan& pl) {
-        EXPECT_TRUE(
-            lk::LaunchDeviceAttention(lk::Backend::kCuda, args, pl, nullptr, ws.p, ws.n).ok());
-        std::vector<unsigned char> got(p.q.bytes());
-        EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-        EXPECT_EQ(cudaMemcpy(got.data(), d.out.p, got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
-        EXPECT_EQ(cudaMemset(d.out.p, 0xff, got.size()), cudaSuccess);
-        return got;
-      };
+      auto run = [&](const lk::DeviceAttentionPlan& pl) { return RunPlan(d, args, pl, ws); };
       EXPECT_TRUE(run(*plan) == run(*same)) << plan->info.grid;
     }
   }

@@ -155,6 +155,16 @@ int ClustersAtOnce(void (*fn)(KernelParams), int threads, size_t smem, int size)
 }
 #endif
 
+// Sets k->ctas_per_sm once, where its shared-memory limit was set (MakePlan compares the two
+// generic widths'; the policy splits for it): a refusal leaves 0, which never matches.
+void AskResidency(KernelEntry* k) {
+  if (k->attr == rt::kSuccess &&
+      rt::Occupancy(&k->ctas_per_sm, k->fn, k->threads, k->smem) != rt::kSuccess) {
+    k->ctas_per_sm = 0;
+    (void)rt::GetLastError();
+  }
+}
+
 template <class E, int D, int BM, bool kWide>
 const KernelEntry& GenericEntry() {
   using C = Cfg<D>;
@@ -172,12 +182,7 @@ const KernelEntry& GenericEntry() {
     k.tile = TN;
     k.smem = Sh::kSmemBytes;
     k.attr = rt::SetMaxDynamicSmem(k.fn, static_cast<int>(Sh::kSmemBytes));
-    // Asked once (MakePlan compares the two widths'); a refusal leaves 0, which never matches.
-    if (k.attr == rt::kSuccess &&
-        rt::Occupancy(&k.ctas_per_sm, k.fn, k.threads, k.smem) != rt::kSuccess) {
-      k.ctas_per_sm = 0;
-      (void)rt::GetLastError();
-    }
+    AskResidency(&k);
 #if !defined(LADDER_KERNELS_HIP) && defined(LADDER_KERNELS_SM90A)
     // Once per process, like the team kernels' occupancy; only the sm_90a machine code has the
     // cluster merge (elsewhere it traps), so only a compute capability 9.0 device asks.
@@ -244,11 +249,7 @@ const KernelEntry& SplitKeysEntry() {
     k.tile = Sh::kTile;
     k.smem = Sh::kSmemBytes;
     k.attr = rt::SetMaxDynamicSmem(k.fn, static_cast<int>(Sh::kSmemBytes));
-    if (k.attr == rt::kSuccess &&
-        rt::Occupancy(&k.ctas_per_sm, k.fn, k.threads, k.smem) != rt::kSuccess) {
-      k.ctas_per_sm = 0;
-      (void)rt::GetLastError();
-    }
+    AskResidency(&k);
     return k;
   }();
   return e;
