@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Formats every C++, CUDA and HIP source under git with the repository's .clang-format
-# (clang-format 14, installed by scripts/setup-debian.sh).
+# Formats every C++, CUDA and HIP source under git, new files not yet added included (unless
+# ignored), with the repository's .clang-format (clang-format 14, installed by
+# scripts/setup-debian.sh).
 #   scripts/format.sh          # rewrite files in place
 #   scripts/format.sh --check  # list the files that differ and exit 1 (nothing is written)
 set -euo pipefail
@@ -10,7 +11,7 @@ if [[ -z "$format" ]]; then
   echo "clang-format not found: run scripts/setup-debian.sh" >&2
   exit 77  # ctest's skip code (tests/CMakeLists.txt: format.check)
 fi
-mapfile -t files < <(git ls-files '*.cc' '*.h' '*.cu' '*.cuh' '*.hip' | grep -v '^tests/report/node_modules/')
+mapfile -t files < <(git ls-files --cached --others --exclude-standard '*.cc' '*.h' '*.cu' '*.cuh' '*.hip' | grep -v '^tests/report/node_modules/')
 if [[ "${1:-}" == --check ]]; then
   differ=0
   for f in "${files[@]}"; do
