@@ -42,7 +42,8 @@ void AddKernelsCommand(CLI::App& app) {
     struct Flags {
       std::string backend = "cpu", presets = "tiny", depths = "256,1024,4096", rows = "1,2,4",
                   policies = "2d,3d", dtype, tuning;
-      int seqs = 1, block_size = 16, warmup = 2, repeats = 10, graph_calls = 20, cpu_threads = 1;
+      int seqs = 1, block_size = 16, warmup = 2, repeats = 10, graph_calls = 20, cpu_threads = 1,
+          segments = 0;
       bool flush_l2 = false, json = false, graph = false;
     };
     auto flags = std::make_shared<Flags>();
@@ -76,10 +77,16 @@ void AddKernelsCommand(CLI::App& app) {
                     "threads per call on the cpu backend (one keeps other work on a small "
                     "machine out of most timings)")
         ->capture_default_str();
+    cmd->add_option("--segments", flags->segments,
+                    "force the 3D path's segment count (default: the policy's, from the SM count "
+                    "and the depth); a sweep of it with --policy 3d shows where the policy's "
+                    "choice sits")
+        ->check(CLI::Range(1, 4096));
     cmd->add_option("--tuning", flags->tuning, kTuningHelp);
     cmd->add_flag("--json", flags->json, "print JSON");
     cmd->callback([flags] {
       kernels::SweepOptions options;
+      options.config.force_segments = flags->segments;
       options.tuning = OrFail(kernels::ParseTuning(flags->tuning), "--tuning");
       options.backend = OrFail(kernels::ParseBackend(flags->backend), "--backend");
       options.presets = SplitCsv(flags->presets);

@@ -12,6 +12,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "commands.h"
+#include "exit_codes.h"
 #include "ladder/build_info.h"
 
 namespace ladder::cli {
@@ -102,8 +103,14 @@ int main(int argc, char** argv) {
   ladder::cli::AddTokenCommands(app);
   try {
     app.parse(argc, argv);
+  } catch (const CLI::RuntimeError& e) {
+    return app.exit(e);  // a command's own ExitWith: its code is already ladder's
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version end here with 0. Every other parse error (an unknown flag, a value
+    // that does not convert or is out of range, a missing argument) is bad input: the README's
+    // exit code 2, not CLI11's own 1xx codes, so that scripts can branch on one number.
+    const int cli11_code = app.exit(e);
+    return cli11_code == 0 ? 0 : static_cast<int>(ladder::cli::ExitCode::kBadInput);
   }
   return 0;
 }

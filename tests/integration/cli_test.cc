@@ -180,5 +180,44 @@ TEST(Cli, KernelsBenchTakesATuningAndRefusesABadOne) {
   EXPECT_NE(check.err.find("two different kernels"), std::string::npos) << check.err;
 }
 
+// --segments forces the 3D split the policy would choose (the sweeps in docs/performance.md), and
+// a count the GPU backends cannot launch is refused before anything runs.
+TEST(Cli, KernelsBenchForcesTheSegmentCount) {
+  auto result = RunCommand({LadderBinary(), "kernels", "bench", "--backend", "cpu", "--depths",
+                            "1024", "--rows", "1", "--policy", "3d", "--warmup", "1", "--repeats",
+                            "2", "--segments", "5", "--json"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  auto points = nlohmann::json::parse(result.out);
+  ASSERT_EQ(points.size(), 1u);
+  EXPECT_EQ(points[0]["path"], "3D");
+  EXPECT_EQ(points[0]["segments"], 5);
+  for (const char* bad : {"0", "4097", "many"}) {
+    auto refused =
+        RunCommand({LadderBinary(), "kernels", "bench", "--backend", "cpu", "--segments", bad});
+    EXPECT_EQ(refused.exit_code, 2) << bad;
+    EXPECT_NE(refused.err.find("--segments"), std::string::npos) << refused.err;
+  }
+}
+
+// A flag the parser refuses is bad input, exit code 2 as the README promises (not the parser
+// library's own codes); --help still exits 0.
+TEST(Cli, ParseErrorsAreBadInput) {
+  const std::vector<std::vector<std::string>> refused = {
+      {"kernels", "bench", "--warmup", "abc"},      // does not convert
+      {"kernels", "bench", "--no-such-flag"},       // unknown flag
+      {"--log-level", "loud", "kernels", "check"},  // not a member
+      {"validate"},                                 // missing argument
+  };
+  for (const auto& args : refused) {
+    std::vector<std::string> argv = {LadderBinary()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto result = RunCommand(argv);
+    EXPECT_EQ(result.exit_code, 2) << args[0] << " " << args.back() << ": " << result.err;
+    EXPECT_FALSE(result.err.empty()) << args.back();
+  }
+  EXPECT_EQ(RunCommand({LadderBinary(), "kernels", "bench", "--help"}).exit_code, 0);
+  EXPECT_EQ(RunCommand({LadderBinary(), "--version"}).exit_code, 0);
+}
+
 }  // namespace
 }  // namespace ladder::testing
