@@ -180,8 +180,8 @@ TEST(Cli, KernelsBenchTakesATuningAndRefusesABadOne) {
   EXPECT_NE(check.err.find("two different kernels"), std::string::npos) << check.err;
 }
 
-// --segments replaces the policy's segment count on the 3D path (the sweeps in docs/performance.md),
-// and a count the GPU backends cannot launch is refused before anything runs.
+// --segments replaces the policy's segment count on the 3D path (the sweeps in
+// docs/performance.md), and a count the GPU backends cannot launch is refused before anything runs.
 TEST(Cli, KernelsBenchForcesTheSegmentCount) {
   auto result = RunCommand({LadderBinary(), "kernels", "bench", "--backend", "cpu", "--depths",
                             "1024", "--rows", "1", "--policy", "3d", "--warmup", "1", "--repeats",
