@@ -411,7 +411,6 @@ Result<RunInfo> RunOnGpu(Backend backend, const HostProblem& p, const RunOptions
   LADDER_K_ASSIGN_OR_RETURN(DeviceAttentionPlan plan, PlanDeviceAttention(backend, args, options));
   LADDER_K_ASSIGN_OR_RETURN(DeviceBuffer ws,
                             DeviceBuffer::Alloc(std::max<size_t>(plan.workspace_bytes, 16)));
-  LADDER_K_TRY(ZeroDeviceWorkspace(backend, ws.get(), ws.size(), nullptr));
   LADDER_K_TRY(LaunchDeviceAttention(backend, args, plan, nullptr, ws.get(), ws.size()));
   LADDER_K_TRY(gpu::Synchronize());
   LADDER_K_TRY(gpu::CopyToHost(out->data(), o.get(), out->bytes()));

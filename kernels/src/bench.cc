@@ -221,8 +221,6 @@ Result<BenchResult> RunGpuPoint(const BenchPoint& pt) {
                             gpu::MakePlan(dp, dec.path, dec.segments, pt.tuning));
   const size_t ws_bytes = gpu::WorkspaceBytes(dp, plan);
   LADDER_K_ASSIGN_OR_RETURN(DeviceBuffer ws, DeviceBuffer::Alloc(std::max<size_t>(ws_bytes, 16)));
-  LADDER_K_TRY(gpu::ZeroAsync(ws.get(), std::min(ws_bytes, kDeviceWorkspaceCounterBytes), nullptr));
-  LADDER_K_TRY(gpu::Synchronize());  // (graph timing runs on a stream of its own)
   DeviceBuffer flush;
   if (pt.flush_l2) {
     LADDER_K_ASSIGN_OR_RETURN(flush,

@@ -165,26 +165,17 @@ Status LaunchDeviceAttention(Backend backend, const DeviceAttentionArgs& args,
   return gpu::Launch(dp, launch, workspace, workspace_bytes, stream);
 }
 
-Status ZeroDeviceWorkspace(Backend backend, void* workspace, size_t bytes, void* stream) {
-  LADDER_K_TRY(CheckBackend(backend));
-  if (bytes > 0 && workspace == nullptr)
-    return Error(ErrorCode::kInvalidArgument, "device attention: null workspace to zero");
-  return gpu::ZeroAsync(workspace, std::min(bytes, kDeviceWorkspaceCounterBytes), stream);
-}
-
 size_t MaxDeviceWorkspaceBytes(const AttentionShape& shape, int max_tokens,
                                const PolicyConfig& config) {
   const size_t segments =
       config.force_segments > 0 ? config.force_segments : std::max(1, config.max_segments);
   const size_t tokens = std::max(0, max_tokens);
-  // Bounds gpu::WorkspaceBytes: the arrival counters, a head_dim fp32 accumulator plus max and
-  // sum per slot, then the merge flags of the merge inside the kernel, 8 bytes per work group
-  // (at most one (sequence, query block) per query row).
-  if (tokens == 0) return 0;
+  // Bounds gpu::WorkspaceBytes: a head_dim fp32 accumulator plus max and sum per slot, then the
+  // merge flags of the merge inside the kernel, 8 bytes per work group (at most one
+  // (sequence, query block) per query row).
   const size_t slots = tokens * std::max(0, shape.q_heads) * segments;
   const size_t work_groups = tokens * std::max(0, shape.kv_heads) * segments;
-  return kDeviceWorkspaceCounterBytes +
-         slots * static_cast<size_t>(std::max(0, shape.head_dim)) * 4 + 2 * slots * 4 +
+  return slots * static_cast<size_t>(std::max(0, shape.head_dim)) * 4 + 2 * slots * 4 +
          8 * work_groups;
 }
 

@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "ladder/kernels/attention.h"
-#include "ladder/kernels/device_attention.h"
 #include "ladder/kernels/result.h"
 #include "ladder/kernels/tuning.h"
 
@@ -52,8 +51,6 @@ class DeviceBuffer {
 
 Status CopyToDevice(void* dst, const void* src, size_t bytes);
 Status CopyToHost(void* dst, const void* src, size_t bytes);
-// Zeroes `bytes` at `dst` on `stream` (nullptr: the default stream), asynchronously.
-Status ZeroAsync(void* dst, size_t bytes, void* stream);
 // Fills `numel` elements of `dtype` with internal::HashToValue(seed, i) * scale.
 Status FillRandom(void* dst, size_t numel, DType dtype, uint64_t seed, float scale);
 
@@ -89,9 +86,6 @@ struct LaunchPlan {
   // 3D with the generic kernel: each (query block, KV head)'s segments run as one cluster and
   // merge in it (TuningConfig::merge_in_cluster), no merge kernel.
   bool merge_in_cluster = false;
-  // 3D with the split-keys kernel: the last work group of each (query block, KV head) to finish
-  // merges its segments (KernelParams::arrivals), no merge kernel.
-  bool merge_on_arrival = false;
   // The attention kernel by programmatic dependent launch (not the cooperative one).
   bool attention_overlap = false;
   bool evict_first = false;  // K/V copies under an L2 evict-first policy
@@ -101,13 +95,8 @@ struct LaunchPlan {
 // has none: see TuningConfig) and decides everything else the launch needs.
 Result<LaunchPlan> MakePlan(const DeviceProblem& p, Path path, int segments,
                             const TuningConfig& tuning);
-// The merge on last arrival's counters, one per (query block, KV head) of a call: the first
-// kArrivalCounterBytes of every 3D workspace, whatever the plan, so that calls of any shape can
-// share one workspace and find them at rest (zero; see kDeviceWorkspaceCounterBytes).
-constexpr long long kArrivalCounters = kDeviceWorkspaceCounterBytes / sizeof(unsigned int);
-constexpr size_t kArrivalCounterBytes = kDeviceWorkspaceCounterBytes;
-// Bytes of caller-owned workspace the 3D path needs (0 for 2D): the arrival counters, then per
-// query token x q head x segment a head_dim fp32 accumulator plus max and sum.
+// Bytes of caller-owned workspace the 3D path needs (0 for 2D): per query token x q head x
+// segment, a head_dim fp32 accumulator plus max and sum.
 size_t WorkspaceBytes(const DeviceProblem& p, const LaunchPlan& plan);
 // Enqueues the kernels on `stream` (a cudaStream_t / hipStream_t; nullptr: the default
 // stream); never allocates, copies or synchronizes.

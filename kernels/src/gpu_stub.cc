@@ -24,7 +24,6 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
 DeviceBuffer::~DeviceBuffer() = default;
 Status CopyToDevice(void*, const void*, size_t) { return NoGpu(); }
 Status CopyToHost(void*, const void*, size_t) { return NoGpu(); }
-Status ZeroAsync(void*, size_t, void*) { return NoGpu(); }
 Status FillRandom(void*, size_t, DType, uint64_t, float) { return NoGpu(); }
 Result<LaunchPlan> MakePlan(const DeviceProblem&, Path, int, const TuningConfig&) {
   return NoGpu();

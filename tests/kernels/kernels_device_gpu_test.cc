@@ -17,8 +17,7 @@ namespace lk = ladder::kernels;
 
 namespace {
 
-// Move-only device copy of a host buffer; zeroed where there is none (a workspace's counters
-// must start at zero: LaunchDeviceAttention).
+// Move-only device copy of a host buffer.
 struct DeviceCopy {
   void* p = nullptr;
   size_t n = 0;
@@ -26,7 +25,6 @@ struct DeviceCopy {
     EXPECT_EQ(cudaMalloc(&p, std::max<size_t>(bytes, 16)), cudaSuccess);
     if (src != nullptr && bytes > 0)
       EXPECT_EQ(cudaMemcpy(p, src, bytes, cudaMemcpyHostToDevice), cudaSuccess);
-    if (src == nullptr) EXPECT_EQ(cudaMemset(p, 0, std::max<size_t>(bytes, 16)), cudaSuccess);
   }
   DeviceCopy(const DeviceCopy&) = delete;
   DeviceCopy& operator=(const DeviceCopy&) = delete;
@@ -321,130 +319,9 @@ TEST(DeviceEntryMerge, ClusterMergeGivesTheMergeKernelsBits) {
   EXPECT_GE(merged_in_cluster, 4 * 4 * 3);
 }
 
-// The split-keys kernel's merge on last arrival (merge_in_kernel=auto): the work group that
-// completes its (query block, KV head)'s count merges the segments, with the merge kernel's
-// bits (merge_in_kernel=off), on a plain stream and in graph replays. One workspace serves every
-// call of every shape, its counters zeroed once (ZeroDeviceWorkspace) and the rest of it left
-// dirty: each call must leave the counters at zero for the next. Where the plan does not take
-// it (more than 16 segments; more than 4 score columns at head 256, 8 at head 128) the grid
-// says the merge kernel runs.
-TEST(DeviceEntryMerge, SplitKeysMergeOnLastArrivalGivesTheMergeKernelsBits) {
-  if (!lk::BackendAvailable(lk::Backend::kCuda)) GTEST_SKIP() << "no CUDA device";
-  struct Shape {
-    int q_heads, kv_heads, head_dim, window;
-    std::vector<lk::SeqSpec> seqs;
-  };
-  const std::vector<Shape> shapes = {
-      {32, 16, 256, 0, {{1, 3000}}},
-      {32, 16, 256, 0, {{2, 1040}}},
-      {32, 16, 256, 1024, {{1, 9000}}},
-      {32, 16, 256, 0, {{1, 700}, {1, 5000}, {2, 2100}}},  // three sequences: 3 x 16 counters
-      {64, 8, 128, 0, {{1, 5000}}},
-      {64, 8, 128, 0, {{2, 5000}}},  // 16 columns: the merge kernel
-  };
-  const std::vector<int> split = {2, 5, 16, 24};
-  lk::PolicyConfig widest;
-  widest.force_segments = 24;
-  size_t ws_bytes = 0;
-  for (const Shape& sh : shapes) {
-    lk::AttentionShape shape;
-    shape.q_heads = sh.q_heads, shape.kv_heads = sh.kv_heads, shape.head_dim = sh.head_dim;
-    int tokens = 0;
-    for (const lk::SeqSpec& s : sh.seqs) tokens += s.q_len;
-    ws_bytes = std::max(ws_bytes, lk::MaxDeviceWorkspaceBytes(shape, tokens, widest));
-  }
-  DeviceCopy ws(nullptr, ws_bytes);
-  ASSERT_EQ(cudaMemset(ws.p, 0xa5, ws.n), cudaSuccess);  // dirty: only the counters must be zero
-  ASSERT_TRUE(lk::ZeroDeviceWorkspace(lk::Backend::kCuda, ws.p, ws.n, nullptr).ok());
-  cudaStream_t stream = nullptr;
-  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
-  int merged_on_arrival = 0;
-  for (const Shape& sh : shapes) {
-    for (int segments : split) {
-      int tokens = 0;
-      for (const lk::SeqSpec& s : sh.seqs) tokens += s.q_len;
-      SCOPED_TRACE("head " + std::to_string(sh.head_dim) + ", " + std::to_string(sh.seqs.size()) +
-                   " sequences, " + std::to_string(tokens) + " rows, " + std::to_string(segments) +
-                   " segments");
-      lk::AttentionShape shape;
-      shape.q_heads = sh.q_heads, shape.kv_heads = sh.kv_heads, shape.head_dim = sh.head_dim;
-      shape.window = sh.window;
-      auto problem = lk::MakeProblem(shape, sh.seqs, 31 + segments);
-      ASSERT_TRUE(problem.ok()) << problem.error().ToString();
-      const lk::HostProblem& p = *problem;
-      DeviceProblemCopy d(p);
-      const lk::DeviceAttentionArgs args = d.Args(p);
-      lk::RunOptions arrival, kernel;
-      arrival.policy = kernel.policy = lk::Policy::kForce3D;
-      arrival.config.force_segments = kernel.config.force_segments = segments;
-      arrival.tuning.split_keys = kernel.tuning.split_keys = lk::Switch::kOn;
-      kernel.tuning.merge_in_kernel = lk::Switch::kOff;
-      auto arrival_plan = lk::PlanDeviceAttention(lk::Backend::kCuda, args, arrival);
-      auto kernel_plan = lk::PlanDeviceAttention(lk::Backend::kCuda, args, kernel);
-      ASSERT_TRUE(arrival_plan.ok()) << arrival_plan.error().ToString();
-      ASSERT_TRUE(kernel_plan.ok()) << kernel_plan.error().ToString();
-      ASSERT_LE(arrival_plan->workspace_bytes, ws.n);
-      int rows = 0;
-      for (const lk::SeqSpec& s : sh.seqs) rows = std::max(rows, s.q_len);
-      const int columns = rows * sh.q_heads / sh.kv_heads;
-      const bool expected = segments <= 16 && columns * sh.head_dim <= 1024;
-      const bool on_arrival =
-          arrival_plan->info.grid.find("merge on last arrival") != std::string::npos;
-      EXPECT_EQ(on_arrival, expected) << arrival_plan->info.grid;
-      EXPECT_EQ(kernel_plan->info.grid.find("last arrival"), std::string::npos);
-      merged_on_arrival += on_arrival;
-
-      auto run = [&](const lk::DeviceAttentionPlan& plan) {
-        EXPECT_TRUE(
-            lk::LaunchDeviceAttention(lk::Backend::kCuda, args, plan, stream, ws.p, ws.n).ok());
-        std::vector<unsigned char> got(p.q.bytes());
-        EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
-        EXPECT_EQ(cudaMemcpy(got.data(), d.out.p, got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
-        EXPECT_EQ(cudaMemset(d.out.p, 0xff, got.size()), cudaSuccess);  // a skipped write shows
-        return got;
-      };
-      const std::vector<unsigned char> expected_bits = run(*kernel_plan);
-      for (int i = 0; i < 3; ++i)
-        EXPECT_TRUE(run(*arrival_plan) == expected_bits) << "launch " << i;
-      cudaGraph_t graph = nullptr;
-      cudaGraphExec_t exec = nullptr;
-      ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
-      bool captured = true;
-      for (int i = 0; i < 3; ++i)
-        captured = captured && lk::LaunchDeviceAttention(lk::Backend::kCuda, args, *arrival_plan,
-                                                         stream, ws.p, ws.n)
-                                   .ok();
-      ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
-      ASSERT_TRUE(captured);
-      ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
-      for (int i = 0; i < 3; ++i) {
-        ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
-        std::vector<unsigned char> got(p.q.bytes());
-        ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
-        ASSERT_EQ(cudaMemcpy(got.data(), d.out.p, got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
-        EXPECT_TRUE(got == expected_bits) << "graph replay " << i;
-        ASSERT_EQ(cudaMemset(d.out.p, 0xff, got.size()), cudaSuccess);
-      }
-      cudaGraphExecDestroy(exec);
-      cudaGraphDestroy(graph);
-      // Every counter back at rest.
-      std::vector<unsigned int> counters(lk::kDeviceWorkspaceCounterBytes / sizeof(unsigned int));
-      ASSERT_EQ(cudaMemcpy(counters.data(), ws.p, lk::kDeviceWorkspaceCounterBytes,
-                           cudaMemcpyDeviceToHost),
-                cudaSuccess);
-      size_t nonzero = 0;
-      for (unsigned int c : counters) nonzero += c != 0;
-      EXPECT_EQ(nonzero, 0u) << "counters left off zero";
-    }
-  }
-  cudaStreamDestroy(stream);
-  EXPECT_EQ(merged_on_arrival, 3 * 4 + 3);  // head 256's four shapes and head 128's one row
-}
-
 // A sliding layer's call by default (policy auto, tuning auto): the split counts the window's
 // 32-key tiles (one row: 32 tiles, 16 segments; more: 33 tiles, 11 segments of 3). At one and
-// two rows (2 and 4 score columns) the split-keys kernel runs, its last work group to arrive
-// merging, with the bits of the merge kernel (merge_in_kernel=off); at five
+// two rows (2 and 4 score columns) the split-keys kernel runs, with the merge kernel; at five
 // the generic kernel's segments merge in their clusters on compute capability 9.0, with the bits
 // of merge_in_cluster=off at the same kernel. The same split at 8K and 20K: a window's call does
 // not grow with the depth. (The counts are an H200's, 132 SMs; elsewhere the bits and the
@@ -475,7 +352,6 @@ TEST(DeviceEntryMerge, SlidingLayersMergeInTheirClustersByDefault) {
       const bool wide = plan->info.grid.find("(256 thr") != std::string::npos;
       const bool split = plan->info.grid.find("split keys") != std::string::npos;
       merge_kernel.tuning.merge_in_cluster = lk::Switch::kOff;
-      merge_kernel.tuning.merge_in_kernel = lk::Switch::kOff;
       merge_kernel.tuning.wide_work_groups = wide ? lk::Switch::kOn : lk::Switch::kOff;
       merge_kernel.tuning.split_keys = split ? lk::Switch::kOn : lk::Switch::kOff;
       auto reference = lk::PlanDeviceAttention(lk::Backend::kCuda, args, merge_kernel);
@@ -491,11 +367,7 @@ TEST(DeviceEntryMerge, SlidingLayersMergeInTheirClustersByDefault) {
         EXPECT_EQ(in_cluster, rows == 5) << plan->info.grid;
         EXPECT_EQ(split, rows <= 2) << plan->info.grid;
       }
-      if (split)
-        EXPECT_NE(plan->info.grid.find("merge on last arrival"), std::string::npos)
-            << plan->info.grid;
       EXPECT_EQ(reference->info.grid.find("merge in cluster"), std::string::npos);
-      EXPECT_EQ(reference->info.grid.find("last arrival"), std::string::npos);
 
       DeviceCopy ws(nullptr, std::max(plan->workspace_bytes, reference->workspace_bytes));
       auto run = [&](const lk::DeviceAttentionPlan& pl) { return RunPlan(d, args, pl, ws); };

@@ -432,9 +432,6 @@ class CudaModel final : public Model {
       }
     }
     ASSIGN_OR_RETURN(workspace_, DeviceMemory::Alloc(ws));
-    // (Its counters zero before the first launch: see LaunchDeviceAttention.)
-    SYN_CUDA(cudaMemsetAsync(workspace_.get(), 0,
-                             std::min(ws, kernels::kDeviceWorkspaceCounterBytes), stream_));
     return absl::OkStatus();
   }
 

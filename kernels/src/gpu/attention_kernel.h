@@ -49,11 +49,6 @@ struct KernelParams {
   int merge_in_kernel;
   unsigned long long* merge_flags;  // [seq x qblock x kv head][segments]
   unsigned long long epoch;
-  // The merge on last arrival (3D, split-keys kernel; nullptr: the merge kernel merges): one
-  // counter per (seq x qblock, kv head), zero at rest. Each work group counts itself in once its
-  // partials are written; the one that completes the count merges its group's partials and sets
-  // the counter back to zero, so graph replays need no host work (gpu_api.h, WorkspaceBytes).
-  unsigned int* arrivals;
 };
 
 // What one work group covers: (sequence, query block, KV head, segment) from the grid, and the

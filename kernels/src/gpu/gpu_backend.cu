@@ -111,7 +111,6 @@ struct KernelEntry {
       false;                // can merge its 3D partials itself (KernelParams::merge_in_kernel)
   int merge_units = 0;      // ... taking at most this many (column, 128 dims) units per work group
   int resident_per_sm = 0;  // (merges_in_kernel) work groups per SM at once, asked once
-  bool merges_on_arrival = false;      // the split-keys kernel: KernelParams::arrivals
   rt::Error occupancy = rt::kSuccess;  // asking resident_per_sm
   // The generic kernel whose segments merge in their cluster (CUDA, sm_90 machine code), and
   // for each cluster size 2..kClusterMergeMaxSegments how many such clusters the device runs at
@@ -245,7 +244,6 @@ const KernelEntry& SplitKeysEntry() {
     KernelEntry k;
     k.fn = &SplitKeysAttentionKernel<E, D, NN>;
     k.name = "split keys";
-    k.merges_on_arrival = true;
     k.threads = Sh::kThreads;
     k.stages = Sh::kStages;
     k.tile = Sh::kTile;
@@ -541,22 +539,6 @@ Result<bool> MergesInKernel(const KernelEntry& e, long long items, long long uni
 #endif
 }
 
-// Whether the split-keys kernel `e` merges its partials on last arrival (merge_in_kernel on or
-// auto; CUDA): where each thread of the merging work group then takes at most two outputs of 4
-// dims (score columns x head dim <= 1024: the kernel's own range under split_keys=auto), at most
-// kArrivalMaxSegments segments, and the (query block, KV head) counters fit the workspace's.
-bool MergesOnArrival(const KernelEntry& e, int score_cols, int head_dim, long long counters,
-                     int segments, const TuningConfig& tuning) {
-#if defined(LADDER_KERNELS_HIP)
-  (void)e, (void)score_cols, (void)head_dim, (void)counters, (void)segments, (void)tuning;
-  return false;
-#else
-  return e.merges_on_arrival && tuning.merge_in_kernel != Switch::kOff && segments >= 2 &&
-         segments <= kArrivalMaxSegments && score_cols * head_dim <= 1024 &&
-         counters <= kArrivalCounters;
-#endif
-}
-
 // Whether a call asks for the cluster merge: merge_in_cluster=on, or auto for a sliding-window
 // layer. A window bounds the keys every call reads, so at any depth the call is as short as at
 // the window's and its time is fixed cost, of which the merge kernel's launch and grid
@@ -756,11 +738,6 @@ Status CopyToHost(void* dst, const void* src, size_t bytes) {
   return OkStatus();
 }
 
-Status ZeroAsync(void* dst, size_t bytes, void* stream) {
-  if (bytes) LADDER_GPU_CALL(rt::MemsetOn(dst, 0, bytes, static_cast<rt::Stream>(stream)));
-  return OkStatus();
-}
-
 Status FillRandom(void* dst, size_t numel, DType dtype, uint64_t seed, float scale) {
   const int blocks = static_cast<int>(std::min<size_t>((numel + 255) / 256, 65536));
   if (dtype == DType::kBF16)
@@ -795,8 +772,6 @@ Result<LaunchPlan> MakePlan(const DeviceProblem& p, Path path, int segments,
   if (path == Path::k3D) {
     LADDER_K_ASSIGN_OR_RETURN(plan.merge_in_kernel,
                               MergesInKernel(*e, items, units, plan.segments, tuning));
-    plan.merge_on_arrival = MergesOnArrival(*e, g.score_cols, p.shape.head_dim,
-                                            items / plan.segments, plan.segments, tuning);
     plan.merge_in_cluster = !plan.merge_in_kernel && MergesInCluster(*e, p.shape, plan.segments,
                                                                      items / plan.segments, tuning);
     if (e->generic && !plan.merge_in_cluster && WidensAfterSplit(p, tuning)) {
@@ -834,8 +809,6 @@ Result<LaunchPlan> MakePlan(const DeviceProblem& p, Path path, int segments,
     }
     if (plan.merge_in_kernel)
       merge = " + merge in kernel";
-    else if (plan.merge_on_arrival)
-      merge = " + merge on last arrival";
     else if (plan.merge_in_cluster)
       merge = " + merge in cluster" + cluster_note;
     else
@@ -850,8 +823,7 @@ Result<LaunchPlan> MakePlan(const DeviceProblem& p, Path path, int segments,
   return plan;
 }
 
-// Bytes of the 3D partials, after the arrival counters; the merge flags (8-byte aligned:
-// head_dim is even) follow them.
+// Bytes of the 3D partials; the merge flags (8-byte aligned: head_dim is even) follow them.
 size_t PartialBytes(const DeviceProblem& p, const LaunchPlan& plan) {
   const size_t slots = static_cast<size_t>(p.num_tokens) * p.shape.q_heads * plan.segments;
   return slots * p.shape.head_dim * 4 + 2 * slots * 4;
@@ -864,7 +836,7 @@ size_t MergeFlagBytes(const DeviceProblem& p, const LaunchPlan& plan) {
 
 size_t WorkspaceBytes(const DeviceProblem& p, const LaunchPlan& plan) {
   if (plan.path != Path::k3D) return 0;
-  return kArrivalCounterBytes + PartialBytes(p, plan) + MergeFlagBytes(p, plan);
+  return PartialBytes(p, plan) + MergeFlagBytes(p, plan);
 }
 
 namespace {
@@ -926,7 +898,7 @@ Status Launch(const DeviceProblem& p, const LaunchPlan& plan, void* workspace,
 
   if (kp.write_partial) {
     const size_t slots = static_cast<size_t>(p.num_tokens) * p.shape.q_heads * plan.segments;
-    kp.seg_acc = reinterpret_cast<float*>(static_cast<char*>(workspace) + kArrivalCounterBytes);
+    kp.seg_acc = static_cast<float*>(workspace);
     kp.seg_max = kp.seg_acc + slots * p.shape.head_dim;
     kp.seg_sum = kp.seg_max + slots;
   }
@@ -943,8 +915,8 @@ Status Launch(const DeviceProblem& p, const LaunchPlan& plan, void* workspace,
   if (plan.merge_in_kernel && kp.write_partial && capture == cudaStreamCaptureStatusNone) {
     static std::atomic<unsigned long long> epochs{0};
     kp.merge_in_kernel = 1;
-    kp.merge_flags = reinterpret_cast<unsigned long long*>(
-        static_cast<char*>(workspace) + kArrivalCounterBytes + PartialBytes(p, plan));
+    kp.merge_flags = reinterpret_cast<unsigned long long*>(static_cast<char*>(workspace) +
+                                                           PartialBytes(p, plan));
     kp.epoch = ++epochs;
     cudaLaunchAttribute cooperative{};
     cooperative.id = cudaLaunchAttributeCooperative;
@@ -956,18 +928,6 @@ Status Launch(const DeviceProblem& p, const LaunchPlan& plan, void* workspace,
     if (err != cudaErrorCooperativeLaunchTooLarge) LADDER_GPU_CALL(err);
     (void)cudaGetLastError();  // clears the refusal just handled
     kp.merge_in_kernel = 0;
-  }
-  if (plan.merge_on_arrival && kp.write_partial) {
-    // The counters: the workspace's first bytes, zero at rest (WorkspaceBytes).
-    kp.arrivals = static_cast<unsigned int*>(workspace);
-    if (plan.attention_overlap) {
-      LADDER_GPU_CALL(LaunchWithAttribute(ProgrammaticSerialization(), grid, dim3(e->threads),
-                                          e->smem, st, e->fn, kp));
-    } else {
-      e->fn<<<grid, e->threads, e->smem, st>>>(kp);
-      LADDER_GPU_CALL(rt::GetLastError());
-    }
-    return OkStatus();
   }
   if (plan.merge_in_cluster && kp.write_partial) {
     // One cluster per (query block, KV head): its segments merge among themselves; nothing

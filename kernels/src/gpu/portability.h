@@ -37,7 +37,6 @@ inline Error CopyD2DAsync(void* d, const void* s, size_t n) {
   return hipMemcpyAsync(d, s, n, hipMemcpyDeviceToDevice, 0);
 }
 inline Error MemsetAsync(void* d, int v, size_t n) { return hipMemsetAsync(d, v, n, 0); }
-inline Error MemsetOn(void* d, int v, size_t n, Stream s) { return hipMemsetAsync(d, v, n, s); }
 inline Error Sync() { return hipDeviceSynchronize(); }
 inline Error DeviceCount(int* n) { return hipGetDeviceCount(n); }
 inline Error GetDevice(int* d) { return hipGetDevice(d); }
@@ -97,7 +96,6 @@ inline Error CopyD2DAsync(void* d, const void* s, size_t n) {
   return cudaMemcpyAsync(d, s, n, cudaMemcpyDeviceToDevice, 0);
 }
 inline Error MemsetAsync(void* d, int v, size_t n) { return cudaMemsetAsync(d, v, n, 0); }
-inline Error MemsetOn(void* d, int v, size_t n, Stream s) { return cudaMemsetAsync(d, v, n, s); }
 inline Error Sync() { return cudaDeviceSynchronize(); }
 inline Error DeviceCount(int* n) { return cudaGetDeviceCount(n); }
 inline Error GetDevice(int* d) { return cudaGetDevice(d); }

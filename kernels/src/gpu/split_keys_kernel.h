@@ -57,57 +57,6 @@ struct SplitKeysShape {
   static_assert(kStages >= 2, "at least two K/V stages");
 };
 
-// The merge on last arrival (KernelParams::arrivals) takes at most this many segments: each
-// thread then loads all of its output's partials at once, one L2 round trip.
-constexpr int kArrivalMaxSegments = 2 * kGroupedMergeGroups;
-
-// The merge on last arrival: the work group that completes its query block's count writes the
-// block's outputs, (column, 4 dims) per thread, each summed as the merge kernel sums it
-// (MergeGroupedUnits: segment s in group s % G, N partials at a time, the groups combined in
-// order), so that the bits are the merge kernel's. Partials are read through L2 (ld.cg): other
-// SMs wrote them.
-template <class E, int D, int NT>
-__device__ void MergeOnArrival(const KernelParams& p, const WorkItem& w) {
-  constexpr int G = kGroupedMergeGroups, N = kGroupedMergePer, S = kArrivalMaxSegments;
-  static_assert(S <= G * N, "one pass of the merge kernel's groups");
-  for (int it = threadIdx.x; it < w.m_rows * (D / 4); it += NT) {
-    const int m = it / (D / 4), d = it % (D / 4) * 4;
-    const size_t head = static_cast<size_t>(w.q_start + w.row0 + m / p.group) * p.q_heads +
-                        w.kvh * p.group + m % p.group;
-    const size_t slot0 = head * p.segments;
-    float ms[S], ls[S];
-    float4 a[S];
-#pragma unroll
-    for (int s = 0; s < S; ++s) {
-      const bool in = s < p.segments;
-      ms[s] = in ? dev::LoadL2(p.seg_max + slot0 + s) : -INFINITY;
-      ls[s] = in ? dev::LoadL2(p.seg_sum + slot0 + s) : 0.0f;
-      a[s] = in ? dev::LoadL2(reinterpret_cast<const float4*>(p.seg_acc + (slot0 + s) * D + d))
-                : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    }
-    float gm[G], gl[G];
-    float4 ga[G];
-#pragma unroll
-    for (int g = 0; g < G; ++g) {
-      float group_m[N], group_l[N];
-      float4 group_a[N];
-#pragma unroll
-      for (int u = 0; u < N; ++u) {
-        const int s = g + u * G;
-        group_m[u] = s < S ? ms[s] : -INFINITY;
-        group_l[u] = s < S ? ls[s] : 0.0f;
-        group_a[u] = s < S ? a[s] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-      }
-      OnlineSum acc;
-      acc.Add(group_m, group_l, group_a);
-      gm[g] = acc.m, gl[g] = acc.den, ga[g] = acc.num;
-    }
-    OnlineSum all;
-    all.Add(gm, gl, ga);
-    *reinterpret_cast<uint2*>(p.out + head * D + d) = all.Packed<E>();
-  }
-}
-
 template <class E, int D, int NN>
 __global__ void __launch_bounds__(SplitKeysShape<D, NN>::kThreads, 2)
     SplitKeysAttentionKernel(KernelParams p) {
@@ -372,19 +321,6 @@ __global__ void __launch_bounds__(SplitKeysShape<D, NN>::kThreads, 2)
           E::FromFloat(den > 0.0f ? num.z / den : 0.0f) |
           (static_cast<uint32_t>(E::FromFloat(den > 0.0f ? num.w / den : 0.0f)) << 16);
       *reinterpret_cast<uint2*>(p.out + head * D + d) = make_uint2(lo2, hi2);
-    }
-  }
-  if (p.write_partial && p.arrivals != nullptr) {
-    // ---- the merge on last arrival: no merge kernel, so nothing waits for this grid to end
-    // and for a second launch (the pattern of the CUDA guide's last-block reduction) --------
-    __threadfence();  // this thread's partials visible device-wide before the count
-    unsigned int* count = p.arrivals + static_cast<size_t>(blockIdx.x) * gridDim.y + blockIdx.y;
-    const bool last = __syncthreads_or(tid == 0 && atomicAdd(count, 1u) ==
-                                                       static_cast<unsigned int>(p.segments) - 1u);
-    if (last) {
-      __threadfence();  // (the other segments' partials, read through L2)
-      MergeOnArrival<E, D, S::kThreads>(p, w);
-      if (tid == 0) *count = 0;  // at rest again for the next call or graph replay
     }
   }
 #else

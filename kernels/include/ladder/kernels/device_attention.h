@@ -50,28 +50,15 @@ struct DeviceAttentionPlan {
 Result<DeviceAttentionPlan> PlanDeviceAttention(Backend backend, const DeviceAttentionArgs& args,
                                                 const RunOptions& options);
 
-// The first bytes of every workspace (where plan.workspace_bytes > 0) are counters that the
-// kernels keep between calls: zero them once after allocating the workspace (cudaMemset /
-// hipMemset, or ZeroDeviceWorkspace), and every launch leaves them zero again. That is what
-// lets the split-keys kernel's last work group merge the segments without a second kernel, and
-// a captured CUDA graph replay with no host work between replays.
-inline constexpr size_t kDeviceWorkspaceCounterBytes = 32768;
-
 // Enqueues `plan` on `stream` (a cudaStream_t or hipStream_t; nullptr: the default stream).
 // `workspace` is device memory of at least plan.workspace_bytes, 128-byte aligned (as every
-// cudaMalloc / hipMalloc allocation is), its first kDeviceWorkspaceCounterBytes zeroed before
-// its first use (above), owned by the caller and not used by anything else until the enqueued
-// kernels have run; afterwards those counters are zero again and the rest is undefined. One
-// workspace serves calls of every shape, one after another (as on one stream), never two at
-// once. Errors from enqueueing are returned here; errors of the kernels themselves surface at
-// the caller's next synchronization.
+// cudaMalloc / hipMalloc allocation is), owned by the caller and not used by anything else
+// until the enqueued kernels have run; its contents afterwards are undefined. Errors from
+// enqueueing are returned here; errors of the kernels themselves surface at the caller's next
+// synchronization.
 Status LaunchDeviceAttention(Backend backend, const DeviceAttentionArgs& args,
                              const DeviceAttentionPlan& plan, void* stream, void* workspace,
                              size_t workspace_bytes);
-
-// Zeroes a workspace's counters (kDeviceWorkspaceCounterBytes, or `bytes` if fewer) on
-// `stream`: once, after allocating it.
-Status ZeroDeviceWorkspace(Backend backend, void* workspace, size_t bytes, void* stream);
 
 // An upper bound of plan.workspace_bytes over all calls with at most `max_tokens` query rows
 // of this shape under `config` (segments are capped by config.max_segments or

@@ -44,14 +44,10 @@ struct TuningConfig {
   // the non-scoring warps wait anyway. kOn: also by dims (8 columns); kOff: by dims only (the
   // by-column kernel without bulk copies lost and was deleted). Split kernels have none.
   Switch bulk_copies = Switch::kAuto;
-  // 3D: the attention kernel merges the segments itself instead of a merge kernel. A team
-  // kernel: its work groups together (a cooperative launch, outside graph capture), where every
-  // work group is resident and each merges at most its kernel's merge units. The split-keys
-  // kernel (CUDA): the last work group of each (query block, KV head) to finish, counted in the
-  // workspace's counters (kept at zero between calls, so graph replays need no host work), at
-  // 2-16 segments and at most 4 score columns at head 256, 8 at head 128. kAuto: there; kOff:
-  // always the merge kernel. (kOn is kAuto: the conditions are what makes it correct or
-  // quick.)
+  // 3D with a team kernel: the work groups merge the segments themselves (a cooperative
+  // launch) instead of a merge kernel. kAuto: where every work group is resident and each
+  // merges at most its kernel's merge units; kOff: always the merge kernel. (kOn is kAuto:
+  // the conditions are what makes the merge inside the kernel correct.)
   Switch merge_in_kernel = Switch::kAuto;
   // The merge kernel launched by programmatic dependent launch, overlapping the attention
   // kernel's tail. kAuto: on compute capability 9 and newer (CUDA); kOff: a plain launch.
