@@ -159,14 +159,21 @@ TEST(Cli, KernelsBenchPrintsOneLinePerPoint) {
   for (const auto& line : lines) EXPECT_NE(line.find("tiny"), std::string::npos) << line;
 }
 
+// The JSON points of `ladder kernels bench` on the CPU backend at one depth and one row, 3D, two
+// timed calls, with `flag` set to `value`; null where it did not exit 0 (the failure recorded).
+nlohmann::json BenchOnePoint(const std::string& depth, const std::string& flag,
+                             const std::string& value) {
+  auto result = RunCommand({LadderBinary(), "kernels", "bench", "--backend", "cpu", "--depths",
+                            depth, "--rows", "1", "--policy", "3d", "--warmup", "1", "--repeats",
+                            "2", flag, value, "--json"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  return result.exit_code == 0 ? nlohmann::json::parse(result.out) : nlohmann::json();
+}
+
 // --tuning reaches the results (the CPU backend runs no GPU kernel, but records and validates
 // it), and a tuning it cannot read is bad input naming the flag and the field.
 TEST(Cli, KernelsBenchTakesATuningAndRefusesABadOne) {
-  auto result = RunCommand({LadderBinary(), "kernels", "bench", "--backend", "cpu", "--depths",
-                            "256", "--rows", "1", "--policy", "3d", "--warmup", "1", "--repeats",
-                            "2", "--tuning", "split_keys=off wide_work_groups=on", "--json"});
-  ASSERT_EQ(result.exit_code, 0) << result.err;
-  auto points = nlohmann::json::parse(result.out);
+  auto points = BenchOnePoint("256", "--tuning", "split_keys=off wide_work_groups=on");
   ASSERT_EQ(points.size(), 1u);
   EXPECT_EQ(points[0]["tuning"], "wide_work_groups=on split_keys=off");
   auto bad = RunCommand(
@@ -183,11 +190,7 @@ TEST(Cli, KernelsBenchTakesATuningAndRefusesABadOne) {
 // --segments replaces the policy's segment count on the 3D path (the sweeps in
 // docs/performance.md), and a count the GPU backends cannot launch is refused before anything runs.
 TEST(Cli, KernelsBenchForcesTheSegmentCount) {
-  auto result = RunCommand({LadderBinary(), "kernels", "bench", "--backend", "cpu", "--depths",
-                            "1024", "--rows", "1", "--policy", "3d", "--warmup", "1", "--repeats",
-                            "2", "--segments", "5", "--json"});
-  ASSERT_EQ(result.exit_code, 0) << result.err;
-  auto points = nlohmann::json::parse(result.out);
+  auto points = BenchOnePoint("1024", "--segments", "5");
   ASSERT_EQ(points.size(), 1u);
   EXPECT_EQ(points[0]["path"], "3D");
   EXPECT_EQ(points[0]["segments"], 5);
