@@ -1,4 +1,4 @@
-// `ladder kernels bench|check`: the attention kernels on this machine, no coordinator.
+// `ladder kernels bench|timeline|check`: the attention kernels on this machine, no coordinator.
 #include <iostream>
 
 #include "commands.h"
@@ -7,6 +7,7 @@
 #include "ladder/common/size.h"
 #include "ladder/kernels/bench.h"
 #include "ladder/kernels/cases.h"
+#include "ladder/kernels/timeline.h"
 
 namespace ladder::cli {
 namespace {
@@ -169,6 +170,82 @@ void AddKernelsCommand(CLI::App& app) {
       }
       std::cout << passed << " passed, " << failed << " failed\n";
       if (failed) ExitWith(ExitCode::kError);
+    });
+  }
+  {
+    struct Flags {
+      std::string backend = "cuda", preset = "gemma4-dense-256", depth = "1K", policy = "auto",
+                  dtype = "bf16", timing = "graph", tuning;
+      int rows = 1, seqs = 1, block_size = 16, warmup = 200, calls = 20, segments = 0;
+      bool json = false, spans = false;
+    };
+    auto flags = std::make_shared<Flags>();
+    auto* cmd = kernels_cmd->add_subcommand(
+        "timeline",
+        "Record when every work group of a few calls starts, waits, gets its first K/V tile, "
+        "ends its key loop and exits, and where the call's time goes: launch, dispatch, key "
+        "loop, write-out, merge, the gap to the next call. One point (GPU only); the stamps of "
+        "different multiprocessors are aligned by their cycle counters.\n"
+        "Example (H200): ladder kernels timeline --preset gemma4-dense-256 --depth 1K --rows 1");
+    cmd->add_option("--backend", flags->backend, "cuda | hip")->capture_default_str();
+    cmd->add_option("--preset", flags->preset, "one shape preset")->capture_default_str();
+    cmd->add_option("--depth", flags->depth, "KV length, e.g. 1K")->capture_default_str();
+    cmd->add_option("--rows", flags->rows, "query rows per sequence")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 4096));
+    cmd->add_option("--seqs", flags->seqs, "sequences per call")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 4096));
+    cmd->add_option("--policy", flags->policy, "2d, 3d, legacy, spec-aware, auto")
+        ->capture_default_str();
+    cmd->add_option("--dtype", flags->dtype, "f16 | bf16")->capture_default_str();
+    cmd->add_option("--block-size", flags->block_size, "KV page size in tokens")
+        ->capture_default_str();
+    cmd->add_option("--timing", flags->timing,
+                    "graph: the calls captured in one CUDA/HIP graph, as engines run decode; "
+                    "stream: launched back to back")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"graph", "stream"}));
+    cmd->add_option("--calls", flags->calls, "calls recorded")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 1000));
+    cmd->add_option("--warmup", flags->warmup, "plain calls first")->capture_default_str();
+    cmd->add_option("--segments", flags->segments, "force the 3D path's segment count")
+        ->check(CLI::Range(1, 4096));
+    cmd->add_option("--tuning", flags->tuning, kTuningHelp);
+    cmd->add_flag("--json", flags->json, "print JSON: every call's phases and the typical call");
+    cmd->add_flag("--spans", flags->spans,
+                  "with --json: every work group's marks too (µs on the common axis)");
+    cmd->callback([flags] {
+      const kernels::Backend backend = OrFail(kernels::ParseBackend(flags->backend), "--backend");
+      if (backend == kernels::Backend::kCpu)
+        Fail("--backend: a work-group timeline needs a GPU backend (cuda or hip)",
+             ExitCode::kBadInput);
+      kernels::BenchPoint point =
+          OrFail(kernels::BenchPoint::FromPreset(flags->preset, backend), "--preset");
+      const std::vector<int> depth = ParseSizesOrFail(flags->depth, "--depth");
+      if (depth.size() != 1) Fail("--depth: one KV length", ExitCode::kBadInput);
+      point.depth = depth.front();
+      point.query_rows = flags->rows;
+      point.num_seqs = flags->seqs;
+      point.block_size = flags->block_size;
+      point.policy = OrFail(kernels::ParsePolicy(flags->policy), "--policy");
+      point.dtype = OrFail(kernels::ParseDType(flags->dtype), "--dtype");
+      point.tuning = OrFail(kernels::ParseTuning(flags->tuning), "--tuning");
+      point.config.force_segments = flags->segments;
+      point.warmup = flags->warmup;
+      point.timing = flags->timing == "graph" ? kernels::Timing::kGraph : kernels::Timing::kStream;
+      if (auto valid = point.Validate(); !valid.ok())
+        Fail(valid.error().message, ExitCode::kBadInput);
+      if (!kernels::BackendAvailable(backend))
+        Fail("backend " + flags->backend + " is not available here (not compiled in, or no device)",
+             ExitCode::kBadInput);
+      auto r = kernels::RunTimeline(point, flags->calls);
+      if (!r.ok()) Fail(r.error().message, ExitCode::kError);
+      if (flags->json)
+        std::cout << kernels::FormatTimelineJson(*r, flags->spans) << "\n";
+      else
+        std::cout << kernels::FormatTimeline(*r) << std::flush;
     });
   }
 }

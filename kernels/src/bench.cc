@@ -12,6 +12,7 @@
 #include "cpu_attention.h"
 #include "device_policy.h"
 #include "gpu_api.h"
+#include "gpu_point.h"
 #include "numeric.h"
 #include "sm_clock.h"
 
@@ -167,8 +168,13 @@ Result<BenchResult> RunCpuPoint(const BenchPoint& pt) {
   return r;
 }
 
-Result<BenchResult> RunGpuPoint(const BenchPoint& pt) {
-  LADDER_K_ASSIGN_OR_RETURN(DeviceInfo info, QueryDevice(pt.backend));
+}  // namespace
+
+namespace internal {
+Result<GpuPoint> PrepareGpuPoint(const BenchPoint& pt) {
+  GpuPoint g;
+  LADDER_K_ASSIGN_OR_RETURN(g.info, QueryDevice(pt.backend));
+  const DeviceInfo& info = g.info;
   using gpu::DeviceBuffer;
   const AttentionShape shape = ShapeOf(pt);
   const int pages = (pt.depth + pt.block_size - 1) / pt.block_size;
@@ -184,43 +190,56 @@ Result<BenchResult> RunGpuPoint(const BenchPoint& pt) {
       static_cast<size_t>(pt.num_seqs) * pt.query_rows * pt.q_heads * pt.head_dim;
   const size_t kv_elems =
       static_cast<size_t>(num_blocks) * pt.block_size * pt.kv_heads * pt.head_dim;
-  LADDER_K_ASSIGN_OR_RETURN(DeviceBuffer d_qs, DeviceBuffer::Alloc(qs.size() * sizeof(int)));
-  LADDER_K_ASSIGN_OR_RETURN(DeviceBuffer d_sl, DeviceBuffer::Alloc(sl.size() * sizeof(int)));
-  LADDER_K_ASSIGN_OR_RETURN(DeviceBuffer d_bt, DeviceBuffer::Alloc(bt.size() * sizeof(int)));
-  LADDER_K_ASSIGN_OR_RETURN(DeviceBuffer d_q, DeviceBuffer::Alloc(q_elems * es));
-  LADDER_K_ASSIGN_OR_RETURN(DeviceBuffer d_k, DeviceBuffer::Alloc(kv_elems * es));
-  LADDER_K_ASSIGN_OR_RETURN(DeviceBuffer d_v, DeviceBuffer::Alloc(kv_elems * es));
-  LADDER_K_ASSIGN_OR_RETURN(DeviceBuffer d_o, DeviceBuffer::Alloc(q_elems * es));
-  LADDER_K_TRY(gpu::CopyToDevice(d_qs.get(), qs.data(), d_qs.size()));
-  LADDER_K_TRY(gpu::CopyToDevice(d_sl.get(), sl.data(), d_sl.size()));
-  LADDER_K_TRY(gpu::CopyToDevice(d_bt.get(), bt.data(), d_bt.size()));
-  LADDER_K_TRY(gpu::FillRandom(d_q.get(), q_elems, pt.dtype, pt.seed * 3 + 0, 1.0f));
-  LADDER_K_TRY(gpu::FillRandom(d_k.get(), kv_elems, pt.dtype, pt.seed * 3 + 1, 1.0f));
-  LADDER_K_TRY(gpu::FillRandom(d_v.get(), kv_elems, pt.dtype, pt.seed * 3 + 2, 1.0f));
-  gpu::DeviceProblem dp;
+  LADDER_K_ASSIGN_OR_RETURN(g.d_qs, DeviceBuffer::Alloc(qs.size() * sizeof(int)));
+  LADDER_K_ASSIGN_OR_RETURN(g.d_sl, DeviceBuffer::Alloc(sl.size() * sizeof(int)));
+  LADDER_K_ASSIGN_OR_RETURN(g.d_bt, DeviceBuffer::Alloc(bt.size() * sizeof(int)));
+  LADDER_K_ASSIGN_OR_RETURN(g.d_q, DeviceBuffer::Alloc(q_elems * es));
+  LADDER_K_ASSIGN_OR_RETURN(g.d_k, DeviceBuffer::Alloc(kv_elems * es));
+  LADDER_K_ASSIGN_OR_RETURN(g.d_v, DeviceBuffer::Alloc(kv_elems * es));
+  LADDER_K_ASSIGN_OR_RETURN(g.d_o, DeviceBuffer::Alloc(q_elems * es));
+  LADDER_K_TRY(gpu::CopyToDevice(g.d_qs.get(), qs.data(), g.d_qs.size()));
+  LADDER_K_TRY(gpu::CopyToDevice(g.d_sl.get(), sl.data(), g.d_sl.size()));
+  LADDER_K_TRY(gpu::CopyToDevice(g.d_bt.get(), bt.data(), g.d_bt.size()));
+  LADDER_K_TRY(gpu::FillRandom(g.d_q.get(), q_elems, pt.dtype, pt.seed * 3 + 0, 1.0f));
+  LADDER_K_TRY(gpu::FillRandom(g.d_k.get(), kv_elems, pt.dtype, pt.seed * 3 + 1, 1.0f));
+  LADDER_K_TRY(gpu::FillRandom(g.d_v.get(), kv_elems, pt.dtype, pt.seed * 3 + 2, 1.0f));
+  gpu::DeviceProblem& dp = g.dp;
   dp.shape = shape;
   dp.num_seqs = pt.num_seqs;
   dp.num_tokens = pt.num_seqs * pt.query_rows;
   dp.max_query_len = pt.query_rows;
   dp.max_kv_len = pt.depth;
   dp.max_blocks_per_seq = pages;
-  dp.query_start = static_cast<const int*>(d_qs.get());
-  dp.seq_lens = static_cast<const int*>(d_sl.get());
-  dp.block_table = static_cast<const int*>(d_bt.get());
-  dp.q = d_q.get();
-  dp.k = d_k.get();
-  dp.v = d_v.get();
-  dp.out = d_o.get();
+  dp.query_start = static_cast<const int*>(g.d_qs.get());
+  dp.seq_lens = static_cast<const int*>(g.d_sl.get());
+  dp.block_table = static_cast<const int*>(g.d_bt.get());
+  dp.q = g.d_q.get();
+  dp.k = g.d_k.get();
+  dp.v = g.d_v.get();
+  dp.out = g.d_o.get();
   RunOptions options;
   options.policy = pt.policy;
   options.config = pt.config;
   options.tuning = pt.tuning;
-  const PathDecision dec = internal::ChooseDevicePath(shape, pt.num_seqs, pt.query_rows, pt.depth,
-                                                      options, info.sm_count);
-  LADDER_K_ASSIGN_OR_RETURN(gpu::LaunchPlan plan,
-                            gpu::MakePlan(dp, dec.path, dec.segments, pt.tuning));
-  const size_t ws_bytes = gpu::WorkspaceBytes(dp, plan);
-  LADDER_K_ASSIGN_OR_RETURN(DeviceBuffer ws, DeviceBuffer::Alloc(std::max<size_t>(ws_bytes, 16)));
+  g.dec = internal::ChooseDevicePath(shape, pt.num_seqs, pt.query_rows, pt.depth, options,
+                                     info.sm_count);
+  LADDER_K_ASSIGN_OR_RETURN(g.plan, gpu::MakePlan(dp, g.dec.path, g.dec.segments, pt.tuning));
+  g.ws_bytes = gpu::WorkspaceBytes(dp, g.plan);
+  LADDER_K_ASSIGN_OR_RETURN(g.ws, DeviceBuffer::Alloc(std::max<size_t>(g.ws_bytes, 16)));
+  return g;
+}
+}  // namespace internal
+
+namespace {
+Result<BenchResult> RunGpuPoint(const BenchPoint& pt) {
+  LADDER_K_ASSIGN_OR_RETURN(internal::GpuPoint g, internal::PrepareGpuPoint(pt));
+  using gpu::DeviceBuffer;
+  const DeviceInfo& info = g.info;
+  const gpu::DeviceProblem& dp = g.dp;
+  const PathDecision& dec = g.dec;
+  const gpu::LaunchPlan& plan = g.plan;
+  const size_t ws_bytes = g.ws_bytes;
+  DeviceBuffer& ws = g.ws;
   DeviceBuffer flush;
   if (pt.flush_l2) {
     LADDER_K_ASSIGN_OR_RETURN(flush,

@@ -99,9 +99,11 @@ Result<LaunchPlan> MakePlan(const DeviceProblem& p, Path path, int segments,
 // segment, a head_dim fp32 accumulator plus max and sum.
 size_t WorkspaceBytes(const DeviceProblem& p, const LaunchPlan& plan);
 // Enqueues the kernels on `stream` (a cudaStream_t / hipStream_t; nullptr: the default
-// stream); never allocates, copies or synchronizes.
+// stream); never allocates, copies or synchronizes. `timeline` (RecordTimeline's buffer, else
+// nullptr): the kernels stamp their work groups' records there.
 Status Launch(const DeviceProblem& p, const LaunchPlan& plan, void* workspace,
-              size_t workspace_bytes, void* stream = nullptr);
+              size_t workspace_bytes, void* stream = nullptr,
+              unsigned long long* timeline = nullptr);
 Status Synchronize();
 
 // Times `repeats` launches with device events after `warmup` untimed ones; when flush is
@@ -125,6 +127,25 @@ Result<std::vector<double>> TimeGraphReplays(const DeviceProblem& p, const Launc
 // the events time the GPU's work rather than the host's launch calls. 0 where there is none
 // (HIP).
 unsigned long long HoldNs();
+// One work group of one call, as its kernel stamped it (attention_kernel.h, TimelineMark): per
+// mark the global timer in ns and the multiprocessor's cycle counter, both 0 where the work
+// group did not pass the mark.
+constexpr int kTimelineMarkCount = 5;  // entry, ready, first tile, loop end, exit
+struct TimelineStamp {
+  int call = 0;
+  int kernel = 0;      // 0: attention, 1: merge
+  int work_group = 0;  // in grid order, x fastest
+  int sm = 0;
+  unsigned long long ns[kTimelineMarkCount] = {};
+  unsigned long long cycles[kTimelineMarkCount] = {};
+};
+// `warmup` plain launches, then `calls` calls whose work groups stamp their records: captured
+// into one graph and replayed (after one unrecorded replay), or launched back to back on the
+// stream (graph false), in both cases behind the device spin of the timed methods. Work groups
+// that stamped nothing (an empty query block; a merge kernel that did not run) are left out.
+Result<std::vector<TimelineStamp>> RecordTimeline(const DeviceProblem& p, const LaunchPlan& plan,
+                                                  void* workspace, size_t workspace_bytes,
+                                                  int warmup, int calls, bool graph);
 // Device-to-device copy of `bytes`, median of `repeats`; returns (read + written) bytes/s.
 Result<double> MeasureCopyBytesPerS(size_t bytes, int repeats);
 

@@ -29,7 +29,9 @@ Result<LaunchPlan> MakePlan(const DeviceProblem&, Path, int, const TuningConfig&
   return NoGpu();
 }
 size_t WorkspaceBytes(const DeviceProblem&, const LaunchPlan&) { return 0; }
-Status Launch(const DeviceProblem&, const LaunchPlan&, void*, size_t, void*) { return NoGpu(); }
+Status Launch(const DeviceProblem&, const LaunchPlan&, void*, size_t, void*, unsigned long long*) {
+  return NoGpu();
+}
 Status Synchronize() { return NoGpu(); }
 Result<std::vector<double>> TimeLaunches(const DeviceProblem&, const LaunchPlan&, void*, size_t,
                                          int, int, void*, size_t) {
@@ -37,6 +39,10 @@ Result<std::vector<double>> TimeLaunches(const DeviceProblem&, const LaunchPlan&
 }
 Result<std::vector<double>> TimeGraphReplays(const DeviceProblem&, const LaunchPlan&, void*, size_t,
                                              int, int, int) {
+  return NoGpu();
+}
+Result<std::vector<TimelineStamp>> RecordTimeline(const DeviceProblem&, const LaunchPlan&, void*,
+                                                  size_t, int, int, bool) {
   return NoGpu();
 }
 unsigned long long HoldNs() { return 0; }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "ladder/kernels/attention.h"
 #include "ladder/kernels/bench.h"
 #include "ladder/kernels/cases.h"
+#include "ladder/kernels/timeline.h"
 
 namespace lk = ladder::kernels;
 
@@ -73,6 +75,72 @@ TEST(GpuBench, GraphReplaysAreTimedPerCall) {
     EXPECT_NE(r->timing_method.find("graph replay: 5 calls"), std::string::npos)
         << r->timing_method;
     EXPECT_NE(lk::FormatJson(*r).find("\"timing\":\"graph\",\"graph_calls\":5"), std::string::npos);
+  }
+}
+
+// The work-group timeline on the device: every work group of every call stamped, in the order
+// its kernel passes the marks, and each call's merge ready only after the call's whole attention
+// grid has exited (the merge waits for that grid: griddepcontrol.wait, or plain stream order).
+// The kernels with those marks: split keys (dense-256, one row), the generic kernel (tiny) and
+// the head-512 team kernel, under both timings.
+TEST(GpuTimeline, EveryWorkGroupStampsItsMarksInOrder) {
+  const lk::Backend b = GpuBackend();
+  if (!lk::BackendAvailable(b)) GTEST_SKIP() << "no GPU backend with a device in this binary";
+  struct Point {
+    const char* preset;
+    int rows;
+    lk::Timing timing;
+  };
+  for (const Point& pt :
+       {Point{"gemma4-dense-256", 1, lk::Timing::kGraph}, Point{"tiny", 2, lk::Timing::kStream},
+        Point{"gemma4-31b-global", 2, lk::Timing::kGraph}}) {
+    auto p = lk::BenchPoint::FromPreset(pt.preset, b);
+    ASSERT_TRUE(p.ok());
+    p->depth = 2048;
+    p->query_rows = pt.rows;
+    p->policy = lk::Policy::kForce3D;
+    p->warmup = 5;
+    p->timing = pt.timing;
+    const int calls = 6;
+    auto r = lk::RunTimeline(*p, calls);
+    ASSERT_TRUE(r.ok()) << pt.preset << ": " << r.error().ToString();
+    const lk::TimelineSummary& s = r->summary;
+    ASSERT_EQ(s.calls.size(), static_cast<size_t>(calls)) << pt.preset;
+    EXPECT_EQ(s.typical_calls, calls - 2);
+    EXPECT_GT(s.cycles_per_us, 100) << pt.preset;  // every such GPU clocks its SMs above 100 MHz
+    EXPECT_LT(s.cycles_per_us, 5000) << pt.preset;
+    ASSERT_GT(s.attention_work_groups, 0);
+    EXPECT_EQ(s.spans.size(),
+              static_cast<size_t>(calls) * (s.attention_work_groups + s.merge_work_groups))
+        << pt.preset << ": a work group of some call stamped nothing";
+    // The cycle counters order a work group's own marks exactly; 1 ns of slack for the fit.
+    constexpr double kSlackUs = 1e-3;
+    std::vector<double> attention_exit(calls, 0), merge_ready(calls, 1e300);
+    for (const lk::WorkGroupSpan& w : s.spans) {
+      const auto& t = w.t_us;
+      const double ready = t[1], tile = t[2], loop_end = t[3], exit = t[4];
+      ASSERT_FALSE(std::isnan(t[0]) || std::isnan(ready) || std::isnan(exit)) << pt.preset;
+      EXPECT_LE(t[0], ready + kSlackUs);
+      EXPECT_LE(ready, exit + kSlackUs);
+      if (w.kernel == 0) {
+        ASSERT_FALSE(std::isnan(loop_end)) << pt.preset << ": attention without a loop end";
+        if (!std::isnan(tile)) EXPECT_LE(ready, tile + kSlackUs);
+        EXPECT_LE(std::isnan(tile) ? ready : tile, loop_end + kSlackUs);
+        EXPECT_LE(loop_end, exit + kSlackUs);
+        attention_exit[w.call] = std::max(attention_exit[w.call], exit);
+      } else {
+        merge_ready[w.call] = std::min(merge_ready[w.call], ready);
+      }
+    }
+    if (s.merge_work_groups > 0) {
+      // Across multiprocessors the alignment is a fit: allow the timer's step, at most 1 us.
+      const double slack = std::min(1.0, std::max(kSlackUs, s.timer_resolution_ns * 1e-3));
+      for (int c = 0; c < calls; ++c)
+        EXPECT_GE(merge_ready[c] + slack, attention_exit[c]) << pt.preset << " call " << c;
+    }
+    const std::string table = lk::FormatTimeline(*r);
+    EXPECT_NE(table.find("call to call"), std::string::npos);
+    EXPECT_NE(lk::FormatTimelineJson(*r, true).find("\"spans\":[{\"call\":0"), std::string::npos);
   }
 }
 

@@ -49,7 +49,51 @@ struct KernelParams {
   int merge_in_kernel;
   unsigned long long* merge_flags;  // [seq x qblock x kv head][segments]
   unsigned long long epoch;
+  // The work-group timeline (`ladder kernels timeline`): nullptr, or kTimelineWords per work
+  // group in grid order, where each kernel stamps the marks it passes (MarkTimeline).
+  unsigned long long* timeline;
 };
+
+// A work group's timeline record: word 0 its multiprocessor, then per mark the global timer
+// (ns, shared by all multiprocessors) and the multiprocessor's cycle counter. A mark the work
+// group never passed stays 0 (the host zeroes the buffer).
+enum TimelineMark : int {
+  kMarkEntry,      // the work group started (before waiting for the kernel ahead of it)
+  kMarkReady,      // the kernel ahead of it is complete: the work group's own work begins
+  kMarkFirstTile,  // its first K/V tile has landed (kernels whose loop has that point)
+  kMarkLoopEnd,    // its last tile is computed
+  kMarkExit,       // every thread is done (after a barrier)
+  kTimelineMarks
+};
+constexpr int kTimelineWords = 1 + 2 * kTimelineMarks;
+
+// Thread 0 stamps `mark` in this work group's record; nothing when the timeline is off (one
+// uniform branch on a kernel parameter: the stamps are stored at once, no register holds them).
+__device__ inline void MarkTimeline(unsigned long long* timeline, TimelineMark mark) {
+  if (timeline == nullptr || threadIdx.x != 0) return;
+  const size_t wg =
+      (static_cast<size_t>(blockIdx.z) * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
+  unsigned long long* r = timeline + wg * kTimelineWords;
+  if (mark == kMarkEntry) r[0] = dev::SmId();
+  r[1 + 2 * mark] = dev::GlobalTimerNs();
+  r[2 + 2 * mark] = dev::SmCycles();
+}
+// kMarkFirstTile, called by every thread before the key loop, whose first iteration waits for the
+// same copies: only with the timeline on does the wait happen here (out of the loop, where a
+// stamp would keep registers busy in every iteration).
+template <int ST>
+__device__ inline void MarkFirstTile(unsigned long long* timeline, bool any_tile) {
+  if (timeline == nullptr || !any_tile) return;
+  dev::CopyAsyncWait<ST - 2>();
+  __syncthreads();
+  MarkTimeline(timeline, kMarkFirstTile);
+}
+// kMarkExit, called by every thread of the work group: the barrier makes it the last thread's.
+__device__ inline void MarkTimelineExit(unsigned long long* timeline) {
+  if (timeline == nullptr) return;
+  __syncthreads();
+  MarkTimeline(timeline, kMarkExit);
+}
 
 // What one work group covers: (sequence, query block, KV head, segment) from the grid, and the
 // key range [lo, hi) its query rows may see. Shared by every attention kernel.
@@ -265,7 +309,9 @@ __global__ void __launch_bounds__(NT, MINB) UnifiedAttentionKernel(KernelParams 
   // Launched by programmatic dependent launch (attention_overlap), this kernel may start while
   // the one ahead of it runs: nothing is read (or written: the previous call's merge may still
   // read the workspace) before that kernel is complete.
+  MarkTimeline(p.timeline, kMarkEntry);
   dev::WaitForPriorGrid();
+  MarkTimeline(p.timeline, kMarkReady);
   const int tid = threadIdx.x;
   const WorkItem w = WorkItemOf(p);
   if (w.empty) return;
@@ -329,6 +375,7 @@ __global__ void __launch_bounds__(NT, MINB) UnifiedAttentionKernel(KernelParams 
   float my_max = -INFINITY, my_sum = 0.0f;
   constexpr float kLog2e = 1.4426950408889634f;
 
+  MarkFirstTile<ST>(p.timeline, tb < te);
   int cstage = 0, lstage = ST - 1;  // stage computed now, stage the next load fills
   for (int t = tb; t < te; ++t) {
     dev::CopyAsyncWait<ST - 2>();  // this thread's copies of tile t have landed
@@ -543,6 +590,7 @@ __global__ void __launch_bounds__(NT, MINB) UnifiedAttentionKernel(KernelParams 
   }
 
   // ---- write out --------------------------------------------------------------------------
+  MarkTimeline(p.timeline, kMarkLoopEnd);
   if (tid < S::kSmT && tid % S::kTpr == 0) {
     row_max[tid / S::kTpr] = my_max;
     row_sum[tid / S::kTpr] = my_sum;
@@ -606,6 +654,7 @@ __global__ void __launch_bounds__(NT, MINB) UnifiedAttentionKernel(KernelParams 
       *reinterpret_cast<uint2*>(p.out + head * D + d) = all.Packed<E>();
     }
     dev::ClusterSync();  // no work group leaves while another may still read its shared memory
+    MarkTimelineExit(p.timeline);
 #else
     LADDER_DEVICE_TRAP();
 #endif
@@ -664,6 +713,7 @@ __global__ void __launch_bounds__(NT, MINB) UnifiedAttentionKernel(KernelParams 
     p.seg_max[head * p.segments + seg] = row_max[tid];
     p.seg_sum[head * p.segments + seg] = row_sum[tid];
   }
+  MarkTimelineExit(p.timeline);
 }
 
 struct GroupedMergeScratch {
@@ -758,16 +808,19 @@ __device__ void MergeGroupedUnits(const float* seg_acc, const float* seg_max, co
 template <class E, int N>
 __global__ void __launch_bounds__(kGroupedMergeThreads)
     MergeSegmentsGroupedKernel(const float* seg_acc, const float* seg_max, const float* seg_sum,
-                               uint16_t* out, int q_heads, int segments, int head_dim,
-                               int discard) {
+                               uint16_t* out, int q_heads, int segments, int head_dim, int discard,
+                               unsigned long long* timeline) {
   __shared__ GroupedMergeScratch scratch;
+  MarkTimeline(timeline, kMarkEntry);
   dev::WaitForPriorGrid();  // the attention kernel's partials are complete and visible
+  MarkTimeline(timeline, kMarkReady);
   auto unit = [&](int, size_t* head, int* dim_block) {
     *head = static_cast<size_t>(blockIdx.x) * q_heads + blockIdx.y;
     *dim_block = static_cast<int>(blockIdx.z);
   };
   MergeGroupedUnits<E, 1, N>(seg_acc, seg_max, seg_sum, out, 1, unit, segments, head_dim, &scratch,
                              discard != 0);
+  MarkTimelineExit(timeline);
 }
 
 }  // namespace ladder::kernels::gpu

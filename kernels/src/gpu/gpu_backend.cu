@@ -861,7 +861,7 @@ rt::Error MergeCarveouts() {
 }  // namespace
 
 Status Launch(const DeviceProblem& p, const LaunchPlan& plan, void* workspace,
-              size_t workspace_bytes, void* stream) {
+              size_t workspace_bytes, void* stream, unsigned long long* timeline) {
   if (plan.kernel == nullptr)
     return Error(ErrorCode::kInvalidArgument, "launch of a plan MakePlan did not make");
   if (workspace_bytes < WorkspaceBytes(p, plan))
@@ -903,6 +903,10 @@ Status Launch(const DeviceProblem& p, const LaunchPlan& plan, void* workspace,
     kp.seg_sum = kp.seg_max + slots;
   }
   const dim3 grid(p.num_seqs * g.qblocks, p.shape.kv_heads, plan.segments);
+  kp.timeline = timeline;
+  unsigned long long* merge_timeline =
+      timeline ? timeline + static_cast<size_t>(grid.x) * grid.y * grid.z * kTimelineWords
+               : nullptr;
   const rt::Stream st = static_cast<rt::Stream>(stream);
   kp.merge_in_kernel = 0;
   kp.merge_flags = nullptr;
@@ -980,13 +984,13 @@ Status Launch(const DeviceProblem& p, const LaunchPlan& plan, void* workspace,
         ProgrammaticSerialization(), mgrid, dim3(kGroupedMergeThreads), 0, st, merge,
         static_cast<const float*>(kp.seg_acc), static_cast<const float*>(kp.seg_max),
         static_cast<const float*>(kp.seg_sum), kp.out, kp.q_heads, kp.segments, p.shape.head_dim,
-        kp.evict_first));
+        kp.evict_first, merge_timeline));
     return OkStatus();
   }
 #endif
   merge<<<mgrid, kGroupedMergeThreads, 0, st>>>(kp.seg_acc, kp.seg_max, kp.seg_sum, kp.out,
                                                 kp.q_heads, kp.segments, p.shape.head_dim,
-                                                kp.evict_first);
+                                                kp.evict_first, merge_timeline);
   LADDER_GPU_CALL(rt::GetLastError());
   return OkStatus();
 }
@@ -1137,6 +1141,82 @@ Result<std::vector<double>> TimeGraphReplays(const DeviceProblem& p, const Launc
     us.push_back(ms * 1000.0 / graph_calls);
   }
   return us;
+}
+
+Result<std::vector<TimelineStamp>> RecordTimeline(const DeviceProblem& p, const LaunchPlan& plan,
+                                                  void* workspace, size_t workspace_bytes,
+                                                  int warmup, int calls, bool graph) {
+  static_assert(kTimelineMarks == kTimelineMarkCount, "gpu_api.h names every mark");
+  if (calls < 1 || warmup < 0)
+    return Error(ErrorCode::kInvalidArgument, "a timeline needs calls >= 1 and warmup >= 0");
+  const Geometry g = GeometryOf(p);
+  const size_t attention_groups =
+      static_cast<size_t>(p.num_seqs) * g.qblocks * p.shape.kv_heads * plan.segments;
+  // Room for the merge kernel's grid wherever one may run (Launch: the 3D path without the
+  // cluster merge); a merge that ran inside the attention kernel leaves its records empty.
+  const size_t merge_groups =
+      plan.path == Path::k3D && !plan.merge_in_cluster
+          ? static_cast<size_t>(p.num_tokens) * p.shape.q_heads *
+                ((p.shape.head_dim + 4 * kGroupedMergeLanes - 1) / (4 * kGroupedMergeLanes))
+          : 0;
+  const size_t per_call = (attention_groups + merge_groups) * kTimelineWords;
+  const size_t bytes = per_call * calls * sizeof(unsigned long long);
+  LADDER_K_ASSIGN_OR_RETURN(DeviceBuffer stamps, DeviceBuffer::Alloc(bytes));
+  auto* base = static_cast<unsigned long long*>(stamps.get());
+  OwnedStream stream;
+  LADDER_GPU_CALL(rt::StreamCreate(&stream.s));
+  for (int i = 0; i < warmup; ++i)
+    LADDER_K_TRY(Launch(p, plan, workspace, workspace_bytes, stream.s));
+  LADDER_GPU_CALL(rt::StreamSync(stream.s));
+  OwnedGraph owned;
+  if (graph) {
+    LADDER_GPU_CALL(rt::BeginCapture(stream.s));
+    for (int c = 0; c < calls; ++c) {
+      const Status st = Launch(p, plan, workspace, workspace_bytes, stream.s, base + c * per_call);
+      if (!st.ok()) {
+        rt::Graph partial = nullptr;
+        if (rt::EndCapture(stream.s, &partial) == rt::kSuccess && partial != nullptr)
+          (void)rt::GraphDestroy(partial);
+        (void)rt::GetLastError();
+        return st.error();
+      }
+    }
+    LADDER_GPU_CALL(rt::EndCapture(stream.s, &owned.g));
+    LADDER_GPU_CALL(rt::GraphInstantiate(&owned.e, owned.g));
+    LADDER_GPU_CALL(rt::GraphLaunch(owned.e, stream.s));  // uploads the graph: not recorded
+    LADDER_GPU_CALL(rt::StreamSync(stream.s));
+  }
+  LADDER_GPU_CALL(rt::MemsetAsync(base, 0, bytes));
+  LADDER_GPU_CALL(rt::Sync());
+  LADDER_K_TRY(HoldStream(stream.s));
+  if (graph) {
+    LADDER_GPU_CALL(rt::GraphLaunch(owned.e, stream.s));
+  } else {
+    for (int c = 0; c < calls; ++c)
+      LADDER_K_TRY(Launch(p, plan, workspace, workspace_bytes, stream.s, base + c * per_call));
+  }
+  LADDER_GPU_CALL(rt::StreamSync(stream.s));
+  std::vector<unsigned long long> host(per_call * calls);
+  LADDER_K_TRY(CopyToHost(host.data(), base, bytes));
+  std::vector<TimelineStamp> out;
+  for (int c = 0; c < calls; ++c) {
+    for (size_t i = 0; i < attention_groups + merge_groups; ++i) {
+      const unsigned long long* r = host.data() + c * per_call + i * kTimelineWords;
+      TimelineStamp t;
+      t.call = c;
+      t.kernel = i < attention_groups ? 0 : 1;
+      t.work_group = static_cast<int>(i < attention_groups ? i : i - attention_groups);
+      t.sm = static_cast<int>(r[0]);
+      bool any = false;
+      for (int m = 0; m < kTimelineMarks; ++m) {
+        t.ns[m] = r[1 + 2 * m];
+        t.cycles[m] = r[2 + 2 * m];
+        any = any || t.ns[m] != 0;
+      }
+      if (any) out.push_back(t);
+    }
+  }
+  return out;
 }
 
 Result<double> MeasureCopyBytesPerS(size_t bytes, int repeats) {

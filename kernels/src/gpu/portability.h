@@ -215,6 +215,24 @@ __device__ inline unsigned long long GlobalTimerNs() {
   return t;
 #endif
 }
+// The multiprocessor this thread runs on, and its cycle counter (not synchronised between
+// multiprocessors): where a timeline record was taken, and its durations at cycle resolution.
+__device__ inline unsigned SmId() {
+#if defined(LADDER_KERNELS_HIP)
+  return static_cast<unsigned>(__smid());
+#else
+  unsigned id;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
+  return id;
+#endif
+}
+__device__ inline unsigned long long SmCycles() {
+#if defined(LADDER_KERNELS_HIP)
+  return static_cast<unsigned long long>(__clock64());
+#else
+  return static_cast<unsigned long long>(clock64());
+#endif
+}
 // Loads through L2, past this SM's L1 (data another SM wrote during this kernel).
 template <class T>
 __device__ inline T LoadL2(const T* p) {

@@ -66,7 +66,9 @@ __global__ void __launch_bounds__(SplitKeysShape<D, NN>::kThreads, 2)
   extern __shared__ __align__(16) unsigned char smem[];
   uint16_t* kvs = reinterpret_cast<uint16_t*>(smem);  // [stage][K|V][TN][LD]
 
+  MarkTimeline(p.timeline, kMarkEntry);
   dev::WaitForPriorGrid();  // (attention_overlap: as in UnifiedAttentionKernel)
+  MarkTimeline(p.timeline, kMarkReady);
   const int tid = threadIdx.x;
   const WorkItem w = WorkItemOf(p);
   if (w.empty) return;
@@ -138,6 +140,7 @@ __global__ void __launch_bounds__(SplitKeysShape<D, NN>::kThreads, 2)
   constexpr float kLog2e = 1.4426950408889634f;
   const float scale_log2 = p.scale * kLog2e;
 
+  MarkFirstTile<ST>(p.timeline, tb < te);
   int cstage = 0, lstage = ST - 1;
   for (int t = tb; t < te; ++t) {
     dev::CopyAsyncWait<ST - 2>();
@@ -258,6 +261,7 @@ __global__ void __launch_bounds__(SplitKeysShape<D, NN>::kThreads, 2)
   }
 
   // ---- the key groups merged, in group order ------------------------------------------------
+  MarkTimeline(p.timeline, kMarkLoopEnd);
   dev::CopyAsyncWait<0>();  // (only empty groups remain; the stages become the merge buffer)
   __syncthreads();
   constexpr int KG = S::kKeyGroups;
@@ -323,6 +327,7 @@ __global__ void __launch_bounds__(SplitKeysShape<D, NN>::kThreads, 2)
       *reinterpret_cast<uint2*>(p.out + head * D + d) = make_uint2(lo2, hi2);
     }
   }
+  MarkTimelineExit(p.timeline);
 #else
   (void)p;
   LADDER_DEVICE_TRAP();

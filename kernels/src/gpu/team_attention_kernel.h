@@ -132,7 +132,9 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1)
   int* fin_head = reinterpret_cast<int*>(fin_w + 32);               // [32] output rows
   size_t* fin_off = reinterpret_cast<size_t*>(fin_head + 32);  // [32] output (partial) row offsets
 
+  MarkTimeline(p.timeline, kMarkEntry);
   dev::WaitForPriorGrid();  // (attention_overlap: as in UnifiedAttentionKernel)
+  MarkTimeline(p.timeline, kMarkReady);
   const int tid = threadIdx.x;
   const WorkItem w = WorkItemOf(p);
   if (w.empty) return;
@@ -577,6 +579,7 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1)
   } else {
     run_team(team);
   }
+  MarkTimeline(p.timeline, kMarkLoopEnd);  // (team 0's: thread 0 is in it)
   dev::CopyAsyncWait<0>();  // (only empty groups and page entries past the end are left)
 #pragma unroll
   for (int q = 0; q < kSTiles; ++q)
@@ -706,6 +709,7 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1)
                                                   unit_at(seg), p.segments, D, scratch,
                                                   p.evict_first != 0);
   }
+  MarkTimelineExit(p.timeline);
 #endif
 }
 
