@@ -99,6 +99,9 @@ void AddTuningFlags(lk::TuningConfig* t, std::vector<Flag>* flags) {
   flags->push_back({"attention-overlap", true,
                     "attention kernel by programmatic dependent launch: auto | off",
                     set_switch(&t->attention_overlap)});
+  flags->push_back({"release-next", true,
+                    "merge kernel lets the next kernel launch as it starts: auto | on | off",
+                    set_switch(&t->release_next)});
   flags->push_back({"merge-in-cluster", true,
                     "3D generic kernel: segments merge in their thread block cluster: auto (on "
                     "with a sliding window) | on | off",

@@ -13,6 +13,8 @@ namespace ladder::kernels {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+// A timer whose smallest step is at most this is read as is (see Summarize).
+constexpr double kFineTimerNs = 100;
 
 double MedianOf(std::vector<double> v) {
   v.erase(std::remove_if(v.begin(), v.end(), [](double x) { return std::isnan(x); }), v.end());
@@ -157,9 +159,14 @@ Result<TimelineSummary> Summarize(const std::vector<WorkGroupStamps>& stamps) {
     return bad("no multiprocessor has two stamps far enough apart to fit its clock rate");
   const long double ns_per_cycle = cov / var;
   out.cycles_per_us = static_cast<double>(1000.0L / ns_per_cycle);
+  // A fine timer is the axis itself: the SM clock changes under load (H200: the counters'
+  // rate over a recording was 1.81-1.89 GHz, lower the longer the call), so cycles converted at
+  // one rate drift by a fraction of a microsecond across a recording.
+  out.aligned_by_timer = out.timer_resolution_ns <= kFineTimerNs;
 
   long double origin = std::numeric_limits<long double>::infinity();
   auto aligned = [&](const WorkGroupStamps& s, int m) {
+    if (out.aligned_by_timer) return static_cast<long double>(s.timer_ns[m]);
     const Means& a = sm[s.sm];
     return a.timer + (static_cast<long double>(s.cycles[m]) - a.cycles) * ns_per_cycle;
   };
@@ -267,10 +274,13 @@ std::string FormatTimeline(const TimelineResult& r) {
   o += buf;
   o += r.grid + "\n" + r.method + "\n";
   std::snprintf(buf, sizeof(buf),
-                "work groups per call: %d attention, %d merge; timer step %s ns; cycle counters "
-                "at %.3f GHz (fitted)\n\n",
+                "work groups per call: %d attention, %d merge; timer step %s ns (%s); SM "
+                "cycle counters advanced %.3f G per timer second\n\n",
                 s.attention_work_groups, s.merge_work_groups,
-                Num(s.timer_resolution_ns, "%.0f").c_str(), s.cycles_per_us / 1000.0);
+                Num(s.timer_resolution_ns, "%.0f").c_str(),
+                s.aligned_by_timer ? "times read from it"
+                                   : "coarse: times from the cycle counters, aligned to it",
+                s.cycles_per_us / 1000.0);
   o += buf;
   std::snprintf(buf, sizeof(buf), "%-52s %s\n", "phase", "us, median of the calls");
   o += buf;
@@ -320,7 +330,8 @@ std::string FormatTimelineJson(const TimelineResult& r, bool spans) {
                   "\",\"grid\":\"" + JsonEscape(r.grid) + "\",\"method\":\"" +
                   JsonEscape(r.method) + "\",\"calls\":" + std::to_string(r.calls) +
                   ",\"timer_resolution_ns\":" + JsonNum(s.timer_resolution_ns) +
-                  ",\"cycles_per_us\":" + JsonNum(s.cycles_per_us) +
+                  ",\"cycles_per_us\":" + JsonNum(s.cycles_per_us) + ",\"aligned_by\":\"" +
+                  (s.aligned_by_timer ? "timer" : "cycle counters") + "\"" +
                   ",\"attention_work_groups\":" + std::to_string(s.attention_work_groups) +
                   ",\"merge_work_groups\":" + std::to_string(s.merge_work_groups) +
                   ",\"typical_calls\":" + std::to_string(s.typical_calls) +

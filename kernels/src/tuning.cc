@@ -20,6 +20,7 @@ constexpr SwitchField kSwitchFields[] = {
     {"merge_in_cluster", &TuningConfig::merge_in_cluster},
     {"wide_work_groups", &TuningConfig::wide_work_groups},
     {"split_keys", &TuningConfig::split_keys},
+    {"release_next", &TuningConfig::release_next},
 };
 
 }  // namespace

@@ -96,6 +96,7 @@ TEST(Timeline, AFineTimerGivesTheScheduleBack) {
   ASSERT_TRUE(s.ok()) << s.error().ToString();
   EXPECT_NEAR(s->cycles_per_us, kCyclesPerUs, kCyclesPerUs * 1e-4);
   EXPECT_LT(s->timer_resolution_ns, 100.0);  // the closest two stamps: at least one step
+  EXPECT_TRUE(s->aligned_by_timer);
   EXPECT_EQ(s->attention_work_groups, sc.groups);
   EXPECT_EQ(s->merge_work_groups, sc.merge_groups);
   ASSERT_EQ(s->calls.size(), static_cast<size_t>(sc.calls));
@@ -113,6 +114,7 @@ TEST(Timeline, ACoarseTimerIsAlignedByTheCycleCounters) {
   auto s = lk::Summarize(Make(gpu, sc));
   ASSERT_TRUE(s.ok()) << s.error().ToString();
   EXPECT_EQ(s->timer_resolution_ns, 1000.0);
+  EXPECT_FALSE(s->aligned_by_timer);
   EXPECT_NEAR(s->cycles_per_us, kCyclesPerUs, kCyclesPerUs * 0.01);
   ExpectPhases(s->typical, sc, 0.1);
   // A work group's own marks are exact whatever the timer: one multiprocessor's counter.
@@ -145,6 +147,28 @@ TEST(Timeline, MissingMarksAreAbsentNotZero) {
   EXPECT_NE(json.find("\"merge_us\":null"), std::string::npos) << json;
   EXPECT_EQ(json.find("nan"), std::string::npos) << json;
   EXPECT_EQ(json.find("\"spans\""), std::string::npos);
+}
+
+// A fine timer is read as is, whatever the counters do: an SM clock that slows down halfway
+// (as under load) leaves every phase where the timer put it.
+TEST(Timeline, AFineTimerIsTheAxisWhenTheClockChanges) {
+  FakeGpu gpu(8, 32.0);
+  const Schedule sc;
+  std::vector<lk::WorkGroupStamps> stamps = Make(gpu, sc);
+  // The counters slow to 90 % from the recording's middle on: cycles past it shrink.
+  const double middle_us = 3.0 + sc.calls * sc.period / 2;
+  for (lk::WorkGroupStamps& s : stamps)
+    for (int m = 0; m < lk::kMarkCount; ++m) {
+      if (s.cycles[m] == 0) continue;
+      const double t = (s.cycles[m] - gpu.origin[s.sm]) / kCyclesPerUs;
+      if (t > middle_us)
+        s.cycles[m] = gpu.origin[s.sm] +
+                      static_cast<uint64_t>((middle_us + 0.9 * (t - middle_us)) * kCyclesPerUs);
+    }
+  auto s = lk::Summarize(stamps);
+  ASSERT_TRUE(s.ok()) << s.error().ToString();
+  EXPECT_TRUE(s->aligned_by_timer);
+  ExpectPhases(s->typical, sc, 0.07);  // two 32 ns steps
 }
 
 TEST(Timeline, NothingToAlignIsRefused) {

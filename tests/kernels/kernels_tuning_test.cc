@@ -123,6 +123,7 @@ TEST(Tuning, ParseReadsWhatToStringWrites) {
   t.merge_in_cluster = lk::Switch::kOn;
   t.wide_work_groups = lk::Switch::kOff;
   t.split_keys = lk::Switch::kOn;
+  t.release_next = lk::Switch::kOff;
   auto parsed = lk::ParseTuning(t.ToString());
   ASSERT_TRUE(parsed.ok()) << parsed.error().ToString();
   EXPECT_EQ(parsed->ToString(), t.ToString());

@@ -809,9 +809,12 @@ template <class E, int N>
 __global__ void __launch_bounds__(kGroupedMergeThreads)
     MergeSegmentsGroupedKernel(const float* seg_acc, const float* seg_max, const float* seg_sum,
                                uint16_t* out, int q_heads, int segments, int head_dim, int discard,
-                               unsigned long long* timeline) {
+                               int release_next, unsigned long long* timeline) {
   __shared__ GroupedMergeScratch scratch;
   MarkTimeline(timeline, kMarkEntry);
+  // (TuningConfig::release_next) The kernel after this one may launch now: it waits for this
+  // whole grid before it reads anything.
+  if (release_next) dev::AllowDependentLaunch();
   dev::WaitForPriorGrid();  // the attention kernel's partials are complete and visible
   MarkTimeline(timeline, kMarkReady);
   auto unit = [&](int, size_t* head, int* dim_block) {

@@ -784,6 +784,7 @@ Result<LaunchPlan> MakePlan(const DeviceProblem& p, Path path, int segments,
       }
     }
     LADDER_K_ASSIGN_OR_RETURN(plan.merge_overlap, LaunchOverlaps(tuning.merge_overlap));
+    plan.release_next = tuning.release_next != Switch::kOff;
   }
   LADDER_K_ASSIGN_OR_RETURN(plan.attention_overlap, LaunchOverlaps(tuning.attention_overlap));
   LADDER_K_ASSIGN_OR_RETURN(plan.evict_first, StreamEvictsFirst(p, tuning));
@@ -972,6 +973,7 @@ Status Launch(const DeviceProblem& p, const LaunchPlan& plan, void* workspace,
   const bool lean =
       !plan.merge_in_kernel && static_cast<long long>(mgrid.x) * mgrid.y * mgrid.z > 2LL * f.sms;
   const bool bf16 = p.shape.dtype == DType::kBF16;
+  const int release_next = plan.release_next ? 1 : 0;
   auto* merge = lean ? (bf16 ? &MergeSegmentsGroupedKernel<dev::Bf16, kGroupedMergePerLean>
                              : &MergeSegmentsGroupedKernel<dev::F16, kGroupedMergePerLean>)
                      : (bf16 ? &MergeSegmentsGroupedKernel<dev::Bf16, kGroupedMergePer>
@@ -984,13 +986,13 @@ Status Launch(const DeviceProblem& p, const LaunchPlan& plan, void* workspace,
         ProgrammaticSerialization(), mgrid, dim3(kGroupedMergeThreads), 0, st, merge,
         static_cast<const float*>(kp.seg_acc), static_cast<const float*>(kp.seg_max),
         static_cast<const float*>(kp.seg_sum), kp.out, kp.q_heads, kp.segments, p.shape.head_dim,
-        kp.evict_first, merge_timeline));
+        kp.evict_first, release_next, merge_timeline));
     return OkStatus();
   }
 #endif
   merge<<<mgrid, kGroupedMergeThreads, 0, st>>>(kp.seg_acc, kp.seg_max, kp.seg_sum, kp.out,
                                                 kp.q_heads, kp.segments, p.shape.head_dim,
-                                                kp.evict_first, merge_timeline);
+                                                kp.evict_first, release_next, merge_timeline);
   LADDER_GPU_CALL(rt::GetLastError());
   return OkStatus();
 }

@@ -3,12 +3,15 @@
 //
 // Each work group of the attention kernel and of the merge kernel stamps five marks (entry,
 // ready, first tile, loop end, exit; see Mark) with the GPU's global timer and its
-// multiprocessor's cycle counter. The global timer is shared by every multiprocessor but may tick
-// coarsely (1 µs on some GPUs); the cycle counters are exact but each multiprocessor's has its own
-// origin. Align places every stamp on one time axis: the cycle count, converted at the rate
+// multiprocessor's cycle counter. The global timer is shared by every multiprocessor; where its
+// step is fine (at most 100 ns: 32 ns on the H200) it is the time axis. Where it ticks coarsely
+// (1 µs on some GPUs), Summarize places every stamp by the cycle counters instead, which are
+// exact but each multiprocessor's has its own origin: the cycle count, converted at the rate
 // fitted to all stamps, plus each multiprocessor's offset, the mean of (timer - cycles / rate)
-// over its stamps. The timer's quantisation then averages out over a multiprocessor's stamps
-// instead of landing on one mark.
+// over its stamps, so that the timer's quantisation averages out over a multiprocessor's stamps.
+// That fit assumes a steady SM clock, which a GPU under load does not keep exactly (the H200's
+// counters advanced at 1.81-1.89 G per timer second over different recordings): it can be off
+// by a fraction of a microsecond across a recording, and says so.
 //
 // Thread safety: RunTimeline as RunBenchPoint (one caller at a time per process); the rest are
 // pure functions.
@@ -73,6 +76,7 @@ struct TimelineSummary {
   int typical_calls = 0;
   double timer_resolution_ns = 0;  // smallest step seen between two timer stamps
   double cycles_per_us = 0;        // the fitted rate of the cycle counters
+  bool aligned_by_timer = false;   // the timer is the axis (fine step), not the cycle fit
   int attention_work_groups = 0;   // per call
   int merge_work_groups = 0;       // per call
 };

@@ -58,6 +58,15 @@ struct TuningConfig {
   // before reading anything. kAuto: on compute capability 9 and newer (CUDA); kOff: a plain
   // launch.
   Switch attention_overlap = Switch::kAuto;
+  // The merge kernel lets the kernel after it in the stream launch as soon as the merge starts
+  // (griddepcontrol.launch_dependents) instead of when its last work group exits: a kernel
+  // launched by programmatic dependent launch after it (the next call's attention kernel under
+  // attention_overlap) is then resident and waiting (griddepcontrol.wait: the merge complete and
+  // its writes visible) when the merge ends, instead of being launched then. The work-group
+  // timeline showed that launch: the next call's attention work groups entered 0.3-0.5 µs after
+  // the merge's last exit (H200, graph replays). kAuto, kOn: on (a no-op before compute
+  // capability 9 and on HIP); kOff: the launch at the merge's end.
+  Switch release_next = Switch::kAuto;
   // 3D with the generic kernel: the segments of one (query block, KV head) run as one thread
   // block cluster and merge their partials over distributed shared memory before they exit, in
   // the merge kernel's order (the same bits), so no merge kernel runs and no partial goes
