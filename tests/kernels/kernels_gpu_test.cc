@@ -103,6 +103,8 @@ TEST(GpuTimeline, EveryWorkGroupStampsItsMarksInOrder) {
     p->timing = pt.timing;
     const int calls = 6;
     auto r = lk::RunTimeline(*p, calls);
+    if (!r.ok() && r.error().code == lk::ErrorCode::kUnsupported)
+      GTEST_SKIP() << r.error().message;  // a build without the marks (the default)
     ASSERT_TRUE(r.ok()) << pt.preset << ": " << r.error().ToString();
     const lk::TimelineSummary& s = r->summary;
     ASSERT_EQ(s.calls.size(), static_cast<size_t>(calls)) << pt.preset;

@@ -1149,6 +1149,11 @@ Result<std::vector<TimelineStamp>> RecordTimeline(const DeviceProblem& p, const 
                                                   void* workspace, size_t workspace_bytes,
                                                   int warmup, int calls, bool graph) {
   static_assert(kTimelineMarks == kTimelineMarkCount, "gpu_api.h names every mark");
+  if (!kTimelineCompiled)
+    return Error(ErrorCode::kUnsupported,
+                 "this build's kernels have no work-group marks: configure with "
+                 "-DLADDER_KERNELS_TIMELINE=ON (cmake --preset cuda-timeline). The default build "
+                 "leaves them out: their branches cost 1-6 % of a 1K call (docs/kernels.md)");
   if (calls < 1 || warmup < 0)
     return Error(ErrorCode::kInvalidArgument, "a timeline needs calls >= 1 and warmup >= 0");
   const Geometry g = GeometryOf(p);
