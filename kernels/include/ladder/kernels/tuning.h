@@ -65,7 +65,9 @@ struct TuningConfig {
   // its writes visible) when the merge ends, instead of being launched then. The work-group
   // timeline showed that launch: the next call's attention work groups entered 0.3-0.5 µs after
   // the merge's last exit (H200, graph replays). kAuto, kOn: on (a no-op before compute
-  // capability 9 and on HIP); kOff: the launch at the merge's end.
+  // capability 9 and on HIP); kOff: the launch at the merge's end. H200, off / auto through
+  // ladder over 40 cells (1K, 8K; 1, 2, 4, 5 rows): 17 cells 2.1-5.4 % faster, 3 slower by 5-8 %
+  // (TP=2 1K 4 rows, llama-70b 1K 2 and 4 rows; docs/performance.md).
   Switch release_next = Switch::kAuto;
   // 3D with the generic kernel: the segments of one (query block, KV head) run as one thread
   // block cluster and merge their partials over distributed shared memory before they exit, in
