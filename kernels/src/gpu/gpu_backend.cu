@@ -1097,6 +1097,28 @@ struct OwnedGraph {
     if (g) (void)rt::GraphDestroy(g);
   }
 };
+
+// Captures launch(0) .. launch(n - 1) on `st` into `graph`, instantiates it and replays it once,
+// which uploads it; a launch that fails ends the capture and drops what was captured.
+template <class LaunchFn>
+Status CaptureAndUpload(rt::Stream st, int n, OwnedGraph* graph, LaunchFn launch) {
+  LADDER_GPU_CALL(rt::BeginCapture(st));
+  for (int i = 0; i < n; ++i) {
+    const Status launched = launch(i);
+    if (!launched.ok()) {
+      rt::Graph partial = nullptr;
+      if (rt::EndCapture(st, &partial) == rt::kSuccess && partial != nullptr)
+        (void)rt::GraphDestroy(partial);
+      (void)rt::GetLastError();
+      return launched.error();
+    }
+  }
+  LADDER_GPU_CALL(rt::EndCapture(st, &graph->g));
+  LADDER_GPU_CALL(rt::GraphInstantiate(&graph->e, graph->g));
+  LADDER_GPU_CALL(rt::GraphLaunch(graph->e, st));
+  LADDER_GPU_CALL(rt::StreamSync(st));
+  return OkStatus();
+}
 }  // namespace
 
 Result<std::vector<double>> TimeGraphReplays(const DeviceProblem& p, const LaunchPlan& plan,
@@ -1115,22 +1137,9 @@ Result<std::vector<double>> TimeGraphReplays(const DeviceProblem& p, const Launc
     LADDER_K_TRY(Launch(p, plan, workspace, workspace_bytes, stream.s));
   LADDER_GPU_CALL(rt::StreamSync(stream.s));
   OwnedGraph graph;
-  LADDER_GPU_CALL(rt::BeginCapture(stream.s));
-  for (int i = 0; i < graph_calls; ++i) {
-    const Status st = Launch(p, plan, workspace, workspace_bytes, stream.s);
-    if (!st.ok()) {
-      rt::Graph partial = nullptr;
-      if (rt::EndCapture(stream.s, &partial) == rt::kSuccess && partial != nullptr)
-        (void)rt::GraphDestroy(partial);
-      (void)rt::GetLastError();
-      return st.error();
-    }
-  }
-  LADDER_GPU_CALL(rt::EndCapture(stream.s, &graph.g));
-  LADDER_GPU_CALL(rt::GraphInstantiate(&graph.e, graph.g));
-  LADDER_GPU_CALL(
-      rt::GraphLaunch(graph.e, stream.s));  // the first replay uploads the graph: untimed
-  LADDER_GPU_CALL(rt::StreamSync(stream.s));
+  LADDER_K_TRY(CaptureAndUpload(stream.s, graph_calls, &graph, [&](int) {
+    return Launch(p, plan, workspace, workspace_bytes, stream.s);
+  }));  // (the upload replay is untimed)
   std::vector<double> us;
   for (int i = 0; i < repeats; ++i) {
     LADDER_K_TRY(HoldStream(stream.s));
@@ -1177,21 +1186,9 @@ Result<std::vector<TimelineStamp>> RecordTimeline(const DeviceProblem& p, const 
   LADDER_GPU_CALL(rt::StreamSync(stream.s));
   OwnedGraph owned;
   if (graph) {
-    LADDER_GPU_CALL(rt::BeginCapture(stream.s));
-    for (int c = 0; c < calls; ++c) {
-      const Status st = Launch(p, plan, workspace, workspace_bytes, stream.s, base + c * per_call);
-      if (!st.ok()) {
-        rt::Graph partial = nullptr;
-        if (rt::EndCapture(stream.s, &partial) == rt::kSuccess && partial != nullptr)
-          (void)rt::GraphDestroy(partial);
-        (void)rt::GetLastError();
-        return st.error();
-      }
-    }
-    LADDER_GPU_CALL(rt::EndCapture(stream.s, &owned.g));
-    LADDER_GPU_CALL(rt::GraphInstantiate(&owned.e, owned.g));
-    LADDER_GPU_CALL(rt::GraphLaunch(owned.e, stream.s));  // uploads the graph: not recorded
-    LADDER_GPU_CALL(rt::StreamSync(stream.s));
+    LADDER_K_TRY(CaptureAndUpload(stream.s, calls, &owned, [&](int c) {
+      return Launch(p, plan, workspace, workspace_bytes, stream.s, base + c * per_call);
+    }));  // (the upload replay is not recorded: the stamps are zeroed after it)
   }
   LADDER_GPU_CALL(rt::MemsetAsync(base, 0, bytes));
   LADDER_GPU_CALL(rt::Sync());
