@@ -66,6 +66,14 @@ std::vector<CaseSpec> MakeCases() {
   add("f16_d512_gqa4_rows8_partial_page", Shape(8, 2, 512, 16, 0, 0, DType::kF16),
       {{8, 70}, {3, 33}});
   add("d512_gqa16_spec2_empty_segments", Shape(16, 1, 512), {{2, 40}}, 16);
+  // Five rows of GQA 8 at head 512 (40 columns: the column-teams kernel on Hopper): shorter
+  // queries beside the longest (fewer columns than the kernel's), 8-token pages (a chunk spans
+  // two), softcap; nine rows of GQA 4 (36 columns: a part-filled n-tile); f16 with forced,
+  // mostly empty segments.
+  add("mtp5_d512_gqa8_mixed_bs8_softcap30", Shape(32, 4, 512, 8, 0, 30.0f),
+      {{5, 2000}, {3, 77}, {5, 16}});
+  add("rows9_d512_gqa4_36_columns", Shape(8, 2, 512), {{9, 1500}});
+  add("f16_mtp5_d512_empty_segments", Shape(16, 2, 512, 16, 0, 0, DType::kF16), {{5, 40}}, 16);
   return c;
 }
 

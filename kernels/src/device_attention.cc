@@ -39,15 +39,13 @@ class DeviceFacts {
   // asked.
   std::optional<gpu::KernelFacts> KernelFacts(const AttentionShape& shape, int max_query_len,
                                               const TuningConfig& tuning) {
-    const int group = shape.q_heads / shape.kv_heads;
-    // The kernel is chosen by block rows and score columns (query rows x q heads per KV head).
-    const int score_cols =
-        std::min(internal::GpuRowsPerQBlock(group, max_query_len), max_query_len) * group;
-    // (The tuning's kernel choice counts too: head512, bulk_copies, wide_work_groups and
-    // split_keys pick among the table's rows.)
+    // The kernel and its query rows per block follow from (head dim, GQA group, longest query)
+    // and the tuning's kernel choices (head512, bulk_copies, wide_work_groups, split_keys). Past
+    // 40 rows the longest query changes neither (blocks of 32 score rows), so the cache stays
+    // bounded however many prefill lengths an engine sends.
     const auto key = std::make_tuple(
         static_cast<int>(shape.dtype), shape.head_dim,
-        internal::GpuBlockM(group, max_query_len) * 100 + score_cols,
+        (shape.q_heads / shape.kv_heads) * 100 + std::min(max_query_len, 41),
         static_cast<int>(tuning.split_keys) * 1000 + static_cast<int>(tuning.head512) * 100 +
             static_cast<int>(tuning.bulk_copies) * 10 + static_cast<int>(tuning.wide_work_groups));
     std::lock_guard<std::mutex> lock(mu_);
@@ -119,13 +117,16 @@ namespace internal {
 PathDecision ChooseDevicePath(const AttentionShape& shape, int num_seqs, int max_query_len,
                               int max_kv_len, const RunOptions& options, int sm_count) {
   const int group = shape.q_heads / shape.kv_heads;
-  const int units = num_seqs * shape.kv_heads * GpuQBlocks(group, max_query_len);
+  int rows_per_qblock = GpuRowsPerQBlock(group, max_query_len);
   PolicyConfig config = options.config;
   if (const std::optional<gpu::KernelFacts> kf =
           DeviceFacts::Get().KernelFacts(shape, max_query_len, options.tuning)) {
     if (config.ctas_from_occupancy) config.ctas_per_sm = kf->ctas_per_sm;
     config.tile_keys = kf->tile_keys;
+    rows_per_qblock = kf->rows_per_qblock;  // (the kernel's: five rows of head 512 are one)
   }
+  const int units =
+      num_seqs * shape.kv_heads * ((max_query_len + rows_per_qblock - 1) / rows_per_qblock);
   return ChoosePath(options.policy, config, num_seqs, max_query_len,
                     KeysSeen(shape, max_kv_len, max_query_len), shape.kv_heads, units, sm_count);
 }

@@ -26,6 +26,7 @@ Result<DeviceInfo> QueryDevice();
 struct KernelFacts {
   int ctas_per_sm = 1;
   int tile_keys = 16;
+  int rows_per_qblock = 1;  // query rows per work item (the policy counts its work items by it)
 };
 Result<KernelFacts> FactsOfKernel(const AttentionShape& shape, int max_query_len,
                                   const TuningConfig& tuning);
@@ -79,6 +80,7 @@ struct LaunchPlan {
   // The row of the dispatch table that runs (an entry owned by the backend, valid for the
   // process); nullptr: not made by MakePlan.
   const void* kernel = nullptr;
+  int rows_per_qblock = 1, qblocks = 1;  // query rows per block, blocks per sequence
   // 3D with the head-512 team kernel where all its work groups fit on the device at once: the
   // work groups merge the partials themselves (a cooperative launch), no merge kernel.
   bool merge_in_kernel = false;

@@ -82,7 +82,7 @@ void AddTuningFlags(lk::TuningConfig* t, std::vector<Flag>* flags) {
   };
   flags->push_back({"head512", true,
                     "head-512 kernel: auto | generic | team-by-dims | team-by-column | team-split "
-                    "| team-split-wgmma",
+                    "| team-split-wgmma | team-columns",
                     [t](std::string_view v) -> lk::Status {
                       LADDER_K_ASSIGN_OR_RETURN(t->head512, lk::ParseHead512Kernel(v));
                       return {};

@@ -65,6 +65,8 @@ std::string_view ToString(Head512Kernel k) {
       return "team-split";
     case Head512Kernel::kTeamSplitWgmma:
       return "team-split-wgmma";
+    case Head512Kernel::kTeamColumns:
+      return "team-columns";
   }
   return "?";
 }
@@ -82,14 +84,15 @@ std::string_view ToString(Switch s) {
 }
 
 Result<Head512Kernel> ParseHead512Kernel(std::string_view s) {
-  for (Head512Kernel k :
-       {Head512Kernel::kAuto, Head512Kernel::kGeneric, Head512Kernel::kTeamByDims,
-        Head512Kernel::kTeamByColumn, Head512Kernel::kTeamSplit, Head512Kernel::kTeamSplitWgmma})
+  for (Head512Kernel k : {Head512Kernel::kAuto, Head512Kernel::kGeneric, Head512Kernel::kTeamByDims,
+                          Head512Kernel::kTeamByColumn, Head512Kernel::kTeamSplit,
+                          Head512Kernel::kTeamSplitWgmma, Head512Kernel::kTeamColumns})
     if (s == ToString(k)) return k;
   return Error(
       ErrorCode::kInvalidArgument,
       "unknown head-512 kernel '" + std::string(s) +
-          "' (known: auto, generic, team-by-dims, team-by-column, team-split, team-split-wgmma)");
+          "' (known: auto, generic, team-by-dims, team-by-column, team-split, team-split-wgmma, "
+          "team-columns)");
 }
 
 Result<Switch> ParseSwitch(std::string_view s) {
@@ -105,8 +108,9 @@ Status TuningConfig::Validate() const {
     return Error(ErrorCode::kInvalidArgument, "tuning: " + why);
   };
   const bool generic = head512 == Head512Kernel::kGeneric;
-  const bool split =
-      head512 == Head512Kernel::kTeamSplit || head512 == Head512Kernel::kTeamSplitWgmma;
+  const bool split = head512 == Head512Kernel::kTeamSplit ||
+                     head512 == Head512Kernel::kTeamSplitWgmma ||
+                     head512 == Head512Kernel::kTeamColumns;
   if (bulk_copies == Switch::kOn && (generic || split))
     return bad(
         "bulk_copies=on needs a team kernel that has bulk copies (team-by-dims or team-by-column), "

@@ -187,6 +187,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Tuned(lk::Head512Kernel::kTeamByDims, lk::Switch::kOn),
                       Tuned(lk::Head512Kernel::kTeamByColumn), Tuned(lk::Head512Kernel::kTeamSplit),
                       Tuned(lk::Head512Kernel::kTeamSplitWgmma),
+                      Tuned(lk::Head512Kernel::kTeamColumns),
                       Tuned(lk::Head512Kernel::kAuto, lk::Switch::kAuto, lk::Switch::kOff)),
     [](const ::testing::TestParamInfo<lk::TuningConfig>& info) {
       std::string name = info.param.ToString();
@@ -353,6 +354,48 @@ TEST(GpuSplitKeys, TheDefaultTakesItAtOneRowOfGqa8AndTwoOfGqa2) {
       }
     }
   }
+}
+
+// Five query rows of GQA 8 at head 512 (40 score columns) run as one query block of the
+// column-teams kernel where the team kernels fit (Hopper), so K and V are read once; forcing the
+// 32-column kernel gives the two query blocks of before, and the same output within the case
+// table's tolerance. Six rows (48 columns) stay two blocks.
+TEST(GpuColumnTeams, FiveRowsOfGqa8AreOneQueryBlock) {
+  const lk::Backend b = GpuBackend();
+  if (!lk::BackendAvailable(b)) GTEST_SKIP() << "no GPU backend with a device in this binary";
+  lk::AttentionShape shape;
+  shape.q_heads = 32;
+  shape.kv_heads = 4;
+  shape.head_dim = 512;
+  auto problem = lk::MakeProblem(shape, {{5, 3000}}, 17);
+  ASSERT_TRUE(problem.ok());
+  lk::RunOptions options;
+  options.policy = lk::Policy::kForce3D;
+  lk::HostTensor one_block, two_blocks;
+  auto r = lk::RunAttention(b, *problem, options, &one_block);
+  ASSERT_TRUE(r.ok()) << r.error().ToString();
+  if (r->grid.find("team512") == std::string::npos)
+    GTEST_SKIP() << "no team kernels on this device: " << r->grid;
+  EXPECT_NE(r->grid.find("column teams"), std::string::npos) << r->grid;
+  EXPECT_EQ(r->grid.rfind("3D grid 1x4x", 0), 0u) << r->grid;
+  options.tuning.head512 = lk::Head512Kernel::kTeamSplit;
+  auto split = lk::RunAttention(b, *problem, options, &two_blocks);
+  ASSERT_TRUE(split.ok()) << split.error().ToString();
+  EXPECT_EQ(split->grid.rfind("3D grid 2x4x", 0), 0u) << split->grid;
+  ASSERT_EQ(one_block.numel(), two_blocks.numel());
+  double worst = 0;
+  for (size_t i = 0; i < one_block.numel(); ++i)
+    worst = std::max(worst, std::fabs(static_cast<double>(one_block.Get(i)) - two_blocks.Get(i)));
+  EXPECT_LT(worst, 3e-2) << "the two kernels' outputs differ by " << worst;
+
+  auto six = lk::MakeProblem(shape, {{6, 3000}}, 17);
+  ASSERT_TRUE(six.ok());
+  options.tuning = {};
+  lk::HostTensor out;
+  auto r6 = lk::RunAttention(b, *six, options, &out);
+  ASSERT_TRUE(r6.ok()) << r6.error().ToString();
+  EXPECT_EQ(r6->grid.rfind("3D grid 2x4x", 0), 0u) << r6->grid;
+  EXPECT_EQ(r6->grid.find("column teams"), std::string::npos) << r6->grid;
 }
 
 // What the split-keys kernel does not take is refused by name: more than 16 score columns, a

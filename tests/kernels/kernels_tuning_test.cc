@@ -16,9 +16,10 @@ TEST(Tuning, DefaultsAreValidAndSayDefaults) {
 }
 
 TEST(Tuning, EveryKernelNameParsesBackToItself) {
-  for (lk::Head512Kernel k : {lk::Head512Kernel::kAuto, lk::Head512Kernel::kGeneric,
-                              lk::Head512Kernel::kTeamByDims, lk::Head512Kernel::kTeamByColumn,
-                              lk::Head512Kernel::kTeamSplit, lk::Head512Kernel::kTeamSplitWgmma}) {
+  for (lk::Head512Kernel k :
+       {lk::Head512Kernel::kAuto, lk::Head512Kernel::kGeneric, lk::Head512Kernel::kTeamByDims,
+        lk::Head512Kernel::kTeamByColumn, lk::Head512Kernel::kTeamSplit,
+        lk::Head512Kernel::kTeamSplitWgmma, lk::Head512Kernel::kTeamColumns}) {
     auto parsed = lk::ParseHead512Kernel(lk::ToString(k));
     ASSERT_TRUE(parsed.ok()) << lk::ToString(k);
     EXPECT_EQ(*parsed, k);

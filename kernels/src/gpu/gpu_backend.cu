@@ -14,6 +14,7 @@
 #include "gpu/attention_kernel.h"
 #include "gpu/portability.h"
 #if !defined(LADDER_KERNELS_HIP)
+#include "gpu/column_teams_kernel.h"
 #include "gpu/split_keys_kernel.h"
 #include "gpu/team_attention_kernel.h"
 #endif
@@ -237,6 +238,23 @@ const KernelEntry& TeamEntry() {
 #endif
 
 #if !defined(LADDER_KERNELS_HIP)
+template <class E>
+const KernelEntry& ColumnTeamsEntry() {
+  using Sh = ColumnTeamsShape;
+  static const KernelEntry e = [] {
+    KernelEntry k;
+    k.fn = &ColumnTeamsAttention512Kernel<E>;
+    k.name = "team512 column teams";
+    k.threads = Sh::kThreads;
+    k.stages = Sh::kStages;
+    k.tile = Sh::kChunk;
+    k.smem = Sh::kSmemBytes;
+    k.attr = rt::SetMaxDynamicSmem(k.fn, static_cast<int>(Sh::kSmemBytes));
+    return k;
+  }();
+  return e;
+}
+
 template <class E, int D, int NN>
 const KernelEntry& SplitKeysEntry() {
   using Sh = SplitKeysShape<D, NN>;
@@ -325,6 +343,18 @@ constexpr VariantRow Team(Head512Kernel kernel, int min_cols, int max_cols, bool
           &TeamEntry<dev::Bf16, NT, kScoring, kBulk>,
           &TeamEntry<dev::F16, NT, kScoring, kBulk>};
 }
+constexpr VariantRow ColumnTeams() {
+  return {512,
+          0,
+          33,
+          40,
+          Head512Kernel::kTeamColumns,
+          false,
+          true,
+          Needs::kTeamSharedMemory,
+          &ColumnTeamsEntry<dev::Bf16>,
+          &ColumnTeamsEntry<dev::F16>};
+}
 #endif
 
 // The dispatch table: every instantiated attention kernel, one place. A (head dim, BM or score
@@ -364,6 +394,9 @@ constexpr VariantRow kVariantTable[] = {
                                         Needs::kTeamSharedMemory),
     Team<4, TeamScoring::kSplitWgmma, false>(Head512Kernel::kTeamSplitWgmma, 17, 32, true,
                                              Needs::kSm90a),
+    // 33-40 columns (five rows of GQA 8) in one query block: K and V read once
+    // (column_teams_kernel.h), where two 32-column query blocks read them twice.
+    ColumnTeams(),
 #endif
 };
 
@@ -393,6 +426,7 @@ Result<Head512Kernel> DefaultHead512(int score_cols) {
   if (!team) return Head512Kernel::kGeneric;
   if (score_cols <= 8) return Head512Kernel::kTeamByDims;
   if (score_cols <= 16) return Head512Kernel::kTeamByColumn;
+  if (score_cols > 32) return Head512Kernel::kTeamColumns;
   LADDER_K_ASSIGN_OR_RETURN(const bool wgmma, WgmmaRuns());
   return wgmma ? Head512Kernel::kTeamSplitWgmma : Head512Kernel::kTeamSplit;
 }
@@ -598,13 +632,27 @@ constexpr int kMaxSegments = 4096;
 struct Geometry {
   int block_m, rows_per_qblock, qblocks, score_cols;
 };
-Geometry GeometryOf(const AttentionShape& shape, int max_query_len) {
-  const int group = shape.q_heads / shape.kv_heads;
-  const int rows = internal::GpuRowsPerQBlock(group, max_query_len);
-  return {internal::GpuBlockM(group, max_query_len), rows,
-          internal::GpuQBlocks(group, max_query_len), std::min(rows, max_query_len) * group};
+// Whether a call's query rows go to the column-teams kernel as one query block: head 512 at
+// 33-40 score columns, where the tuning asks for it or leaves it to auto on a device where the
+// team kernels fit. (Elsewhere 32-row blocks: two query blocks, each reading all of K and V.)
+Result<bool> TakesColumnTeams(const AttentionShape& shape, int max_query_len,
+                              const TuningConfig& tuning) {
+  const int cols = shape.q_heads / shape.kv_heads * max_query_len;
+  if (shape.head_dim != 512 || cols <= 32 || cols > 40) return false;
+  if (tuning.head512 == Head512Kernel::kTeamColumns) return true;  // (FindRow says where it fails)
+  if (tuning.head512 != Head512Kernel::kAuto) return false;
+  return TeamKernelFits();
 }
-Geometry GeometryOf(const DeviceProblem& p) { return GeometryOf(p.shape, p.max_query_len); }
+Result<Geometry> GeometryOf(const AttentionShape& shape, int max_query_len,
+                            const TuningConfig& tuning) {
+  const int group = shape.q_heads / shape.kv_heads;
+  LADDER_K_ASSIGN_OR_RETURN(const bool columns, TakesColumnTeams(shape, max_query_len, tuning));
+  if (columns) return Geometry{32, max_query_len, 1, group * max_query_len};
+  const int rows = internal::GpuRowsPerQBlock(group, max_query_len);
+  return Geometry{internal::GpuBlockM(group, max_query_len), rows,
+                  internal::GpuQBlocks(group, max_query_len),
+                  std::min(rows, max_query_len) * group};
+}
 
 // Whether a call's K/V copies go under an L2 evict-first policy: where the K/V it reads (at
 // most: every sequence at its block table's length, or its window) is larger than L2, so the
@@ -697,7 +745,7 @@ Result<DeviceInfo> QueryDevice() {
 Result<KernelFacts> FactsOfKernel(const AttentionShape& shape, int max_query_len,
                                   const TuningConfig& tuning) {
   LADDER_K_TRY(shape.Validate());
-  const Geometry g = GeometryOf(shape, max_query_len);
+  LADDER_K_ASSIGN_OR_RETURN(const Geometry g, GeometryOf(shape, max_query_len, tuning));
   LADDER_K_ASSIGN_OR_RETURN(const KernelEntry* e, FindKernel(shape, g.block_m, g.score_cols, tuning,
                                                              WideWorkGroups(shape, tuning)));
   int n = 0;
@@ -708,6 +756,7 @@ Result<KernelFacts> FactsOfKernel(const AttentionShape& shape, int max_query_len
   KernelFacts facts;
   facts.ctas_per_sm = n;
   facts.tile_keys = e->tile;
+  facts.rows_per_qblock = g.rows_per_qblock;
   return facts;
 }
 
@@ -755,7 +804,7 @@ Result<LaunchPlan> MakePlan(const DeviceProblem& p, Path path, int segments,
   LADDER_K_TRY(p.shape.Validate());
   const int group = p.shape.q_heads / p.shape.kv_heads;
   if (group > 32) return Error(ErrorCode::kUnsupported, "GQA group > 32 q heads per KV head");
-  const Geometry g = GeometryOf(p);
+  LADDER_K_ASSIGN_OR_RETURN(const Geometry g, GeometryOf(p.shape, p.max_query_len, tuning));
   LADDER_K_ASSIGN_OR_RETURN(
       const KernelEntry* e,
       FindKernel(p.shape, g.block_m, g.score_cols, tuning, WideWorkGroups(p.shape, tuning)));
@@ -766,6 +815,8 @@ Result<LaunchPlan> MakePlan(const DeviceProblem& p, Path path, int segments,
     return Error(ErrorCode::kInvalidArgument,
                  "more than " + std::to_string(kMaxSegments) + " segments");
   plan.kernel = e;
+  plan.rows_per_qblock = g.rows_per_qblock;
+  plan.qblocks = g.qblocks;
   const long long items =
       static_cast<long long>(p.num_seqs) * g.qblocks * p.shape.kv_heads * plan.segments;
   const long long units = static_cast<long long>(g.score_cols) * ((p.shape.head_dim + 127) / 128);
@@ -831,8 +882,7 @@ size_t PartialBytes(const DeviceProblem& p, const LaunchPlan& plan) {
 }
 size_t MergeFlagBytes(const DeviceProblem& p, const LaunchPlan& plan) {
   if (!plan.merge_in_kernel) return 0;
-  const Geometry g = GeometryOf(p);
-  return sizeof(unsigned long long) * p.num_seqs * g.qblocks * p.shape.kv_heads * plan.segments;
+  return sizeof(unsigned long long) * p.num_seqs * plan.qblocks * p.shape.kv_heads * plan.segments;
 }
 
 size_t WorkspaceBytes(const DeviceProblem& p, const LaunchPlan& plan) {
@@ -872,7 +922,6 @@ Status Launch(const DeviceProblem& p, const LaunchPlan& plan, void* workspace,
     return Error(ErrorCode::kInvalidArgument,
                  "the 3D workspace must be 128-byte aligned (as cudaMalloc's is)");
   const KernelEntry* e = static_cast<const KernelEntry*>(plan.kernel);
-  const Geometry g = GeometryOf(p);
   KernelParams kp{};
   kp.q = static_cast<const uint16_t*>(p.q);
   kp.k = static_cast<const uint16_t*>(p.k);
@@ -891,8 +940,8 @@ Status Launch(const DeviceProblem& p, const LaunchPlan& plan, void* workspace,
   kp.window = p.shape.window;
   kp.scale = p.shape.EffectiveScale();
   kp.softcap = p.shape.softcap;
-  kp.rows_per_qblock = g.rows_per_qblock;
-  kp.num_qblocks = g.qblocks;
+  kp.rows_per_qblock = plan.rows_per_qblock;
+  kp.num_qblocks = plan.qblocks;
   kp.segments = plan.segments;
   kp.write_partial = plan.path == Path::k3D ? 1 : 0;
   kp.evict_first = plan.evict_first ? 1 : 0;
@@ -903,7 +952,7 @@ Status Launch(const DeviceProblem& p, const LaunchPlan& plan, void* workspace,
     kp.seg_max = kp.seg_acc + slots * p.shape.head_dim;
     kp.seg_sum = kp.seg_max + slots;
   }
-  const dim3 grid(p.num_seqs * g.qblocks, p.shape.kv_heads, plan.segments);
+  const dim3 grid(p.num_seqs * plan.qblocks, p.shape.kv_heads, plan.segments);
   kp.timeline = timeline;
   unsigned long long* merge_timeline =
       timeline ? timeline + static_cast<size_t>(grid.x) * grid.y * grid.z * kTimelineWords
@@ -1165,9 +1214,8 @@ Result<std::vector<TimelineStamp>> RecordTimeline(const DeviceProblem& p, const 
                  "leaves them out: their branches cost 1-6 % of a 1K call (docs/kernels.md)");
   if (calls < 1 || warmup < 0)
     return Error(ErrorCode::kInvalidArgument, "a timeline needs calls >= 1 and warmup >= 0");
-  const Geometry g = GeometryOf(p);
   const size_t attention_groups =
-      static_cast<size_t>(p.num_seqs) * g.qblocks * p.shape.kv_heads * plan.segments;
+      static_cast<size_t>(p.num_seqs) * plan.qblocks * p.shape.kv_heads * plan.segments;
   // Room for the merge kernel's grid wherever one may run (Launch: the 3D path without the
   // cluster merge); a merge that ran inside the attention kernel leaves its records empty.
   const size_t merge_groups =

@@ -572,9 +572,63 @@ __device__ inline void Wgmma64x32(float (&d)[16], unsigned long long desc_a,
   LADDER_DEVICE_TRAP();
 #endif
 }
+// m64n16k16 and m64n24k16 as Wgmma64x32 (the column-teams kernel's two teams: 16 and 24 score
+// columns).
+template <bool kBf16>
+__device__ inline void Wgmma64x16(float (&d)[8], unsigned long long desc_a,
+                                  unsigned long long desc_b, int accumulate) {
+#if LADDER_DEVICE_HAS_WGMMA
+#define LADDER_WGMMA_ASM(TYPE)                                                              \
+  asm volatile(                                                                             \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"                                          \
+      "wgmma.mma_async.sync.aligned.m64n16k16.f32." TYPE "." TYPE                           \
+      " {%0,%1,%2,%3,%4,%5,%6,%7}, %8, %9, p, 1, 1, 1, 0;\n}\n"                             \
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), \
+        "+f"(d[7])                                                                          \
+      : "l"(desc_a), "l"(desc_b), "r"(accumulate))
+  if constexpr (kBf16) {
+    LADDER_WGMMA_ASM("bf16");
+  } else {
+    LADDER_WGMMA_ASM("f16");
+  }
+#undef LADDER_WGMMA_ASM
+#else
+  (void)d, (void)desc_a, (void)desc_b, (void)accumulate;
+  LADDER_DEVICE_TRAP();
+#endif
+}
+template <bool kBf16>
+__device__ inline void Wgmma64x24(float (&d)[12], unsigned long long desc_a,
+                                  unsigned long long desc_b, int accumulate) {
+#if LADDER_DEVICE_HAS_WGMMA
+#define LADDER_WGMMA_ASM(TYPE)                                                              \
+  asm volatile(                                                                             \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %14, 0;\n"                                          \
+      "wgmma.mma_async.sync.aligned.m64n24k16.f32." TYPE "." TYPE                           \
+      " {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11}, %12, %13, p, 1, 1, 1, 0;\n}\n"             \
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), \
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11])                        \
+      : "l"(desc_a), "l"(desc_b), "r"(accumulate))
+  if constexpr (kBf16) {
+    LADDER_WGMMA_ASM("bf16");
+  } else {
+    LADDER_WGMMA_ASM("f16");
+  }
+#undef LADDER_WGMMA_ASM
+#else
+  (void)d, (void)desc_a, (void)desc_b, (void)accumulate;
+  LADDER_DEVICE_TRAP();
+#endif
+}
 // Barrier `id` (1..15) among `threads` threads (a multiple of 32) of the work group.
 __device__ inline void NamedBarrier(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+// The same, for threads that reach it from different instructions (barrier.sync without
+// .aligned; bar.sync is .aligned, and compute-sanitizer's synccheck rightly flags divergent
+// arrivals at it): the two teams of the column-teams kernel, each in its own copy of the loop.
+__device__ inline void NamedBarrierAnyPc(int id, int threads) {
+  asm volatile("barrier.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 // Device-scope release store and acquire load (flags between the work groups of one grid).
 __device__ inline void StoreRelease(unsigned long long* p, unsigned long long v) {

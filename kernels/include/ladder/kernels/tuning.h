@@ -25,13 +25,18 @@ enum class Head512Kernel {
   // The team kernel wherever a work group may hold its ~210 KB of shared memory (Hopper):
   // by dims at <= 8 score columns, by column at <= 16, split scores with the O^T product by
   // warpgroup MMA above 16 where the sm_90a machine code runs (split scores without it);
-  // elsewhere (Ampere, HIP) the generic kernel.
+  // at 33..40 the column-teams kernel (kTeamColumns); elsewhere (Ampere, HIP) the generic
+  // kernel.
   kAuto,
   kGeneric,         // the one kernel body every head dim uses (attention_kernel.h)
   kTeamByDims,      // team kernel scoring by dims: <= 8 score columns only
   kTeamByColumn,    // team kernel scoring by column: 9..16 score columns only
   kTeamSplit,       // team kernel, scores by dims, softmax by column: 17..32 columns
   kTeamSplitWgmma,  // kTeamSplit with O^T by wgmma: 17..32 columns, sm_90a only
+  // 33..40 columns (five query rows of GQA 8) in one query block, its two teams splitting the
+  // columns 24 / 16 and both taking every 16-key chunk, so K and V are read once. (Without it
+  // the call is two query blocks, each reading all of K and V.)
+  kTeamColumns,
 };
 
 // A choice the defaults make by rule, forced one way for an A/B run.
