@@ -187,6 +187,24 @@ TEST(Cli, KernelsBenchTakesATuningAndRefusesABadOne) {
   EXPECT_NE(check.err.find("two different kernels"), std::string::npos) << check.err;
 }
 
+// --case narrows the case table to the names that contain it (one case under a sanitizer), and
+// a filter that matches nothing is bad input rather than a green "0 passed".
+TEST(Cli, KernelsCheckRunsTheCasesItIsAskedFor) {
+  auto one = RunCommand({LadderBinary(), "kernels", "check", "--backend", "cpu", "--case",
+                         "decode_d64_partial_first_page", "--repeats", "2"});
+  EXPECT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_NE(one.out.find("decode_d64_partial_first_page"), std::string::npos) << one.out;
+  EXPECT_NE(one.out.find("1 passed, 0 failed"), std::string::npos) << one.out;
+  auto d512 = RunCommand(
+      {LadderBinary(), "kernels", "check", "--backend", "cpu", "--case", "d512", "--repeats", "1"});
+  EXPECT_EQ(d512.exit_code, 0) << d512.err;
+  EXPECT_EQ(d512.out.find("d64"), std::string::npos) << d512.out;
+  EXPECT_NE(d512.out.find("mtp5_d512"), std::string::npos) << d512.out;
+  auto none = RunCommand({LadderBinary(), "kernels", "check", "--case", "no_such_case"});
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.err.find("no case name contains 'no_such_case'"), std::string::npos) << none.err;
+}
+
 // --segments replaces the policy's segment count on the 3D path (the sweeps in
 // docs/performance.md), and a count the GPU backends cannot launch is refused before anything runs.
 TEST(Cli, KernelsBenchForcesTheSegmentCount) {
