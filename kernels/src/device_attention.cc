@@ -35,23 +35,26 @@ class DeviceFacts {
     return *device_;
   }
 
-  // Occupancy and tile of the kernel that (shape, rows) selects; nullopt when they cannot be
-  // asked.
+  // Occupancy and tile of the kernel that (shape, rows, the call's work) selects; nullopt when
+  // they cannot be asked.
   std::optional<gpu::KernelFacts> KernelFacts(const AttentionShape& shape, int max_query_len,
-                                              const TuningConfig& tuning) {
-    // The kernel and its query rows per block follow from (head dim, GQA group, longest query)
-    // and the tuning's kernel choices (head512, bulk_copies, wide_work_groups, split_keys). Past
-    // 40 rows the longest query changes neither (blocks of 32 score rows), so the cache stays
-    // bounded however many prefill lengths an engine sends.
+                                              const TuningConfig& tuning, bool column_work) {
+    // The kernel and its query rows per block follow from (head dim, GQA group, longest query),
+    // the tuning's kernel choices (head512, bulk_copies, wide_work_groups, split_keys) and, for
+    // five rows of head 512, whether the call has the work for column teams. Past 40 rows the
+    // longest query changes none of them (blocks of 32 score rows), so the cache stays bounded
+    // however many prefill lengths an engine sends.
     const auto key = std::make_tuple(
         static_cast<int>(shape.dtype), shape.head_dim,
         (shape.q_heads / shape.kv_heads) * 100 + std::min(max_query_len, 41),
         static_cast<int>(tuning.split_keys) * 1000 + static_cast<int>(tuning.head512) * 100 +
-            static_cast<int>(tuning.bulk_copies) * 10 + static_cast<int>(tuning.wide_work_groups));
+            static_cast<int>(tuning.bulk_copies) * 10 + static_cast<int>(tuning.wide_work_groups),
+        column_work);
     std::lock_guard<std::mutex> lock(mu_);
     auto it = kernels_.find(key);
     if (it == kernels_.end()) {
-      const Result<gpu::KernelFacts> kf = gpu::FactsOfKernel(shape, max_query_len, tuning);
+      const Result<gpu::KernelFacts> kf =
+          gpu::FactsOfKernel(shape, max_query_len, tuning, column_work);
       it = kernels_.emplace(key, kf.ok() ? std::optional<gpu::KernelFacts>(*kf) : std::nullopt)
                .first;
     }
@@ -61,7 +64,7 @@ class DeviceFacts {
  private:
   std::mutex mu_;
   std::optional<DeviceInfo> device_;  // guarded by mu_
-  std::map<std::tuple<int, int, int, int>, std::optional<gpu::KernelFacts>>
+  std::map<std::tuple<int, int, int, int, bool>, std::optional<gpu::KernelFacts>>
       kernels_;  // guarded by mu_
 };
 
@@ -119,16 +122,18 @@ PathDecision ChooseDevicePath(const AttentionShape& shape, int num_seqs, int max
   const int group = shape.q_heads / shape.kv_heads;
   int rows_per_qblock = GpuRowsPerQBlock(group, max_query_len);
   PolicyConfig config = options.config;
-  if (const std::optional<gpu::KernelFacts> kf =
-          DeviceFacts::Get().KernelFacts(shape, max_query_len, options.tuning)) {
+  const int keys_seen = KeysSeen(shape, max_kv_len, max_query_len);
+  if (const std::optional<gpu::KernelFacts> kf = DeviceFacts::Get().KernelFacts(
+          shape, max_query_len, options.tuning,
+          ColumnTeamsHaveWork(num_seqs, shape.kv_heads, keys_seen))) {
     if (config.ctas_from_occupancy) config.ctas_per_sm = kf->ctas_per_sm;
     config.tile_keys = kf->tile_keys;
     rows_per_qblock = kf->rows_per_qblock;  // (the kernel's: five rows of head 512 are one)
   }
   const int units =
       num_seqs * shape.kv_heads * ((max_query_len + rows_per_qblock - 1) / rows_per_qblock);
-  return ChoosePath(options.policy, config, num_seqs, max_query_len,
-                    KeysSeen(shape, max_kv_len, max_query_len), shape.kv_heads, units, sm_count);
+  return ChoosePath(options.policy, config, num_seqs, max_query_len, keys_seen, shape.kv_heads,
+                    units, sm_count);
 }
 }  // namespace internal
 

@@ -28,8 +28,9 @@ struct KernelFacts {
   int tile_keys = 16;
   int rows_per_qblock = 1;  // query rows per work item (the policy counts its work items by it)
 };
+// `column_work`: internal::ColumnTeamsHaveWork of the call (its sequences and keys).
 Result<KernelFacts> FactsOfKernel(const AttentionShape& shape, int max_query_len,
-                                  const TuningConfig& tuning);
+                                  const TuningConfig& tuning, bool column_work);
 
 // Move-only owner of one device allocation.
 class DeviceBuffer {

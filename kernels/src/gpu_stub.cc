@@ -12,7 +12,7 @@ KernelError NoGpu() {
 
 Backend CompiledBackend() { return Backend::kCpu; }
 Result<DeviceInfo> QueryDevice() { return NoGpu(); }
-Result<KernelFacts> FactsOfKernel(const AttentionShape&, int, const TuningConfig&) {
+Result<KernelFacts> FactsOfKernel(const AttentionShape&, int, const TuningConfig&, bool) {
   return NoGpu();
 }
 Result<DeviceBuffer> DeviceBuffer::Alloc(size_t) { return NoGpu(); }

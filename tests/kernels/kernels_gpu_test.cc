@@ -398,6 +398,40 @@ TEST(GpuColumnTeams, FiveRowsOfGqa8AreOneQueryBlock) {
   EXPECT_EQ(r6->grid.find("column teams"), std::string::npos) << r6->grid;
 }
 
+// Under auto, five rows take column teams only where the call has the work for its half-sized
+// grid (ColumnTeamsHaveWork): at TP=2's two KV heads, one sequence below 4K keys runs as two
+// query blocks; two sequences, or 4K keys and more, run as one; forced, column teams runs anyway.
+TEST(GpuColumnTeams, SmallCallsAtTwoKvHeadsRunAsTwoBlocks) {
+  const lk::Backend b = GpuBackend();
+  if (!lk::BackendAvailable(b)) GTEST_SKIP() << "no GPU backend with a device in this binary";
+  lk::AttentionShape shape;
+  shape.q_heads = 16;
+  shape.kv_heads = 2;
+  shape.head_dim = 512;
+  struct Call {
+    std::vector<lk::SeqSpec> seqs;
+    lk::Head512Kernel head512;
+    bool columns;
+  };
+  for (const Call& c : {Call{{{5, 3000}}, lk::Head512Kernel::kAuto, false},
+                        Call{{{5, 3000}, {5, 2000}}, lk::Head512Kernel::kAuto, true},
+                        Call{{{5, 5000}}, lk::Head512Kernel::kAuto, true},
+                        Call{{{5, 3000}}, lk::Head512Kernel::kTeamColumns, true}}) {
+    auto problem = lk::MakeProblem(shape, c.seqs, 23);
+    ASSERT_TRUE(problem.ok());
+    lk::RunOptions options;
+    options.policy = lk::Policy::kAuto;
+    options.tuning.head512 = c.head512;
+    lk::HostTensor out;
+    auto r = lk::RunAttention(b, *problem, options, &out);
+    ASSERT_TRUE(r.ok()) << r.error().ToString();
+    if (r->grid.find("team512") == std::string::npos)
+      GTEST_SKIP() << "no team kernels on this device: " << r->grid;
+    EXPECT_EQ(r->grid.find("column teams") != std::string::npos, c.columns)
+        << c.seqs.size() << " sequences, " << c.seqs[0].kv_len << " keys: " << r->grid;
+  }
+}
+
 // What the split-keys kernel does not take is refused by name: more than 16 score columns, a
 // head dim other than 128 and 256, and split_keys=on beside wide_work_groups=on.
 TEST(GpuSplitKeys, WhatItDoesNotTakeIsRefusedByName) {

@@ -633,20 +633,22 @@ struct Geometry {
   int block_m, rows_per_qblock, qblocks, score_cols;
 };
 // Whether a call's query rows go to the column-teams kernel as one query block: head 512 at
-// 33-40 score columns, where the tuning asks for it or leaves it to auto on a device where the
-// team kernels fit. (Elsewhere 32-row blocks: two query blocks, each reading all of K and V.)
+// 33-40 score columns, where the tuning asks for it, or leaves it to auto on a device where the
+// team kernels fit and the call has the work for it (internal::ColumnTeamsHaveWork). (Elsewhere
+// 32-row blocks: two query blocks, each reading all of K and V.)
 Result<bool> TakesColumnTeams(const AttentionShape& shape, int max_query_len,
-                              const TuningConfig& tuning) {
+                              const TuningConfig& tuning, bool column_work) {
   const int cols = shape.q_heads / shape.kv_heads * max_query_len;
   if (shape.head_dim != 512 || cols <= 32 || cols > 40) return false;
   if (tuning.head512 == Head512Kernel::kTeamColumns) return true;  // (FindRow says where it fails)
-  if (tuning.head512 != Head512Kernel::kAuto) return false;
+  if (tuning.head512 != Head512Kernel::kAuto || !column_work) return false;
   return TeamKernelFits();
 }
 Result<Geometry> GeometryOf(const AttentionShape& shape, int max_query_len,
-                            const TuningConfig& tuning) {
+                            const TuningConfig& tuning, bool column_work) {
   const int group = shape.q_heads / shape.kv_heads;
-  LADDER_K_ASSIGN_OR_RETURN(const bool columns, TakesColumnTeams(shape, max_query_len, tuning));
+  LADDER_K_ASSIGN_OR_RETURN(const bool columns,
+                            TakesColumnTeams(shape, max_query_len, tuning, column_work));
   if (columns) return Geometry{32, max_query_len, 1, group * max_query_len};
   const int rows = internal::GpuRowsPerQBlock(group, max_query_len);
   return Geometry{internal::GpuBlockM(group, max_query_len), rows,
@@ -743,9 +745,10 @@ Result<DeviceInfo> QueryDevice() {
 }
 
 Result<KernelFacts> FactsOfKernel(const AttentionShape& shape, int max_query_len,
-                                  const TuningConfig& tuning) {
+                                  const TuningConfig& tuning, bool column_work) {
   LADDER_K_TRY(shape.Validate());
-  LADDER_K_ASSIGN_OR_RETURN(const Geometry g, GeometryOf(shape, max_query_len, tuning));
+  LADDER_K_ASSIGN_OR_RETURN(const Geometry g,
+                            GeometryOf(shape, max_query_len, tuning, column_work));
   LADDER_K_ASSIGN_OR_RETURN(const KernelEntry* e, FindKernel(shape, g.block_m, g.score_cols, tuning,
                                                              WideWorkGroups(shape, tuning)));
   int n = 0;
@@ -804,7 +807,10 @@ Result<LaunchPlan> MakePlan(const DeviceProblem& p, Path path, int segments,
   LADDER_K_TRY(p.shape.Validate());
   const int group = p.shape.q_heads / p.shape.kv_heads;
   if (group > 32) return Error(ErrorCode::kUnsupported, "GQA group > 32 q heads per KV head");
-  LADDER_K_ASSIGN_OR_RETURN(const Geometry g, GeometryOf(p.shape, p.max_query_len, tuning));
+  const bool column_work = internal::ColumnTeamsHaveWork(
+      p.num_seqs, p.shape.kv_heads, KeysSeen(p.shape, p.max_kv_len, p.max_query_len));
+  LADDER_K_ASSIGN_OR_RETURN(const Geometry g,
+                            GeometryOf(p.shape, p.max_query_len, tuning, column_work));
   LADDER_K_ASSIGN_OR_RETURN(
       const KernelEntry* e,
       FindKernel(p.shape, g.block_m, g.score_cols, tuning, WideWorkGroups(p.shape, tuning)));
