@@ -91,8 +91,10 @@ struct LaunchPlan {
   bool merge_in_cluster = false;
   // The attention kernel by programmatic dependent launch (not the cooperative one).
   bool attention_overlap = false;
-  bool release_next = false;  // 3D: the merge kernel lets the next kernel launch as it starts
-  bool evict_first = false;   // K/V copies under an L2 evict-first policy
+  // 3D: where the merge kernel lets the next kernel launch (TuningConfig::release_next): not
+  // before its end, after its wait for the attention grid, or as it starts.
+  enum class Release { kAtEnd, kAfterWait, kAtStart } release_next = Release::kAtEnd;
+  bool evict_first = false;  // K/V copies under an L2 evict-first policy
 };
 
 // Finds the kernel in the dispatch table (kUnsupported naming the combination when the table

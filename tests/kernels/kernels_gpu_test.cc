@@ -472,3 +472,42 @@ INSTANTIATE_TEST_SUITE_P(Kernels, GpuCaseTable,
                          });
 
 }  // namespace
+
+// The merge releases the next call's attention kernel as it starts only where that kernel's
+// work groups can all take SMs this call's leave idle (twice the grid at one per SM), else after
+// its wait; release_next=off never early. The grid names the release from the start.
+TEST(GpuRelease, TheMergeReleasesTheNextAtStartOnlyBesideASmallGrid) {
+  const lk::Backend b = GpuBackend();
+  if (!lk::BackendAvailable(b)) GTEST_SKIP() << "no GPU backend with a device in this binary";
+  auto info = lk::QueryDevice(b);
+  ASSERT_TRUE(info.ok()) << info.error().ToString();
+  struct Call {
+    int q_heads, kv_heads, head_dim, rows, segments;
+    lk::Switch release;
+    bool at_start;
+  };
+  // Two KV heads x 8 segments is 16 work groups: at start on any GPU of 32 SMs or more. Eight KV
+  // heads x 32 segments (256) is more than half of any GPU's SMs we run on (H200: 132).
+  for (const Call& c : {Call{16, 2, 128, 1, 8, lk::Switch::kAuto, true},
+                        Call{16, 2, 128, 1, 8, lk::Switch::kOff, false},
+                        Call{64, 8, 128, 2, 32, lk::Switch::kAuto, false}}) {
+    if (c.at_start && info->sm_count < 32) continue;
+    lk::AttentionShape shape;
+    shape.q_heads = c.q_heads;
+    shape.kv_heads = c.kv_heads;
+    shape.head_dim = c.head_dim;
+    auto problem = lk::MakeProblem(shape, {{c.rows, 1000}}, 31);
+    ASSERT_TRUE(problem.ok());
+    lk::RunOptions options;
+    options.policy = lk::Policy::kForce3D;
+    options.config.force_segments = c.segments;
+    options.tuning.release_next = c.release;
+    options.tuning.merge_in_kernel = lk::Switch::kOff;
+    lk::HostTensor out;
+    auto r = lk::RunAttention(b, *problem, options, &out);
+    ASSERT_TRUE(r.ok()) << r.error().ToString();
+    ASSERT_NE(r->grid.find("+ merge "), std::string::npos) << r->grid;
+    EXPECT_EQ(r->grid.find("releases the next at start") != std::string::npos, c.at_start)
+        << r->grid;
+  }
+}

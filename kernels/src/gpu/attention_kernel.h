@@ -823,14 +823,14 @@ __global__ void __launch_bounds__(kGroupedMergeThreads)
                                int release_next, unsigned long long* timeline) {
   __shared__ GroupedMergeScratch scratch;
   MarkTimeline(timeline, kMarkEntry);
+  // (TuningConfig::release_next, LaunchPlan::Release: 0 at the end, 1 after the wait, 2 at the
+  // start) The kernel after this one may launch: it waits for this whole grid before it reads
+  // anything. This grid is launched early in the attention kernel's run, so a release from the
+  // start lets the next call's work groups take SMs while that kernel still runs; the plan says
+  // where that pays.
+  if (release_next == 2) dev::AllowDependentLaunch();
   dev::WaitForPriorGrid();  // the attention kernel's partials are complete and visible
-  // (TuningConfig::release_next) The kernel after this one may launch now: it waits for this
-  // whole grid before it reads anything. Not before the wait: this grid is launched early in the
-  // attention kernel's run, and a release from there let the next call's work groups take SMs
-  // while this call's attention kernel still ran (H200, llama-70b 1K, 2 rows: released from
-  // there a call took 1.09x its time without an early release, from here 0.97x;
-  // docs/performance.md).
-  if (release_next) dev::AllowDependentLaunch();
+  if (release_next == 1) dev::AllowDependentLaunch();
   MarkTimeline(timeline, kMarkReady);
   auto unit = [&](int, size_t* head, int* dim_block) {
     *head = static_cast<size_t>(blockIdx.x) * q_heads + blockIdx.y;

@@ -841,7 +841,19 @@ Result<LaunchPlan> MakePlan(const DeviceProblem& p, Path path, int segments,
       }
     }
     LADDER_K_ASSIGN_OR_RETURN(plan.merge_overlap, LaunchOverlaps(tuning.merge_overlap));
-    plan.release_next = tuning.release_next != Switch::kOff;
+    if (tuning.release_next != Switch::kOff) {
+      // As the merge starts where the next call's attention work groups can all take SMs this
+      // call's leave idle (twice the grid fits at one per SM): their launch and wait then overlap
+      // this call's attention kernel without sharing an SM with it. Elsewhere after the merge's
+      // wait, once the attention grid is complete: a release from the start let the next call's
+      // work groups share SMs with this call's (H200, through ladder: llama-70b 1K, 2 rows, 128
+      // work groups, 1.09x the time without an early release, 0.97x after the wait; TP=2 1K, 64
+      // work groups, from the start over after the wait 0.98 at 2 rows, 0.99 at 1, 1.00 at 4;
+      // docs/performance.md).
+      LADDER_K_ASSIGN_OR_RETURN(const GpuFacts f, Facts());
+      plan.release_next =
+          2 * items <= f.sms ? LaunchPlan::Release::kAtStart : LaunchPlan::Release::kAfterWait;
+    }
   }
   LADDER_K_ASSIGN_OR_RETURN(plan.attention_overlap, LaunchOverlaps(tuning.attention_overlap));
   LADDER_K_ASSIGN_OR_RETURN(plan.evict_first, StreamEvictsFirst(p, tuning));
@@ -871,7 +883,9 @@ Result<LaunchPlan> MakePlan(const DeviceProblem& p, Path path, int segments,
       merge = " + merge in cluster" + cluster_note;
     else
       merge = " + merge " + std::to_string(p.num_tokens) + "x" + std::to_string(p.shape.q_heads) +
-              cluster_note;
+              cluster_note +
+              (plan.release_next == LaunchPlan::Release::kAtStart ? ", releases the next at start"
+                                                                  : "");
   }
   char buf[320];
   std::snprintf(buf, sizeof(buf), "%s grid %dx%dx%d %s (%d thr, BM %d, tile %d, %d stages)%s",
@@ -1028,7 +1042,7 @@ Status Launch(const DeviceProblem& p, const LaunchPlan& plan, void* workspace,
   const bool lean =
       !plan.merge_in_kernel && static_cast<long long>(mgrid.x) * mgrid.y * mgrid.z > 2LL * f.sms;
   const bool bf16 = p.shape.dtype == DType::kBF16;
-  const int release_next = plan.release_next ? 1 : 0;
+  const int release_next = static_cast<int>(plan.release_next);  // (the merge kernel's codes)
   auto* merge = lean ? (bf16 ? &MergeSegmentsGroupedKernel<dev::Bf16, kGroupedMergePerLean>
                              : &MergeSegmentsGroupedKernel<dev::F16, kGroupedMergePerLean>)
                      : (bf16 ? &MergeSegmentsGroupedKernel<dev::Bf16, kGroupedMergePer>
