@@ -473,29 +473,36 @@ INSTANTIATE_TEST_SUITE_P(Kernels, GpuCaseTable,
 
 }  // namespace
 
-// The merge releases the next call's attention kernel as it starts only where that kernel's
-// work groups can all take SMs this call's leave idle (twice the grid at one per SM), else after
-// its wait; release_next=off never early. The grid names the release from the start.
-TEST(GpuRelease, TheMergeReleasesTheNextAtStartOnlyBesideASmallGrid) {
+// Where the merge releases the next call's attention kernel: at its start where twice that grid
+// fits on the SMs, at its end where the merge holds more than one work group per SM beside a grid
+// of at most half the SMs (it would land packed), after its wait elsewhere; never early with
+// release_next=off. The grid names the first two.
+TEST(GpuRelease, TheMergeReleasesTheNextWhereItsWorkGroupsLandSpread) {
   const lk::Backend b = GpuBackend();
   if (!lk::BackendAvailable(b)) GTEST_SKIP() << "no GPU backend with a device in this binary";
   auto info = lk::QueryDevice(b);
   ASSERT_TRUE(info.ok()) << info.error().ToString();
+  enum class At { kStart, kWait, kEnd };
   struct Call {
-    int q_heads, kv_heads, head_dim, rows, segments;
+    int q_heads, kv_heads, rows, segments;
     lk::Switch release;
-    bool at_start;
+    At at;
+    bool applies;  // on this device's SM count
   };
-  // Two KV heads x 8 segments is 16 work groups: at start on any GPU of 32 SMs or more. Eight KV
-  // heads x 32 segments (256) is more than half of any GPU's SMs we run on (H200: 132).
-  for (const Call& c : {Call{16, 2, 128, 1, 8, lk::Switch::kAuto, true},
-                        Call{16, 2, 128, 1, 8, lk::Switch::kOff, false},
-                        Call{64, 8, 128, 2, 32, lk::Switch::kAuto, false}}) {
-    if (c.at_start && info->sm_count < 32) continue;
+  const int sms = info->sm_count;
+  // Head 128, 1000 keys. 2 KV heads x 8 segments: 16 work groups, a merge of 16. 8 KV heads x 8
+  // segments at 4 rows: 64 work groups beside a merge of 256 (4 tokens x 64 q heads). 8 KV heads
+  // x 32 segments at 2 rows (16 of 64-key tiles: 16 segments): 128 beside a merge of 128.
+  for (const Call& c :
+       {Call{16, 2, 1, 8, lk::Switch::kAuto, At::kStart, sms >= 32},
+        Call{16, 2, 1, 8, lk::Switch::kOff, At::kWait, true},
+        Call{64, 8, 4, 8, lk::Switch::kAuto, At::kEnd, sms >= 128 && sms < 256},
+        Call{64, 8, 2, 32, lk::Switch::kAuto, At::kWait, sms >= 128 && sms < 256}}) {
+    if (!c.applies) continue;
     lk::AttentionShape shape;
     shape.q_heads = c.q_heads;
     shape.kv_heads = c.kv_heads;
-    shape.head_dim = c.head_dim;
+    shape.head_dim = 128;
     auto problem = lk::MakeProblem(shape, {{c.rows, 1000}}, 31);
     ASSERT_TRUE(problem.ok());
     lk::RunOptions options;
@@ -507,7 +514,9 @@ TEST(GpuRelease, TheMergeReleasesTheNextAtStartOnlyBesideASmallGrid) {
     auto r = lk::RunAttention(b, *problem, options, &out);
     ASSERT_TRUE(r.ok()) << r.error().ToString();
     ASSERT_NE(r->grid.find("+ merge "), std::string::npos) << r->grid;
-    EXPECT_EQ(r->grid.find("releases the next at start") != std::string::npos, c.at_start)
+    EXPECT_EQ(r->grid.find("releases the next at start") != std::string::npos, c.at == At::kStart)
+        << r->grid;
+    EXPECT_EQ(r->grid.find("releases the next at its end") != std::string::npos, c.at == At::kEnd)
         << r->grid;
   }
 }

@@ -626,6 +626,44 @@ Result<bool> LaunchOverlaps(Switch overlap) {
 #endif
 }
 
+// The merge kernel's grid: (query token, q head, 128 dims) per work group.
+dim3 MergeGrid(const DeviceProblem& p) {
+  constexpr int per_block = 4 * kGroupedMergeLanes;
+  return dim3(p.num_tokens, p.shape.q_heads, (p.shape.head_dim + per_block - 1) / per_block);
+}
+long long MergeWorkGroups(const DeviceProblem& p) {
+  const dim3 g = MergeGrid(p);
+  return static_cast<long long>(g.x) * g.y * g.z;
+}
+
+// Where the merge lets the next call's attention kernel launch (release_next: auto, on). That
+// kernel's work groups are placed on the SMs free when it launches. Where the merge holds more
+// than one work group per SM, SMs free up as they exit, and a small attention grid lands packed
+// (H200 timeline, graph replays): at TP=2 1K, 4 rows, its 64 work groups took both SMs of 31
+// TPCs, where launched on an idle GPU they take one SM of a TPC (key loop 6.67 against 6.08 µs);
+// at llama-70b 1K, 4 rows (a kernel that fits two to an SM) six SMs got two of its 128. There it
+// launches at the merge's end. Else as the merge starts where twice the grid fits on the SMs:
+// the next call's work groups take SMs this call leaves idle; elsewhere after the merge's wait,
+// once the attention grid is complete, since a release from the start placed the next call's
+// work groups beside this call's (llama-70b 1K, 2 rows: 1.09x the time without an early
+// release; 0.97x after the wait). docs/performance.md has the A/Bs.
+LaunchPlan::Release ReleasePointOf(long long attention_groups, int ctas_per_sm,
+                                   long long merge_groups, int sms) {
+  const bool packs = merge_groups > sms &&
+                     (2 * attention_groups <= sms || (ctas_per_sm > 1 && attention_groups <= sms));
+  if (packs) return LaunchPlan::Release::kAtEnd;
+  return 2 * attention_groups <= sms ? LaunchPlan::Release::kAtStart
+                                     : LaunchPlan::Release::kAfterWait;
+}
+
+// What the grid says of the release where it is not the usual one (after the merge's wait).
+const char* ReleaseNote(LaunchPlan::Release r, Switch asked) {
+  if (r == LaunchPlan::Release::kAtStart) return ", releases the next at start";
+  if (r == LaunchPlan::Release::kAtEnd && asked != Switch::kOff)
+    return ", releases the next at its end";
+  return "";
+}
+
 // A bound on the split: every segment costs a partial per query token and q head.
 constexpr int kMaxSegments = 4096;
 
@@ -842,17 +880,8 @@ Result<LaunchPlan> MakePlan(const DeviceProblem& p, Path path, int segments,
     }
     LADDER_K_ASSIGN_OR_RETURN(plan.merge_overlap, LaunchOverlaps(tuning.merge_overlap));
     if (tuning.release_next != Switch::kOff) {
-      // As the merge starts where the next call's attention work groups can all take SMs this
-      // call's leave idle (twice the grid fits at one per SM): their launch and wait then overlap
-      // this call's attention kernel without sharing an SM with it. Elsewhere after the merge's
-      // wait, once the attention grid is complete: a release from the start let the next call's
-      // work groups share SMs with this call's (H200, through ladder: llama-70b 1K, 2 rows, 128
-      // work groups, 1.09x the time without an early release, 0.97x after the wait; TP=2 1K, 64
-      // work groups, from the start over after the wait 0.98 at 2 rows, 0.99 at 1, 1.00 at 4;
-      // docs/performance.md).
       LADDER_K_ASSIGN_OR_RETURN(const GpuFacts f, Facts());
-      plan.release_next =
-          2 * items <= f.sms ? LaunchPlan::Release::kAtStart : LaunchPlan::Release::kAfterWait;
+      plan.release_next = ReleasePointOf(items, e->ctas_per_sm, MergeWorkGroups(p), f.sms);
     }
   }
   LADDER_K_ASSIGN_OR_RETURN(plan.attention_overlap, LaunchOverlaps(tuning.attention_overlap));
@@ -883,9 +912,7 @@ Result<LaunchPlan> MakePlan(const DeviceProblem& p, Path path, int segments,
       merge = " + merge in cluster" + cluster_note;
     else
       merge = " + merge " + std::to_string(p.num_tokens) + "x" + std::to_string(p.shape.q_heads) +
-              cluster_note +
-              (plan.release_next == LaunchPlan::Release::kAtStart ? ", releases the next at start"
-                                                                  : "");
+              cluster_note + ReleaseNote(plan.release_next, tuning.release_next);
   }
   char buf[320];
   std::snprintf(buf, sizeof(buf), "%s grid %dx%dx%d %s (%d thr, BM %d, tile %d, %d stages)%s",
@@ -1032,8 +1059,7 @@ Status Launch(const DeviceProblem& p, const LaunchPlan& plan, void* workspace,
   if (!kp.write_partial) return OkStatus();
 
   LADDER_GPU_CALL(MergeCarveouts());
-  constexpr int per_block = 4 * kGroupedMergeLanes;
-  const dim3 mgrid(p.num_tokens, kp.q_heads, (p.shape.head_dim + per_block - 1) / per_block);
+  const dim3 mgrid = MergeGrid(p);
   // The lean grouped merge where its grid is more than two work groups per SM (see
   // kGroupedMergePerLean); the same choice for the same shape and device every call. Not where
   // the plan merges inside the kernel and only a graph capture or a refused cooperative launch
