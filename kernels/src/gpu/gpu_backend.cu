@@ -641,13 +641,12 @@ long long MergeWorkGroups(const DeviceProblem& p) {
 // than one work group per SM, SMs free up as they exit, and a small attention grid lands packed
 // (H200 timeline, graph replays): at TP=2 1K, 4 rows, its 64 work groups took both SMs of 31
 // pairs of SM ids 2k, 2k + 1 (TPCs, presumably), where launched on an idle GPU they took both of
-// 4 pairs (key loop 6.67 against 6.08 µs);
-// at llama-70b 1K, 4 rows (a kernel that fits two to an SM) six SMs got two of its 128. There it
-// launches at the merge's end. Else as the merge starts where twice the grid fits on the SMs:
-// the next call's work groups take SMs this call leaves idle; elsewhere after the merge's wait,
-// once the attention grid is complete, since a release from the start placed the next call's
-// work groups beside this call's (llama-70b 1K, 2 rows: 1.09x the time without an early
-// release; 0.97x after the wait). docs/performance.md has the A/Bs.
+// 4 pairs (key loop 6.67 against 6.08 µs); at llama-70b 1K, 4 rows (a kernel that fits two to an
+// SM) six SMs got two of its 128. There it launches at the merge's end. Else as the merge starts
+// where twice the grid fits on the SMs: the next call's work groups take SMs this call leaves idle;
+// elsewhere after the merge's wait, once the attention grid is complete, since a release from the
+// start placed the next call's work groups beside this call's (llama-70b 1K, 2 rows: 1.09x the time
+// without an early release; 0.97x after the wait). docs/performance.md has the A/Bs.
 LaunchPlan::Release ReleasePointOf(long long attention_groups, int ctas_per_sm,
                                    long long merge_groups, int sms) {
   const bool packs = merge_groups > sms &&
