@@ -28,6 +28,15 @@ lk::Backend GpuBackend() {
   return lk::BackendAvailable(lk::Backend::kHip) ? lk::Backend::kHip : lk::Backend::kCuda;
 }
 
+// A shape of these heads, the rest (dtype, page size, window, softcap) the defaults.
+lk::AttentionShape Heads(int q_heads, int kv_heads, int head_dim) {
+  lk::AttentionShape shape;
+  shape.q_heads = q_heads;
+  shape.kv_heads = kv_heads;
+  shape.head_dim = head_dim;
+  return shape;
+}
+
 class GpuCaseTable : public ::testing::TestWithParam<lk::CaseSpec> {};
 
 TEST_P(GpuCaseTable, MatchesReferenceAndPathsAgree) {
@@ -201,10 +210,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(GpuDispatch, AnUnsupportedCombinationIsRefusedByName) {
   const lk::Backend b = GpuBackend();
   if (!lk::BackendAvailable(b)) GTEST_SKIP() << "no GPU backend with a device in this binary";
-  lk::AttentionShape shape;
-  shape.q_heads = 16;
-  shape.kv_heads = 2;
-  shape.head_dim = 512;
+  const lk::AttentionShape shape = Heads(16, 2, 512);
   auto problem = lk::MakeProblem(shape, {{2, 300}}, 7);  // 2 rows x GQA 8: 16 score columns
   ASSERT_TRUE(problem.ok());
   lk::RunOptions options;
@@ -247,10 +253,7 @@ INSTANTIATE_TEST_SUITE_P(Kernels, GpuWorkGroups,
 TEST(GpuDispatch, AWideWorkGroupWhereThereIsNoneIsRefusedByName) {
   const lk::Backend b = GpuBackend();
   if (!lk::BackendAvailable(b)) GTEST_SKIP() << "no GPU backend with a device in this binary";
-  lk::AttentionShape shape;
-  shape.q_heads = 8;
-  shape.kv_heads = 2;
-  shape.head_dim = 64;
+  const lk::AttentionShape shape = Heads(8, 2, 64);
   auto problem = lk::MakeProblem(shape, {{1, 300}}, 7);
   ASSERT_TRUE(problem.ok());
   lk::RunOptions options;
@@ -335,10 +338,7 @@ TEST(GpuSplitKeys, TheDefaultTakesItAtOneRowOfGqa8AndTwoOfGqa2) {
     int q_heads, kv_heads, head_dim, max_split_rows;
   };
   for (const Shape& sh : {Shape{64, 8, 128, 1}, Shape{32, 16, 256, 2}}) {
-    lk::AttentionShape shape;
-    shape.q_heads = sh.q_heads;
-    shape.kv_heads = sh.kv_heads;
-    shape.head_dim = sh.head_dim;
+    const lk::AttentionShape shape = Heads(sh.q_heads, sh.kv_heads, sh.head_dim);
     for (int rows : {1, 2, 4}) {
       for (lk::Switch wide : {lk::Switch::kAuto, lk::Switch::kOn}) {
         auto problem = lk::MakeProblem(shape, {{rows, 3000}}, 13);
@@ -363,10 +363,7 @@ TEST(GpuSplitKeys, TheDefaultTakesItAtOneRowOfGqa8AndTwoOfGqa2) {
 TEST(GpuColumnTeams, FiveRowsOfGqa8AreOneQueryBlock) {
   const lk::Backend b = GpuBackend();
   if (!lk::BackendAvailable(b)) GTEST_SKIP() << "no GPU backend with a device in this binary";
-  lk::AttentionShape shape;
-  shape.q_heads = 32;
-  shape.kv_heads = 4;
-  shape.head_dim = 512;
+  const lk::AttentionShape shape = Heads(32, 4, 512);
   auto problem = lk::MakeProblem(shape, {{5, 3000}}, 17);
   ASSERT_TRUE(problem.ok());
   lk::RunOptions options;
@@ -404,10 +401,7 @@ TEST(GpuColumnTeams, FiveRowsOfGqa8AreOneQueryBlock) {
 TEST(GpuColumnTeams, SmallCallsAtTwoKvHeadsRunAsTwoBlocks) {
   const lk::Backend b = GpuBackend();
   if (!lk::BackendAvailable(b)) GTEST_SKIP() << "no GPU backend with a device in this binary";
-  lk::AttentionShape shape;
-  shape.q_heads = 16;
-  shape.kv_heads = 2;
-  shape.head_dim = 512;
+  const lk::AttentionShape shape = Heads(16, 2, 512);
   struct Call {
     std::vector<lk::SeqSpec> seqs;
     lk::Head512Kernel head512;
@@ -448,10 +442,7 @@ TEST(GpuSplitKeys, WhatItDoesNotTakeIsRefusedByName) {
         Refused{8, 2, 64, 1, lk::Switch::kAuto, lk::ErrorCode::kUnsupported, "split_keys=on"},
         Refused{16, 2, 128, 1, lk::Switch::kOn, lk::ErrorCode::kInvalidArgument,
                 "wide_work_groups=on"}}) {
-    lk::AttentionShape shape;
-    shape.q_heads = x.q_heads;
-    shape.kv_heads = x.kv_heads;
-    shape.head_dim = x.head_dim;
+    const lk::AttentionShape shape = Heads(x.q_heads, x.kv_heads, x.head_dim);
     auto problem = lk::MakeProblem(shape, {{x.rows, 700}}, 9);
     ASSERT_TRUE(problem.ok());
     lk::RunOptions options;
@@ -499,10 +490,7 @@ TEST(GpuRelease, TheMergeReleasesTheNextWhereItsWorkGroupsLandSpread) {
         Call{64, 8, 4, 8, lk::Switch::kAuto, At::kEnd, sms >= 128 && sms < 256},
         Call{64, 8, 2, 32, lk::Switch::kAuto, At::kWait, sms >= 128 && sms < 256}}) {
     if (!c.applies) continue;
-    lk::AttentionShape shape;
-    shape.q_heads = c.q_heads;
-    shape.kv_heads = c.kv_heads;
-    shape.head_dim = 128;
+    const lk::AttentionShape shape = Heads(c.q_heads, c.kv_heads, 128);
     auto problem = lk::MakeProblem(shape, {{c.rows, 1000}}, 31);
     ASSERT_TRUE(problem.ok());
     lk::RunOptions options;
