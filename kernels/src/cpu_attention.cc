@@ -178,8 +178,9 @@ void RunCpu(const HostProblem& p, Path path, int segments, int threads, HostTens
     for (size_t ti = tid; ti < tasks.size(); ti += nthreads) {
       const Task& task = tasks[ti];
       const SeqWalk w = MakeWalk(p, task.seq);
-      const int tb = internal::SegmentFirstTile(w.tiles, task.seg, nseg);
-      const int te = internal::SegmentFirstTile(w.tiles, task.seg + 1, nseg);
+      const int per_seg = (w.tiles + nseg - 1) / nseg;
+      const int tb = std::min(w.tiles, task.seg * per_seg);
+      const int te = std::min(w.tiles, tb + per_seg);
       ProcessTiles(p, w, task.seq, task.kvh, tb, te, sc, acc.data(), mrow.data(), lrow.data());
       for (int m = 0; m < w.q_len * group; ++m) {
         const int r = m / group, g = m % group;

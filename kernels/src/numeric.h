@@ -1,5 +1,4 @@
-// What host and device code compute alike: conversions between float and the 16-bit dtypes
-// (round to nearest even), the seeded inputs, and how a call's keys split into segments.
+// Host-side conversions between float and the 16-bit dtypes (round to nearest even).
 #pragma once
 
 #include <cmath>
@@ -74,18 +73,6 @@ LADDER_KERNELS_HD inline float HashToValue(uint64_t seed, uint64_t index) {
   const float u1 = static_cast<float>(r & 0xffffffu) * (1.0f / 16777216.0f);
   const float u2 = static_cast<float>((r >> 32) & 0xffffffu) * (1.0f / 16777216.0f);
   return (u1 + u2 - 1.0f) * 2.449489743f;  // var of (u1+u2-1) is 1/6
-}
-
-// The first of `tiles` key tiles that segment `seg` of `segments` takes (segment s takes
-// [SegmentFirstTile(s), SegmentFirstTile(s + 1))). Segments differ by at most one tile, so every
-// segment has keys while segments <= tiles (a ceiling split, ceil(tiles / segments) each, left
-// the last ones empty: 33 tiles in 16 segments ran as 11 of three). The longer segments come
-// first: work groups launch segment-major, and those of a partial second wave are then the short
-// ones (H200, 33 tiles in 17 segments at 16 KV heads: 13.2 us with the one-tile segment last,
-// 15.2 with it first).
-LADDER_KERNELS_HD inline int SegmentFirstTile(int tiles, int seg, int segments) {
-  const int each = tiles / segments, longer = tiles % segments;
-  return seg * each + (seg < longer ? seg : longer);
 }
 
 }  // namespace ladder::kernels::internal

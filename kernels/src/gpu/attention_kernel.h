@@ -17,7 +17,6 @@
 #include <cstdint>
 
 #include "gpu/portability.h"
-#include "numeric.h"
 
 namespace ladder::kernels::gpu {
 
@@ -162,8 +161,9 @@ struct PagedTiles {
         ld_col_((tid % kChunks) * 8),
         l2_policy_(dev::L2StreamPolicy(p.evict_first != 0)) {
     const int tiles = (w.hi - lo_al + TN - 1) / TN;
-    tb = internal::SegmentFirstTile(tiles, w.seg, p.segments);
-    te = internal::SegmentFirstTile(tiles, w.seg + 1, p.segments);
+    const int per_seg = (tiles + p.segments - 1) / p.segments;
+    tb = min(tiles, w.seg * per_seg);
+    te = min(tiles, tb + per_seg);
   }
   __device__ void FetchPages(int t) {
     const int j0 = lo_al + t * TN;
