@@ -134,11 +134,19 @@ __device__ inline WorkItem WorkItemOf(const KernelParams& p) {
 }
 
 // The K/V tiles of a work item as the kernels that copy them with cp.async walk them: the
-// segment's whole TN-key tiles [tb, te) from lo_al (segments are whole tiles, so 2D and 3D walk
+// segment's whole TN-key tiles [tb, te) from key0 (segments are whole tiles, so 2D and 3D walk
 // the same ones), and tile t copied into one stage (rows of LD 16-bit elements) by NT threads,
 // 16 bytes each: thread tid copies chunk ld_col of rows ld_n0 + i * kRowsPerPass. The physical
 // pages of those rows are read one tile ahead (FetchPages), so the block table's latency is off
 // the critical path.
+//
+// Tile 0 starts at the first key the work item's first row sees, not at a multiple of TN: a
+// window of 1024 keys is then 32 tiles of 32 wherever it starts, where tiles aligned to TN spanned
+// 33 at 31 of every 32 positions (H200, gemma4-31b-sliding, one row, through ladder: 9.6-9.7 us
+// at depths 8100 and 32700, 0.84-0.86x the aligned walk's 11.1-11.4 us there and the time at
+// 8192, whose window starts on a tile). Rows see keys by position (the masks), so any start is
+// correct. Where both walks take as many tiles the aligned one was a little faster (TP=2, two
+// rows: 1.4-3 %); docs/kernels.md, Left to do.
 template <int D, int TN, int NT, int LD>
 struct PagedTiles {
   static constexpr int kChunks = D / 8;  // 16-byte chunks per K/V row
@@ -146,9 +154,9 @@ struct PagedTiles {
   static constexpr int kPasses = TN / kRowsPerPass;  // cp.async per thread per tile, per K and V
   static_assert(NT % kChunks == 0 && TN % kRowsPerPass == 0, "K/V tile loads divide evenly");
 
-  int lo_al, tb, te;
+  int key0, tb, te;
   __device__ PagedTiles(const KernelParams& p, const WorkItem& w, int tid)
-      : lo_al(w.lo / TN * TN),
+      : key0(w.lo),
         k_(p.k),
         v_(p.v),
         btab_(p.block_table + static_cast<size_t>(w.seq) * p.max_blocks_per_seq),
@@ -160,13 +168,13 @@ struct PagedTiles {
         ld_n0_(tid / kChunks),
         ld_col_((tid % kChunks) * 8),
         l2_policy_(dev::L2StreamPolicy(p.evict_first != 0)) {
-    const int tiles = (w.hi - lo_al + TN - 1) / TN;
+    const int tiles = (w.hi - key0 + TN - 1) / TN;
     const int per_seg = (tiles + p.segments - 1) / p.segments;
     tb = min(tiles, w.seg * per_seg);
     te = min(tiles, tb + per_seg);
   }
   __device__ void FetchPages(int t) {
-    const int j0 = lo_al + t * TN;
+    const int j0 = key0 + t * TN;
 #pragma unroll
     for (int i = 0; i < kPasses; ++i) {
       const int j = j0 + ld_n0_ + i * kRowsPerPass;
@@ -175,7 +183,7 @@ struct PagedTiles {
   }
   // Tile t (its pages fetched) into the stage whose K rows start at ks and V rows at vs.
   __device__ void Load(int t, uint16_t* ks, uint16_t* vs) const {
-    const int j0 = lo_al + t * TN;
+    const int j0 = key0 + t * TN;
 #pragma unroll
     for (int i = 0; i < kPasses; ++i) {
       const int n = ld_n0_ + i * kRowsPerPass;
@@ -329,7 +337,7 @@ __global__ void __launch_bounds__(NT, MINB) UnifiedAttentionKernel(KernelParams 
   const int kvh = w.kvh, seg = w.seg, q_start = w.q_start, row0 = w.row0;
   const int m_rows = w.m_rows, first_pos = w.first_pos;
   PagedTiles<D, TN, NT, S::kQLd> kv(p, w, tid);
-  const int lo_al = kv.lo_al, tb = kv.tb, te = kv.te;
+  const int key0 = kv.key0, tb = kv.tb, te = kv.te;
   auto fetch_pages = [&](int t) { kv.FetchPages(t); };
   auto load_tile = [&](int t, int stage) {
     uint16_t* ks = kvs + static_cast<size_t>(stage) * 2 * TN * S::kQLd;
@@ -400,7 +408,7 @@ __global__ void __launch_bounds__(NT, MINB) UnifiedAttentionKernel(KernelParams 
     const uint16_t* vs = ks + TN * S::kQLd;
     cstage = cstage + 1 == ST ? 0 : cstage + 1;
     lstage = lstage + 1 == ST ? 0 : lstage + 1;
-    const int j0 = lo_al + t * TN;
+    const int j0 = key0 + t * TN;
 
     // ---- S = Q K^T ----------------------------------------------------------------------
 #if LADDER_DEVICE_HAS_MMA

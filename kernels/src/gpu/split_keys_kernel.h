@@ -75,7 +75,7 @@ __global__ void __launch_bounds__(SplitKeysShape<D, NN>::kThreads, 2)
   const int kvh = w.kvh, seg = w.seg, q_start = w.q_start, row0 = w.row0;
   const int m_rows = w.m_rows, first_pos = w.first_pos, hi = w.hi;
   PagedTiles<D, TN, S::kThreads, LD> kv(p, w, tid);
-  const int lo_al = kv.lo_al, tb = kv.tb, te = kv.te;
+  const int key0 = kv.key0, tb = kv.tb, te = kv.te;
   auto fetch_pages = [&](int t) { kv.FetchPages(t); };
   auto load_tile = [&](int t, int stage) {
     uint16_t* ks = kvs + static_cast<size_t>(stage) * 2 * TN * LD;
@@ -154,7 +154,7 @@ __global__ void __launch_bounds__(SplitKeysShape<D, NN>::kThreads, 2)
     const uint16_t* vs = ks + TN * LD;
     cstage = cstage + 1 == ST ? 0 : cstage + 1;
     lstage = lstage + 1 == ST ? 0 : lstage + 1;
-    const int j0 = lo_al + t * TN + kg * 16;  // this key group's first key
+    const int j0 = key0 + t * TN + kg * 16;  // this key group's first key
 
     // ---- S^T = K Q^T over this warp's 16 keys -----------------------------------------------
     float c[NN][4], c2[NN][4];
