@@ -1,34 +1,15 @@
 # ladder::build_info: a generated header, ladder/build_info.h, saying what this build is: the
-# project version, the git commit it was configured from and the kernel backends built in (CPU
+# project version, the git commit it was built from and the kernel backends built in (CPU
 # always; CUDA with its architectures; HIP with its offload targets). `ladder --version` prints
 # it and the agent reports it in its inventory, so a report says which build measured what.
 #
-# The commit is read when CMake configures (`git rev-parse`), "unknown" outside a git checkout
-# (a source tarball) or without git; a tree with uncommitted changes to tracked files adds
-# "-dirty". Rerun CMake (scripts/package.sh always does) after committing to refresh it.
+# The commit is read before every build (cmake/BuildInfoWrite.cmake, a target that always runs
+# and rewrites the header only when its text changes), so a build says what it was built from,
+# not what the tree was when CMake last configured: "unknown" outside a git checkout (a source
+# tarball) or without git; "-dirty" where tracked files differ from the commit.
 # Include after kernels/ (the backends are read from the ladder_kernels target).
 if(TARGET ladder_build_info)
   return()
-endif()
-
-set(LADDER_GIT_COMMIT "unknown")
-find_package(Git QUIET)
-if(GIT_FOUND AND EXISTS "${PROJECT_SOURCE_DIR}/.git")
-  execute_process(
-    COMMAND ${GIT_EXECUTABLE} rev-parse --short=12 HEAD
-    WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
-    OUTPUT_VARIABLE _ladder_commit OUTPUT_STRIP_TRAILING_WHITESPACE
-    RESULT_VARIABLE _ladder_git_rc ERROR_QUIET)
-  if(_ladder_git_rc EQUAL 0 AND _ladder_commit)
-    set(LADDER_GIT_COMMIT "${_ladder_commit}")
-    execute_process(
-      COMMAND ${GIT_EXECUTABLE} diff --quiet HEAD --
-      WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
-      RESULT_VARIABLE _ladder_dirty ERROR_QUIET)
-    if(_ladder_dirty EQUAL 1)
-      string(APPEND LADDER_GIT_COMMIT "-dirty")
-    endif()
-  endif()
 endif()
 
 # Backends: "cpu", then "cuda 13.0 sm_80 sm_90a compute_90" (machine code per sm_XX, PTX per
@@ -60,9 +41,22 @@ elseif(LADDER_HIP)
 endif()
 string(REPLACE ";" ", " LADDER_BUILD_BACKENDS "${_ladder_backends}")
 
-set(LADDER_BUILD_VERSION "${PROJECT_VERSION}")
-configure_file(${CMAKE_CURRENT_LIST_DIR}/build_info.h.in
-               ${PROJECT_BINARY_DIR}/generated/ladder/build_info.h @ONLY)
+set(_ladder_build_info_h ${PROJECT_BINARY_DIR}/generated/ladder/build_info.h)
+set(_ladder_build_info_args
+    -DLADDER_SOURCE_DIR=${PROJECT_SOURCE_DIR}
+    -DLADDER_BUILD_VERSION=${PROJECT_VERSION}
+    -DLADDER_BUILD_BACKENDS=${LADDER_BUILD_BACKENDS}
+    -DLADDER_BUILD_INFO_IN=${CMAKE_CURRENT_LIST_DIR}/build_info.h.in
+    -DLADDER_BUILD_INFO_OUT=${_ladder_build_info_h}
+    -P ${CMAKE_CURRENT_LIST_DIR}/BuildInfoWrite.cmake)
+# Once now, so the header exists from the start, then before every build.
+execute_process(COMMAND ${CMAKE_COMMAND} ${_ladder_build_info_args} COMMAND_ERROR_IS_FATAL ANY)
+add_custom_target(ladder_build_info_header
+  COMMAND ${CMAKE_COMMAND} ${_ladder_build_info_args}
+  BYPRODUCTS ${_ladder_build_info_h}
+  VERBATIM)
 add_library(ladder_build_info INTERFACE)
 add_library(ladder::build_info ALIAS ladder_build_info)
+# (An interface library's dependencies are its users': each waits for the header.)
+add_dependencies(ladder_build_info ladder_build_info_header)
 target_include_directories(ladder_build_info INTERFACE ${PROJECT_BINARY_DIR}/generated)
