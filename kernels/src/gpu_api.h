@@ -92,8 +92,9 @@ struct LaunchPlan {
   // The attention kernel by programmatic dependent launch (not the cooperative one).
   bool attention_overlap = false;
   // 3D: where the merge kernel lets the next kernel launch (TuningConfig::release_next): not
-  // before its end, after its wait for the attention grid, or as it starts.
-  enum class Release { kAtEnd, kAfterWait, kAtStart } release_next = Release::kAtEnd;
+  // before its end, after its wait for the attention grid, or as it starts. The values are the
+  // merge kernel's codes (MergeSegmentsGroupedKernel's release_next).
+  enum class Release { kAtEnd = 0, kAfterWait = 1, kAtStart = 2 } release_next = Release::kAtEnd;
   bool evict_first = false;  // K/V copies under an L2 evict-first policy
 };
 
