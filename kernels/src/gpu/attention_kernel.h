@@ -140,13 +140,14 @@ __device__ inline WorkItem WorkItemOf(const KernelParams& p) {
 // pages of those rows are read one tile ahead (FetchPages), so the block table's latency is off
 // the critical path.
 //
-// Tile 0 starts at the first key the work item's first row sees, not at a multiple of TN: a
-// window of 1024 keys is then 32 tiles of 32 wherever it starts, where tiles aligned to TN spanned
-// 33 at 31 of every 32 positions (H200, gemma4-31b-sliding, one row, through ladder: 9.6-9.7 us
-// at depths 8100 and 32700, 0.84-0.86x the aligned walk's 11.1-11.4 us there and the time at
-// 8192, whose window starts on a tile). Rows see keys by position (the masks), so any start is
-// correct. Where both walks take as many tiles the aligned one was a little faster (TP=2, two
-// rows: 1.4-3 %); docs/kernels.md, Left to do.
+// Tile 0 starts at the first key the work item's first row sees where that saves a tile, and at
+// the multiple of TN below it otherwise (FirstKey). A window of 1024 keys is then 32 tiles of 32
+// wherever it starts, where tiles aligned to TN spanned 33 at 31 of every 32 positions (H200,
+// gemma4-31b-sliding, one row, through ladder: 9.6-9.7 us at depths 8100 and 32700, 0.84-0.86x
+// the aligned walk's 11.1-11.4 us there and the time at 8192, whose window starts on a tile).
+// Where both walks take as many tiles the aligned one is kept: walking from the first key there
+// was 1.4-3 % slower (TP=2, two rows). Rows see keys by position (the masks), so any start is
+// correct, and the tile count is ceil((hi - lo) / TN) either way, as the policy counts it.
 template <int D, int TN, int NT, int LD>
 struct PagedTiles {
   static constexpr int kChunks = D / 8;  // 16-byte chunks per K/V row
@@ -156,7 +157,7 @@ struct PagedTiles {
 
   int key0, tb, te;
   __device__ PagedTiles(const KernelParams& p, const WorkItem& w, int tid)
-      : key0(w.lo),
+      : key0(FirstKey(w.lo, w.hi)),
         k_(p.k),
         v_(p.v),
         btab_(p.block_table + static_cast<size_t>(w.seq) * p.max_blocks_per_seq),
@@ -172,6 +173,10 @@ struct PagedTiles {
     const int per_seg = (tiles + p.segments - 1) / p.segments;
     tb = min(tiles, w.seg * per_seg);
     te = min(tiles, tb + per_seg);
+  }
+  static __device__ int FirstKey(int lo, int hi) {
+    const int aligned = lo - lo % TN;  // lo >= 0
+    return (hi - aligned + TN - 1) / TN > (hi - lo + TN - 1) / TN ? lo : aligned;
   }
   __device__ void FetchPages(int t) {
     const int j0 = key0 + t * TN;
