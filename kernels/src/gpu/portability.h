@@ -289,6 +289,25 @@ __device__ inline void ClusterSync() {
 #endif
 #endif
 }
+// The cluster barrier without the release: it orders no memory, so it costs no fence. For the
+// last barrier of a cluster merge, which only keeps each work group's shared memory alive until
+// every other has read it: a thread arrives after its loads' values are in registers, and its
+// global stores need not have landed. (The release of ClusterSync compiles to MEMBAR.ALL.GPU,
+// which waits for them: ptxas 13.0, sm_90a.)
+__device__ inline void ClusterSyncRelaxed() {
+#if LADDER_DEVICE_HAS_CLUSTER
+  asm volatile(
+      "barrier.cluster.arrive.relaxed.aligned;\n"
+      "barrier.cluster.wait.aligned;\n" ::
+          : "memory");
+#else
+#if defined(LADDER_KERNELS_HIP)
+  __builtin_trap();
+#else
+  __trap();
+#endif
+#endif
+}
 // The address of `p` (this work group's shared memory) in the work group of cluster rank `rank`.
 __device__ inline uint32_t ClusterSharedAddress(const void* p, unsigned rank) {
 #if LADDER_DEVICE_HAS_CLUSTER
