@@ -275,6 +275,12 @@ __device__ inline void AllowDependentLaunch() {
 #else
 #define LADDER_DEVICE_HAS_CLUSTER 0
 #endif
+// Where a kernel that needs a feature is compiled without it: never launched there.
+#if defined(LADDER_KERNELS_HIP)
+#define LADDER_DEVICE_TRAP() __builtin_trap()
+#else
+#define LADDER_DEVICE_TRAP() __trap()
+#endif
 __device__ inline void ClusterSync() {
 #if LADDER_DEVICE_HAS_CLUSTER
   asm volatile(
@@ -282,11 +288,7 @@ __device__ inline void ClusterSync() {
       "barrier.cluster.wait.acquire.aligned;\n" ::
           : "memory");
 #else
-#if defined(LADDER_KERNELS_HIP)
-  __builtin_trap();
-#else
-  __trap();
-#endif
+  LADDER_DEVICE_TRAP();
 #endif
 }
 // The cluster barrier without the release: it orders no memory, so it costs no fence. For the
@@ -301,11 +303,7 @@ __device__ inline void ClusterSyncRelaxed() {
       "barrier.cluster.wait.aligned;\n" ::
           : "memory");
 #else
-#if defined(LADDER_KERNELS_HIP)
-  __builtin_trap();
-#else
-  __trap();
-#endif
+  LADDER_DEVICE_TRAP();
 #endif
 }
 // The address of `p` (this work group's shared memory) in the work group of cluster rank `rank`.
@@ -349,11 +347,6 @@ __device__ inline float4 LoadClusterShared4(uint32_t addr) {
 #define LADDER_DEVICE_HAS_BULK 1
 #else
 #define LADDER_DEVICE_HAS_BULK 0
-#endif
-#if defined(LADDER_KERNELS_HIP)
-#define LADDER_DEVICE_TRAP() __builtin_trap()
-#else
-#define LADDER_DEVICE_TRAP() __trap()
 #endif
 __device__ inline void MbarrierInit(unsigned long long* bar, unsigned count) {
 #if LADDER_DEVICE_HAS_BULK
