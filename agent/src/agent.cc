@@ -22,6 +22,7 @@
 #include "absl/time/time.h"
 #include "kernel_runner.h"
 #include "ladder/common/time.h"
+#include "ladder/common/utf8.h"
 #include "ladder/proto/tls.h"
 #include "ladder/status_macros.h"
 #include "ladder/v1/agent.grpc.pb.h"
@@ -170,7 +171,9 @@ struct Agent::Impl {
       record.set_cell_id(e.cell_id);
       record.set_process(e.process);
       record.set_kind(e.kind);
-      record.set_value_json(e.value.dump());
+      // Engine text is not always UTF-8 (a byte-fallback token streams half a character): replace
+      // what is not, rather than throw (dump's default) and terminate the agent.
+      record.set_value_json(e.value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
       record.set_recorded_at_ms(UnixNowMs());
       RETURN_IF_ERROR(impl_->spool->AddResult(SpooledResult{
           record.uuid(), impl_->session_id, attempt_id_, true, record.SerializeAsString()}));
@@ -581,7 +584,14 @@ struct Agent::Impl {
       } else {
         spdlog::info("attempt {}: running {} cells ({} processes x {} rounds) with the {} runner",
                      work.attempt_id, work.cells.size(), work.processes, work.rounds, work.runner);
-        status = runner->second->Run(work, sink);
+        // A runner reports failures as statuses; an exception escaping one (a library that
+        // throws on what an engine sent) fails this attempt, never the agent.
+        try {
+          status = runner->second->Run(work, sink);
+        } catch (const std::exception& e) {
+          status = absl::InternalError(
+              absl::StrCat("the ", work.runner, " runner threw: ", ToValidUtf8(e.what())));
+        }
       }
     }
     const double seconds =
@@ -605,7 +615,7 @@ struct Agent::Impl {
     // Release will.
     if (!coordinator_cancelled && !(release_current && !status.ok())) {
       SpooledFinish finish{session_id,        work.attempt_id,
-                           status.ok(),       status.ok() ? "" : std::string(status.message()),
+                           status.ok(),       status.ok() ? "" : ToValidUtf8(std::string(status.message())),
                            sink.measurements, sink.evidence};
       if (auto s = spool->AddFinish(finish); !s.ok()) {
         spdlog::error("spool: cannot record the end of attempt {}: {}", work.attempt_id,

@@ -5,20 +5,16 @@
 #include "ladder/runner/validate.h"
 
 #ifdef LADDER_HAVE_ENGINES
-#include "ladder/engines/recipe.h"
+#include "ladder/engines/engine_runner.h"
 #endif
 
 namespace ladder::agent {
 namespace {
 
 #ifdef LADDER_HAVE_ENGINES
+// Renders the cell through its recipe, as the agent will (engines::CheckEngineCell).
 absl::Status CheckEngineParams(const nlohmann::json& params) {
-  if (!params.contains("engine") || !params["engine"].is_string()) {
-    return runner::ParamError("engine", "engine runner: parameter `engine` (a string) is required");
-  }
-  auto recipe = engines::FindBuiltinRecipe(params["engine"].get<std::string>());
-  if (!recipe.ok()) return runner::ParamError("engine", std::string(recipe.status().message()));
-  return engines::ValidateParams(**recipe, params);
+  return engines::CheckEngineCell(params);
 }
 #endif
 

@@ -10,6 +10,7 @@
 #include "absl/strings/strip.h"
 #include "ladder/common/random.h"
 #include "ladder/common/time.h"
+#include "ladder/common/utf8.h"
 #include "ladder/status_macros.h"
 #include "message.h"
 
@@ -21,6 +22,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Bounds on what an engine can make the client hold: one SSE event, and a non-streamed reply.
+constexpr size_t kMaxEventBytes = 16u << 20;
+constexpr size_t kMaxPlainBody = 64u << 20;
+
 void SetTimeouts(httplib::Client& client, std::chrono::milliseconds connect,
                  std::chrono::milliseconds read) {
   client.set_connection_timeout(connect);
@@ -28,10 +33,23 @@ void SetTimeouts(httplib::Client& client, std::chrono::milliseconds connect,
   client.set_write_timeout(read);
 }
 
+// The start of what an engine sent, for a message: UTF-8 (messages become JSON evidence and
+// protobuf strings), whatever the engine's bytes were.
 std::string Snippet(std::string_view body) {
-  std::string s(body.substr(0, 300));
+  std::string s = ToValidUtf8(body.substr(0, 300));
   if (body.size() > 300) s += "...";
   return s;
+}
+
+// One SSE data payload as JSON. An engine may stream bytes that are not UTF-8 (a byte-fallback
+// token is half a character); the event is read with those bytes replaced by U+FFFD and
+// counted, so the timing survives and the evidence says what happened.
+nlohmann::json ParseEvent(std::string_view payload, int& invalid_utf8_events) {
+  nlohmann::json j = nlohmann::json::parse(payload, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_discarded() || IsValidUtf8(payload)) return j;
+  j = nlohmann::json::parse(ToValidUtf8(payload), nullptr, /*allow_exceptions=*/false);
+  if (!j.is_discarded()) ++invalid_utf8_events;
+  return j;
 }
 
 absl::Status TransportError(const std::string& url, httplib::Error error) {
@@ -136,77 +154,10 @@ absl::StatusOr<GenerationResult> EngineClient::Generate(std::span<const int32_t>
   body["stream_options"] = {{"include_usage", true}};
 
   std::string url = endpoints_.base_url + endpoints_.completions_path;
-  GenerationResult result;
-  result.prompt_tokens = static_cast<int>(prompt.size());
-  result.completion_tokens = max_tokens;
-
-  std::string buffer;
+  CompletionStreamParser parser(url, max_tokens);
+  parser.mutable_result().prompt_tokens = static_cast<int>(prompt.size());
   std::string raw_prefix;  // the first bytes, for error messages
-  absl::Status stream_status;
-  bool done = false;
-  bool saw_text = false;
   Clock::time_point start;
-  Clock::time_point last_text;
-
-  auto handle_event = [&](const std::string& event) -> bool {
-    for (absl::string_view line : absl::StrSplit(event, '\n')) {
-      line = absl::StripTrailingAsciiWhitespace(line);
-      if (!absl::ConsumePrefix(&line, "data:")) continue;
-      line = absl::StripLeadingAsciiWhitespace(line);
-      if (line == "[DONE]") {
-        done = true;
-        continue;
-      }
-      nlohmann::json j =
-          nlohmann::json::parse(std::string(line), nullptr, /*allow_exceptions=*/false);
-      if (j.is_discarded() || !j.is_object()) {
-        stream_status = absl::DataLossError(
-            Cat("malformed JSON from engine at ", url, ": ", Snippet(ToStd(line))));
-        return false;
-      }
-      if (j.contains("error")) {
-        stream_status = absl::InternalError(
-            Cat("engine at ", url, " reported an error: ", Snippet(j["error"].dump())));
-        return false;
-      }
-      auto now = Clock::now();
-      if (j.contains("choices") && j["choices"].is_array()) {
-        for (const auto& choice : j["choices"]) {
-          if (choice.is_object() && choice.contains("text") && choice["text"].is_string() &&
-              !choice["text"].get_ref<const std::string&>().empty()) {
-            if (!saw_text) {
-              result.ttft_ms = MsBetween(start, now);
-              saw_text = true;
-            } else {
-              result.gaps_ms.push_back(MsBetween(last_text, now));
-            }
-            last_text = now;
-            break;
-          }
-        }
-      }
-      if (j.contains("timings") && j["timings"].is_object()) {
-        const auto& timings = j["timings"];
-        if (timings.contains("draft_n") && timings["draft_n"].is_number()) {
-          result.draft_tokens = timings["draft_n"].get<double>();
-        }
-        if (timings.contains("draft_n_accepted") && timings["draft_n_accepted"].is_number()) {
-          result.accepted_tokens = timings["draft_n_accepted"].get<double>();
-        }
-      }
-      if (j.contains("usage") && j["usage"].is_object()) {
-        const auto& usage = j["usage"];
-        if (usage.contains("completion_tokens") && usage["completion_tokens"].is_number_integer()) {
-          result.completion_tokens = usage["completion_tokens"].get<int>();
-          result.usage_reported = true;
-        }
-        if (usage.contains("prompt_tokens") && usage["prompt_tokens"].is_number_integer()) {
-          result.reported_prompt_tokens = usage["prompt_tokens"].get<int>();
-        }
-      }
-    }
-    return true;
-  };
 
   httplib::Client client(endpoints_.base_url);
   SetTimeouts(client, options_.connect_timeout, options_.request_timeout);
@@ -229,54 +180,169 @@ absl::StatusOr<GenerationResult> EngineClient::Generate(std::span<const int32_t>
     if (raw_prefix.size() < 300) raw_prefix.append(data, std::min<size_t>(length, 300));
     if (http_status != 200) return true;  // collect the error body below
     if (!event_stream) {
-      if (plain_body.size() < (64u << 20)) plain_body.append(data, length);
+      if (plain_body.size() > kMaxPlainBody) return false;
+      plain_body.append(data, length);
       return true;
     }
-    buffer.append(data, length);
-    size_t pos;
-    while ((pos = buffer.find("\n\n")) != std::string::npos) {
-      std::string event = buffer.substr(0, pos);
-      buffer.erase(0, pos + 2);
-      if (!handle_event(event)) return false;
-    }
-    return true;
+    return parser.Feed(std::string_view(data, length), MsBetween(start, Clock::now()));
   };
   httplib::Response response;
   httplib::Error error = httplib::Error::Success;
   start = Clock::now();
   bool ok = client.send(req, response, error);
-  Clock::time_point end = Clock::now();
-  if (!stream_status.ok()) return stream_status;
+  const double end_ms = MsBetween(start, Clock::now());
+  if (!parser.status().ok()) return parser.status();
   if (!ok && http_status == 0) return TransportError(url, error);
   if (http_status != 200) {
     return absl::InternalError(
         Cat("POST ", url, " returned HTTP ", http_status, ": ", Snippet(raw_prefix)));
   }
+  if (plain_body.size() > kMaxPlainBody) {
+    return absl::DataLossError(Cat("reply from engine at ", url, " is larger than ",
+                                   kMaxPlainBody >> 20, " MiB; received: ", Snippet(raw_prefix)));
+  }
   if (!ok) return TransportError(url, error);
-  if (!event_stream) {
-    // The server ignored "stream": accept a complete JSON completion, without token timing.
-    nlohmann::json j = nlohmann::json::parse(plain_body, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded() || !j.is_object() || !j.contains("choices")) {
-      return absl::DataLossError(
-          Cat("malformed JSON from engine at ", url, ": ", Snippet(plain_body)));
+  if (!event_stream) return parser.FinishPlain(plain_body, end_ms);
+  return parser.Finish(end_ms);
+}
+
+CompletionStreamParser::CompletionStreamParser(std::string url, int max_tokens)
+    : url_(std::move(url)), max_tokens_(max_tokens) {
+  result_.completion_tokens = max_tokens;
+}
+
+bool CompletionStreamParser::Feed(std::string_view data, double now_ms) {
+  if (!status_.ok()) return false;
+  if (raw_prefix_.size() < 300) raw_prefix_.append(data.substr(0, 300));
+  buffer_.append(data);
+  size_t pos;
+  while ((pos = buffer_.find("\n\n")) != std::string::npos) {
+    std::string event = buffer_.substr(0, pos);
+    buffer_.erase(0, pos + 2);
+    if (!HandleEvent(event, now_ms)) return false;
+  }
+  if (buffer_.size() > kMaxEventBytes) {
+    status_ = absl::DataLossError(Cat("event from engine at ", url_, " is larger than ",
+                                      kMaxEventBytes >> 20, " MiB without an end; starts: ",
+                                      Snippet(buffer_)));
+    return false;
+  }
+  return true;
+}
+
+bool CompletionStreamParser::HandleEvent(std::string_view event, double now_ms) {
+  for (absl::string_view line : absl::StrSplit(absl::string_view(event.data(), event.size()), '\n')) {
+    line = absl::StripTrailingAsciiWhitespace(line);
+    if (!absl::ConsumePrefix(&line, "data:")) continue;
+    line = absl::StripLeadingAsciiWhitespace(line);
+    if (line == "[DONE]") {
+      done_ = true;
+      continue;
     }
-    plain_body = Cat("data: ", j.dump(), "\n\ndata: [DONE]");
-    if (!handle_event(plain_body)) return stream_status;
-    result.ttft_ms = MsBetween(start, end);  // no streaming: the first token is the whole reply
-    result.gaps_ms.clear();
+    nlohmann::json j = ParseEvent(ToStd(line), result_.invalid_utf8_events);
+    if (j.is_discarded() || !j.is_object()) {
+      status_ = absl::DataLossError(
+          Cat("malformed JSON from engine at ", url_, ": ", Snippet(ToStd(line))));
+      return false;
+    }
+    if (j.contains("error")) {
+      status_ = absl::InternalError(
+          Cat("engine at ", url_, " reported an error: ",
+              Snippet(j["error"].dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))));
+      return false;
+    }
+    if (j.contains("choices") && j["choices"].is_array()) {
+      for (const auto& choice : j["choices"]) {
+        if (choice.is_object() && choice.contains("text") && choice["text"].is_string() &&
+            !choice["text"].get_ref<const std::string&>().empty()) {
+          if (!saw_text_) {
+            result_.ttft_ms = now_ms;
+            saw_text_ = true;
+          } else {
+            result_.gaps_ms.push_back(now_ms - result_.last_text_ms);
+          }
+          result_.last_text_ms = now_ms;
+          break;
+        }
+      }
+    }
+    auto number = [](const nlohmann::json& object, const char* key) -> std::optional<double> {
+      auto it = object.find(key);
+      if (it == object.end() || !it->is_number()) return std::nullopt;
+      return it->get<double>();
+    };
+    if (auto it = j.find("timings"); it != j.end() && it->is_object()) {
+      const nlohmann::json& timings = *it;
+      if (auto v = number(timings, "draft_n")) result_.draft_tokens = v;
+      if (auto v = number(timings, "draft_n_accepted")) result_.accepted_tokens = v;
+      if (auto v = number(timings, "predicted_per_second")) result_.engine_decode_tok_s = v;
+      if (auto v = number(timings, "prompt_ms")) result_.engine_prompt_ms = v;
+      if (auto v = number(timings, "predicted_ms")) result_.engine_predicted_ms = v;
+    }
+    if (auto it = j.find("usage"); it != j.end() && it->is_object()) {
+      const nlohmann::json& usage = *it;
+      if (auto v = number(usage, "completion_tokens")) {
+        // ignore_eos: the engine generates max_tokens; a count far from it is not a count.
+        if (*v < 0 || *v > 4.0 * max_tokens_ + 16 || *v != std::floor(*v)) {
+          status_ = absl::DataLossError(Cat("engine at ", url_, " reported usage.completion_tokens ",
+                                            *v, " for max_tokens ", max_tokens_));
+          return false;
+        }
+        result_.completion_tokens = static_cast<int>(*v);
+        result_.usage_reported = true;
+      }
+      if (auto v = number(usage, "prompt_tokens")) {
+        if (*v >= 0 && *v < 1e9) result_.reported_prompt_tokens = static_cast<int>(*v);
+      }
+    }
   }
-  if (!buffer.empty() && !absl::StripAsciiWhitespace(buffer).empty()) {
-    if (!handle_event(buffer)) return stream_status;
+  return true;
+}
+
+absl::StatusOr<GenerationResult> CompletionStreamParser::Finish(double end_ms) {
+  if (!status_.ok()) return status_;
+  if (!buffer_.empty() && !absl::StripAsciiWhitespace(buffer_).empty()) {
+    std::string rest = std::move(buffer_);
+    buffer_.clear();
+    if (!HandleEvent(rest, end_ms)) return status_;
   }
-  if (!done) {
-    return absl::DataLossError(Cat("stream from engine at ", url,
-                                   " ended without [DONE]; received: ", Snippet(raw_prefix)));
+  if (!done_) {
+    return absl::DataLossError(Cat("stream from engine at ", url_,
+                                   " ended without [DONE]; received: ", Snippet(raw_prefix_)));
   }
-  if (!saw_text) {
-    return absl::DataLossError(Cat("stream from engine at ", url, " carried no text"));
+  if (!saw_text_) {
+    return absl::DataLossError(Cat("stream from engine at ", url_, " carried no text"));
   }
-  result.total_ms = MsBetween(start, end);
-  return result;
+  result_.total_ms = end_ms;
+  return result_;
+}
+
+absl::StatusOr<GenerationResult> CompletionStreamParser::FinishPlain(std::string_view body,
+                                                                     double end_ms) {
+  // The server ignored "stream": accept a complete JSON completion, without token timing.
+  nlohmann::json j = ParseEvent(body, result_.invalid_utf8_events);
+  if (j.is_discarded() || !j.is_object() || !j.contains("choices")) {
+    return absl::DataLossError(Cat("malformed JSON from engine at ", url_, ": ", Snippet(body)));
+  }
+  std::string event =
+      Cat("data: ", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+          "\n\ndata: [DONE]");
+  if (!HandleEvent(event, end_ms)) return status_;
+  // No streaming: the first token is the whole reply.
+  result_.ttft_ms = end_ms;
+  result_.last_text_ms = end_ms;
+  result_.gaps_ms.clear();
+  if (!done_ || !saw_text_) {
+    return absl::DataLossError(Cat("reply from engine at ", url_, " carried no text"));
+  }
+  result_.total_ms = end_ms;
+  return result_;
+}
+
+std::optional<double> StreamDecodeRate(const GenerationResult& g) {
+  const double span_ms = g.last_text_ms - g.ttft_ms;
+  if (g.completion_tokens < 2 || g.gaps_ms.empty() || span_ms <= 0) return std::nullopt;
+  return (g.completion_tokens - 1) / (span_ms / 1000.0);
 }
 
 std::vector<int32_t> MakePrompt(int depth, uint64_t seed, int32_t id_min, int32_t id_max) {

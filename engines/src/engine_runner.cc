@@ -1,6 +1,7 @@
 #include "ladder/engines/engine_runner.h"
 
 #include <algorithm>
+#include <cmath>
 #include <atomic>
 #include <cctype>
 #include <condition_variable>
@@ -44,7 +45,10 @@ using Clock = std::chrono::steady_clock;
 enum class Residency { kTogether, kOneAtATime };
 
 // The settings shared by the cells of one arm (read from its first cell).
+enum class Warmup { kPerDepth, kOnce, kNone };
+
 struct ArmSettings {
+  Warmup warmup = Warmup::kPerDepth;
   int short_tokens = 8;
   int long_tokens = 64;
   std::chrono::milliseconds request_timeout{600'000};
@@ -79,7 +83,25 @@ struct LiveEngine {
   // the round cost behind the report's optimal-repeats plan, at a resolution the results' ms
   // time stamps do not have.
   std::vector<double> measure_us;
+  // Untimed warm-up generations sent after the start, ms each.
+  std::vector<double> warmup_ms;
+  // Per cell index: the decode rates of its rounds, differenced and streamed, for the check
+  // that they agree (RecordProcessEvidence).
+  std::map<int, std::vector<double>> differenced_rates;
+  std::map<int, std::vector<double>> stream_rates;
 };
+
+double Median(std::vector<double> v) { return Percentile(std::move(v), 50); }
+
+double StdDev(const std::vector<double>& v) {
+  if (v.size() < 2) return 0;
+  double mean = 0;
+  for (double x : v) mean += x;
+  mean /= static_cast<double>(v.size());
+  double ss = 0;
+  for (double x : v) ss += (x - mean) * (x - mean);
+  return std::sqrt(ss / static_cast<double>(v.size() - 1));
+}
 
 std::string NormalizeBackend(std::string_view name) {
   std::string out;
@@ -107,6 +129,18 @@ std::string LabelWithoutDepth(const CellWork& cell) {
 
 absl::StatusOr<ArmSettings> ReadSettings(const nlohmann::json& params, std::string_view engine) {
   ArmSettings s;
+  if (auto w = internal::GetString(params, "warmup")) {
+    if (*w == "per_depth") {
+      s.warmup = Warmup::kPerDepth;
+    } else if (*w == "once") {
+      s.warmup = Warmup::kOnce;
+    } else if (*w == "none") {
+      s.warmup = Warmup::kNone;
+    } else {
+      return internal::ParamError(engine, "warmup",
+                                  Cat("expected per_depth, once or none, got \"", *w, "\""));
+    }
+  }
   s.short_tokens = static_cast<int>(internal::GetInt(params, "short_tokens").value_or(8));
   s.long_tokens = static_cast<int>(internal::GetInt(params, "long_tokens").value_or(64));
   if (s.long_tokens <= s.short_tokens) {
@@ -127,6 +161,22 @@ absl::StatusOr<ArmSettings> ReadSettings(const nlohmann::json& params, std::stri
     return internal::ParamError(engine, "token_id_max", "must exceed token_id_min");
   }
   return s;
+}
+
+absl::StatusOr<Residency> ReadResidency(const nlohmann::json& params, std::string_view engine) {
+  Residency residency = (engine == "synthetic" || engine == "external") ? Residency::kTogether
+                                                                          : Residency::kOneAtATime;
+  if (auto r = internal::GetString(params, "arm_residency")) {
+    if (*r == "together") {
+      residency = Residency::kTogether;
+    } else if (*r == "one_at_a_time") {
+      residency = Residency::kOneAtATime;
+    } else {
+      return internal::ParamError(engine, "arm_residency",
+                                  Cat("expected together or one_at_a_time, got \"", *r, "\""));
+    }
+  }
+  return residency;
 }
 
 absl::Status Annotate(const absl::Status& status, std::string_view context) {
@@ -220,25 +270,12 @@ class UnitRun {
         return Annotate(s, Cat("cell ", cell.key));
       }
       DetectVersion(engine, cell.params);
-      // Render once now so that parameter errors surface before any engine starts.
-      RecipeContext probe_context = context_;
-      probe_context.port = 1;
-      if (auto r = recipe->Render(cell.params, probe_context); !r.ok()) {
-        return Annotate(r.status(), Cat("cell ", cell.key));
+      // The same checks as `ladder validate`, now with the versions this agent detected, so
+      // that parameter errors surface before any engine starts.
+      if (auto s = CheckEngineCell(cell.params, recipe, context_); !s.ok()) {
+        return Annotate(s, Cat("cell ", cell.key));
       }
-      Residency cell_residency = (engine == "synthetic" || engine == "external")
-                                     ? Residency::kTogether
-                                     : Residency::kOneAtATime;
-      if (auto r = internal::GetString(cell.params, "arm_residency")) {
-        if (*r == "together") {
-          cell_residency = Residency::kTogether;
-        } else if (*r == "one_at_a_time") {
-          cell_residency = Residency::kOneAtATime;
-        } else {
-          return internal::ParamError(engine, "arm_residency",
-                                      Cat("expected together or one_at_a_time, got \"", *r, "\""));
-        }
-      }
+      ASSIGN_OR_RETURN(Residency cell_residency, ReadResidency(cell.params, engine));
       if (residency.has_value() && *residency != cell_residency) {
         return absl::InvalidArgumentError(
             "engine runner: the cells of one unit disagree on arm_residency");
@@ -290,6 +327,7 @@ class UnitRun {
     for (const Arm& arm : arms_) {
       ASSIGN_OR_RETURN(engines[arm.index], StartEngine(arm, p));
     }
+    for (const Arm& arm : arms_) RETURN_IF_ERROR(Warm(*engines[arm.index]));
     std::vector<int> arm_of_cell(unit_.cells.size(), 0);
     for (const Arm& arm : arms_) {
       for (int c : arm.cells) arm_of_cell[c] = arm.index;
@@ -308,6 +346,7 @@ class UnitRun {
     for (int a : Order(static_cast<int>(arms_.size()), p, -1)) {
       const Arm& arm = arms_[a];
       ASSIGN_OR_RETURN(LiveEngine * engine, StartEngine(arm, p));
+      RETURN_IF_ERROR(Warm(*engine));
       std::set<int> mine(arm.cells.begin(), arm.cells.end());
       for (int r = 0; r < unit_.rounds; ++r) {
         for (int c : Order(static_cast<int>(unit_.cells.size()), p, r)) {
@@ -411,6 +450,45 @@ class UnitRun {
     return raw;
   }
 
+  // Untimed generations before the first measured one: a fresh engine process pays first-use
+  // costs (kernel selection and loading, buffer growth, allocator warm-up) on its first requests
+  // at each prompt length, which would otherwise land in the first round's short request. One
+  // long generation per distinct depth of the arm's batch-1 cells (warmup: per_depth), one at
+  // the smallest depth (once), or none. Load cells have their own warm-up requests.
+  absl::Status Warm(LiveEngine& engine) {
+    const Arm& arm = *engine.arm;
+    if (arm.settings.warmup == Warmup::kNone) return absl::OkStatus();
+    std::set<int> depths;
+    for (int c : arm.cells) {
+      const CellWork& cell = unit_.cells[c];
+      if (HasLoadParams(cell.params)) continue;
+      depths.insert(static_cast<int>(cell.params["depth"].get<int64_t>()));
+    }
+    if (arm.settings.warmup == Warmup::kOnce && depths.size() > 1) {
+      depths.erase(std::next(depths.begin()), depths.end());
+    }
+    for (int depth : depths) {
+      if (IsCancelled()) return absl::CancelledError("engine runner: unit cancelled");
+      const uint64_t seed = MixSeed({unit_.seed, static_cast<uint64_t>(unit_.attempt_id),
+                                     0x7761726d7570ULL /* "warmup" */,
+                                     static_cast<uint64_t>(arm.index),
+                                     static_cast<uint64_t>(engine.process_index),
+                                     static_cast<uint64_t>(depth)});
+      std::vector<int32_t> prompt =
+          MakePrompt(depth, seed, arm.settings.token_id_min, arm.settings.token_id_max);
+      const auto started = Clock::now();
+      auto gen = engine.client->Generate(prompt, arm.settings.long_tokens);
+      if (!gen.ok()) {
+        return EngineFailure(engine, -1, gen.status(),
+                             Cat(Context(arm, engine.process_index), ", warm-up at depth ", depth),
+                             "during the warm-up");
+      }
+      engine.warmup_ms.push_back(
+          std::chrono::duration<double, std::milli>(Clock::now() - started).count());
+    }
+    return absl::OkStatus();
+  }
+
   void StopAll() {
     std::vector<std::unique_ptr<LiveEngine>> engines;
     {
@@ -451,6 +529,27 @@ class UnitRun {
                           Cat(status.message(), "; last log lines: ", absl::StrJoin(last, " | ")));
     }
     return status;
+  }
+
+  // A request to `engine` failed with `status`: when the engine died, the failure names the
+  // death ("exited with status 3 mid-cell", "... after reporting out of memory"), not the
+  // socket; either way the log tail goes with it. `cell` as in FailWithLog.
+  absl::Status EngineFailure(LiveEngine& engine, int cell, const absl::Status& status,
+                             const std::string& context, std::string_view when) {
+    if (engine.process) {
+      // The socket can fail a little before the process is reaped.
+      for (int i = 0; i < 20 && !engine.process->Poll().has_value(); ++i) {
+        if (status.code() != absl::StatusCode::kUnavailable) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+      if (auto exit = engine.process->Poll()) {
+        return FailWithLog(engine, cell,
+                           absl::UnavailableError(Cat(context, ": engine ",
+                                                      engine.process->DescribeExit(*exit), " ",
+                                                      when)));
+      }
+    }
+    return FailWithLog(engine, cell, Annotate(status, context));
   }
 
   absl::Status RecordMetric(int64_t cell_id, int p, int r, std::string metric, double value,
@@ -561,20 +660,7 @@ class UnitRun {
     const int depth = static_cast<int>(cell.params["depth"].get<int64_t>());
     std::string context = Cat(Context(*engine.arm, p), ", cell ", cell.key, ", round ", r);
     auto engine_error = [&](const absl::Status& status) -> absl::Status {
-      if (engine.process) {
-        // A request that failed because the engine died reports the death, not the socket.
-        for (int i = 0; i < 20 && !engine.process->Poll().has_value(); ++i) {
-          if (status.code() != absl::StatusCode::kUnavailable) break;
-          std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        }
-        if (auto exit = engine.process->Poll()) {
-          return FailWithLog(
-              engine, c,
-              absl::UnavailableError(
-                  Cat(context, ": engine ", engine.process->DescribeExit(*exit), " mid-cell")));
-        }
-      }
-      return FailWithLog(engine, c, Annotate(status, context));
+      return EngineFailure(engine, c, status, context, "mid-cell");
     };
 
     std::optional<SpecCounters> before;
@@ -617,6 +703,36 @@ class UnitRun {
                     Cat("round ", r, ": no decode rate: long - short = ", dtokens, " tokens in ",
                         dt_ms, " ms")};
       RETURN_IF_ERROR(sink_.RecordEvidence(note));
+    }
+    if (dt_ms > 0 && dtokens > 0) engine.differenced_rates[c].push_back(dtokens / (dt_ms / 1000.0));
+    if (auto stream = StreamDecodeRate(*long_gen)) {
+      RETURN_IF_ERROR(RecordMetric(id, p, r, "decode_tok_s_stream", *stream, "tok/s"));
+      engine.stream_rates[c].push_back(*stream);
+    }
+    if (long_gen->engine_decode_tok_s.has_value() && *long_gen->engine_decode_tok_s > 0) {
+      RETURN_IF_ERROR(
+          RecordMetric(id, p, r, "engine_decode_tok_s", *long_gen->engine_decode_tok_s, "tok/s"));
+    }
+    // Where each request's time went, per round: what explains a slow request (time before the
+    // first token, the engine's own prefill and decode times, the end of the stream).
+    auto timing = [](const GenerationResult& g) {
+      nlohmann::json t = {{"total_ms", g.total_ms},
+                          {"ttft_ms", g.ttft_ms},
+                          {"last_text_ms", g.last_text_ms},
+                          {"tokens", g.completion_tokens}};
+      if (g.engine_prompt_ms) t["engine_prompt_ms"] = *g.engine_prompt_ms;
+      if (g.engine_predicted_ms) t["engine_predicted_ms"] = *g.engine_predicted_ms;
+      return t;
+    };
+    RETURN_IF_ERROR(sink_.RecordEvidence(
+        Evidence{id, p, "request_timings",
+                 {{"round", r}, {"short", timing(*short_gen)}, {"long", timing(*long_gen)}}}));
+    if (const int bad = short_gen->invalid_utf8_events + long_gen->invalid_utf8_events; bad > 0) {
+      RETURN_IF_ERROR(sink_.RecordEvidence(Evidence{
+          id, p, "engine_invalid_utf8",
+          Cat("round ", r, ": ", bad,
+              " streamed events carried bytes that are not UTF-8 (read with U+FFFD in their "
+              "place; the timing is unaffected)")}));
     }
     RETURN_IF_ERROR(RecordMetric(id, p, r, "t_short_ms", short_gen->total_ms, "ms"));
     RETURN_IF_ERROR(RecordMetric(id, p, r, "t_long_ms", long_gen->total_ms, "ms"));
@@ -741,7 +857,12 @@ class UnitRun {
                                    {"start_ms", engine.start_ms},
                                    {"start_us", engine.start_ms * 1000.0},
                                    {"measure_us", engine.measure_us},
+                                   {"warmup_ms", engine.warmup_ms},
                                    {"spec_k", re.spec_k}};
+    if (!re.ignored_spec_model.empty()) {
+      process_info["spec_model_ignored"] = re.ignored_spec_model;  // speculation off
+    }
+    if (re.spec_off_pinned) process_info["spec_off_pinned"] = true;
     if (re.launch.has_value()) {
       process_info["argv"] = re.launch->argv;
       nlohmann::json env = nlohmann::json::object();
@@ -758,6 +879,7 @@ class UnitRun {
     for (int c : engine.arm->cells) {
       const int64_t id = unit_.cells[c].cell_id;
       const int p = engine.process_index;
+      RETURN_IF_ERROR(RecordDecodeRateCheck(engine, c));
       RETURN_IF_ERROR(sink_.RecordEvidence(Evidence{id, p, "engine_backend", backend}));
       RETURN_IF_ERROR(sink_.RecordEvidence(Evidence{id, p, "backend_mismatch", mismatch}));
       if (engine.process) {
@@ -772,6 +894,36 @@ class UnitRun {
       RETURN_IF_ERROR(sink_.RecordEvidence(Evidence{id, p, "restartable", restartable}));
     }
     return absl::OkStatus();
+  }
+
+  // The differenced decode rate holds only while the two requests differ in nothing but their
+  // length; the streamed rate is the tokens' own arrival. Where the two disagree by more than
+  // their spread across rounds (or the difference gave no rate in some rounds), the cell gets
+  // `decode_rate_disagreement` evidence with both.
+  absl::Status RecordDecodeRateCheck(const LiveEngine& engine, int c) {
+    auto find = [](const std::map<int, std::vector<double>>& m, int key) {
+      auto it = m.find(key);
+      return it == m.end() ? std::vector<double>{} : it->second;
+    };
+    const std::vector<double> diff = find(engine.differenced_rates, c);
+    const std::vector<double> stream = find(engine.stream_rates, c);
+    if (stream.empty()) return absl::OkStatus();
+    const double diff_median = diff.empty() ? 0 : Median(diff);
+    const double stream_median = Median(stream);
+    const double spread = std::max(StdDev(diff), StdDev(stream));
+    const bool missing = diff.size() < stream.size();
+    const bool apart = !diff.empty() && std::abs(diff_median - stream_median) > 2 * spread &&
+                       std::abs(diff_median - stream_median) > 0.02 * stream_median;
+    if (!missing && !apart) return absl::OkStatus();
+    nlohmann::json value = {{"differenced_median_tok_s", diff_median},
+                            {"stream_median_tok_s", stream_median},
+                            {"differenced_rounds", diff.size()},
+                            {"stream_rounds", stream.size()},
+                            {"spread_tok_s", spread},
+                            {"reason", missing ? "the difference gave no rate in some rounds"
+                                               : "medians apart by more than twice the spread"}};
+    return sink_.RecordEvidence(Evidence{unit_.cells[c].cell_id, engine.process_index,
+                                         "decode_rate_disagreement", std::move(value)});
   }
 
   // ------------------------------------------------------------------------------------------
@@ -816,6 +968,27 @@ class UnitRun {
 };
 
 }  // namespace
+
+absl::Status CheckEngineCell(const nlohmann::json& params, const Recipe* recipe,
+                             const RecipeContext& context) {
+  if (!params.is_object() || !params.contains("engine") || !params["engine"].is_string()) {
+    return runner::ParamError("engine", "engine runner: parameter 'engine' (a string) is required");
+  }
+  const std::string engine = params["engine"].get<std::string>();
+  if (recipe == nullptr) {
+    absl::StatusOr<const Recipe*> found = FindBuiltinRecipe(engine);
+    if (!found.ok()) return runner::ParamError("engine", ToStd(found.status().message()));
+    recipe = *found;
+  }
+  RETURN_IF_ERROR(ValidateParams(*recipe, params));
+  RecipeContext placeholder = context;
+  placeholder.port = 1;
+  RETURN_IF_ERROR(recipe->Render(params, placeholder).status());
+  RETURN_IF_ERROR(ReadSettings(params, engine).status());
+  RETURN_IF_ERROR(ReadResidency(params, engine).status());
+  if (HasLoadParams(params)) RETURN_IF_ERROR(LoadConfigFromParams(params, 0).status());
+  return absl::OkStatus();
+}
 
 EngineRunner::EngineRunner(EngineRunnerOptions options)
     : options_(std::move(options)), versions_(std::make_shared<DetectedVersions>()) {}

@@ -128,16 +128,21 @@ absl::StatusOr<SpecRequest> GetSpec(const nlohmann::json& params, std::string_vi
   std::optional<std::string> method = GetString(params, "spec_method");
   std::optional<int64_t> k = GetInt(params, "spec_k");
   spec.model = GetString(params, "spec_model").value_or("");
+  // Speculation off ignores the draft model and method: a paired study gives the draft model
+  // once (in `fixed`) for a `spec` axis whose "off" arm runs the target alone
+  // (docs/matrix-format.md, "Pairing speculation against a draft model").
+  auto off = [&spec] {
+    spec.ignored_model = std::move(spec.model);
+    spec.model.clear();
+    spec.k = 0;
+    spec.method.clear();
+    return spec;
+  };
   if (shorthand.has_value()) {
     if (method.has_value() || k.has_value()) {
       return ParamError(engine, "spec", "give either 'spec' or 'spec_method'/'spec_k', not both");
     }
-    if (*shorthand == "off" || *shorthand == "none" || shorthand->empty()) {
-      if (!spec.model.empty()) {
-        return ParamError(engine, "spec_model", "given while speculation is off");
-      }
-      return spec;
-    }
+    if (*shorthand == "off" || *shorthand == "none" || shorthand->empty()) return off();
     std::vector<std::string> parts = absl::StrSplit(*shorthand, ':');
     if (parts.size() > 2 || parts[0].empty()) {
       return ParamError(
@@ -157,17 +162,27 @@ absl::StatusOr<SpecRequest> GetSpec(const nlohmann::json& params, std::string_vi
     return spec;
   }
   if (k.has_value() && *k < 0) return ParamError(engine, "spec_k", "must be >= 0");
-  spec.k = static_cast<int>(k.value_or(0));
-  if (spec.k == 0) {
-    // speculation off; a method or model without k is a mistake worth reporting
+  if (!k.has_value()) {
+    // A method or a draft model with no k at all is a forgotten spec_k, not an "off" arm
+    // (that is spec_k: 0, or spec: "off").
     if (method.has_value() && *method != "off" && *method != "none") {
       return ParamError(engine, "spec_k",
-                        Cat("missing or 0 while spec_method is \"", *method, "\""));
+                        Cat("missing while spec_method is \"", *method,
+                            "\" (give spec_k: 0 for an arm with speculation off)"));
     }
-    if (!spec.model.empty()) return ParamError(engine, "spec_model", "given while spec_k is 0");
-    return spec;
+    if (!spec.model.empty()) {
+      return ParamError(engine, "spec_k",
+                        "missing while spec_model is given (give spec_k: 0 for an arm with "
+                        "speculation off)");
+    }
+    return off();
   }
+  spec.k = static_cast<int>(*k);
+  if (spec.k == 0) return off();
   spec.method = method.value_or("");
+  if (spec.method == "off" || spec.method == "none") {
+    return ParamError(engine, "spec_method", Cat("\"", spec.method, "\" with spec_k ", spec.k));
+  }
   return spec;
 }
 
@@ -246,6 +261,8 @@ const std::vector<ParamSpec>& CommonParameters() {
       {"arm_residency", ParamType::kString, false,
        "together | one_at_a_time: whether a unit's arms' engines run at the same time"},
       {"label", ParamType::kAny, false, "a free annotation, ignored"},
+      {"warmup", ParamType::kString, false,
+       "per_depth (default) | once | none: untimed generations after each engine start"},
       // Load (any of these turns the cell from batch-1 differencing into a load cell).
       {"concurrency", ParamType::kPositiveInteger, false, "closed loop: requests kept in flight"},
       {"request_rate", ParamType::kNumber, false, "open loop: Poisson arrivals per second"},

@@ -33,6 +33,9 @@ struct SpecRequest {
   std::string method;  // "" when off
   int k = 0;           // 0 when off
   std::string model;   // draft / assistant model, may be ""
+  // Speculation off with a draft model given (in `fixed`, for the "on" arms): not passed to the
+  // engine, recorded in the rendering so the evidence says it was ignored.
+  std::string ignored_model;
 };
 absl::StatusOr<SpecRequest> GetSpec(const nlohmann::json& params, std::string_view engine);
 

@@ -23,6 +23,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/ascii.h"
 #include "ladder/common/mutex.h"
+#include "ladder/common/utf8.h"
 #include "message.h"
 
 extern char** environ;
@@ -73,6 +74,14 @@ std::string FromLegacyName(std::string_view words) {
       {"Triton MLA", "TRITON_MLA"},         {"FlashMLA", "FLASHMLA"},
       {"FlashInfer MLA", "FLASHINFER_MLA"}, {"Torch SDPA", "TORCH_SDPA"},
       {"ROCmFlashAttention", "ROCM_FLASH"}, {"ROCm Flash Attention", "ROCM_FLASH"},
+      // vLLM's ROCm selector before vllm#35246 (vllm/platforms/rocm.py, get_attn_backend_cls):
+      // "Using Rocm Attention backend[ on V1 engine].", "Using Aiter Flash Attention
+      // backend[ on V1 engine].", "Using Triton Attention backend on V1 engine.", ...
+      {"Rocm Attention", "ROCM_ATTN"},      {"ROCm Attention", "ROCM_ATTN"},
+      {"Aiter Flash Attention", "ROCM_AITER_FA"},
+      {"Aiter Unified Attention", "ROCM_AITER_UNIFIED_ATTN"},
+      {"Triton Attention", "TRITON_ATTN"},  {"FlexAttention", "FLEX_ATTENTION"},
+      {"AITER MLA", "ROCM_AITER_MLA"},      {"AITER TRITON MLA", "ROCM_AITER_TRITON_MLA"},
   };
   for (const auto& [legacy, name] : kNames) {
     if (words == legacy) return std::string(name);
@@ -95,12 +104,26 @@ void AddDistinct(std::vector<std::string>& names, std::string name) {
 
 }  // namespace
 
+// Lines that name a backend of something other than the decoder's attention: MoE kernels
+// ("Using TRITON backend for Unquantized MoE", "Using TRITON Unquantized MoE backend out of
+// potential backends: [...]", "Using 'MARLIN' NvFp4 MoE backend ..."), LoRA, and the vision
+// encoder ("Using Flash Attention backend for ViT model.", "Using backend
+// AttentionBackendEnum.FLASH_ATTN for vit attention", "Using AttentionBackendEnum.TORCH_SDPA for
+// MMEncoderAttention."). Quoted with their sources in docs/engines.md.
+bool IsNotDecoderAttention(std::string_view line) {
+  for (std::string_view marker : {" MoE", "LoRA", "ViT", "vit attention", "MMEncoderAttention",
+                                  "MLA prefill backend"}) {
+    if (line.find(marker) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
 BackendLine ParseBackendLine(std::string_view line) {
   BackendLine out;
-  // vLLM >= 0.11 when it chooses: "Using FLASH_ATTN attention backend out of potential
+  if (IsNotDecoderAttention(line)) return out;
+  // vLLM >= 0.11 on CUDA when it chooses: "Using FLASH_ATTN attention backend out of potential
   // backends: [...]". Only the token right before " attention backend" is a name: "Using
-  // 'VLLM_CUTLASS' NvFp4 MoE backend" and "Using FLASH_ATTN MLA prefill backend" are not about
-  // the attention backend a cell asks for.
+  // FLASH_ATTN MLA prefill backend" is not about the attention backend a cell asks for.
   if (size_t at = line.find(" attention backend"); at != std::string_view::npos) {
     std::string_view token = TokenBefore(line, at);
     if (!token.empty() && at >= token.size() + 6 &&
@@ -108,9 +131,19 @@ BackendLine ParseBackendLine(std::string_view line) {
       out.backend = LastDotted(token);
     }
   }
+  // vLLM on ROCm from vllm#35246 on: "Using ROCM_ATTN backend out of potential backends: [...]",
+  // "Using ROCM_ATTN backend (selected via --attention-backend).", and "Found incompatible
+  // backend(s) [...] with AttentionType.DECODER. Overriding with TRITON_ATTN out of potential
+  // backends: [...]" (the backend it runs).
+  if (out.backend.empty()) {
+    if (size_t at = line.find("Overriding with "); at != std::string_view::npos) {
+      std::string_view token = TokenAt(line, at + 16);
+      if (IsUpperIdentifier(LastDotted(token))) out.backend = LastDotted(token);
+    }
+  }
   // vLLM when a backend was requested ("Using AttentionBackendEnum.TRITON_ATTN backend."), the
-  // synthetic engine ("Using TRITON_ATTN backend."), and pre-0.11 vLLM's human names ("Using
-  // Flash Attention backend on V1 engine.").
+  // synthetic engine ("Using TRITON_ATTN backend."), pre-0.11 vLLM's human names ("Using
+  // Flash Attention backend on V1 engine.") and ROCm's names ("Using Rocm Attention backend.").
   if (out.backend.empty()) {
     for (size_t pos = line.find("Using "); pos != std::string_view::npos;
          pos = line.find("Using ", pos + 6)) {
@@ -143,12 +176,18 @@ BackendLine ParseBackendLine(std::string_view line) {
       }
     }
   }
-  // A model that overrides the request (vLLM's Gemma 4: "Forcing TRITON_ATTN ..."). Only an
-  // upper-case backend name counts: "Forcing kv cache block size to 64 for FlashMLA backend."
-  // forces a block size, not a backend.
-  if (size_t at = line.find("Forcing "); at != std::string_view::npos) {
-    std::string_view token = TokenAt(line, at + 8);
-    if (IsUpperIdentifier(token)) out.forced = std::string(token);
+  // A model that overrides the request: vLLM's Gemma 4 ("... Forcing TRITON_ATTN backend to
+  // prevent mixed-backend numerical divergence." in 0.19; "... FA4 not available, forcing
+  // TRITON_ATTN backend." from about 0.25). Only an upper-case backend name counts: "Forcing kv
+  // cache block size to 64 for FlashMLA backend." forces a block size, not a backend.
+  for (std::string_view word : {"Forcing ", "forcing "}) {
+    if (size_t at = line.find(word); at != std::string_view::npos) {
+      std::string_view token = TokenAt(line, at + word.size());
+      if (IsUpperIdentifier(token)) {
+        out.forced = std::string(token);
+        break;
+      }
+    }
   }
   return out;
 }
@@ -312,7 +351,8 @@ class EngineProcess::Impl {
     }
     evidence_.out_of_memory = evidence_.out_of_memory || oom;
     ++evidence_.lines;
-    tail_.push_back(std::move(line));
+    // The log file keeps the engine's bytes; the tail becomes evidence (JSON), so it is UTF-8.
+    tail_.push_back(ToValidUtf8(line));
     while (tail_.size() > options_.tail_lines) tail_.pop_front();
   }
 

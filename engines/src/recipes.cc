@@ -45,6 +45,15 @@ constexpr int kLlamaFirstBuildWithSpecDraftFlags = 9022;
 // Draft-model speculation is a `--spec-type draft-*` (llama.cpp#22964, 2026-05-12; confirmed in
 // b9180, the MTP release); from then on a draft model alone does not engage drafting.
 constexpr int kLlamaFirstBuildWithSpecType = 9180;
+// `--spec-type` itself (with `none`, the value that pins speculation off) arrived with
+// llama.cpp#18471 (commit 72d3b1898, 2026-01-28, b7864); it took ngram types only until b9180.
+constexpr int kLlamaFirstBuildWithSpecTypeNone = 7864;
+// The host-memory prompt cache, `--cache-ram N` (0 disables it), arrived with llama.cpp#16391
+// (commit d00cbea63, 2025-10-09, b6723). On by default (8192 MiB): before each request the
+// server may copy a slot's whole KV state to host memory, whatever the request's cache_prompt
+// says, which is time in no token's latency (docs/engines.md, "Measured against a real
+// llama.cpp").
+constexpr int kLlamaFirstBuildWithCacheRam = 6723;
 
 // The version the rendering assumes: the cell's `engine_version`, else what the runner detected.
 std::string ResolveVersion(const nlohmann::json& params, const RecipeContext& context,
@@ -117,6 +126,30 @@ const ParamSpec kExtraEnv{"extra_env", ParamType::kStringOrObject, false,
 const ParamSpec kEngineVersion{"engine_version", ParamType::kString, false,
                                "installed engine version (overrides the agent's inventory)"};
 
+// vLLM's `SpeculativeMethod` (vllm/config/speculative.py at 002e77c1) is a case-sensitive
+// Literal: a method outside it makes `vllm serve` refuse to start. The matrix's
+// engine-neutral names map onto it (any case): draft / draft_model -> draft_model; the rest are
+// vLLM's own names, lower-cased. The model-type MTP names (deepseek_mtp, ...) are accepted by
+// vLLM and rewritten to mtp with a deprecation warning; ladder passes mtp for them.
+absl::StatusOr<std::string> VllmSpecMethod(std::string_view method) {
+  std::string m;
+  for (char c : method) m.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  if (m == "draft" || m == "draft_model" || m == "draft-simple") return std::string("draft_model");
+  static constexpr std::string_view kMethods[] = {
+      "ngram",  "medusa", "mlp_speculator",        "draft_model", "suffix",    "custom_class",
+      "eagle",  "eagle3", "extract_hidden_states", "mtp",         "dflash",    "ngram_gpu",
+      "dspark"};
+  for (std::string_view known : kMethods) {
+    if (m == known) return std::string(known);
+  }
+  if (m.size() > 4 && m.compare(m.size() - 4, 4, "_mtp") == 0) return std::string("mtp");
+  return ParamError("vllm", "spec_method",
+                    Cat("vLLM's speculative methods are draft (draft_model), eagle, eagle3, mtp, "
+                        "ngram, ngram_gpu, medusa, mlp_speculator, suffix, dflash, dspark, "
+                        "extract_hidden_states, custom_class; got \"",
+                        method, "\""));
+}
+
 // ---------------------------------------------------------------------------------------------
 class VllmRecipe final : public Recipe {
  public:
@@ -170,9 +203,13 @@ class VllmRecipe final : public Recipe {
         out.launch->env_unset.push_back(kVllmBackendEnv);
       }
     }
+    out.ignored_spec_model = spec.ignored_model;
     if (spec.k > 0) {
       nlohmann::ordered_json config = nlohmann::ordered_json::object();
-      if (!spec.method.empty()) config["method"] = spec.method;
+      if (!spec.method.empty()) {
+        ASSIGN_OR_RETURN(std::string method, VllmSpecMethod(spec.method));
+        config["method"] = method;
+      }
       if (!spec.model.empty()) config["model"] = spec.model;
       config["num_speculative_tokens"] = spec.k;
       argv.insert(argv.end(), {"--speculative-config", config.dump()});
@@ -260,6 +297,7 @@ class SglangRecipe final : public Recipe {
             "--port",
             std::to_string(context.port)};
     AddInt(argv, params, "seed", "--random-seed");
+    out.ignored_spec_model = spec.ignored_model;
     if (auto backend = GetString(params, "attention_backend")) {
       out.requested_backend = *backend;
       argv.insert(argv.end(), {"--attention-backend", *backend});
@@ -330,6 +368,8 @@ class LlamaCppRecipe final : public Recipe {
         {"flash_attn", ParamType::kString, false,
          "--flash-attn on|off|auto (b6327 on); before: a bare --flash-attn for on"},
         {"max_model_len", ParamType::kPositiveInteger, false, "--ctx-size"},
+        {"prefix_caching", ParamType::kBool, false,
+         "default false: --cache-ram 0 (b6723 on); true: the server's prompt cache"},
         {"seed", ParamType::kInteger, false, "--seed"},
         kExtraArgs,
         kExtraEnv,
@@ -344,6 +384,7 @@ class LlamaCppRecipe final : public Recipe {
     RenderedEngine out;
     out.engine = std::string(name());
     out.launch.emplace();
+    out.ignored_spec_model = spec.ignored_model;
     out.engine_version = ResolveVersion(params, context, name());
     // An unknown build renders the newest spelling: a build too old for it fails at argument
     // parsing, loudly, rather than measuring something else.
@@ -361,6 +402,10 @@ class LlamaCppRecipe final : public Recipe {
     AddInt(argv, params, "seed", "--seed");
     AddInt(argv, params, "max_model_len", "--ctx-size");
     AddInt(argv, params, "gpu_layers", "--n-gpu-layers");
+    if (!GetBool(params, "prefix_caching").value_or(false) &&
+        at_least(kLlamaFirstBuildWithCacheRam)) {
+      argv.insert(argv.end(), {"--cache-ram", "0"});
+    }
     if (auto fa = GetString(params, "flash_attn")) {
       if (*fa != "on" && *fa != "off" && *fa != "auto") {
         return ParamError(name(), "flash_attn", Cat("expected on, off or auto, got \"", *fa, "\""));
@@ -399,6 +444,12 @@ class LlamaCppRecipe final : public Recipe {
       AddInt(argv, params, "gpu_layers_draft",
              new_flags ? "--spec-draft-ngl" : "--gpu-layers-draft");
       out.spec_k = spec.k;
+    } else if (at_least(kLlamaFirstBuildWithSpecTypeNone)) {
+      // Pinned off: a build whose default turns some drafting on (llama.cpp#28391 proposes
+      // ngram-mod by default), or that infers a draft type from the model, must not draft in
+      // an arm that measures the target alone.
+      argv.insert(argv.end(), {"--spec-type", "none"});
+      out.spec_off_pinned = true;
     }
     RETURN_IF_ERROR(AddExtras(out, params, name()));
     out.endpoints.base_url = BaseUrl(context);

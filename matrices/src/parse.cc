@@ -28,6 +28,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "internal.h"
+#include "ladder/common/utf8.h"
 #include "ladder/matrices/matrix.h"
 #include "ladder/status_macros.h"
 
@@ -1084,44 +1085,6 @@ absl::StatusOr<Matrix> Parser::Parse(std::string_view yaml) {
 
 }  // namespace
 
-namespace {
-
-// Offset of the first byte that is not part of well-formed UTF-8 (no overlongs, no surrogates,
-// at most U+10FFFF), or npos. A matrix must be UTF-8: its values end up in JSON, and
-// nlohmann::json::dump() throws on invalid UTF-8: an axis value with byte 0xFF passed parsing
-// and expansion, and Store::CreateRun's dump() then terminated the coordinator on Submit.
-size_t InvalidUtf8At(std::string_view text) {
-  size_t i = 0;
-  while (i < text.size()) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    int length = 0;
-    uint32_t min = 0, code = 0;
-    if ((c & 0xE0) == 0xC0) {
-      length = 2, min = 0x80, code = c & 0x1F;
-    } else if ((c & 0xF0) == 0xE0) {
-      length = 3, min = 0x800, code = c & 0x0F;
-    } else if ((c & 0xF8) == 0xF0) {
-      length = 4, min = 0x10000, code = c & 0x07;
-    } else {
-      return i;
-    }
-    if (i + static_cast<size_t>(length) > text.size()) return i;
-    for (int k = 1; k < length; ++k) {
-      const auto next = static_cast<unsigned char>(text[i + static_cast<size_t>(k)]);
-      if ((next & 0xC0) != 0x80) return i;
-      code = (code << 6) | (next & 0x3F);
-    }
-    if (code < min || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return i;
-    i += static_cast<size_t>(length);
-  }
-  return std::string_view::npos;
-}
-
-}  // namespace
 
 absl::StatusOr<Matrix> ParseMatrix(std::string_view yaml, std::string_view filename,
                                    const ParseOptions& options) {

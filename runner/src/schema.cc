@@ -66,6 +66,10 @@ const RunnerSchemas& BuiltinMetricSchemas() {
                        // Only when the long request decoded more tokens in more time than the
                        // short one (else a `measurement_note` says why).
                        {"decode_tok_s", "tok/s", false},
+                       // The long request's streamed rate: (tokens - 1) / (last - first
+                       // event carrying text); and the engine's own (llama.cpp timings).
+                       {"decode_tok_s_stream", "tok/s", false},
+                       {"engine_decode_tok_s", "tok/s", false},
                        {"itl_ms_p50", "ms", false},
                        {"itl_ms_p90", "ms", false},
                        {"itl_ms_mean", "ms", false},

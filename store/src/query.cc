@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "ladder/common/utf8.h"
 #include "ladder/stats/summary.h"
 #include "ladder/status_macros.h"
 
@@ -235,30 +236,7 @@ absl::StatusOr<std::vector<SessionSummary>> ListSessions(sqlite::Database& db) {
 namespace {
 
 // Names echo into JSON output, which must be valid UTF-8.
-bool ValidUtf8(const std::string& s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    size_t extra;
-    if (c < 0x80) {
-      extra = 0;
-    } else if ((c >> 5) == 0x6) {
-      extra = 1;
-    } else if ((c >> 4) == 0xe) {
-      extra = 2;
-    } else if ((c >> 3) == 0x1e) {
-      extra = 3;
-    } else {
-      return false;
-    }
-    if (i + extra >= s.size() && extra > 0) return false;
-    for (size_t k = 1; k <= extra; ++k) {
-      if ((static_cast<unsigned char>(s[i + k]) >> 6) != 0x2) return false;
-    }
-    i += extra + 1;
-  }
-  return true;
-}
+bool ValidUtf8(const std::string& s) { return IsValidUtf8(s); }
 
 }  // namespace
 

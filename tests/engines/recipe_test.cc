@@ -237,8 +237,9 @@ TEST(LlamaCppRecipe, FlashAttnValueWithTheOldDraftFlags) {
   EXPECT_THAT(
       r.launch->argv,
       ElementsAre("llama-server", "--model", "/models/target.gguf", "--host", "127.0.0.1", "--port",
-                  "8123", "--metrics", "--ctx-size", "8192", "--n-gpu-layers", "99", "--flash-attn",
-                  "on", "--model-draft", "/models/draft.gguf", "--draft-max", "8", "--draft-min",
+                  "8123", "--metrics", "--ctx-size", "8192", "--n-gpu-layers", "99", "--cache-ram",
+                  "0", "--flash-attn", "on", "--model-draft", "/models/draft.gguf", "--draft-max",
+                  "8", "--draft-min",
                   "2", "--draft-p-min", "0.5", "--gpu-layers-draft", "99"));
 }
 
@@ -248,7 +249,8 @@ TEST(LlamaCppRecipe, SpecDraftFlagsAfterTheRename) {
   EXPECT_THAT(r.launch->argv,
               ElementsAre("llama-server", "--model", "/models/target.gguf", "--host", "127.0.0.1",
                           "--port", "8123", "--metrics", "--ctx-size", "8192", "--n-gpu-layers",
-                          "99", "--flash-attn", "on", "--model-draft", "/models/draft.gguf",
+                          "99", "--cache-ram", "0", "--flash-attn", "on", "--model-draft",
+                          "/models/draft.gguf",
                           "--spec-draft-n-max", "8", "--spec-draft-n-min", "2",
                           "--spec-draft-p-min", "0.5", "--spec-draft-ngl", "99"));
 }
@@ -262,7 +264,8 @@ TEST(LlamaCppRecipe, SpecTypeFromB9180AndForAnUnknownBuild) {
         r.launch->argv,
         ElementsAre("llama-server", "--model", "/models/target.gguf", "--host", "127.0.0.1",
                     "--port", "8123", "--metrics", "--ctx-size", "8192", "--n-gpu-layers", "99",
-                    "--flash-attn", "on", "--spec-type", "draft-simple", "--model-draft",
+                    "--cache-ram", "0", "--flash-attn", "on", "--spec-type", "draft-simple",
+                    "--model-draft",
                     "/models/draft.gguf", "--spec-draft-n-max", "8", "--spec-draft-n-min", "2",
                     "--spec-draft-p-min", "0.5", "--spec-draft-ngl", "99"))
         << version;
@@ -282,7 +285,8 @@ TEST(LlamaCppRecipe, MtpNeedsNoDraftModelButANewBuild) {
   EXPECT_THAT(
       Render("llama.cpp", cell).launch->argv,
       ElementsAre("llama-server", "--model", "/m.gguf", "--host", "127.0.0.1", "--port", "8123",
-                  "--metrics", "--spec-type", "draft-mtp", "--spec-draft-n-max", "3"));
+                  "--metrics", "--cache-ram", "0", "--spec-type", "draft-mtp",
+                  "--spec-draft-n-max", "3"));
   cell["engine_version"] = "b9100";
   EXPECT_THAT(RenderError("llama.cpp", cell).message(), HasSubstr("needs llama-server b9180"));
   cell["engine_version"] = "latest";

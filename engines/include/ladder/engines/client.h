@@ -15,6 +15,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -36,12 +37,27 @@ struct GenerationResult {
   int reported_prompt_tokens = -1;  // the server's usage.prompt_tokens, -1 when absent
   double total_ms = 0;              // request sent -> last event received
   double ttft_ms = 0;               // request sent -> first event carrying text
+  double last_text_ms = 0;          // request sent -> last event carrying text
   std::vector<double> gaps_ms;      // between successive events carrying text
+  // Events whose payload was not UTF-8 (an engine streaming half a character); read with the
+  // bad bytes replaced, so the timing stands.
+  int invalid_utf8_events = 0;
+  // llama-server's own `timings` of this request (the last ones it sent), when it sent them:
+  // predicted_per_second (its decode rate), prompt_ms, predicted_ms.
+  std::optional<double> engine_decode_tok_s;
+  std::optional<double> engine_prompt_ms;
+  std::optional<double> engine_predicted_ms;
   // llama-server's `timings.draft_n` / `timings.draft_n_accepted` for this request, when the
   // reply carried them.
   std::optional<double> draft_tokens;
   std::optional<double> accepted_tokens;
 };
+
+// The decode rate seen in the stream: (completion tokens - 1) / (last - first event carrying
+// text), i.e. the tokens after the first over the time they took to arrive. Unaffected by what
+// happens before the first token or after the last (queueing, prefill, the end of the stream).
+// nullopt with fewer than 2 tokens or a zero span (a server that did not stream).
+std::optional<double> StreamDecodeRate(const GenerationResult& g);
 
 // The speculation gauges at one instant (SpecGaugeNames); each nullopt when not exported.
 struct SpecGauges {
@@ -54,6 +70,37 @@ struct SpecCounters {
   double num_drafts = 0;
   double num_draft_tokens = 0;
   double num_accepted_tokens = 0;
+};
+
+// Reads one OpenAI-compatible completion reply as its bytes arrive (server-sent events:
+// `data: {json}` separated by blank lines, ending with `data: [DONE]`), timing the events that
+// carry text. Feed it the bytes in any chunking with the time they arrived (ms since the
+// request was sent), then Finish. Whatever the bytes are, it returns a result or a status,
+// never throws: invalid UTF-8 is replaced and counted; an event over 16 MiB, malformed JSON, an
+// engine's error object, an impossible usage count, a missing [DONE] or a stream without text
+// are DataLoss/Internal naming the URL. Not thread-safe (one per request).
+class CompletionStreamParser {
+ public:
+  CompletionStreamParser(std::string url, int max_tokens);
+  // false once the stream is known bad (status() says why): stop reading.
+  bool Feed(std::string_view data, double now_ms);
+  absl::StatusOr<GenerationResult> Finish(double end_ms);
+  // A server that ignored "stream" and sent one JSON completion.
+  absl::StatusOr<GenerationResult> FinishPlain(std::string_view body, double end_ms);
+  const absl::Status& status() const { return status_; }
+  GenerationResult& mutable_result() { return result_; }
+
+ private:
+  bool HandleEvent(std::string_view event, double now_ms);
+
+  std::string url_;
+  int max_tokens_;
+  GenerationResult result_;
+  std::string buffer_;
+  std::string raw_prefix_;
+  absl::Status status_;
+  bool done_ = false;
+  bool saw_text_ = false;
 };
 
 class EngineClient {

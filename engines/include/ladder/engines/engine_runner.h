@@ -86,6 +86,18 @@ struct EngineRunnerOptions {
   std::string log_dir;
 };
 
+// Everything the runner checks about one cell before any engine starts, in the order it checks
+// it: the recipe exists (`recipe`, else the built-in named by params["engine"]), the parameters
+// have the recipe's names and types, the recipe renders them (with `context`: a placeholder
+// port; `ladder validate` passes no engine versions, so the newest spelling is assumed), and the
+// runner's own settings (short/long tokens, request timeout, token ids, warm-up, arm residency,
+// load configuration) hold. InvalidArgument naming the parameter (runner::ParamOf) otherwise.
+// `ladder validate`, the coordinator's Submit and the agent call this, so they refuse the same
+// cells; only a cell that needs a newer engine build than the agent has (known at run time
+// from its `--version`) can pass here and be refused by the agent.
+absl::Status CheckEngineCell(const nlohmann::json& params, const Recipe* recipe = nullptr,
+                             const RecipeContext& context = {});
+
 class EngineRunner final : public runner::Runner {
  public:
   explicit EngineRunner(EngineRunnerOptions options = {});

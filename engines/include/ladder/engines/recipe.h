@@ -91,6 +91,11 @@ struct RenderedEngine {
   std::string requested_backend;  // the attention backend the cell asked for, or ""
   std::string engine_version;     // the version the rendering assumed, or ""
   int spec_k = 0;                 // speculative tokens per step (0: speculation off)
+  // Speculation off: a draft model the cell gave (in `fixed`, for its "on" arms) that this arm
+  // does not pass to the engine; and whether the command line pins speculation off
+  // (llama.cpp's `--spec-type none`). Both recorded in `engine_process` evidence.
+  std::string ignored_spec_model;
+  bool spec_off_pinned = false;
 };
 
 // The agent's configuration that recipes need. Defaults suit a host with the engines on PATH.
