@@ -114,30 +114,20 @@ absl::StatusOr<SpecCounters> EngineClient::ReadSpecCounters(const SpecMetricName
   return c;
 }
 
-absl::StatusOr<SpecGauges> EngineClient::ReadSpecGauges(const SpecGaugeNames& names) const {
-  if (!names.available()) return absl::NotFoundError("no speculation gauges for this engine");
+absl::StatusOr<SpecCounters> EngineClient::ReadSpecStepCounters(
+    const SpecStepCounterNames& names) const {
+  if (!names.available()) return absl::NotFoundError("no verify-step counters for this engine");
   ASSIGN_OR_RETURN(std::vector<PrometheusSample> samples, Metrics());
-  SpecGauges g;
-  // A gauge has one sample per label set (per engine rank); their mean is the engine's value.
-  auto mean = [&](const std::string& name) -> std::optional<double> {
-    double sum = 0;
-    int n = 0;
-    for (const auto& s : samples) {
-      if (s.name == name) {
-        sum += s.value;
-        ++n;
-      }
-    }
-    if (n == 0) return std::nullopt;
-    return sum / n;
-  };
-  if (!names.accept_length.empty()) g.accept_length = mean(names.accept_length);
-  if (!names.accept_rate.empty()) g.accept_rate = mean(names.accept_rate);
-  if (!g.accept_length.has_value() && !g.accept_rate.has_value()) {
+  std::optional<double> steps = SumCounter(samples, names.verify_steps);
+  std::optional<double> generated = SumCounter(samples, names.generated_tokens);
+  if (!steps.has_value() || !generated.has_value()) {
     return absl::NotFoundError(
-        Cat("metrics lack ", names.accept_length, " and ", names.accept_rate));
+        Cat("metrics lack ", names.verify_steps, " or ", names.generated_tokens));
   }
-  return g;
+  SpecCounters c;
+  c.num_drafts = *steps;
+  c.num_accepted_tokens = *generated;
+  return c;
 }
 
 absl::StatusOr<GenerationResult> EngineClient::Generate(std::span<const int32_t> prompt,
@@ -278,6 +268,30 @@ bool CompletionStreamParser::HandleEvent(std::string_view event, double now_ms) 
       if (auto v = number(timings, "predicted_per_second")) result_.engine_decode_tok_s = v;
       if (auto v = number(timings, "prompt_ms")) result_.engine_prompt_ms = v;
       if (auto v = number(timings, "predicted_ms")) result_.engine_predicted_ms = v;
+    }
+    // SGLang (sglang#33518): a chunk with empty choices and the request's speculation counts.
+    if (auto ext = j.find("sglext"); ext != j.end() && ext->is_object()) {
+      auto details = ext->find("spec_tokens_details");
+      if (details != ext->end() && details->is_array() && !details->empty()) {
+        details = details->begin();  // n > 1 gives a list; ladder asks for one completion
+      }
+      if (details != ext->end() && details->is_object()) {
+        auto first = [&](std::initializer_list<const char*> keys) -> std::optional<double> {
+          for (const char* key : keys) {
+            if (auto v = number(*details, key)) return v;
+          }
+          return std::nullopt;
+        };
+        if (auto v = first({"spec_verify_ct"})) result_.verify_steps = v;
+        if (auto v = first({"spec_num_correct_drafts", "spec_accepted_drafts",
+                            "spec_accept_token_num"})) {
+          result_.accepted_tokens = v;
+        }
+        if (auto v = first({"spec_num_proposed_drafts", "spec_proposed_drafts",
+                            "spec_draft_token_num"})) {
+          result_.draft_tokens = v;
+        }
+      }
     }
     if (auto it = j.find("usage"); it != j.end() && it->is_object()) {
       const nlohmann::json& usage = *it;

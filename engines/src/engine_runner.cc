@@ -91,6 +91,12 @@ struct LiveEngine {
   std::map<int, std::vector<double>> stream_rates;
 };
 
+// Speculation counters read around one cell-round.
+struct SpecReadings {
+  std::optional<SpecCounters> before, after;              // drafts, draft tokens, accepted
+  std::optional<SpecCounters> steps_before, steps_after;  // verify steps, generated tokens
+};
+
 double Median(std::vector<double> v) { return Percentile(std::move(v), 50); }
 
 double StdDev(const std::vector<double>& v) {
@@ -663,14 +669,29 @@ class UnitRun {
       return EngineFailure(engine, c, status, context, "mid-cell");
     };
 
-    std::optional<SpecCounters> before;
-    if (engine.rendered.spec_metrics.available()) {
-      auto counters = engine.client->ReadSpecCounters(engine.rendered.spec_metrics);
-      if (counters.ok()) {
-        before = *counters;
-      } else if (counters.status().code() != absl::StatusCode::kNotFound) {
-        return engine_error(counters.status());
+    // Counters before and after the cell's two requests (a build without them: NotFound,
+    // and the next source is used).
+    const RenderedEngine& re = engine.rendered;
+    auto read = [&](bool steps) -> absl::StatusOr<std::optional<SpecCounters>> {
+      absl::StatusOr<SpecCounters> counters =
+          steps ? engine.client->ReadSpecStepCounters(re.spec_step_counters)
+                : engine.client->ReadSpecCounters(re.spec_metrics);
+      if (counters.ok()) return std::optional<SpecCounters>(*counters);
+      if (counters.status().code() == absl::StatusCode::kNotFound) {
+        return std::optional<SpecCounters>();
       }
+      return counters.status();
+    };
+    SpecReadings readings;
+    if (re.spec_metrics.available()) {
+      auto c = read(false);
+      if (!c.ok()) return engine_error(c.status());
+      readings.before = *c;
+    }
+    if (re.spec_step_counters.available()) {
+      auto c = read(true);
+      if (!c.ok()) return engine_error(c.status());
+      readings.steps_before = *c;
     }
     auto prompt_seed = [&](int which) {
       return MixSeed({unit_.seed, static_cast<uint64_t>(unit_.attempt_id),
@@ -686,11 +707,15 @@ class UnitRun {
         MakePrompt(depth, prompt_seed(1), s.token_id_min, s.token_id_max);
     auto long_gen = engine.client->Generate(long_prompt, s.long_tokens);
     if (!long_gen.ok()) return engine_error(long_gen.status());
-    std::optional<SpecCounters> after;
-    if (before.has_value()) {
-      auto counters = engine.client->ReadSpecCounters(engine.rendered.spec_metrics);
-      if (!counters.ok()) return engine_error(counters.status());
-      after = *counters;
+    if (readings.before.has_value()) {
+      auto c = read(false);
+      if (!c.ok()) return engine_error(c.status());
+      readings.after = *c;
+    }
+    if (readings.steps_before.has_value()) {
+      auto c = read(true);
+      if (!c.ok()) return engine_error(c.status());
+      readings.steps_after = *c;
     }
 
     const int64_t id = cell.cell_id;
@@ -747,7 +772,7 @@ class UnitRun {
       RETURN_IF_ERROR(RecordMetric(id, p, r, "itl_ms_mean",
                                    sum / static_cast<double>(long_gen->gaps_ms.size()), "ms"));
     }
-    RETURN_IF_ERROR(RecordAcceptance(engine, id, p, r, before, after, *short_gen, *long_gen));
+    RETURN_IF_ERROR(RecordAcceptance(engine, c, p, r, readings, *short_gen, *long_gen));
     for (const GenerationResult* g : {&*short_gen, &*long_gen}) {
       if (g->reported_prompt_tokens >= 0 && g->reported_prompt_tokens != depth) {
         Evidence ev{id,
@@ -766,69 +791,108 @@ class UnitRun {
     return absl::OkStatus();
   }
 
-  // Acceptance for one cell-round, from the best source the engine has: counter deltas around
-  // the two requests (vLLM, llama.cpp from #26389 on), else the requests' own draft timings
-  // (older llama.cpp), else the engine's gauges (SGLang, read after the long request). The
-  // source is recorded as `acceptance_source` evidence. A speculation cell that drafted nothing
-  // gets `speculation_not_engaged` evidence: the engine ran the target alone.
-  absl::Status RecordAcceptance(LiveEngine& engine, int64_t id, int p, int r,
-                                const std::optional<SpecCounters>& before,
-                                const std::optional<SpecCounters>& after,
-                                const GenerationResult& short_gen,
+  // Acceptance for one cell-round, with one definition across engines: acceptance_rate =
+  // accepted / drafted tokens, mean_acceptance_length = 1 + accepted / drafts (tokens per
+  // verify step, the bonus token included). From the best source the engine has, recorded as
+  // `acceptance_source` evidence:
+  //   metrics        counter deltas around the two requests (vLLM; llama.cpp from #26389)
+  //   timings        the requests' own counts (llama.cpp `timings`: absent = none drafted)
+  //   spec_details   the requests' own counts (SGLang sglext.spec_tokens_details)
+  //   verify_steps   SGLang's verify-step and generated-token counters: the mean acceptance
+  //                  length only (no drafted-token count exists there)
+  // Never SGLang's windowed gauges. The speculation state is checked both ways: a speculation
+  // cell that drafted nothing gets `speculation_not_engaged`; a cell with speculation off whose
+  // engine drafted fails (its numbers are not a spec-off measurement).
+  absl::Status RecordAcceptance(LiveEngine& engine, int c, int p, int r,
+                                const SpecReadings& readings, const GenerationResult& short_gen,
                                 const GenerationResult& long_gen) {
     const RenderedEngine& re = engine.rendered;
-    std::optional<double> drafted;
+    const int64_t id = unit_.cells[c].cell_id;
+    std::optional<double> drafts, draft_tokens, accepted;
     std::string source;
-    if (before.has_value() && after.has_value()) {
+    const auto both = [&](auto field) -> std::optional<double> {
+      if (!(long_gen.*field).has_value() && !(short_gen.*field).has_value()) return std::nullopt;
+      return (long_gen.*field).value_or(0) + (short_gen.*field).value_or(0);
+    };
+    if (readings.before.has_value() && readings.after.has_value()) {
       source = "metrics";
-      double drafts = after->num_drafts - before->num_drafts;
-      double draft_tokens = after->num_draft_tokens - before->num_draft_tokens;
-      double accepted = after->num_accepted_tokens - before->num_accepted_tokens;
-      drafted = draft_tokens;
-      RETURN_IF_ERROR(RecordMetric(id, p, r, "spec_drafts", drafts, "1"));
-      RETURN_IF_ERROR(RecordMetric(id, p, r, "spec_draft_tokens", draft_tokens, "1"));
-      RETURN_IF_ERROR(RecordMetric(id, p, r, "spec_accepted_tokens", accepted, "1"));
-      if (draft_tokens > 0) {
-        RETURN_IF_ERROR(RecordMetric(id, p, r, "acceptance_rate", accepted / draft_tokens, "1"));
-      }
-      if (drafts > 0) {
-        RETURN_IF_ERROR(
-            RecordMetric(id, p, r, "mean_acceptance_length", 1.0 + accepted / drafts, "tok"));
-      }
-    } else if (re.draft_timings == DraftTimings::kLlamaCppTimings &&
-               long_gen.draft_tokens.has_value() && long_gen.accepted_tokens.has_value()) {
+      drafts = readings.after->num_drafts - readings.before->num_drafts;
+      draft_tokens = readings.after->num_draft_tokens - readings.before->num_draft_tokens;
+      accepted = readings.after->num_accepted_tokens - readings.before->num_accepted_tokens;
+    } else if (re.draft_timings == DraftTimings::kLlamaCppTimings) {
       source = "timings";
-      double draft_tokens = *long_gen.draft_tokens + short_gen.draft_tokens.value_or(0);
-      double accepted = *long_gen.accepted_tokens + short_gen.accepted_tokens.value_or(0);
-      drafted = draft_tokens;
-      RETURN_IF_ERROR(RecordMetric(id, p, r, "spec_draft_tokens", draft_tokens, "1"));
-      RETURN_IF_ERROR(RecordMetric(id, p, r, "spec_accepted_tokens", accepted, "1"));
-      if (draft_tokens > 0) {
-        RETURN_IF_ERROR(RecordMetric(id, p, r, "acceptance_rate", accepted / draft_tokens, "1"));
+      draft_tokens = both(&GenerationResult::draft_tokens).value_or(0);
+      accepted = both(&GenerationResult::accepted_tokens).value_or(0);
+    } else if (re.draft_timings == DraftTimings::kSglangSpecDetails &&
+               both(&GenerationResult::verify_steps).has_value()) {
+      source = "spec_details";
+      drafts = both(&GenerationResult::verify_steps);
+      draft_tokens = both(&GenerationResult::draft_tokens);
+      accepted = both(&GenerationResult::accepted_tokens);
+    } else if (re.spec_k > 0 && readings.steps_before.has_value() &&
+               readings.steps_after.has_value()) {
+      source = "verify_steps";
+      const double steps = readings.steps_after->num_drafts - readings.steps_before->num_drafts;
+      const double generated =
+          readings.steps_after->num_accepted_tokens - readings.steps_before->num_accepted_tokens;
+      drafts = steps;
+      if (steps > 0) {
+        RETURN_IF_ERROR(RecordMetric(id, p, r, "spec_drafts", steps, "1"));
+        RETURN_IF_ERROR(
+            RecordMetric(id, p, r, "mean_acceptance_length", generated / steps, "tok"));
       }
-    } else if (re.spec_k > 0 && re.spec_gauges.available()) {
-      auto gauges = engine.client->ReadSpecGauges(re.spec_gauges);
-      if (gauges.ok()) {
-        source = "gauges";
-        if (gauges->accept_length.has_value()) {
-          RETURN_IF_ERROR(
-              RecordMetric(id, p, r, "mean_acceptance_length", *gauges->accept_length, "tok"));
-        }
-        if (gauges->accept_rate.has_value()) {
-          RETURN_IF_ERROR(RecordMetric(id, p, r, "acceptance_rate", *gauges->accept_rate, "1"));
-        }
-      } else if (gauges.status().code() != absl::StatusCode::kNotFound) {
-        return gauges.status();
+      draft_tokens = steps > 0 ? std::optional<double>() : std::optional<double>(0.0);
+    }
+    if (source != "verify_steps") {
+      if (drafts) RETURN_IF_ERROR(RecordMetric(id, p, r, "spec_drafts", *drafts, "1"));
+      if (draft_tokens) {
+        RETURN_IF_ERROR(RecordMetric(id, p, r, "spec_draft_tokens", *draft_tokens, "1"));
+      }
+      if (accepted) RETURN_IF_ERROR(RecordMetric(id, p, r, "spec_accepted_tokens", *accepted, "1"));
+      if (draft_tokens && accepted && *draft_tokens > 0) {
+        RETURN_IF_ERROR(
+            RecordMetric(id, p, r, "acceptance_rate", *accepted / *draft_tokens, "1"));
+      }
+      if (drafts && accepted && *drafts > 0) {
+        RETURN_IF_ERROR(
+            RecordMetric(id, p, r, "mean_acceptance_length", 1.0 + *accepted / *drafts, "tok"));
       }
     }
-    if (r == 0 && !source.empty()) {
-      RETURN_IF_ERROR(sink_.RecordEvidence(Evidence{id, p, "acceptance_source", source}));
+    if (r == 0) {
+      if (!source.empty()) {
+        RETURN_IF_ERROR(sink_.RecordEvidence(Evidence{id, p, "acceptance_source", source}));
+      } else if (re.spec_k > 0) {
+        RETURN_IF_ERROR(sink_.RecordEvidence(Evidence{
+            id, p, "acceptance_source",
+            {{"source", nullptr},
+             {"reason", Cat(re.engine,
+                            " gave no per-request speculation counts and no counters that cover "
+                            "exactly this cell; no acceptance is recorded (never a windowed "
+                            "gauge)")}}}));
+      }
     }
+    // Tokens drafted in this cell-round, where a source says; a count of verify steps alone
+    // says drafting happened.
+    std::optional<double> drafted = draft_tokens;
+    if (!drafted.has_value() && drafts.has_value()) drafted = *drafts;
     if (re.spec_k > 0 && drafted.has_value() && *drafted <= 0) {
       RETURN_IF_ERROR(sink_.RecordEvidence(
           Evidence{id, p, "speculation_not_engaged",
                    Cat("round ", r, ": spec_k=", re.spec_k, " but the engine drafted no tokens (",
                        source, "); it ran the target model alone")}));
+    }
+    if (re.spec_k == 0 && drafted.has_value() && *drafted > 0) {
+      Evidence ev{id, p, "speculation_while_off",
+                  Cat("round ", r, ": speculation is off in this cell but the engine drafted ",
+                      *drafted, " tokens (", source, ")")};
+      RETURN_IF_ERROR(sink_.RecordEvidence(ev));
+      return FailWithLog(
+          engine, c,
+          absl::FailedPreconditionError(Cat(
+              Context(*engine.arm, p), ", cell ", unit_.cells[c].key, ", round ", r,
+              ": speculation is off but the engine drafted ", *drafted, " tokens (", source,
+              "): not a spec-off measurement; pin it off (llama.cpp: a build with --spec-type "
+              "none, or extra_args) or check the engine's defaults")));
     }
     return absl::OkStatus();
   }

@@ -336,12 +336,19 @@ class SglangRecipe final : public Recipe {
     out.engine_version = ResolveVersion(params, context, name());
     out.endpoints.base_url = BaseUrl(context);
     out.endpoints.model = model;
-    // SGLang exports acceptance as gauges only (sglang:spec_accept_length, spec_accept_rate);
-    // counters can be named for a build that has them.
+    // Acceptance per cell, never from SGLang's gauges (sglang:spec_accept_length / _rate
+    // describe its last window of decode_log_interval steps, reset after each window: a
+    // previous cell's, or 0.0 before the first). In order: counters a site names for a build
+    // that has them; each request's sglext.spec_tokens_details (sglang#33518), asked for in
+    // speculation cells; the verify-step and generated-token counters (sglang#25689).
     out.spec_metrics = {GetString(params, "metric_num_drafts").value_or(""),
                         GetString(params, "metric_num_draft_tokens").value_or(""),
                         GetString(params, "metric_num_accepted_tokens").value_or("")};
-    out.spec_gauges = {"sglang:spec_accept_length", "sglang:spec_accept_rate"};
+    out.spec_step_counters = {"sglang:spec_verify_calls", "sglang:generation_tokens"};
+    if (spec.k > 0) {
+      out.draft_timings = DraftTimings::kSglangSpecDetails;
+      out.endpoints.extra_request_fields = {{"return_spec_tokens_details", true}};
+    }
     out.start_timeout = StartTimeout(params, 1800);
     return out;
   }

@@ -170,8 +170,13 @@ TEST(SglangRecipe, RendersEagleSpeculation) {
                           "--tp-size", "2", "--context-length", "16384", "--disable-radix-cache",
                           "--enable-metrics"));
   EXPECT_FALSE(r.spec_metrics.available());
-  EXPECT_EQ(r.spec_gauges.accept_length, "sglang:spec_accept_length");
-  EXPECT_EQ(r.spec_gauges.accept_rate, "sglang:spec_accept_rate");
+  // Never the windowed gauges: per-request details, else the verify-step counter
+  // (sglang#25689: `name="sglang:spec_verify_calls_total"`; prometheus_client adds no second
+  // `_total`, and the parser matches the name with or without it).
+  EXPECT_EQ(r.draft_timings, DraftTimings::kSglangSpecDetails);
+  EXPECT_EQ(r.endpoints.extra_request_fields,
+            nlohmann::json({{"return_spec_tokens_details", true}}));
+  EXPECT_EQ(r.spec_step_counters.verify_steps, "sglang:spec_verify_calls");
   EXPECT_THAT(
       RenderError("sglang", {{"engine", "sglang"}, {"depth", 1}, {"model", "m"}, {"spec_k", 2}})
           .message(),

@@ -47,10 +47,12 @@ struct GenerationResult {
   std::optional<double> engine_decode_tok_s;
   std::optional<double> engine_prompt_ms;
   std::optional<double> engine_predicted_ms;
-  // llama-server's `timings.draft_n` / `timings.draft_n_accepted` for this request, when the
-  // reply carried them.
+  // The request's own speculation counts, when the reply carried them: llama-server's
+  // `timings.draft_n` / `timings.draft_n_accepted`; SGLang's `sglext.spec_tokens_details`
+  // (spec_verify_ct as verify_steps, proposed and correct drafts).
   std::optional<double> draft_tokens;
   std::optional<double> accepted_tokens;
+  std::optional<double> verify_steps;
 };
 
 // The decode rate seen in the stream: (completion tokens - 1) / (last - first event carrying
@@ -59,13 +61,9 @@ struct GenerationResult {
 // nullopt with fewer than 2 tokens or a zero span (a server that did not stream).
 std::optional<double> StreamDecodeRate(const GenerationResult& g);
 
-// The speculation gauges at one instant (SpecGaugeNames); each nullopt when not exported.
-struct SpecGauges {
-  std::optional<double> accept_length;
-  std::optional<double> accept_rate;
-};
-
 // The speculative-decoding counters at one instant (sums over label sets).
+// For SpecStepCounterNames: num_drafts holds the verify steps and num_accepted_tokens the
+// generated tokens.
 struct SpecCounters {
   double num_drafts = 0;
   double num_draft_tokens = 0;
@@ -120,8 +118,8 @@ class EngineClient {
   // NotFound when the metrics endpoint lacks the drafts or accepted-tokens counter.
   absl::StatusOr<SpecCounters> ReadSpecCounters(const SpecMetricNames& names) const;
 
-  // NotFound when the metrics endpoint has neither gauge.
-  absl::StatusOr<SpecGauges> ReadSpecGauges(const SpecGaugeNames& names) const;
+  // Verify steps and generated tokens (SGLang); NotFound when either counter is missing.
+  absl::StatusOr<SpecCounters> ReadSpecStepCounters(const SpecStepCounterNames& names) const;
 
   // A streamed, greedy, ignore_eos completion of `prompt` (token IDs) for max_tokens tokens.
   absl::StatusOr<GenerationResult> Generate(std::span<const int32_t> prompt, int max_tokens) const;

@@ -61,19 +61,27 @@ struct SpecMetricNames {
   bool available() const { return !num_drafts.empty() && !num_accepted_tokens.empty(); }
 };
 
-// Speculation gauges an engine exports instead of counters (SGLang). The engine averages them
-// over its own logging interval, so they are read after a request, never differenced.
-struct SpecGaugeNames {
-  std::string accept_length;  // mean tokens per verify step, as the engine defines it
-  std::string accept_rate;    // accepted / drafted tokens
-  bool available() const { return !accept_length.empty() || !accept_rate.empty(); }
+// SGLang's counters: verify steps (one target forward per step; `sglang:spec_verify_calls`,
+// sglang#25689) and generated tokens. Their deltas over a cell give its mean acceptance length
+// (generated / steps, the bonus token included, as vLLM's 1 + accepted / drafts); SGLang has no
+// counter of drafted or accepted tokens. Empty strings: not exported.
+struct SpecStepCounterNames {
+  std::string verify_steps;
+  std::string generated_tokens;
+  bool available() const { return !verify_steps.empty() && !generated_tokens.empty(); }
 };
 
-// Where acceptance comes from when the counters are missing (older builds of an engine).
+// Per-request speculation counts an engine puts in its responses.
 enum class DraftTimings {
   kNone,
-  // llama-server's response `timings` object: draft_n (drafted) and draft_n_accepted.
+  // llama-server's `timings`: draft_n (drafted) and draft_n_accepted, present only when the
+  // request drafted (server-task.cpp: `if (draft_n > 0)`), so absent means none drafted.
   kLlamaCppTimings,
+  // SGLang's `sglext.spec_tokens_details` (sglang#33518, asked for with
+  // "return_spec_tokens_details": true): spec_verify_ct, spec_num_correct_drafts,
+  // spec_num_proposed_drafts (older names spec_accepted_drafts / spec_proposed_drafts,
+  // spec_accept_token_num / spec_draft_token_num).
+  kSglangSpecDetails,
 };
 
 enum class Restartability { kRestartable, kExternal };
@@ -84,7 +92,7 @@ struct RenderedEngine {
   std::optional<LaunchSpec> launch;  // nullopt: an external server (nothing to start)
   EngineEndpoints endpoints;
   SpecMetricNames spec_metrics;
-  SpecGaugeNames spec_gauges;
+  SpecStepCounterNames spec_step_counters;
   DraftTimings draft_timings = DraftTimings::kNone;
   Restartability restartability = Restartability::kRestartable;
   std::chrono::milliseconds start_timeout{600'000};
