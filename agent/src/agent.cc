@@ -805,6 +805,9 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(const AgentOptions& options
     engine_options.recipe_context.ladder_binary =
         options.ladder_binary.empty() ? std::string("/proc/self/exe") : options.ladder_binary;
     engine_options.log_dir = options.engine_log_dir;
+    // One device turn per process: `ladder local`'s agents share this machine's GPU.
+    static std::mutex engine_device_turn;
+    engine_options.device_turn = &engine_device_turn;
     impl->runners["engine"] = std::make_unique<engines::EngineRunner>(engine_options);
   }
 #endif

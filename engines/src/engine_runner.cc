@@ -51,6 +51,7 @@ struct ArmSettings {
   Warmup warmup = Warmup::kPerDepth;
   int short_tokens = 8;
   int long_tokens = 64;
+  int request_retries = 3;
   std::chrono::milliseconds request_timeout{600'000};
   std::vector<std::string> probe_patterns;
   int32_t token_id_min = 1000;
@@ -153,6 +154,7 @@ absl::StatusOr<ArmSettings> ReadSettings(const nlohmann::json& params, std::stri
     return internal::ParamError(engine, "long_tokens",
                                 Cat("must exceed short_tokens (", s.short_tokens, ")"));
   }
+  s.request_retries = static_cast<int>(internal::GetInt(params, "request_retries").value_or(3));
   double timeout_s = internal::GetNumber(params, "request_timeout_s").value_or(600);
   if (timeout_s <= 0) return internal::ParamError(engine, "request_timeout_s", "must be > 0");
   s.request_timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
@@ -350,19 +352,31 @@ class UnitRun {
   absl::Status RunProcessOneAtATime(int p) {
     // Arms in a seeded order per process (round index -1 keeps it apart from the cell orders).
     for (int a : Order(static_cast<int>(arms_.size()), p, -1)) {
-      const Arm& arm = arms_[a];
-      ASSIGN_OR_RETURN(LiveEngine * engine, StartEngine(arm, p));
-      RETURN_IF_ERROR(Warm(*engine));
-      std::set<int> mine(arm.cells.begin(), arm.cells.end());
-      for (int r = 0; r < unit_.rounds; ++r) {
-        for (int c : Order(static_cast<int>(unit_.cells.size()), p, r)) {
-          if (mine.count(c) != 0) RETURN_IF_ERROR(TimedMeasureCell(*engine, c, p, r));
+      std::unique_lock<std::mutex> turn;
+      if (options_.device_turn != nullptr) {
+        turn = std::unique_lock<std::mutex>(*options_.device_turn, std::defer_lock);
+        while (!turn.try_lock()) {
+          if (IsCancelled()) return absl::CancelledError("engine runner: unit cancelled");
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
         }
       }
-      RETURN_IF_ERROR(RecordProcessEvidence(*engine));
-      StopAll();
+      absl::Status status = RunArm(arms_[a], p);
+      StopAll();  // before the turn passes on: the device is free when the next engine starts
+      RETURN_IF_ERROR(status);
     }
     return absl::OkStatus();
+  }
+
+  absl::Status RunArm(const Arm& arm, int p) {
+    ASSIGN_OR_RETURN(LiveEngine * engine, StartEngine(arm, p));
+    RETURN_IF_ERROR(Warm(*engine));
+    std::set<int> mine(arm.cells.begin(), arm.cells.end());
+    for (int r = 0; r < unit_.rounds; ++r) {
+      for (int c : Order(static_cast<int>(unit_.cells.size()), p, r)) {
+        if (mine.count(c) != 0) RETURN_IF_ERROR(TimedMeasureCell(*engine, c, p, r));
+      }
+    }
+    return RecordProcessEvidence(*engine);
   }
 
   // ------------------------------------------------------------------------------------------
@@ -480,10 +494,8 @@ class UnitRun {
                                      static_cast<uint64_t>(arm.index),
                                      static_cast<uint64_t>(engine.process_index),
                                      static_cast<uint64_t>(depth)});
-      std::vector<int32_t> prompt =
-          MakePrompt(depth, seed, arm.settings.token_id_min, arm.settings.token_id_max);
       const auto started = Clock::now();
-      auto gen = engine.client->Generate(prompt, arm.settings.long_tokens);
+      auto gen = GenerateRetrying(engine, -1, -1, depth, seed, arm.settings.long_tokens);
       if (!gen.ok()) {
         return EngineFailure(engine, -1, gen.status(),
                              Cat(Context(arm, engine.process_index), ", warm-up at depth ", depth),
@@ -493,6 +505,38 @@ class UnitRun {
           std::chrono::duration<double, std::milli>(Clock::now() - started).count());
     }
     return absl::OkStatus();
+  }
+
+  // One timed generation of a fresh prompt of `depth` token IDs. A request the engine answers
+  // with an error of its own (an HTTP error status, or an error event mid-stream: llama-server
+  // b10309 fails any request whose output is not valid UTF-8, common/chat.cpp "The model
+  // produced output that does not match the expected Content-only format") is sent again with
+  // another fresh prompt, up to `request_retries` times, and each retry is `request_retried`
+  // evidence of the cell (`cell` >= 0) with the engine's message: the timing of a request that
+  // completed is unaffected by which random prompt it had. A failure of the transport, a
+  // malformed reply or a dead engine is not retried.
+  absl::StatusOr<GenerationResult> GenerateRetrying(LiveEngine& engine, int cell, int round,
+                                                    int depth, uint64_t seed, int tokens) {
+    const ArmSettings& s = engine.arm->settings;
+    for (int attempt = 0;; ++attempt) {
+      const uint64_t prompt_seed =
+          attempt == 0 ? seed : MixSeed({seed, 0x7265747279ULL /* "retry" */,
+                                         static_cast<uint64_t>(attempt)});
+      std::vector<int32_t> prompt = MakePrompt(depth, prompt_seed, s.token_id_min, s.token_id_max);
+      absl::StatusOr<GenerationResult> gen = engine.client->Generate(prompt, tokens);
+      if (gen.ok() || gen.status().code() != absl::StatusCode::kInternal ||
+          attempt >= s.request_retries || IsCancelled()) {
+        return gen;
+      }
+      if (engine.process && engine.process->Poll().has_value()) return gen;
+      if (cell >= 0) {
+        RETURN_IF_ERROR(sink_.RecordEvidence(
+            Evidence{unit_.cells[cell].cell_id, engine.process_index, "request_retried",
+                     {{"round", round},
+                      {"attempt", attempt + 1},
+                      {"error", std::string(gen.status().message())}}}));
+      }
+    }
   }
 
   void StopAll() {
@@ -698,14 +742,10 @@ class UnitRun {
                       static_cast<uint64_t>(cell.cell_id), static_cast<uint64_t>(p),
                       static_cast<uint64_t>(r), static_cast<uint64_t>(which)});
     };
-    std::vector<int32_t> short_prompt =
-        MakePrompt(depth, prompt_seed(0), s.token_id_min, s.token_id_max);
-    auto short_gen = engine.client->Generate(short_prompt, s.short_tokens);
+    auto short_gen = GenerateRetrying(engine, c, r, depth, prompt_seed(0), s.short_tokens);
     if (!short_gen.ok()) return engine_error(short_gen.status());
     if (IsCancelled()) return absl::CancelledError("engine runner: unit cancelled");
-    std::vector<int32_t> long_prompt =
-        MakePrompt(depth, prompt_seed(1), s.token_id_min, s.token_id_max);
-    auto long_gen = engine.client->Generate(long_prompt, s.long_tokens);
+    auto long_gen = GenerateRetrying(engine, c, r, depth, prompt_seed(1), s.long_tokens);
     if (!long_gen.ok()) return engine_error(long_gen.status());
     if (readings.before.has_value()) {
       auto c = read(false);

@@ -254,6 +254,9 @@ const std::vector<ParamSpec>& CommonParameters() {
       {"long_tokens", ParamType::kPositiveInteger, false, "long generation (default 64)"},
       {"start_timeout_s", ParamType::kNumber, false, "seconds to become healthy"},
       {"request_timeout_s", ParamType::kNumber, false, "seconds per request (default 600)"},
+      {"request_retries", ParamType::kNonNegativeInteger, false,
+       "a request the engine answers with its own error is sent again with a fresh prompt, up "
+       "to this many times (default 3)"},
       {"probe_patterns", ParamType::kStringOrList, false,
        "log substrings counted per engine process (default PROBE_3D_SPEC_ACTIVE)"},
       {"token_id_min", ParamType::kNonNegativeInteger, false, "prompt token ids from (1000)"},

@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "ladder/engines/engine_version.h"
+#include "ladder/engines/load.h"
 #include "ladder/engines/recipe.h"
 #include "ladder/status_macros.h"
 #include "message.h"
@@ -377,6 +378,9 @@ class LlamaCppRecipe final : public Recipe {
         {"max_model_len", ParamType::kPositiveInteger, false, "--ctx-size"},
         {"prefix_caching", ParamType::kBool, false,
          "default false: --cache-ram 0 (b6723 on); true: the server's prompt cache"},
+        {"parallel", ParamType::kPositiveInteger, false,
+         "--parallel N slots; default 1 for batch-1 cells, the server's own (auto) for load "
+         "cells"},
         {"seed", ParamType::kInteger, false, "--seed"},
         kExtraArgs,
         kExtraEnv,
@@ -409,6 +413,14 @@ class LlamaCppRecipe final : public Recipe {
     AddInt(argv, params, "seed", "--seed");
     AddInt(argv, params, "max_model_len", "--ctx-size");
     AddInt(argv, params, "gpu_layers", "--n-gpu-layers");
+    // One slot for a batch-1 cell: each request then has the whole context, and no other slot's
+    // old prompt sits in a unified KV cache (with the prompt cache off, idle slots are not
+    // cleared; a second 1K prompt in a 2K context then fails "Context size has been exceeded").
+    if (auto slots = GetInt(params, "parallel")) {
+      argv.insert(argv.end(), {"--parallel", std::to_string(*slots)});
+    } else if (!HasLoadParams(params)) {
+      argv.insert(argv.end(), {"--parallel", "1"});
+    }
     if (!GetBool(params, "prefix_caching").value_or(false) &&
         at_least(kLlamaFirstBuildWithCacheRam)) {
       argv.insert(argv.end(), {"--cache-ram", "0"});

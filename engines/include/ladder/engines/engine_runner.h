@@ -53,6 +53,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -81,6 +82,11 @@ struct EngineRunnerOptions {
   std::chrono::milliseconds health_poll_interval{200};
   VersionDetection version_detection = VersionDetection::kProbe;
   std::chrono::milliseconds version_timeout{120'000};  // `vllm --version` imports torch
+  // Engines that run one at a time (a GPU holds one model) hold this mutex from their start to
+  // their stop, when set: the agents of one process (`ladder local` runs one per session on one
+  // machine) then take turns on the device an engine process at a time, so that no timed
+  // request shares the GPU with another agent's engine. Not owned; outlives the runner.
+  std::mutex* device_turn = nullptr;
   // When non-empty, each engine's full log is written to
   // <log_dir>/attempt<A>-unit<U>-arm<I>-proc<P>.log.
   std::string log_dir;
