@@ -100,8 +100,6 @@ TEST(BackendLines, ReadTheAttentionBackendOnly) {
   EXPECT_EQ(backend("INFO Using AttentionBackendEnum.TORCH_SDPA for MMEncoderAttention."), "");
   EXPECT_EQ(backend("INFO Using FlashAttention version 2"), "");
   EXPECT_EQ(ParseBackendLine("Forcing kv cache block size to 64 for FlashMLA backend.").forced, "");
-  EXPECT_EQ(ParseBackendLine("Gemma 4: Forcing TRITON_ATTN because of head dims").forced,
-            "TRITON_ATTN");
 }
 
 TEST(EngineProcess, KeepsOnlyTheLastLines) {

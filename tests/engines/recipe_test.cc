@@ -225,8 +225,8 @@ TEST(LlamaCppRecipe, BeforeFlashAttnTookAValue) {
   EXPECT_THAT(
       r.launch->argv,
       ElementsAre("llama-server", "--model", "/models/target.gguf", "--host", "127.0.0.1", "--port",
-                  "8123", "--metrics", "--ctx-size", "8192", "--n-gpu-layers", "99", "--flash-attn",
-                  "--model-draft", "/models/draft.gguf", "--draft-max", "8", "--draft-min", "2",
+                  "8123", "--metrics", "--ctx-size", "8192", "--n-gpu-layers", "99", "--parallel",
+                  "1", "--flash-attn", "--model-draft", "/models/draft.gguf", "--draft-max", "8", "--draft-min", "2",
                   "--draft-p-min", "0.5", "--gpu-layers-draft", "99"));
   nlohmann::json off = LlamaDraftCell("b6000");
   off["flash_attn"] = "off";
@@ -242,7 +242,7 @@ TEST(LlamaCppRecipe, FlashAttnValueWithTheOldDraftFlags) {
   EXPECT_THAT(
       r.launch->argv,
       ElementsAre("llama-server", "--model", "/models/target.gguf", "--host", "127.0.0.1", "--port",
-                  "8123", "--metrics", "--ctx-size", "8192", "--n-gpu-layers", "99", "--cache-ram",
+                  "8123", "--metrics", "--ctx-size", "8192", "--n-gpu-layers", "99", "--parallel", "1", "--cache-ram",
                   "0", "--flash-attn", "on", "--model-draft", "/models/draft.gguf", "--draft-max",
                   "8", "--draft-min",
                   "2", "--draft-p-min", "0.5", "--gpu-layers-draft", "99"));
@@ -254,7 +254,7 @@ TEST(LlamaCppRecipe, SpecDraftFlagsAfterTheRename) {
   EXPECT_THAT(r.launch->argv,
               ElementsAre("llama-server", "--model", "/models/target.gguf", "--host", "127.0.0.1",
                           "--port", "8123", "--metrics", "--ctx-size", "8192", "--n-gpu-layers",
-                          "99", "--cache-ram", "0", "--flash-attn", "on", "--model-draft",
+                          "99", "--parallel", "1", "--cache-ram", "0", "--flash-attn", "on", "--model-draft",
                           "/models/draft.gguf",
                           "--spec-draft-n-max", "8", "--spec-draft-n-min", "2",
                           "--spec-draft-p-min", "0.5", "--spec-draft-ngl", "99"));
@@ -269,7 +269,7 @@ TEST(LlamaCppRecipe, SpecTypeFromB9180AndForAnUnknownBuild) {
         r.launch->argv,
         ElementsAre("llama-server", "--model", "/models/target.gguf", "--host", "127.0.0.1",
                     "--port", "8123", "--metrics", "--ctx-size", "8192", "--n-gpu-layers", "99",
-                    "--cache-ram", "0", "--flash-attn", "on", "--spec-type", "draft-simple",
+                    "--parallel", "1", "--cache-ram", "0", "--flash-attn", "on", "--spec-type", "draft-simple",
                     "--model-draft",
                     "/models/draft.gguf", "--spec-draft-n-max", "8", "--spec-draft-n-min", "2",
                     "--spec-draft-p-min", "0.5", "--spec-draft-ngl", "99"))
@@ -290,7 +290,7 @@ TEST(LlamaCppRecipe, MtpNeedsNoDraftModelButANewBuild) {
   EXPECT_THAT(
       Render("llama.cpp", cell).launch->argv,
       ElementsAre("llama-server", "--model", "/m.gguf", "--host", "127.0.0.1", "--port", "8123",
-                  "--metrics", "--cache-ram", "0", "--spec-type", "draft-mtp",
+                  "--metrics", "--parallel", "1", "--cache-ram", "0", "--spec-type", "draft-mtp",
                   "--spec-draft-n-max", "3"));
   cell["engine_version"] = "b9100";
   EXPECT_THAT(RenderError("llama.cpp", cell).message(), HasSubstr("needs llama-server b9180"));
