@@ -2,7 +2,9 @@
 // evidence code against what a real llama-server (b10309) printed and served, recorded verbatim
 // in fixtures/llama.cpp-b10309-cpu/ (its README says how). A changed flag, metric name or reply
 // shape in a fixture fails these tests; the recipe's own constants are never the expectation.
+#include <chrono>
 #include <fstream>
+#include <thread>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -261,6 +263,93 @@ TEST(LlamaCppFixture, ItsLogNamesNoBackend) {
       EXPECT_EQ(parsed.forced, "") << line;
     }
   }
+}
+
+}  // namespace
+}  // namespace ladder::engines
+
+namespace ladder::engines {
+namespace {
+
+std::string Cuda(const std::string& name) {
+  std::ifstream in(std::string(LADDER_ENGINE_FIXTURES) + "/llama.cpp-b10309-cuda/" + name,
+                   std::ios::binary);
+  EXPECT_TRUE(in.good()) << name;
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+double Counter(const std::string& metrics, const std::string& name) {
+  auto samples = ParsePrometheusText(metrics);
+  EXPECT_TRUE(samples.ok()) << samples.status();
+  return samples.ok() ? SumCounter(*samples, name).value_or(-1) : -1;
+}
+
+// Acceptance from the /metrics counters agrees with the responses' own timings: the counters'
+// deltas over a session equal the sums of draft_n / draft_n_accepted over its requests that
+// completed, and a request the server failed mid-stream drafted at least what it had reported.
+TEST(LlamaCppCudaFixture, CountersAgreeWithTheResponsesTimings) {
+  const std::string drafts = "llamacpp:spec_decode_num_draft_tokens";
+  const std::string accepted = "llamacpp:spec_decode_num_accepted_tokens";
+  struct Session {
+    std::string tag;
+    std::vector<int> seeds;
+  };
+  for (const Session& session : {Session{"smalldraft-k4", {1}}, Session{"selfdraft-k4", {1, 2, 3}}}) {
+    const double counted_drafts = Counter(Cuda(session.tag + "-metrics-after.txt"), drafts) -
+                                  Counter(Cuda(session.tag + "-metrics-before.txt"), drafts);
+    const double counted_accepted =
+        Counter(Cuda(session.tag + "-metrics-after.txt"), accepted) -
+        Counter(Cuda(session.tag + "-metrics-before.txt"), accepted);
+    double timed_drafts = 0, timed_accepted = 0;
+    bool all_completed = true;
+    for (int seed : session.seeds) {
+      CompletionStreamParser parser("http://recorded", 64);
+      parser.Feed(Cuda(session.tag + "-stream-seed" + std::to_string(seed) + ".sse"), 1);
+      auto g = parser.Finish(2);
+      if (!g.ok()) {
+        EXPECT_THAT(g.status().message(), HasSubstr("Content-only format")) << seed;
+        all_completed = false;
+        continue;
+      }
+      ASSERT_TRUE(g->draft_tokens.has_value()) << session.tag << " seed " << seed;
+      timed_drafts += *g->draft_tokens;
+      timed_accepted += *g->accepted_tokens;
+    }
+    if (all_completed) {
+      EXPECT_EQ(counted_drafts, timed_drafts) << session.tag;
+      EXPECT_EQ(counted_accepted, timed_accepted) << session.tag;
+    } else {
+      EXPECT_GT(counted_drafts, timed_drafts) << session.tag;
+    }
+  }
+  // The self-draft accepts nearly all it drafts; the small draft nothing.
+  EXPECT_GT(Counter(Cuda("selfdraft-k4-metrics-after.txt"), accepted) /
+                Counter(Cuda("selfdraft-k4-metrics-after.txt"), drafts),
+            0.9);
+  EXPECT_EQ(Counter(Cuda("smalldraft-k4-metrics-after.txt"), accepted), 0);
+}
+
+// The real server's log holds bytes that are not UTF-8; the log tail the runner keeps as
+// evidence (JSON) is valid UTF-8 with the server's text otherwise intact.
+TEST(LlamaCppCudaFixture, ItsLogsInvalidBytesBecomeValidEvidence) {
+  const std::string log = Cuda("plain-fa-on-server.log");
+  ASSERT_NE(log.find("unparsed Content-only output"), std::string::npos);
+  LaunchSpec spec;
+  spec.argv = {"/bin/cat",
+               std::string(LADDER_ENGINE_FIXTURES) + "/llama.cpp-b10309-cuda/plain-fa-on-server.log"};
+  auto process = EngineProcess::Start(spec, ProcessOptions{});
+  ASSERT_TRUE(process.ok()) << process.status();
+  for (int i = 0; i < 500 && !(*process)->Poll().has_value(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  (*process)->DescribeExit(ExitInfo{});  // drains the reader
+  nlohmann::json tail = (*process)->LogTail();
+  std::string dumped;
+  ASSERT_NO_THROW(dumped = tail.dump());  // the strict dump the agent's evidence once died in
+  EXPECT_THAT(dumped, HasSubstr("unparsed Content-only output"));
+  EXPECT_THAT(dumped, HasSubstr("\xEF\xBF\xBD"));  // U+FFFD where the bytes were not UTF-8
 }
 
 }  // namespace
