@@ -5,7 +5,7 @@
 #
 #   scripts/fuzz.sh                 # every target, 60 s each
 #   scripts/fuzz.sh 600             # every target, 10 minutes each
-#   scripts/fuzz.sh 60 matrix       # one target (matrix | admin | agent)
+#   scripts/fuzz.sh 60 matrix       # one target (matrix | admin | agent | engine)
 #
 # Each target starts from its committed seed corpus (fuzz/corpus/<target>/) plus what earlier
 # runs found (build-asan/corpus/<target>/, not committed). A crash leaves its input in
@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
 targets=("$@")
-((${#targets[@]})) || targets=(matrix admin agent)
+((${#targets[@]})) || targets=(matrix admin agent engine)
 build=build-asan
 
 command -v clang++-14 >/dev/null || { echo "fuzz: clang++-14 not found (apt-get install clang-14 libclang-rt-14-dev)" >&2; exit 1; }

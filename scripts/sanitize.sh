@@ -42,7 +42,7 @@ for preset in "${presets[@]}"; do
                 tests/report/analysis_tests tests/coordinator/coordinator_tests
                 tests/coordinator/agent_service_tests tests/coordinator/protocol_tests
                 tests/runner/runner_tests tests/bench/bench_tests
-                tests/kernels/kernels_tests)
+                tests/kernels/kernels_tests tests/engines/engines_robustness_tests)
     else
       programs=(tests/store/store_tests tests/coordinator/coordinator_tests)
     fi

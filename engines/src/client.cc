@@ -191,7 +191,14 @@ absl::StatusOr<GenerationResult> EngineClient::Generate(std::span<const int32_t>
     return absl::DataLossError(Cat("reply from engine at ", url, " is larger than ",
                                    kMaxPlainBody >> 20, " MiB; received: ", Snippet(raw_prefix)));
   }
-  if (!ok) return TransportError(url, error);
+  if (!ok) {
+    if (raw_prefix.empty()) return TransportError(url, error);
+    // The connection broke after the reply began: say so, with what arrived (Unavailable, as
+    // an engine that died mid-stream gives).
+    return absl::UnavailableError(Cat("stream from engine at ", url, " broke off (",
+                                      httplib::to_string(error), ") without [DONE]; received: ",
+                                      Snippet(raw_prefix)));
+  }
   if (!event_stream) return parser.FinishPlain(plain_body, end_ms);
   return parser.Finish(end_ms);
 }

@@ -1,0 +1,277 @@
+// Whatever bytes an engine sends, the engine client and runner answer with a result or a
+// status, and every string they pass on is valid UTF-8; the process lives. A stand-in server
+// (cpp-httplib, port 0, in this process) replays what a real llama-server b10309 sent
+// (tests/engines/fixtures/llama.cpp-b10309-cuda/) and the bad cases around it: a text that is
+// not UTF-8, the server's own error event mid-stream, malformed JSON, a stream cut short, a
+// 20 MiB event, an impossible usage count, an error body that is not UTF-8. CI runs this program
+// under AddressSanitizer+UBSan (scripts/sanitize.sh, SUBSET=ci).
+#include <httplib.h>
+
+#include <atomic>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_split.h"
+#include "ladder/common/utf8.h"
+#include "ladder/engines/client.h"
+#include "ladder/engines/engine_runner.h"
+
+namespace ladder::engines {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string Recorded(const std::string& name) {
+  std::ifstream in(std::string(LADDER_ENGINE_FIXTURES) + "/llama.cpp-b10309-cuda/" + name,
+                   std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The recorded stream's events ("data: {...}" without the blank line), in order.
+std::vector<std::string> RecordedEvents(const std::string& name) {
+  std::vector<std::string> events;
+  for (absl::string_view e : absl::StrSplit(Recorded(name), "\n\n", absl::SkipEmpty())) {
+    events.emplace_back(e);
+  }
+  return events;
+}
+
+// A llama-server stand-in: /health, /metrics (recorded), /v1/completions as `mode` says.
+class StandIn {
+ public:
+  explicit StandIn(std::string mode) : mode_(std::move(mode)) {
+    ok_ = RecordedEvents("plain-fa-on-stream-seed1.sse");  // 64 text events, final, [DONE]
+    error_ = RecordedEvents("plain-fa-on-stream-seed2.sse");  // ends in the server's error event
+    server_.Get("/health", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content("{\"status\":\"ok\"}", "application/json");
+    });
+    server_.Get("/metrics", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content(Recorded("plain-fa-on-metrics-after.txt"), "text/plain");
+    });
+    server_.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
+      Serve(res, requests_++, nlohmann::json::parse(req.body).value("max_tokens", 64));
+    });
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+    // Wait for the event, not a time: the server answers once it is running.
+    while (!server_.is_running()) std::this_thread::yield();
+  }
+  ~StandIn() {
+    server_.stop();
+    thread_.join();
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  int requests() const { return requests_; }
+
+ private:
+  void Stream(httplib::Response& res, std::vector<std::string> events, bool cut = false) {
+    res.set_chunked_content_provider(
+        "text/event-stream", [events, cut](size_t, httplib::DataSink& sink) {
+          for (const auto& e : events) {
+            std::string chunk = e + "\n\n";
+            if (!sink.write(chunk.data(), chunk.size())) return false;
+          }
+          if (cut) return false;  // the connection drops: no [DONE]
+          sink.done();
+          return true;
+        });
+  }
+
+  // The recorded 64-token stream cut to `tokens` text events, its final event's usage saying so.
+  std::vector<std::string> OkStream(int tokens) const {
+    std::vector<std::string> events(ok_.begin(), ok_.begin() + tokens);
+    std::string final_event = ok_[ok_.size() - 2];
+    final_event.replace(final_event.find("\"completion_tokens\":64"), 22,
+                        "\"completion_tokens\":" + std::to_string(tokens));
+    events.push_back(final_event);
+    events.push_back(ok_.back());  // data: [DONE]
+    return events;
+  }
+
+  void Serve(httplib::Response& res, int n, int max_tokens) {
+    std::vector<std::string> events = OkStream(std::min(max_tokens, 64));
+    if (mode_ == "ok") return Stream(res, events);
+    if (mode_ == "error_event_first_two") return Stream(res, n < 2 ? error_ : events);
+    if (mode_ == "error_event_always") return Stream(res, error_);
+    if (mode_ == "invalid_utf8_text") {
+      // A text event as the real server sends it, with a byte no UTF-8 text can hold.
+      std::string& e = events[3];
+      e.insert(e.find("\"text\":\"") + 8, "\x90\xC3");
+      return Stream(res, events);
+    }
+    events = OkStream(64);  // the bad cases below: 64 tokens asked for
+    if (mode_ == "malformed") {
+      events[2] = "data: {\"choices\":[{\"text\": ";
+      return Stream(res, events);
+    }
+    if (mode_ == "truncated") {
+      events.resize(10);
+      return Stream(res, events, /*cut=*/true);
+    }
+    if (mode_ == "huge_event") {
+      events.insert(events.begin() + 1, "data: {\"choices\":[{\"text\":\"" +
+                                            std::string(20u << 20, 'x'));
+      return Stream(res, events);
+    }
+    if (mode_ == "bad_usage") {
+      std::string& final_event = events[events.size() - 2];
+      final_event.replace(final_event.find("\"completion_tokens\":64"), 22,
+                          "\"completion_tokens\":-5");
+      return Stream(res, events);
+    }
+    if (mode_ == "error_body_invalid_utf8") {
+      res.status = 500;
+      res.set_content(std::string("{\"error\":\"\xff\x90 broken\"}"), "application/json");
+      return;
+    }
+  }
+
+  std::string mode_;
+  std::vector<std::string> ok_, error_;
+  std::atomic<int> requests_{0};
+  httplib::Server server_;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+absl::StatusOr<GenerationResult> GenerateFrom(const StandIn& server) {
+  EngineEndpoints endpoints;
+  endpoints.base_url = server.url();
+  EngineClient client(endpoints);
+  std::vector<int32_t> prompt(1024, 1000);
+  return client.Generate(prompt, 64);
+}
+
+TEST(EngineRobustness, RecordedStreamIsReadAsTheServerSentIt) {
+  StandIn server("ok");
+  auto g = GenerateFrom(server);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->completion_tokens, 64);
+  EXPECT_EQ(g->gaps_ms.size(), 63u);
+  EXPECT_TRUE(g->engine_decode_tok_s.has_value());
+  EXPECT_TRUE(StreamDecodeRate(*g).has_value());
+}
+
+TEST(EngineRobustness, BadBytesGiveAResultOrAStatusInValidUtf8) {
+  struct Case {
+    std::string mode;
+    bool ok;
+    absl::StatusCode code;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {"invalid_utf8_text", true, absl::StatusCode::kOk, ""},
+      {"error_event_always", false, absl::StatusCode::kInternal, "Content-only format"},
+      {"malformed", false, absl::StatusCode::kDataLoss, "malformed JSON"},
+      {"truncated", false, absl::StatusCode::kUnavailable, "broke off"},
+      {"huge_event", false, absl::StatusCode::kDataLoss, "larger than 16 MiB"},
+      {"bad_usage", false, absl::StatusCode::kDataLoss, "usage.completion_tokens -5"},
+      {"error_body_invalid_utf8", false, absl::StatusCode::kInternal, "HTTP 500"},
+  };
+  for (const Case& c : cases) {
+    StandIn server(c.mode);
+    auto g = GenerateFrom(server);
+    EXPECT_EQ(g.ok(), c.ok) << c.mode << ": " << g.status();
+    if (g.ok()) {
+      EXPECT_EQ(g->invalid_utf8_events, 1) << c.mode;
+      EXPECT_EQ(g->completion_tokens, 64) << c.mode;
+      continue;
+    }
+    EXPECT_EQ(g.status().code(), c.code) << c.mode << ": " << g.status();
+    const std::string message(g.status().message());
+    EXPECT_THAT(message, HasSubstr(c.says)) << c.mode;
+    EXPECT_THAT(message, HasSubstr(server.url())) << c.mode;
+    EXPECT_TRUE(IsValidUtf8(message)) << c.mode;
+    EXPECT_LT(message.size(), 2000u) << c.mode << ": a message is a snippet, not the body";
+  }
+}
+
+// The runner against the stand-in: requests the server fails are sent again (evidence), text
+// that is not UTF-8 is evidence, and every evidence value survives the strict dump the agent's
+// spool once died in.
+class StrictSink final : public runner::MeasurementSink {
+ public:
+  absl::Status Record(const runner::Measurement& m) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    measurements.push_back(m);
+    return absl::OkStatus();
+  }
+  absl::Status RecordEvidence(const runner::Evidence& e) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    (void)e.value.dump();  // throws on invalid UTF-8, failing the test
+    evidence.push_back(e);
+    return absl::OkStatus();
+  }
+  bool Cancelled() const override { return false; }
+  int Count(const std::string& kind) {
+    int n = 0;
+    for (const auto& e : evidence) n += e.kind == kind;
+    return n;
+  }
+  std::mutex mu_;
+  std::vector<runner::Measurement> measurements;
+  std::vector<runner::Evidence> evidence;
+};
+
+absl::Status RunAgainst(const StandIn& server, StrictSink& sink, int retries) {
+  runner::UnitWork unit;
+  unit.attempt_id = 1;
+  unit.unit_id = 1;
+  unit.runner = "engine";
+  unit.processes = 1;
+  unit.rounds = 2;
+  unit.seed = 7;
+  unit.cells.push_back(runner::CellWork{
+      1, "depth=1024",
+      {{"engine", "external"}, {"url", server.url()}, {"depth", 1024}, {"short_tokens", 8},
+       {"long_tokens", 64}, {"request_retries", retries}, {"warmup", "none"}}});
+  EngineRunnerOptions options;
+  options.version_detection = VersionDetection::kOff;
+  options.health_poll_interval = std::chrono::milliseconds(20);
+  EngineRunner runner(options);
+  return runner.Run(unit, sink);
+}
+
+TEST(EngineRobustness, RunnerRetriesTheServersOwnErrors) {
+  StandIn server("error_event_first_two");
+  StrictSink sink;
+  absl::Status s = RunAgainst(server, sink, 3);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(sink.Count("request_retried"), 2);
+  EXPECT_EQ(server.requests(), 2 + 4);  // two refused, then 2 rounds x (short, long)
+  int ttft = 0;
+  for (const auto& m : sink.measurements) ttft += m.metric == "ttft_ms";
+  EXPECT_EQ(ttft, 2);
+}
+
+TEST(EngineRobustness, RunnerGivesUpAfterItsRetriesWithTheServersReason) {
+  StandIn server("error_event_always");
+  StrictSink sink;
+  absl::Status s = RunAgainst(server, sink, 2);
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.message(), HasSubstr("Content-only format"));
+  EXPECT_EQ(server.requests(), 3);
+  EXPECT_EQ(sink.Count("request_retried"), 2);
+  EXPECT_EQ(sink.Count("failure"), 1);
+}
+
+TEST(EngineRobustness, RunnerRecordsTextThatIsNotUtf8AsEvidence) {
+  StandIn server("invalid_utf8_text");
+  StrictSink sink;
+  absl::Status s = RunAgainst(server, sink, 0);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(sink.Count("engine_invalid_utf8"), 2);  // one per round
+}
+
+}  // namespace
+}  // namespace ladder::engines
