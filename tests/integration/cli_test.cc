@@ -119,6 +119,21 @@ TEST(Cli, ValidateAndSubmitRefuseTheSameMatrices) {
       "name: bad\nrunner: kernel\naxes:\n  depth: [64]\n  spec: [off, k1]\n",
       "name: bad\nrunner: kernel\naxes: {depth: [64]}\nfixed:\n  backend: tpu\n",
       "name: bad\nrunner: kernel\naxes: {depth: [64]}\nmetric: decode_tok_s\n",
+      // The engine runner's checks, every cell rendered through its recipe as the agent will:
+      // each of these passed `validate` before and failed every cell at run time.
+      // vLLM refuses a method outside its SpeculativeMethod literal.
+      "name: bad\nrunner: engine\naxes:\n  spec: [\"off\", \"lookahead:4\"]\n  depth: [1024]\n"
+      "fixed: {engine: vllm, model: m}\npair: [spec]\n",
+      // llama.cpp: a flash_attn value it has not got.
+      "name: bad\nrunner: engine\naxes:\n  flash_attn: [\"on\", \"maybe\"]\n  depth: [1024]\n"
+      "fixed: {engine: llama.cpp, model: m.gguf}\npair: [flash_attn]\n",
+      // SGLang needs a method with speculation.
+      "name: bad\nrunner: engine\naxes:\n  spec_k: [0, 2]\n  depth: [1024]\n"
+      "fixed: {engine: sglang, model: m}\npair: [spec_k]\n",
+      // The runner's own settings: long_tokens must exceed short_tokens; a warm-up it knows.
+      "name: bad\nrunner: engine\naxes: {depth: [1024]}\n"
+      "fixed: {engine: synthetic, short_tokens: 64, long_tokens: 8}\n",
+      "name: bad\nrunner: engine\naxes: {depth: [1024]}\nfixed: {engine: synthetic, warmup: twice}\n",
   };
   for (size_t i = 0; i < bad.size(); ++i) {
     const std::string path = dir.File("bad" + std::to_string(i) + ".yaml");

@@ -1,5 +1,6 @@
 // The runners' schemas and the one matrix validation every door uses.
 #include <algorithm>
+#include <filesystem>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -101,6 +102,24 @@ TEST(ValidateMatrix, EngineCellsAreCheckedByTheirRecipe) {
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(status.message().find("m.yaml:4:17: fixed.engine"), std::string::npos)
       << status.message();
+}
+
+// Every example a user copies passes the check the agent makes at run time (each cell rendered
+// through its runner), so `ladder validate matrices/examples/*.yaml` passes.
+TEST(ValidateMatrix, EveryExamplePassesTheRunnersChecks) {
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(LADDER_MATRICES_EXAMPLES_DIR)) {
+    if (entry.path().extension() != ".yaml") continue;
+    ++count;
+    auto matrix = matrices::ParseMatrixFile(entry.path().string());
+    ASSERT_TRUE(matrix.ok()) << matrix.status();
+    auto expansion = matrices::Expand(*matrix);
+    ASSERT_TRUE(expansion.ok()) << expansion.status();
+    EXPECT_TRUE(ValidateMatrix(*matrix, *expansion, agent::RunnerSchemasWithChecks()).ok())
+        << entry.path() << ": "
+        << ValidateMatrix(*matrix, *expansion, agent::RunnerSchemasWithChecks());
+  }
+  EXPECT_GT(count, 5);
 }
 
 // One seed gives one order, whichever runner asks (the engine runner had its own shuffle once,
