@@ -614,9 +614,10 @@ struct Agent::Impl {
     // Cancelled or released attempts need no Finish: the coordinator already ended them, or
     // Release will.
     if (!coordinator_cancelled && !(release_current && !status.ok())) {
-      SpooledFinish finish{session_id,        work.attempt_id,
-                           status.ok(),       status.ok() ? "" : ToValidUtf8(std::string(status.message())),
-                           sink.measurements, sink.evidence};
+      SpooledFinish finish{
+          session_id,        work.attempt_id,
+          status.ok(),       status.ok() ? "" : ToValidUtf8(std::string(status.message())),
+          sink.measurements, sink.evidence};
       if (auto s = spool->AddFinish(finish); !s.ok()) {
         spdlog::error("spool: cannot record the end of attempt {}: {}", work.attempt_id,
                       s.ToString());

@@ -196,8 +196,8 @@ absl::StatusOr<GenerationResult> EngineClient::Generate(std::span<const int32_t>
     // The connection broke after the reply began: say so, with what arrived (Unavailable, as
     // an engine that died mid-stream gives).
     return absl::UnavailableError(Cat("stream from engine at ", url, " broke off (",
-                                      httplib::to_string(error), ") without [DONE]; received: ",
-                                      Snippet(raw_prefix)));
+                                      httplib::to_string(error),
+                                      ") without [DONE]; received: ", Snippet(raw_prefix)));
   }
   if (!event_stream) return parser.FinishPlain(plain_body, end_ms);
   return parser.Finish(end_ms);
@@ -220,15 +220,16 @@ bool CompletionStreamParser::Feed(std::string_view data, double now_ms) {
   }
   if (buffer_.size() > kMaxEventBytes) {
     status_ = absl::DataLossError(Cat("event from engine at ", url_, " is larger than ",
-                                      kMaxEventBytes >> 20, " MiB without an end; starts: ",
-                                      Snippet(buffer_)));
+                                      kMaxEventBytes >> 20,
+                                      " MiB without an end; starts: ", Snippet(buffer_)));
     return false;
   }
   return true;
 }
 
 bool CompletionStreamParser::HandleEvent(std::string_view event, double now_ms) {
-  for (absl::string_view line : absl::StrSplit(absl::string_view(event.data(), event.size()), '\n')) {
+  for (absl::string_view line :
+       absl::StrSplit(absl::string_view(event.data(), event.size()), '\n')) {
     line = absl::StripTrailingAsciiWhitespace(line);
     if (!absl::ConsumePrefix(&line, "data:")) continue;
     line = absl::StripLeadingAsciiWhitespace(line);
@@ -290,12 +291,12 @@ bool CompletionStreamParser::HandleEvent(std::string_view event, double now_ms) 
           return std::nullopt;
         };
         if (auto v = first({"spec_verify_ct"})) result_.verify_steps = v;
-        if (auto v = first({"spec_num_correct_drafts", "spec_accepted_drafts",
-                            "spec_accept_token_num"})) {
+        if (auto v = first(
+                {"spec_num_correct_drafts", "spec_accepted_drafts", "spec_accept_token_num"})) {
           result_.accepted_tokens = v;
         }
-        if (auto v = first({"spec_num_proposed_drafts", "spec_proposed_drafts",
-                            "spec_draft_token_num"})) {
+        if (auto v = first(
+                {"spec_num_proposed_drafts", "spec_proposed_drafts", "spec_draft_token_num"})) {
           result_.draft_tokens = v;
         }
       }
@@ -305,8 +306,9 @@ bool CompletionStreamParser::HandleEvent(std::string_view event, double now_ms) 
       if (auto v = number(usage, "completion_tokens")) {
         // ignore_eos: the engine generates max_tokens; a count far from it is not a count.
         if (*v < 0 || *v > 4.0 * max_tokens_ + 16 || *v != std::floor(*v)) {
-          status_ = absl::DataLossError(Cat("engine at ", url_, " reported usage.completion_tokens ",
-                                            *v, " for max_tokens ", max_tokens_));
+          status_ =
+              absl::DataLossError(Cat("engine at ", url_, " reported usage.completion_tokens ", *v,
+                                      " for max_tokens ", max_tokens_));
           return false;
         }
         result_.completion_tokens = static_cast<int>(*v);

@@ -1,9 +1,9 @@
 #include "ladder/engines/engine_runner.h"
 
 #include <algorithm>
-#include <cmath>
 #include <atomic>
 #include <cctype>
+#include <cmath>
 #include <condition_variable>
 #include <map>
 #include <optional>
@@ -173,7 +173,7 @@ absl::StatusOr<ArmSettings> ReadSettings(const nlohmann::json& params, std::stri
 
 absl::StatusOr<Residency> ReadResidency(const nlohmann::json& params, std::string_view engine) {
   Residency residency = (engine == "synthetic" || engine == "external") ? Residency::kTogether
-                                                                          : Residency::kOneAtATime;
+                                                                        : Residency::kOneAtATime;
   if (auto r = internal::GetString(params, "arm_residency")) {
     if (*r == "together") {
       residency = Residency::kTogether;
@@ -489,11 +489,10 @@ class UnitRun {
     }
     for (int depth : depths) {
       if (IsCancelled()) return absl::CancelledError("engine runner: unit cancelled");
-      const uint64_t seed = MixSeed({unit_.seed, static_cast<uint64_t>(unit_.attempt_id),
-                                     0x7761726d7570ULL /* "warmup" */,
-                                     static_cast<uint64_t>(arm.index),
-                                     static_cast<uint64_t>(engine.process_index),
-                                     static_cast<uint64_t>(depth)});
+      const uint64_t seed =
+          MixSeed({unit_.seed, static_cast<uint64_t>(unit_.attempt_id),
+                   0x7761726d7570ULL /* "warmup" */, static_cast<uint64_t>(arm.index),
+                   static_cast<uint64_t>(engine.process_index), static_cast<uint64_t>(depth)});
       const auto started = Clock::now();
       auto gen = GenerateRetrying(engine, -1, -1, depth, seed, arm.settings.long_tokens);
       if (!gen.ok()) {
@@ -520,8 +519,9 @@ class UnitRun {
     const ArmSettings& s = engine.arm->settings;
     for (int attempt = 0;; ++attempt) {
       const uint64_t prompt_seed =
-          attempt == 0 ? seed : MixSeed({seed, 0x7265747279ULL /* "retry" */,
-                                         static_cast<uint64_t>(attempt)});
+          attempt == 0
+              ? seed
+              : MixSeed({seed, 0x7265747279ULL /* "retry" */, static_cast<uint64_t>(attempt)});
       std::vector<int32_t> prompt = MakePrompt(depth, prompt_seed, s.token_id_min, s.token_id_max);
       absl::StatusOr<GenerationResult> gen = engine.client->Generate(prompt, tokens);
       if (gen.ok() || gen.status().code() != absl::StatusCode::kInternal ||
@@ -530,11 +530,13 @@ class UnitRun {
       }
       if (engine.process && engine.process->Poll().has_value()) return gen;
       if (cell >= 0) {
-        RETURN_IF_ERROR(sink_.RecordEvidence(
-            Evidence{unit_.cells[cell].cell_id, engine.process_index, "request_retried",
-                     {{"round", round},
-                      {"attempt", attempt + 1},
-                      {"error", std::string(gen.status().message())}}}));
+        RETURN_IF_ERROR(
+            sink_.RecordEvidence(Evidence{unit_.cells[cell].cell_id,
+                                          engine.process_index,
+                                          "request_retried",
+                                          {{"round", round},
+                                           {"attempt", attempt + 1},
+                                           {"error", std::string(gen.status().message())}}}));
       }
     }
   }
@@ -593,10 +595,10 @@ class UnitRun {
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
       }
       if (auto exit = engine.process->Poll()) {
-        return FailWithLog(engine, cell,
-                           absl::UnavailableError(Cat(context, ": engine ",
-                                                      engine.process->DescribeExit(*exit), " ",
-                                                      when)));
+        return FailWithLog(
+            engine, cell,
+            absl::UnavailableError(
+                Cat(context, ": engine ", engine.process->DescribeExit(*exit), " ", when)));
       }
     }
     return FailWithLog(engine, cell, Annotate(status, context));
@@ -790,7 +792,9 @@ class UnitRun {
       return t;
     };
     RETURN_IF_ERROR(sink_.RecordEvidence(
-        Evidence{id, p, "request_timings",
+        Evidence{id,
+                 p,
+                 "request_timings",
                  {{"round", r}, {"short", timing(*short_gen)}, {"long", timing(*long_gen)}}}));
     if (const int bad = short_gen->invalid_utf8_events + long_gen->invalid_utf8_events; bad > 0) {
       RETURN_IF_ERROR(sink_.RecordEvidence(Evidence{
@@ -878,8 +882,7 @@ class UnitRun {
       drafts = steps;
       if (steps > 0) {
         RETURN_IF_ERROR(RecordMetric(id, p, r, "spec_drafts", steps, "1"));
-        RETURN_IF_ERROR(
-            RecordMetric(id, p, r, "mean_acceptance_length", generated / steps, "tok"));
+        RETURN_IF_ERROR(RecordMetric(id, p, r, "mean_acceptance_length", generated / steps, "tok"));
       }
       draft_tokens = steps > 0 ? std::optional<double>() : std::optional<double>(0.0);
     }
@@ -890,8 +893,7 @@ class UnitRun {
       }
       if (accepted) RETURN_IF_ERROR(RecordMetric(id, p, r, "spec_accepted_tokens", *accepted, "1"));
       if (draft_tokens && accepted && *draft_tokens > 0) {
-        RETURN_IF_ERROR(
-            RecordMetric(id, p, r, "acceptance_rate", *accepted / *draft_tokens, "1"));
+        RETURN_IF_ERROR(RecordMetric(id, p, r, "acceptance_rate", *accepted / *draft_tokens, "1"));
       }
       if (drafts && accepted && *drafts > 0) {
         RETURN_IF_ERROR(
@@ -903,7 +905,9 @@ class UnitRun {
         RETURN_IF_ERROR(sink_.RecordEvidence(Evidence{id, p, "acceptance_source", source}));
       } else if (re.spec_k > 0) {
         RETURN_IF_ERROR(sink_.RecordEvidence(Evidence{
-            id, p, "acceptance_source",
+            id,
+            p,
+            "acceptance_source",
             {{"source", nullptr},
              {"reason", Cat(re.engine,
                             " gave no per-request speculation counts and no counters that cover "
@@ -928,11 +932,11 @@ class UnitRun {
       RETURN_IF_ERROR(sink_.RecordEvidence(ev));
       return FailWithLog(
           engine, c,
-          absl::FailedPreconditionError(Cat(
-              Context(*engine.arm, p), ", cell ", unit_.cells[c].key, ", round ", r,
-              ": speculation is off but the engine drafted ", *drafted, " tokens (", source,
-              "): not a spec-off measurement; pin it off (llama.cpp: a build with --spec-type "
-              "none, or extra_args) or check the engine's defaults")));
+          absl::FailedPreconditionError(
+              Cat(Context(*engine.arm, p), ", cell ", unit_.cells[c].key, ", round ", r,
+                  ": speculation is off but the engine drafted ", *drafted, " tokens (", source,
+                  "): not a spec-off measurement; pin it off (llama.cpp: a build with --spec-type "
+                  "none, or extra_args) or check the engine's defaults")));
     }
     return absl::OkStatus();
   }

@@ -68,20 +68,29 @@ std::string LastDotted(std::string_view name) {
 // backend.", "Using Triton MLA backend.", ...).
 std::string FromLegacyName(std::string_view words) {
   static constexpr std::pair<std::string_view, std::string_view> kNames[] = {
-      {"Flash Attention", "FLASH_ATTN"},    {"FlashAttention", "FLASH_ATTN"},
-      {"FlashInfer", "FLASHINFER"},         {"Triton", "TRITON_ATTN"},
-      {"TritonAttention", "TRITON_ATTN"},   {"XFormers", "XFORMERS"},
-      {"Triton MLA", "TRITON_MLA"},         {"FlashMLA", "FLASHMLA"},
-      {"FlashInfer MLA", "FLASHINFER_MLA"}, {"Torch SDPA", "TORCH_SDPA"},
-      {"ROCmFlashAttention", "ROCM_FLASH"}, {"ROCm Flash Attention", "ROCM_FLASH"},
+      {"Flash Attention", "FLASH_ATTN"},
+      {"FlashAttention", "FLASH_ATTN"},
+      {"FlashInfer", "FLASHINFER"},
+      {"Triton", "TRITON_ATTN"},
+      {"TritonAttention", "TRITON_ATTN"},
+      {"XFormers", "XFORMERS"},
+      {"Triton MLA", "TRITON_MLA"},
+      {"FlashMLA", "FLASHMLA"},
+      {"FlashInfer MLA", "FLASHINFER_MLA"},
+      {"Torch SDPA", "TORCH_SDPA"},
+      {"ROCmFlashAttention", "ROCM_FLASH"},
+      {"ROCm Flash Attention", "ROCM_FLASH"},
       // vLLM's ROCm selector before vllm#35246 (vllm/platforms/rocm.py, get_attn_backend_cls):
       // "Using Rocm Attention backend[ on V1 engine].", "Using Aiter Flash Attention
       // backend[ on V1 engine].", "Using Triton Attention backend on V1 engine.", ...
-      {"Rocm Attention", "ROCM_ATTN"},      {"ROCm Attention", "ROCM_ATTN"},
+      {"Rocm Attention", "ROCM_ATTN"},
+      {"ROCm Attention", "ROCM_ATTN"},
       {"Aiter Flash Attention", "ROCM_AITER_FA"},
       {"Aiter Unified Attention", "ROCM_AITER_UNIFIED_ATTN"},
-      {"Triton Attention", "TRITON_ATTN"},  {"FlexAttention", "FLEX_ATTENTION"},
-      {"AITER MLA", "ROCM_AITER_MLA"},      {"AITER TRITON MLA", "ROCM_AITER_TRITON_MLA"},
+      {"Triton Attention", "TRITON_ATTN"},
+      {"FlexAttention", "FLEX_ATTENTION"},
+      {"AITER MLA", "ROCM_AITER_MLA"},
+      {"AITER TRITON MLA", "ROCM_AITER_TRITON_MLA"},
   };
   for (const auto& [legacy, name] : kNames) {
     if (words == legacy) return std::string(name);
@@ -111,8 +120,8 @@ void AddDistinct(std::vector<std::string>& names, std::string name) {
 // AttentionBackendEnum.FLASH_ATTN for vit attention", "Using AttentionBackendEnum.TORCH_SDPA for
 // MMEncoderAttention."). Quoted with their sources in docs/engines.md.
 bool IsNotDecoderAttention(std::string_view line) {
-  for (std::string_view marker : {" MoE", "LoRA", "ViT", "vit attention", "MMEncoderAttention",
-                                  "MLA prefill backend"}) {
+  for (std::string_view marker :
+       {" MoE", "LoRA", "ViT", "vit attention", "MMEncoderAttention", "MLA prefill backend"}) {
     if (line.find(marker) != std::string_view::npos) return true;
   }
   return false;

@@ -137,9 +137,9 @@ absl::StatusOr<std::string> VllmSpecMethod(std::string_view method) {
   for (char c : method) m.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
   if (m == "draft" || m == "draft_model" || m == "draft-simple") return std::string("draft_model");
   static constexpr std::string_view kMethods[] = {
-      "ngram",  "medusa", "mlp_speculator",        "draft_model", "suffix",    "custom_class",
-      "eagle",  "eagle3", "extract_hidden_states", "mtp",         "dflash",    "ngram_gpu",
-      "dspark"};
+      "ngram",        "medusa",    "mlp_speculator", "draft_model",           "suffix",
+      "custom_class", "eagle",     "eagle3",         "extract_hidden_states", "mtp",
+      "dflash",       "ngram_gpu", "dspark"};
   for (std::string_view known : kMethods) {
     if (m == known) return std::string(known);
   }

@@ -1085,7 +1085,6 @@ absl::StatusOr<Matrix> Parser::Parse(std::string_view yaml) {
 
 }  // namespace
 
-
 absl::StatusOr<Matrix> ParseMatrix(std::string_view yaml, std::string_view filename,
                                    const ParseOptions& options) {
   if (const size_t bad = InvalidUtf8At(yaml); bad != std::string_view::npos) {

@@ -50,7 +50,7 @@ std::vector<std::string> RecordedEvents(const std::string& name) {
 class StandIn {
  public:
   explicit StandIn(std::string mode) : mode_(std::move(mode)) {
-    ok_ = RecordedEvents("plain-fa-on-stream-seed1.sse");  // 64 text events, final, [DONE]
+    ok_ = RecordedEvents("plain-fa-on-stream-seed1.sse");     // 64 text events, final, [DONE]
     error_ = RecordedEvents("plain-fa-on-stream-seed2.sse");  // ends in the server's error event
     server_.Get("/health", [](const httplib::Request&, httplib::Response& res) {
       res.set_content("{\"status\":\"ok\"}", "application/json");
@@ -75,16 +75,16 @@ class StandIn {
 
  private:
   void Stream(httplib::Response& res, std::vector<std::string> events, bool cut = false) {
-    res.set_chunked_content_provider(
-        "text/event-stream", [events, cut](size_t, httplib::DataSink& sink) {
-          for (const auto& e : events) {
-            std::string chunk = e + "\n\n";
-            if (!sink.write(chunk.data(), chunk.size())) return false;
-          }
-          if (cut) return false;  // the connection drops: no [DONE]
-          sink.done();
-          return true;
-        });
+    res.set_chunked_content_provider("text/event-stream",
+                                     [events, cut](size_t, httplib::DataSink& sink) {
+                                       for (const auto& e : events) {
+                                         std::string chunk = e + "\n\n";
+                                         if (!sink.write(chunk.data(), chunk.size())) return false;
+                                       }
+                                       if (cut) return false;  // the connection drops: no [DONE]
+                                       sink.done();
+                                       return true;
+                                     });
   }
 
   // The recorded 64-token stream cut to `tokens` text events, its final event's usage saying so.
@@ -119,8 +119,8 @@ class StandIn {
       return Stream(res, events, /*cut=*/true);
     }
     if (mode_ == "huge_event") {
-      events.insert(events.begin() + 1, "data: {\"choices\":[{\"text\":\"" +
-                                            std::string(20u << 20, 'x'));
+      events.insert(events.begin() + 1,
+                    "data: {\"choices\":[{\"text\":\"" + std::string(20u << 20, 'x'));
       return Stream(res, events);
     }
     if (mode_ == "bad_usage") {
@@ -231,10 +231,15 @@ absl::Status RunAgainst(const StandIn& server, StrictSink& sink, int retries) {
   unit.processes = 1;
   unit.rounds = 2;
   unit.seed = 7;
-  unit.cells.push_back(runner::CellWork{
-      1, "depth=1024",
-      {{"engine", "external"}, {"url", server.url()}, {"depth", 1024}, {"short_tokens", 8},
-       {"long_tokens", 64}, {"request_retries", retries}, {"warmup", "none"}}});
+  unit.cells.push_back(runner::CellWork{1,
+                                        "depth=1024",
+                                        {{"engine", "external"},
+                                         {"url", server.url()},
+                                         {"depth", 1024},
+                                         {"short_tokens", 8},
+                                         {"long_tokens", 64},
+                                         {"request_retries", retries},
+                                         {"warmup", "none"}}});
   EngineRunnerOptions options;
   options.version_detection = VersionDetection::kOff;
   options.health_poll_interval = std::chrono::milliseconds(20);

@@ -4,11 +4,11 @@
 // shape in a fixture fails these tests; the recipe's own constants are never the expectation.
 #include <chrono>
 #include <fstream>
-#include <thread>
 #include <regex>
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gmock/gmock.h>
@@ -99,9 +99,9 @@ TEST(LlamaCppFixture, VersionIsParsedAsTheBuildItPrinted) {
 TEST(LlamaCppFixture, EveryRenderedFlagIsOneTheServerHas) {
   const auto options = HelpOptions();
   ASSERT_GT(options.size(), 100u) << "help.txt did not parse";
-  const nlohmann::json base = {{"engine", "llama.cpp"}, {"depth", 1024},
+  const nlohmann::json base = {{"engine", "llama.cpp"},     {"depth", 1024},
                                {"model", "/m/target.gguf"}, {"gpu_layers", 99},
-                               {"max_model_len", 34816}, {"seed", 1}};
+                               {"max_model_len", 34816},    {"seed", 1}};
   std::vector<nlohmann::json> cells;
   for (const char* fa : {"on", "off", "auto"}) {
     nlohmann::json off = base;
@@ -111,8 +111,11 @@ TEST(LlamaCppFixture, EveryRenderedFlagIsOneTheServerHas) {
     cells.push_back(off);
     nlohmann::json draft = base;
     draft["flash_attn"] = fa;
-    draft.update({{"spec", "draft:4"}, {"spec_model", "/m/draft.gguf"}, {"spec_k_min", 1},
-                  {"spec_p_min", 0.5}, {"gpu_layers_draft", 99}});
+    draft.update({{"spec", "draft:4"},
+                  {"spec_model", "/m/draft.gguf"},
+                  {"spec_k_min", 1},
+                  {"spec_p_min", 0.5},
+                  {"gpu_layers_draft", 99}});
     cells.push_back(draft);
   }
   nlohmann::json load = base;
@@ -122,8 +125,8 @@ TEST(LlamaCppFixture, EveryRenderedFlagIsOneTheServerHas) {
     RenderedEngine r = Render(cell);
     ASSERT_TRUE(r.launch.has_value());
     for (const std::string& flag : Flags(r.launch->argv)) {
-      EXPECT_TRUE(options.count(flag)) << flag << " is not an option of llama-server b10309 ("
-                                       << cell.dump() << ")";
+      EXPECT_TRUE(options.count(flag))
+          << flag << " is not an option of llama-server b10309 (" << cell.dump() << ")";
     }
   }
   // The values: --flash-attn on|off|auto and the --spec-type names the help lists.
@@ -137,8 +140,11 @@ TEST(LlamaCppFixture, EveryRenderedFlagIsOneTheServerHas) {
 
 // The off arm pins speculation off and passes no draft model; the draft arm asks for drafting.
 TEST(LlamaCppFixture, SpecOffArmIgnoresTheDraftModelAndPinsItOff) {
-  RenderedEngine off = Render({{"engine", "llama.cpp"}, {"depth", 1}, {"model", "/m/t.gguf"},
-                               {"spec", "off"}, {"spec_model", "/m/d.gguf"}});
+  RenderedEngine off = Render({{"engine", "llama.cpp"},
+                               {"depth", 1},
+                               {"model", "/m/t.gguf"},
+                               {"spec", "off"},
+                               {"spec_model", "/m/d.gguf"}});
   EXPECT_THAT(off.launch->argv, ::testing::Not(::testing::Contains("/m/d.gguf")));
   auto it = std::find(off.launch->argv.begin(), off.launch->argv.end(), "--spec-type");
   ASSERT_NE(it, off.launch->argv.end());
@@ -147,12 +153,19 @@ TEST(LlamaCppFixture, SpecOffArmIgnoresTheDraftModelAndPinsItOff) {
   EXPECT_TRUE(off.spec_off_pinned);
   EXPECT_EQ(off.spec_k, 0);
   // spec_k: 0 with a method is an off arm too; a method with no spec_k at all is refused.
-  RenderedEngine k0 = Render({{"engine", "llama.cpp"}, {"depth", 1}, {"model", "/m/t.gguf"},
-                              {"spec_method", "draft"}, {"spec_k", 0}, {"spec_model", "/m/d.gguf"}});
+  RenderedEngine k0 = Render({{"engine", "llama.cpp"},
+                              {"depth", 1},
+                              {"model", "/m/t.gguf"},
+                              {"spec_method", "draft"},
+                              {"spec_k", 0},
+                              {"spec_model", "/m/d.gguf"}});
   EXPECT_EQ(k0.spec_k, 0);
   auto recipe = FindBuiltinRecipe("llama.cpp");
-  auto forgot = (*recipe)->Render({{"engine", "llama.cpp"}, {"depth", 1}, {"model", "/m/t.gguf"},
-                                   {"spec_method", "draft"}, {"spec_model", "/m/d.gguf"}},
+  auto forgot = (*recipe)->Render({{"engine", "llama.cpp"},
+                                   {"depth", 1},
+                                   {"model", "/m/t.gguf"},
+                                   {"spec_method", "draft"},
+                                   {"spec_model", "/m/d.gguf"}},
                                   Build10309());
   EXPECT_EQ(forgot.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(forgot.status().message(), HasSubstr("spec_k"));
@@ -161,8 +174,11 @@ TEST(LlamaCppFixture, SpecOffArmIgnoresTheDraftModelAndPinsItOff) {
 // The counters the recipe reads are the ones the real server exports (with `_total`), and their
 // values come out as the text says; without a draft model the server exports none of them.
 TEST(LlamaCppFixture, SpeculationCountersAsTheServerExportsThem) {
-  RenderedEngine r = Render({{"engine", "llama.cpp"}, {"depth", 1}, {"model", "/m/t.gguf"},
-                             {"spec", "draft:4"}, {"spec_model", "/m/d.gguf"}});
+  RenderedEngine r = Render({{"engine", "llama.cpp"},
+                             {"depth", 1},
+                             {"model", "/m/t.gguf"},
+                             {"spec", "draft:4"},
+                             {"spec_model", "/m/d.gguf"}});
   const std::string text = Fixture("draft-metrics-after.txt");
   auto samples = ParsePrometheusText(text);
   ASSERT_TRUE(samples.ok()) << samples.status();
@@ -207,7 +223,8 @@ TEST(LlamaCppFixture, StreamedCompletionAsTheServerSentIt) {
   std::smatch last;
   std::string::const_iterator from = sse.begin();
   std::string per_second;
-  while (std::regex_search(from, sse.end(), last, std::regex(R"("predicted_per_second":([0-9.e+]+))"))) {
+  while (std::regex_search(from, sse.end(), last,
+                           std::regex(R"("predicted_per_second":([0-9.e+]+))"))) {
     per_second = last[1].str();
     from = last.suffix().first;
   }
@@ -230,8 +247,7 @@ TEST(LlamaCppFixture, TheServersUtf8ErrorFailsTheRequestWithItsMessage) {
   ASSERT_FALSE(g.ok());
   // Internal: an error of the engine's own, which the runner retries with a fresh prompt.
   EXPECT_EQ(g.status().code(), absl::StatusCode::kInternal);
-  EXPECT_THAT(g.status().message(),
-              HasSubstr("does not match the expected Content-only format"));
+  EXPECT_THAT(g.status().message(), HasSubstr("does not match the expected Content-only format"));
 }
 
 TEST(LlamaCppFixture, DraftTimingsAsTheServerSentThem) {
@@ -296,12 +312,12 @@ TEST(LlamaCppCudaFixture, CountersAgreeWithTheResponsesTimings) {
     std::string tag;
     std::vector<int> seeds;
   };
-  for (const Session& session : {Session{"smalldraft-k4", {1}}, Session{"selfdraft-k4", {1, 2, 3}}}) {
+  for (const Session& session :
+       {Session{"smalldraft-k4", {1}}, Session{"selfdraft-k4", {1, 2, 3}}}) {
     const double counted_drafts = Counter(Cuda(session.tag + "-metrics-after.txt"), drafts) -
                                   Counter(Cuda(session.tag + "-metrics-before.txt"), drafts);
-    const double counted_accepted =
-        Counter(Cuda(session.tag + "-metrics-after.txt"), accepted) -
-        Counter(Cuda(session.tag + "-metrics-before.txt"), accepted);
+    const double counted_accepted = Counter(Cuda(session.tag + "-metrics-after.txt"), accepted) -
+                                    Counter(Cuda(session.tag + "-metrics-before.txt"), accepted);
     double timed_drafts = 0, timed_accepted = 0;
     bool all_completed = true;
     for (int seed : session.seeds) {
@@ -337,8 +353,8 @@ TEST(LlamaCppCudaFixture, ItsLogsInvalidBytesBecomeValidEvidence) {
   const std::string log = Cuda("plain-fa-on-server.log");
   ASSERT_NE(log.find("unparsed Content-only output"), std::string::npos);
   LaunchSpec spec;
-  spec.argv = {"/bin/cat",
-               std::string(LADDER_ENGINE_FIXTURES) + "/llama.cpp-b10309-cuda/plain-fa-on-server.log"};
+  spec.argv = {"/bin/cat", std::string(LADDER_ENGINE_FIXTURES) +
+                               "/llama.cpp-b10309-cuda/plain-fa-on-server.log"};
   auto process = EngineProcess::Start(spec, ProcessOptions{});
   ASSERT_TRUE(process.ok()) << process.status();
   for (int i = 0; i < 500 && !(*process)->Poll().has_value(); ++i) {

@@ -226,8 +226,8 @@ TEST(LlamaCppRecipe, BeforeFlashAttnTookAValue) {
       r.launch->argv,
       ElementsAre("llama-server", "--model", "/models/target.gguf", "--host", "127.0.0.1", "--port",
                   "8123", "--metrics", "--ctx-size", "8192", "--n-gpu-layers", "99", "--parallel",
-                  "1", "--flash-attn", "--model-draft", "/models/draft.gguf", "--draft-max", "8", "--draft-min", "2",
-                  "--draft-p-min", "0.5", "--gpu-layers-draft", "99"));
+                  "1", "--flash-attn", "--model-draft", "/models/draft.gguf", "--draft-max", "8",
+                  "--draft-min", "2", "--draft-p-min", "0.5", "--gpu-layers-draft", "99"));
   nlohmann::json off = LlamaDraftCell("b6000");
   off["flash_attn"] = "off";
   EXPECT_THAT(Render("llama.cpp", off).launch->argv,
@@ -239,25 +239,24 @@ TEST(LlamaCppRecipe, BeforeFlashAttnTookAValue) {
 // b6327 to before b9022: --flash-attn on|off|auto, still --draft-max.
 TEST(LlamaCppRecipe, FlashAttnValueWithTheOldDraftFlags) {
   RenderedEngine r = Render("llama.cpp", LlamaDraftCell("b7100"));
-  EXPECT_THAT(
-      r.launch->argv,
-      ElementsAre("llama-server", "--model", "/models/target.gguf", "--host", "127.0.0.1", "--port",
-                  "8123", "--metrics", "--ctx-size", "8192", "--n-gpu-layers", "99", "--parallel", "1", "--cache-ram",
-                  "0", "--flash-attn", "on", "--model-draft", "/models/draft.gguf", "--draft-max",
-                  "8", "--draft-min",
-                  "2", "--draft-p-min", "0.5", "--gpu-layers-draft", "99"));
+  EXPECT_THAT(r.launch->argv,
+              ElementsAre("llama-server", "--model", "/models/target.gguf", "--host", "127.0.0.1",
+                          "--port", "8123", "--metrics", "--ctx-size", "8192", "--n-gpu-layers",
+                          "99", "--parallel", "1", "--cache-ram", "0", "--flash-attn", "on",
+                          "--model-draft", "/models/draft.gguf", "--draft-max", "8", "--draft-min",
+                          "2", "--draft-p-min", "0.5", "--gpu-layers-draft", "99"));
 }
 
 // b9022 to before b9180: the --spec-draft-* names (llama.cpp#22397), no --spec-type yet.
 TEST(LlamaCppRecipe, SpecDraftFlagsAfterTheRename) {
   RenderedEngine r = Render("llama.cpp", LlamaDraftCell("b9100"));
-  EXPECT_THAT(r.launch->argv,
-              ElementsAre("llama-server", "--model", "/models/target.gguf", "--host", "127.0.0.1",
-                          "--port", "8123", "--metrics", "--ctx-size", "8192", "--n-gpu-layers",
-                          "99", "--parallel", "1", "--cache-ram", "0", "--flash-attn", "on", "--model-draft",
-                          "/models/draft.gguf",
-                          "--spec-draft-n-max", "8", "--spec-draft-n-min", "2",
-                          "--spec-draft-p-min", "0.5", "--spec-draft-ngl", "99"));
+  EXPECT_THAT(
+      r.launch->argv,
+      ElementsAre("llama-server", "--model", "/models/target.gguf", "--host", "127.0.0.1", "--port",
+                  "8123", "--metrics", "--ctx-size", "8192", "--n-gpu-layers", "99", "--parallel",
+                  "1", "--cache-ram", "0", "--flash-attn", "on", "--model-draft",
+                  "/models/draft.gguf", "--spec-draft-n-max", "8", "--spec-draft-n-min", "2",
+                  "--spec-draft-p-min", "0.5", "--spec-draft-ngl", "99"));
 }
 
 // b9180 on, and an undetected build: drafting must be asked for with --spec-type, or the target
@@ -265,14 +264,13 @@ TEST(LlamaCppRecipe, SpecDraftFlagsAfterTheRename) {
 TEST(LlamaCppRecipe, SpecTypeFromB9180AndForAnUnknownBuild) {
   for (const std::string version : {"b9180", "b11004", ""}) {
     RenderedEngine r = Render("llama.cpp", LlamaDraftCell(version));
-    EXPECT_THAT(
-        r.launch->argv,
-        ElementsAre("llama-server", "--model", "/models/target.gguf", "--host", "127.0.0.1",
-                    "--port", "8123", "--metrics", "--ctx-size", "8192", "--n-gpu-layers", "99",
-                    "--parallel", "1", "--cache-ram", "0", "--flash-attn", "on", "--spec-type", "draft-simple",
-                    "--model-draft",
-                    "/models/draft.gguf", "--spec-draft-n-max", "8", "--spec-draft-n-min", "2",
-                    "--spec-draft-p-min", "0.5", "--spec-draft-ngl", "99"))
+    EXPECT_THAT(r.launch->argv,
+                ElementsAre("llama-server", "--model", "/models/target.gguf", "--host", "127.0.0.1",
+                            "--port", "8123", "--metrics", "--ctx-size", "8192", "--n-gpu-layers",
+                            "99", "--parallel", "1", "--cache-ram", "0", "--flash-attn", "on",
+                            "--spec-type", "draft-simple", "--model-draft", "/models/draft.gguf",
+                            "--spec-draft-n-max", "8", "--spec-draft-n-min", "2",
+                            "--spec-draft-p-min", "0.5", "--spec-draft-ngl", "99"))
         << version;
   }
   RecipeContext c = Context();
@@ -287,11 +285,10 @@ TEST(LlamaCppRecipe, MtpNeedsNoDraftModelButANewBuild) {
                          {"model", "/m.gguf"},
                          {"spec", "mtp:3"},
                          {"engine_version", "b9769"}};
-  EXPECT_THAT(
-      Render("llama.cpp", cell).launch->argv,
-      ElementsAre("llama-server", "--model", "/m.gguf", "--host", "127.0.0.1", "--port", "8123",
-                  "--metrics", "--parallel", "1", "--cache-ram", "0", "--spec-type", "draft-mtp",
-                  "--spec-draft-n-max", "3"));
+  EXPECT_THAT(Render("llama.cpp", cell).launch->argv,
+              ElementsAre("llama-server", "--model", "/m.gguf", "--host", "127.0.0.1", "--port",
+                          "8123", "--metrics", "--parallel", "1", "--cache-ram", "0", "--spec-type",
+                          "draft-mtp", "--spec-draft-n-max", "3"));
   cell["engine_version"] = "b9100";
   EXPECT_THAT(RenderError("llama.cpp", cell).message(), HasSubstr("needs llama-server b9180"));
   cell["engine_version"] = "latest";

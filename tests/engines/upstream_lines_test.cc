@@ -26,8 +26,9 @@ TEST(UpstreamLines, VllmMoeLinesAreNotAttentionBackends) {
   EXPECT_EQ(Backend("INFO 05-02 10:11:12 [unquantized.py:131] Using TRITON backend for "
                     "Unquantized MoE"),
             "");
-  EXPECT_EQ(Backend("INFO [unquantized.py:131] Using FlashInfer CUTLASS backend for Unquantized MoE"),
-            "");
+  EXPECT_EQ(
+      Backend("INFO [unquantized.py:131] Using FlashInfer CUTLASS backend for Unquantized MoE"),
+      "");
   EXPECT_EQ(Backend("INFO [unquantized.py:140] Using TRITON Unquantized MoE backend out of "
                     "potential backends: ['TRITON', 'BATCHED_TRITON', 'FlashInfer TRTLLM', "
                     "'FlashInfer CUTLASS']."),
@@ -60,8 +61,9 @@ TEST(UpstreamLines, VllmRocmSelectorLines) {
                     "potential backends: ['ROCM_AITER_FA', 'ROCM_AITER_UNIFIED_ATTN', 'ROCM_ATTN', "
                     "'TRITON_ATTN']."),
             "ROCM_AITER_FA");
-  EXPECT_EQ(Backend("INFO [rocm.py:470] Using ROCM_ATTN backend (selected via --attention-backend)."),
-            "ROCM_ATTN");
+  EXPECT_EQ(
+      Backend("INFO [rocm.py:470] Using ROCM_ATTN backend (selected via --attention-backend)."),
+      "ROCM_ATTN");
   EXPECT_EQ(Backend("INFO [rocm.py:488] Found incompatible backend(s) [ROCM_AITER_FA] with "
                     "AttentionType.DECODER. Overriding with TRITON_ATTN out of potential "
                     "backends: ['ROCM_ATTN', 'TRITON_ATTN']."),
@@ -138,7 +140,8 @@ TEST(UpstreamLines, VllmSpeculativeMethods) {
 // usage chunk. Older releases name the counts spec_accept_token_num / spec_draft_token_num.
 TEST(UpstreamLines, SglangSpecTokensDetails) {
   const std::string stream =
-      "data: {\"id\":\"1\",\"object\":\"text_completion\",\"choices\":[{\"index\":0,\"text\":\"a\"}]}\n\n"
+      "data: "
+      "{\"id\":\"1\",\"object\":\"text_completion\",\"choices\":[{\"index\":0,\"text\":\"a\"}]}\n\n"
       "data: {\"id\":\"1\",\"object\":\"text_completion\",\"choices\":[],\"sglext\":"
       "{\"spec_tokens_details\":{\"spec_accept_rate\":0.2930232558139535,\"spec_accept_length\":"
       "2.4651162790697674,\"spec_num_correct_drafts\":63,\"spec_num_proposed_drafts\":215,"

@@ -133,7 +133,8 @@ TEST(Cli, ValidateAndSubmitRefuseTheSameMatrices) {
       // The runner's own settings: long_tokens must exceed short_tokens; a warm-up it knows.
       "name: bad\nrunner: engine\naxes: {depth: [1024]}\n"
       "fixed: {engine: synthetic, short_tokens: 64, long_tokens: 8}\n",
-      "name: bad\nrunner: engine\naxes: {depth: [1024]}\nfixed: {engine: synthetic, warmup: twice}\n",
+      "name: bad\nrunner: engine\naxes: {depth: [1024]}\nfixed: {engine: synthetic, warmup: "
+      "twice}\n",
   };
   for (size_t i = 0; i < bad.size(); ++i) {
     const std::string path = dir.File("bad" + std::to_string(i) + ".yaml");
