@@ -55,7 +55,21 @@ class StandIn {
     server_.Get("/health", [](const httplib::Request&, httplib::Response& res) {
       res.set_content("{\"status\":\"ok\"}", "application/json");
     });
-    server_.Get("/metrics", [](const httplib::Request&, httplib::Response& res) {
+    server_.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+      if (mode_ == "drafts" || mode_ == "no_drafts") {
+        // vLLM's counter names (the external recipe reads them): 4 drafted and 3 accepted
+        // tokens per request in "drafts", none in "no_drafts".
+        const int n = mode_ == "drafts" ? requests_.load() : 0;
+        res.set_content(
+            "# TYPE vllm:spec_decode_num_drafts counter\n"
+            "vllm:spec_decode_num_drafts_total{engine=\"0\"} " +
+                std::to_string(n) + "\nvllm:spec_decode_num_draft_tokens_total{engine=\"0\"} " +
+                std::to_string(4 * n) +
+                "\nvllm:spec_decode_num_accepted_tokens_total{engine=\"0\"} " +
+                std::to_string(3 * n) + "\n",
+            "text/plain");
+        return;
+      }
       res.set_content(Recorded("plain-fa-on-metrics-after.txt"), "text/plain");
     });
     server_.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
@@ -100,7 +114,7 @@ class StandIn {
 
   void Serve(httplib::Response& res, int n, int max_tokens) {
     std::vector<std::string> events = OkStream(std::min(max_tokens, 64));
-    if (mode_ == "ok") return Stream(res, events);
+    if (mode_ == "ok" || mode_ == "drafts" || mode_ == "no_drafts") return Stream(res, events);
     if (mode_ == "error_event_first_two") return Stream(res, n < 2 ? error_ : events);
     if (mode_ == "error_event_always") return Stream(res, error_);
     if (mode_ == "invalid_utf8_text") {
@@ -223,7 +237,8 @@ class StrictSink final : public runner::MeasurementSink {
   std::vector<runner::Evidence> evidence;
 };
 
-absl::Status RunAgainst(const StandIn& server, StrictSink& sink, int retries) {
+absl::Status RunAgainst(const StandIn& server, StrictSink& sink, int retries,
+                        const std::string& spec = "off") {
   runner::UnitWork unit;
   unit.attempt_id = 1;
   unit.unit_id = 1;
@@ -239,6 +254,7 @@ absl::Status RunAgainst(const StandIn& server, StrictSink& sink, int retries) {
                                          {"short_tokens", 8},
                                          {"long_tokens", 64},
                                          {"request_retries", retries},
+                                         {"spec", spec},
                                          {"warmup", "none"}}});
   EngineRunnerOptions options;
   options.version_detection = VersionDetection::kOff;
@@ -276,6 +292,40 @@ TEST(EngineRobustness, RunnerRecordsTextThatIsNotUtf8AsEvidence) {
   absl::Status s = RunAgainst(server, sink, 0);
   ASSERT_TRUE(s.ok()) << s;
   EXPECT_EQ(sink.Count("engine_invalid_utf8"), 2);  // one per round
+}
+
+// Speculation state is evidence both ways, from the counters around each cell-round.
+TEST(EngineRobustness, AcceptanceFromCountersAndSpeculationCheckedBothWays) {
+  {
+    StandIn server("drafts");
+    StrictSink sink;
+    absl::Status s = RunAgainst(server, sink, 0, "eagle3:4");
+    ASSERT_TRUE(s.ok()) << s;
+    std::vector<double> rate, length;
+    for (const auto& m : sink.measurements) {
+      if (m.metric == "acceptance_rate") rate.push_back(m.value);
+      if (m.metric == "mean_acceptance_length") length.push_back(m.value);
+    }
+    EXPECT_EQ(rate, std::vector<double>(2, 0.75));             // 2 x 3 accepted / 2 x 4 drafted
+    EXPECT_EQ(length, std::vector<double>(2, 1.0 + 6.0 / 2));  // 1 + accepted / drafts
+    EXPECT_EQ(sink.Count("speculation_not_engaged"), 0);
+    EXPECT_EQ(sink.Count("acceptance_source"), 1);
+  }
+  {
+    StandIn server("no_drafts");
+    StrictSink sink;
+    ASSERT_TRUE(RunAgainst(server, sink, 0, "eagle3:4").ok());
+    EXPECT_EQ(sink.Count("speculation_not_engaged"), 2);  // a round each
+  }
+  {
+    StandIn server("drafts");
+    StrictSink sink;
+    absl::Status s = RunAgainst(server, sink, 0, "off");
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_THAT(s.message(), HasSubstr("speculation is off but the engine drafted 8 tokens"));
+    EXPECT_EQ(sink.Count("speculation_while_off"), 1);
+  }
 }
 
 }  // namespace
