@@ -301,8 +301,8 @@ bool SchedulerImpl::Matches(const OpenRun& run, const SessionEntry& session) con
 
 store::MetricCheck SchedulerImpl::MetricCheck() const {
   const runner::RunnerSchemas* schemas = &runners();
-  return [schemas](const std::string& runner, const std::string& metric,
-                   const std::string& unit) -> std::string {
+  return [schemas](const std::string& runner, const std::string& metric, const std::string& unit,
+                   double value) -> std::string {
     const runner::RunnerSchema* schema = schemas->Find(runner);
     if (schema == nullptr) return absl::StrCat("no runner named ", runner);
     const runner::MetricSpec* spec = schema->FindMetric(metric);
@@ -314,7 +314,7 @@ store::MetricCheck SchedulerImpl::MetricCheck() const {
       return absl::StrCat("metric ", metric, " is reported in ", spec->unit,
                           "; this record names another unit");
     }
-    return "";
+    return spec->range.Check(metric, value, unit);
   };
 }
 

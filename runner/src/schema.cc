@@ -1,8 +1,49 @@
 #include "ladder/runner/schema.h"
 
 #include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace ladder::runner {
+
+std::string MetricRange::Describe() const {
+  const std::string max_text = absl::StrFormat("%g", max);
+  switch (kind) {
+    case Kind::kPositive:
+      return absl::StrCat("> 0, at most ", max_text);
+    case Kind::kNonNegative:
+      return absl::StrCat(">= 0, at most ", max_text, integer ? ", a whole number" : "");
+    case Kind::kAtLeastOne:
+      return absl::StrCat(">= 1, at most ", max_text, integer ? ", a whole number" : "");
+    case Kind::kShare:
+      return "in [0, 1]";
+  }
+  return "";
+}
+
+std::string MetricRange::Check(std::string_view metric, double value, std::string_view unit) const {
+  bool ok = std::isfinite(value) && value <= max;
+  switch (kind) {
+    case Kind::kPositive:
+      ok = ok && value > 0;
+      break;
+    case Kind::kNonNegative:
+      ok = ok && value >= 0;
+      break;
+    case Kind::kAtLeastOne:
+      ok = ok && value >= 1;
+      break;
+    case Kind::kShare:
+      ok = ok && value >= 0 && value <= 1;
+      break;
+  }
+  if (ok && integer && value != std::floor(value)) ok = false;
+  if (ok) return "";
+  return absl::StrCat(std::string(metric), " = ", absl::StrFormat("%g", value),
+                      " is out of range: ", Describe(), " (", std::string(unit), ")");
+}
 
 const MetricSpec* RunnerSchema::FindMetric(std::string_view metric) const {
   for (const auto& m : metrics) {
@@ -43,61 +84,62 @@ const RunnerSchemas& BuiltinMetricSchemas() {
   static const RunnerSchemas schemas({
       RunnerSchema{"kernel",
                    {
-                       {"time_us", "us", true},
-                       {"time_us_min", "us", true},
-                       {"bytes_per_s", "B/s", true},
-                       {"segments", "1", true},
+                       {"time_us", "us", true, {MetricRange::Kind::kPositive}},
+                       {"time_us_min", "us", true, {MetricRange::Kind::kPositive}},
+                       {"bytes_per_s", "B/s", true, {MetricRange::Kind::kPositive, 1e16}},
+                       {"segments", "1", true, {MetricRange::Kind::kAtLeastOne, 1e9, true}},
                        // Only where the copy ceiling was measured (GPU backends).
-                       {"fraction_of_copy", "1", false},
+                       {"fraction_of_copy", "1", false, {MetricRange::Kind::kPositive, 100}},
                        // Only where NVML reads the SM clock.
-                       {"gpu_clock_mhz", "MHz", false},
-                       {"gpu_clock_default_mhz", "MHz", false},
+                       {"gpu_clock_mhz", "MHz", false, {MetricRange::Kind::kPositive, 1e5}},
+                       {"gpu_clock_default_mhz", "MHz", false, {MetricRange::Kind::kPositive, 1e5}},
                    },
                    {}},
-      RunnerSchema{"engine",
-                   {
-                       // Every engine cell: batch-1 cells the long request's TTFT, load
-                       // cells the median TTFT of their measured requests.
-                       {"ttft_ms", "ms", true},
-                       // Batch-1 differencing cells (the default) record both; load cells
-                       // (concurrency or request_rate) do not send these two requests.
-                       {"t_short_ms", "ms", false},
-                       {"t_long_ms", "ms", false},
-                       // Only when the long request decoded more tokens in more time than the
-                       // short one (else a `measurement_note` says why).
-                       {"decode_tok_s", "tok/s", false},
-                       // The long request's streamed rate: (tokens - 1) / (last - first
-                       // event carrying text); and the engine's own (llama.cpp timings).
-                       {"decode_tok_s_stream", "tok/s", false},
-                       {"engine_decode_tok_s", "tok/s", false},
-                       {"itl_ms_p50", "ms", false},
-                       {"itl_ms_p90", "ms", false},
-                       {"itl_ms_mean", "ms", false},
-                       // Only where the engine exports speculative-decoding counters.
-                       {"spec_drafts", "1", false},
-                       {"spec_draft_tokens", "1", false},
-                       {"spec_accepted_tokens", "1", false},
-                       {"acceptance_rate", "1", false},
-                       {"mean_acceptance_length", "tok", false},
-                       // Load cells (docs/engines.md, "Load"): over the round's measured
-                       // requests, warm-up excluded.
-                       {"load_output_tok_s", "tok/s", false},
-                       {"load_req_s", "req/s", false},
-                       {"load_drain_share", "1", false},
-                       {"load_goodput_req_s", "req/s", false},
-                       {"load_ttft_ms_p50", "ms", false},
-                       {"load_ttft_ms_p90", "ms", false},
-                       {"load_ttft_ms_p99", "ms", false},
-                       {"load_itl_ms_p50", "ms", false},
-                       {"load_itl_ms_p90", "ms", false},
-                       {"load_itl_ms_p99", "ms", false},
-                       {"load_e2e_ms_p50", "ms", false},
-                       {"load_e2e_ms_p90", "ms", false},
-                       {"load_e2e_ms_p99", "ms", false},
-                       {"load_requests", "1", false},
-                       {"load_failed_requests", "1", false},
-                   },
-                   {}},
+      RunnerSchema{
+          "engine",
+          {
+              // Every engine cell: batch-1 cells the long request's TTFT, load
+              // cells the median TTFT of their measured requests.
+              {"ttft_ms", "ms", true, {MetricRange::Kind::kPositive}},
+              // Batch-1 differencing cells (the default) record both; load cells
+              // (concurrency or request_rate) do not send these two requests.
+              {"t_short_ms", "ms", false, {MetricRange::Kind::kPositive}},
+              {"t_long_ms", "ms", false, {MetricRange::Kind::kPositive}},
+              // Only when the long request decoded more tokens in more time than the
+              // short one (else a `measurement_note` says why).
+              {"decode_tok_s", "tok/s", false, {MetricRange::Kind::kPositive}},
+              // The long request's streamed rate: (tokens - 1) / (last - first
+              // event carrying text); and the engine's own (llama.cpp timings).
+              {"decode_tok_s_stream", "tok/s", false, {MetricRange::Kind::kPositive}},
+              {"engine_decode_tok_s", "tok/s", false, {MetricRange::Kind::kPositive}},
+              {"itl_ms_p50", "ms", false, {MetricRange::Kind::kNonNegative}},
+              {"itl_ms_p90", "ms", false, {MetricRange::Kind::kNonNegative}},
+              {"itl_ms_mean", "ms", false, {MetricRange::Kind::kNonNegative}},
+              // Only where the engine exports speculative-decoding counters.
+              {"spec_drafts", "1", false, {MetricRange::Kind::kNonNegative, 1e12, true}},
+              {"spec_draft_tokens", "1", false, {MetricRange::Kind::kNonNegative, 1e12, true}},
+              {"spec_accepted_tokens", "1", false, {MetricRange::Kind::kNonNegative, 1e12, true}},
+              {"acceptance_rate", "1", false, {MetricRange::Kind::kShare}},
+              {"mean_acceptance_length", "tok", false, {MetricRange::Kind::kAtLeastOne, 1e6}},
+              // Load cells (docs/engines.md, "Load"): over the round's measured
+              // requests, warm-up excluded.
+              {"load_output_tok_s", "tok/s", false, {MetricRange::Kind::kPositive}},
+              {"load_req_s", "req/s", false, {MetricRange::Kind::kPositive}},
+              {"load_drain_share", "1", false, {MetricRange::Kind::kShare}},
+              {"load_goodput_req_s", "req/s", false, {MetricRange::Kind::kNonNegative}},
+              {"load_ttft_ms_p50", "ms", false, {MetricRange::Kind::kPositive}},
+              {"load_ttft_ms_p90", "ms", false, {MetricRange::Kind::kPositive}},
+              {"load_ttft_ms_p99", "ms", false, {MetricRange::Kind::kPositive}},
+              {"load_itl_ms_p50", "ms", false, {MetricRange::Kind::kNonNegative}},
+              {"load_itl_ms_p90", "ms", false, {MetricRange::Kind::kNonNegative}},
+              {"load_itl_ms_p99", "ms", false, {MetricRange::Kind::kNonNegative}},
+              {"load_e2e_ms_p50", "ms", false, {MetricRange::Kind::kPositive}},
+              {"load_e2e_ms_p90", "ms", false, {MetricRange::Kind::kPositive}},
+              {"load_e2e_ms_p99", "ms", false, {MetricRange::Kind::kPositive}},
+              {"load_requests", "1", false, {MetricRange::Kind::kNonNegative, 1e12, true}},
+              {"load_failed_requests", "1", false, {MetricRange::Kind::kNonNegative, 1e12, true}},
+          },
+          {}},
   });
   return schemas;
 }

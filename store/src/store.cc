@@ -7,8 +7,10 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <type_traits>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "ladder/status_macros.h"
 #include "ladder/store/schema.h"
 #include "store_internal.h"
@@ -627,6 +629,37 @@ absl::StatusOr<ReportOutcome> Store::ReportLocked(const std::string& session_id,
   auto refuse = [&](const std::string& uuid, std::string reason) {
     outcome.refused.push_back(RefusedRecord{uuid, std::move(reason)});
   };
+  // One uuid, one record: a uuid twice in this report is taken once if both copies are the same
+  // record, and refused (once, storing neither) if they differ, so that each uuid is answered in
+  // exactly one of acknowledged and refused.
+  std::map<std::string, int> copies;  // uuid -> how many records of this report carry it
+  std::set<std::string> conflicting;
+  {
+    std::map<std::string, std::string> first;  // uuid -> the record's identity and value
+    auto identity = [](const auto& r) -> std::string {
+      if constexpr (std::is_same_v<std::decay_t<decltype(r)>, MeasurementIn>) {
+        return absl::StrCat("m|", r.attempt_id, "|", r.cell_id, "|", r.process, "|", r.round, "|",
+                            r.metric, "|", r.unit, "|", absl::StrFormat("%a", r.value));
+      } else {
+        return absl::StrCat("e|", r.attempt_id, "|", r.cell_id, "|", r.process, "|", r.kind, "|",
+                            r.value_json);
+      }
+    };
+    auto note = [&](const std::string& uuid, std::string id) {
+      auto [it, inserted] = first.emplace(uuid, id);
+      if (!inserted && it->second != id) conflicting.insert(uuid);
+    };
+    for (const auto& m : measurements) note(m.uuid, identity(m));
+    for (const auto& e : evidence) note(e.uuid, identity(e));
+  }
+  for (const std::string& uuid : conflicting) {
+    refuse(uuid, "uuid sent twice in this report with different records; neither is stored");
+  }
+  // Whether this is the first time this report carries `uuid` (later copies are skipped).
+  auto first_copy = [&](const std::string& uuid) {
+    if (conflicting.count(uuid)) return false;
+    return ++copies[uuid] == 1;
+  };
 
   ASSIGN_OR_RETURN(
       sqlite::Statement * insert,
@@ -638,9 +671,10 @@ absl::StatusOr<ReportOutcome> Store::ReportLocked(const std::string& session_id,
   // in a filled slot or under a used uuid (refused).
   ASSIGN_OR_RETURN(
       sqlite::Statement * by_uuid,
-      db.Cached(
-          "SELECT attempt_id, cell_id, process, round, metric FROM measurements WHERE uuid = ?1"));
+      db.Cached("SELECT attempt_id, cell_id, process, round, metric, unit, value FROM measurements "
+                "WHERE uuid = ?1"));
   for (const auto& m : measurements) {
+    if (!first_copy(m.uuid)) continue;
     ASSIGN_OR_RETURN(const AttemptInfo* info, resolve(m.attempt_id));
     if (!info->known) {
       refuse(m.uuid, absl::StrCat("unknown attempt ", m.attempt_id));
@@ -656,7 +690,7 @@ absl::StatusOr<ReportOutcome> Store::ReportLocked(const std::string& session_id,
       continue;
     }
     if (check) {
-      if (std::string why = check(info->design.runner, m.metric, m.unit); !why.empty()) {
+      if (std::string why = check(info->design.runner, m.metric, m.unit, m.value); !why.empty()) {
         refuse(m.uuid, std::move(why));
         continue;
       }
@@ -680,12 +714,17 @@ absl::StatusOr<ReportOutcome> Store::ReportLocked(const std::string& session_id,
       by_uuid->Reset();
       by_uuid->Bind(1, m.uuid);
       ASSIGN_OR_RETURN(bool found, by_uuid->Step());
-      const bool same = found && by_uuid->Int(0) == m.attempt_id && by_uuid->Int(1) == m.cell_id &&
-                        by_uuid->Int(2) == m.process && by_uuid->Int(3) == m.round &&
-                        by_uuid->Text(4) == m.metric;
+      const bool same_slot = found && by_uuid->Int(0) == m.attempt_id &&
+                             by_uuid->Int(1) == m.cell_id && by_uuid->Int(2) == m.process &&
+                             by_uuid->Int(3) == m.round && by_uuid->Text(4) == m.metric;
+      // The same record again (a retried report) is acknowledged again; the same uuid with
+      // another unit or value is not that record.
+      const bool same = same_slot && by_uuid->Text(5) == m.unit && by_uuid->Double(6) == m.value;
       by_uuid->Reset();
       if (!same) {
-        refuse(m.uuid, found ? "uuid already used by another record"
+        refuse(m.uuid, found ? (same_slot ? "uuid already used by this slot with another value; "
+                                            "the first value stays"
+                                          : "uuid already used by another record")
                              : absl::StrCat("slot already filled: attempt ", m.attempt_id, " cell ",
                                             m.cell_id, " process ", m.process, " round ", m.round,
                                             " ", m.metric, " has a value under another uuid"));
@@ -700,7 +739,11 @@ absl::StatusOr<ReportOutcome> Store::ReportLocked(const std::string& session_id,
                              "process, kind, value, "
                              "recorded_at, stale) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10) ON "
                              "CONFLICT(uuid) DO NOTHING"));
+  ASSIGN_OR_RETURN(sqlite::Statement * evidence_by_uuid,
+                   db.Cached("SELECT attempt_id, cell_id, process, kind, value FROM evidence "
+                             "WHERE uuid = ?1"));
   for (const auto& e : evidence) {
+    if (!first_copy(e.uuid)) continue;
     ASSIGN_OR_RETURN(const AttemptInfo* info, resolve(e.attempt_id));
     if (!info->known) {
       refuse(e.uuid, absl::StrCat("unknown attempt ", e.attempt_id));
@@ -732,6 +775,20 @@ absl::StatusOr<ReportOutcome> Store::ReportLocked(const std::string& session_id,
         .Bind(9, e.recorded_at)
         .Bind(10, info->live ? 0 : 1);
     RETURN_IF_ERROR(insert_evidence->Run());
+    if (db.Changes() == 0) {
+      evidence_by_uuid->Reset();
+      evidence_by_uuid->Bind(1, e.uuid);
+      ASSIGN_OR_RETURN(bool found, evidence_by_uuid->Step());
+      const bool same =
+          found && evidence_by_uuid->Int(0) == e.attempt_id &&
+          evidence_by_uuid->Int(1) == e.cell_id && evidence_by_uuid->Int(2) == e.process &&
+          evidence_by_uuid->Text(3) == e.kind && evidence_by_uuid->Text(4) == e.value_json;
+      evidence_by_uuid->Reset();
+      if (!same) {
+        refuse(e.uuid, "uuid already used by another record");
+        continue;
+      }
+    }
     outcome.stored.push_back(e.uuid);
     if (!info->live) outcome.stale.push_back(e.uuid);
   }

@@ -66,6 +66,8 @@ struct Session {
 // The value an honest agent reports for a slot: any abuse that reached valid_measurements
 // shows up as a value that is not this.
 double HonestValue(int64_t cell, int process, int round, int metric) {
+  // segments is a count (a whole number >= 1): distinct per slot like the others.
+  if (metric == 3) return 100000.0 + static_cast<double>(cell) * 1000 + process * 100 + round;
   return 1000.0 + static_cast<double>(cell) * 10 + process + round * 0.25 + metric * 0.001;
 }
 
@@ -242,9 +244,11 @@ class Protocol : public ::testing::Test {
               cells * kProcesses * kRounds * 4);
     // Every value is the honest one (metric index from its name).
     EXPECT_EQ(QueryInt("SELECT COUNT(*) FROM valid_measurements WHERE run_id = " + run +
-                       " AND abs(value - (1000.0 + cell_id * 10 + process + round * 0.25 + "
+                       " AND abs(value - CASE metric WHEN 'segments' THEN "
+                       "100000.0 + cell_id * 1000 + process * 100 + round ELSE "
+                       "(1000.0 + cell_id * 10 + process + round * 0.25 + "
                        "0.001 * CASE metric WHEN 'time_us' THEN 0 WHEN 'time_us_min' THEN 1 "
-                       "WHEN 'bytes_per_s' THEN 2 WHEN 'segments' THEN 3 ELSE 99 END)) > 1e-9"),
+                       "WHEN 'bytes_per_s' THEN 2 ELSE 99 END) END) > 1e-9"),
               0);
     EXPECT_EQ(QueryInt("SELECT COUNT(*) FROM valid_measurements WHERE run_id = " + run +
                        " AND (process < 0 OR process >= 2 OR round < 0 OR round >= 3)"),
@@ -402,6 +406,24 @@ TEST_F(Protocol, OutOfDesignRecordsAreRefusedOneByOneAndNeverCount) {
       {"engine metric on a kernel run", [](auto& m) { m.set_metric("decode_tok_s"); },
        "reports no metric"},
       {"wrong unit", [](auto& m) { m.set_unit("ms"); }, "reported in us"},
+      // Values no measurement can have (runner/src/schema.cc: each metric's range).
+      {"negative time", [](auto& m) { m.set_value(-3); }, "time_us = -3 is out of range: > 0"},
+      {"zero time", [](auto& m) { m.set_value(0); }, "time_us = 0 is out of range"},
+      {"1e308 us", [](auto& m) { m.set_value(1e308); }, "time_us = 1e+308 is out of range"},
+      {"zero segments",
+       [](auto& m) {
+         m.set_metric("segments");
+         m.set_unit("1");
+         m.set_value(0);
+       },
+       "segments = 0 is out of range: >= 1"},
+      {"half a segment",
+       [](auto& m) {
+         m.set_metric("segments");
+         m.set_unit("1");
+         m.set_value(2.5);
+       },
+       "a whole number"},
       {"unknown attempt", [](auto& m) { m.set_attempt_id(987654321); }, "unknown attempt"},
   };
   for (size_t i = 0; i < cases.size(); ++i) {
@@ -431,6 +453,28 @@ TEST_F(Protocol, OutOfDesignRecordsAreRefusedOneByOneAndNeverCount) {
   ASSERT_EQ(response.refused_size(), 1);
   EXPECT_EQ(response.refused(0).uuid(), "second");
   EXPECT_NE(response.refused(0).reason().find("slot already filled"), std::string::npos);
+  // The proto's uuid rules: a stored uuid again with another value is refused (the first value
+  // stays); one uuid twice in one report is answered once: acknowledged when the copies are the
+  // same record, refused when they differ.
+  auto same_uuid = honest_first;
+  same_uuid.set_value(honest_first.value() + 1);
+  ASSERT_TRUE(Report(a, {same_uuid}, {}, &response).ok());
+  EXPECT_EQ(response.acknowledged_uuids_size(), 0);
+  ASSERT_EQ(response.refused_size(), 1);
+  EXPECT_NE(response.refused(0).reason().find("another value"), std::string::npos)
+      << response.refused(0).reason();
+  auto twice = HonestRecords(lease_a)[1];
+  ASSERT_TRUE(Report(a, {twice, twice}, {}, &response).ok());
+  ASSERT_EQ(response.acknowledged_uuids_size(), 1);
+  EXPECT_EQ(response.refused_size(), 0);
+  auto other = HonestRecords(lease_a)[2];
+  auto other_changed = other;
+  other_changed.set_value(other.value() + 1);
+  ASSERT_TRUE(Report(a, {other, other_changed}, {}, &response).ok());
+  EXPECT_EQ(response.acknowledged_uuids_size(), 0);
+  ASSERT_EQ(response.refused_size(), 1);
+  EXPECT_EQ(response.refused(0).uuid(), other.uuid());
+  EXPECT_NE(response.refused(0).reason().find("sent twice"), std::string::npos);
 
   // Malformed as a whole: INVALID_ARGUMENT, nothing stored.
   {

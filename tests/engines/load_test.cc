@@ -1,10 +1,10 @@
 // Load generation without an engine: the closed loop's concurrency, the open loop's arrival
 // process, the summary's percentiles and goodput against hand-computed values, a stalled
 // request, and cancellation.
-#include <condition_variable>
-#include <mutex>
 #include <atomic>
 #include <cmath>
+#include <condition_variable>
+#include <mutex>
 #include <set>
 #include <thread>
 

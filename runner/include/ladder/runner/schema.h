@@ -21,11 +21,31 @@
 
 namespace ladder::runner {
 
+// The values a metric can take. A value outside is no measurement (a negative time, 1e308 µs,
+// zero segments) and the store refuses it with the reason Check gives.
+struct MetricRange {
+  enum class Kind {
+    kPositive,     // a time, a rate, a size: > 0
+    kNonNegative,  // a count that may be 0, a gap that may round to 0: >= 0
+    kAtLeastOne,   // a count that is at least 1 (segments; tokens per verify step): >= 1
+    kShare,        // a share of a whole: in [0, 1]
+  };
+  Kind kind = Kind::kPositive;
+  double max = 1e12;     // above any value the metric can have (µs: 11.6 days; tok/s, B/s: absurd)
+  bool integer = false;  // counts
+
+  // "" when `value` is in range; else why not, e.g. "time_us = -3 is out of range: > 0 and at
+  // most 1e+12 us".
+  std::string Check(std::string_view metric, double value, std::string_view unit) const;
+  std::string Describe() const;  // "> 0, at most 1e+12", "[0, 1]", ...
+};
+
 // One metric a runner reports, once per (cell, process, round).
 struct MetricSpec {
   std::string name;      // [a-z][a-z0-9_]{0,63}
   std::string unit;      // "us", "tok/s", "1", ...
   bool required = true;  // false: reported only when the measurement exists (e.g. GPU clocks)
+  MetricRange range;
 };
 
 // InvalidArgument naming the parameter when a runner would refuse a cell's parameters.

@@ -155,10 +155,11 @@ struct AttemptDesign {
   bool HasCell(int64_t cell_id) const;
 };
 
-// Why a measurement's metric or unit is not one its runner declares ("" when it is). The
-// coordinator supplies it from the runner schemas (db does not know the runners).
+// Why a measurement's metric, unit or value is not one its runner declares ("" when it is): an
+// unknown metric, another unit, a value outside the metric's range. The coordinator supplies it
+// from the runner schemas (db does not know the runners).
 using MetricCheck = std::function<std::string(const std::string& runner, const std::string& metric,
-                                              const std::string& unit)>;
+                                              const std::string& unit, double value)>;
 
 // Caps on what one evidence record may carry.
 inline constexpr size_t kMaxEvidenceJsonBytes = 64 * 1024;
