@@ -104,6 +104,16 @@ constexpr auto kReleaseOnStop = std::chrono::seconds(2);
 struct Agent::Impl {
   AgentOptions options;
   std::string session_id = NewUuid();
+  // Sent with every Register of this session: lets a Register whose answer was lost be retried
+  // under the same id until the session first calls in with its credential.
+  // A secret: drawn from std::random_device (the kernel's generator on Linux), not the
+  // session id's mt19937.
+  const std::string registration_nonce = [] {
+    std::random_device device;
+    std::string hex;
+    for (int i = 0; i < 8; ++i) hex += absl::StrFormat("%08x", device());
+    return hex;
+  }();
   std::unique_ptr<Spool> spool;
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<v1::AgentService::Stub> stub;
@@ -214,6 +224,7 @@ struct Agent::Impl {
     v1::RegisterRequest request;
     request.set_session_id(session_id);
     request.set_join_token(join_token);
+    request.set_registration_nonce(registration_nonce);
     auto* inv = request.mutable_inventory();
     inv->set_hostname(inventory.hostname);
     inv->set_machine_id(inventory.machine_id);
@@ -252,6 +263,7 @@ struct Agent::Impl {
     while (!stopping) {
       grpc::ClientContext context;
       context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+      Authorize(context, session_id);  // a registered session re-registers with its credential
       v1::RegisterResponse response;
       grpc::Status status = stub->Register(&context, request, &response);
       if (status.ok()) {

@@ -72,7 +72,8 @@ absl::StatusOr<bool> Authenticator::RevokedLocked(const std::string& token_id) {
 
 absl::StatusOr<std::string> Authenticator::AdmitRegister(const grpc::ServerContextBase& context,
                                                          const std::string& join_token,
-                                                         const std::string& session_id) {
+                                                         const std::string& session_id,
+                                                         const std::string& registration_nonce) {
   if (!require_tokens_) return std::string();
   if (join_token.empty()) {
     return absl::UnauthenticatedError(
@@ -86,7 +87,10 @@ absl::StatusOr<std::string> Authenticator::AdmitRegister(const grpc::ServerConte
     const bool holds_credential =
         !presented.empty() &&
         store::ConstantTimeEquals(store::Sha256Hex(presented), existing->hash);
-    if (!holds_credential && existing->token_id != info.id) {
+    const bool first_registration_retried =
+        !existing->called_in && !existing->nonce_hash.empty() && !registration_nonce.empty() &&
+        store::ConstantTimeEquals(store::Sha256Hex(registration_nonce), existing->nonce_hash);
+    if (!holds_credential && !first_registration_retried) {
       return absl::AlreadyExistsError(absl::StrCat(
           "session ", session_id.substr(0, 8),
           " already belongs to another credential; an agent registers under a fresh session "
@@ -97,10 +101,13 @@ absl::StatusOr<std::string> Authenticator::AdmitRegister(const grpc::ServerConte
 }
 
 absl::StatusOr<std::string> Authenticator::IssueCredential(const std::string& session_id,
-                                                           const std::string& token_id) {
+                                                           const std::string& token_id,
+                                                           const std::string& registration_nonce) {
   if (!require_tokens_) return std::string();
   const std::string credential = store::RandomHex(32);
-  store::SessionCredential stored{store::Sha256Hex(credential), token_id};
+  store::SessionCredential stored{
+      store::Sha256Hex(credential), token_id,
+      registration_nonce.empty() ? std::string() : store::Sha256Hex(registration_nonce), false};
   MutexLock lock(&mu_);
   RETURN_IF_ERROR(store::SetSessionCredential(*db_, session_id, stored));
   credentials_[session_id] = std::move(stored);
@@ -119,14 +126,26 @@ absl::Status Authenticator::CheckSession(const grpc::ServerContextBase& context,
     if (!stored.has_value()) {
       return absl::UnauthenticatedError("unknown session or no credential issued");
     }
-    if (!store::ConstantTimeEquals(store::Sha256Hex(credential), stored->hash)) {
-      return absl::PermissionDeniedError(
-          "the credential presented does not belong to this session");
+    const std::string hash = store::Sha256Hex(credential);
+    if (!store::ConstantTimeEquals(hash, stored->hash)) {
+      // Another session's credential is a session overstepping; anything else (garbage, a
+      // join token sent as a credential) authenticates nobody.
+      ASSIGN_OR_RETURN(auto holder, store::SessionWithCredentialHash(*db_, hash));
+      if (holder.has_value()) {
+        return absl::PermissionDeniedError("the credential presented belongs to another session");
+      }
+      return absl::UnauthenticatedError(
+          "the credential presented is not one this coordinator issued; register first");
     }
     ASSIGN_OR_RETURN(bool revoked, RevokedLocked(stored->token_id));
     if (revoked) {
       return absl::UnauthenticatedError(absl::StrCat(
           "token ", stored->token_id, ", which this session joined with, was revoked"));
+    }
+    if (!stored->called_in) {
+      // From now on only this credential reopens the session.
+      RETURN_IF_ERROR(store::MarkSessionCalledIn(*db_, session_id));
+      credentials_[session_id].called_in = true;
     }
   }
   return RateLimit(session_id);

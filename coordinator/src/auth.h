@@ -45,17 +45,24 @@ class Authenticator {
   absl::Status CheckAdmin(const grpc::ServerContextBase& context);
 
   // For Register, before anything about the caller is stored: verifies the join token and
-  // that the session id is free or the caller's own. Returns the join token's id ("" when
-  // tokens are off).
+  // that the session id is free or the caller's own: a registered session id is the caller's
+  // only when it presents the session's credential, or the registration nonce the session was
+  // first registered with while the session has not yet called in with its credential (a
+  // Register whose answer was lost). The join token alone never reopens a session
+  // (ALREADY_EXISTS). Returns the join token's id ("" when tokens are off).
   absl::StatusOr<std::string> AdmitRegister(const grpc::ServerContextBase& context,
                                             const std::string& join_token,
-                                            const std::string& session_id);
-  // After the session row is stored: issues its credential under `token_id` ("" and nothing
-  // stored when tokens are off).
+                                            const std::string& session_id,
+                                            const std::string& registration_nonce);
+  // After the session row is stored: issues its credential under `token_id` and keeps the
+  // nonce's hash ("" and nothing stored when tokens are off).
   absl::StatusOr<std::string> IssueCredential(const std::string& session_id,
-                                              const std::string& token_id);
+                                              const std::string& token_id,
+                                              const std::string& registration_nonce);
   // For the other agent RPCs: the caller must hold `session_id`'s credential, its token must
-  // not be revoked, and it must stay within its rate.
+  // not be revoked, and it must stay within its rate. UNAUTHENTICATED for no credential or one
+  // no session holds; PERMISSION_DENIED for another session's credential. The first call that
+  // passes marks the session as called in.
   absl::Status CheckSession(const grpc::ServerContextBase& context, const std::string& session_id);
 
   // Token management over the same connection (the admin service's token RPCs).

@@ -397,6 +397,14 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
     if (!request->has_inventory()) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "inventory is required");
     }
+    if (const std::string& nonce = request->registration_nonce();
+        !nonce.empty() && (nonce.size() < 16 || nonce.size() > 128 ||
+                           !std::all_of(nonce.begin(), nonce.end(), [](char c) {
+                             return std::isalnum(static_cast<unsigned char>(c)) || c == '-';
+                           }))) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "registration_nonce must be 16 to 128 characters of [A-Za-z0-9-]");
+    }
     const auto& inv = request->inventory();
     if (auto s = CheckInventory(inv); !s.ok()) return ToGrpc(s);
     store::SessionRow row;
@@ -422,7 +430,8 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
     for (const auto& l : inv.gpu_links())
       row.gpu_links.push_back(store::GpuLinkRow{l.a(), l.b(), l.kind()});
     // Check the token and the session id's owner before storing anything about the caller.
-    auto token_id = auth_->AdmitRegister(context, request->join_token(), row.id);
+    auto token_id =
+        auth_->AdmitRegister(context, request->join_token(), row.id, request->registration_nonce());
     if (!token_id.ok()) {
       spdlog::warn("register refused for host {}: {}", row.hostname,
                    std::string(token_id.status().message()));
@@ -437,7 +446,7 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
                                        "registers under a fresh session id"));
     }
     if (auto s = scheduler_->RegisterSession(row); !s.ok()) return ToGrpc(s);
-    auto credential = auth_->IssueCredential(row.id, *token_id);
+    auto credential = auth_->IssueCredential(row.id, *token_id, request->registration_nonce());
     if (!credential.ok()) return ToGrpc(credential.status());
     response->set_session_credential(*credential);
     spdlog::info("session {} registered: host {} ({} GPUs, features {})", row.id.substr(0, 8),

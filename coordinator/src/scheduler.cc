@@ -529,8 +529,16 @@ absl::StatusOr<std::vector<int64_t>> SchedulerImpl::Heartbeat(
   const int64_t deadline = clock_->NowMs() + options_.lease_ms;
   for (int64_t id : attempt_ids) {
     auto it = live_.find(id);
-    if (it == live_.end() || it->second.session_id != session_id) {
-      stop.push_back(id);  // expired, cancelled, or never this session's
+    if (it != live_.end() && it->second.session_id != session_id) {
+      // Another session holds this attempt now: naming it is not this session's to do.
+      return absl::PermissionDeniedError(absl::StrCat(
+          "attempt ", id, " is leased to another session; a session heartbeats only its own"));
+    }
+  }
+  for (int64_t id : attempt_ids) {
+    auto it = live_.find(id);
+    if (it == live_.end()) {
+      stop.push_back(id);  // expired, cancelled, or never leased
       continue;
     }
     it->second.deadline_ms = deadline;

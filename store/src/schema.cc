@@ -294,6 +294,15 @@ CREATE TABLE session_gpu_links (
   CHECK (a < b)
 ) STRICT;
 )sql",
+      // v8: a session belongs to its credential: the registration nonce (hashed) that lets a
+      // Register whose answer was lost be retried, valid only until the session's first call
+      // with its credential (called_in); and the credential's hash indexed, to tell a
+      // credential of another session from one no session holds.
+      R"sql(
+ALTER TABLE sessions ADD COLUMN registration_nonce_hash TEXT NOT NULL DEFAULT '';
+ALTER TABLE sessions ADD COLUMN called_in INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX sessions_by_credential ON sessions(credential_hash) WHERE credential_hash <> '';
+)sql",
   };
   return migrations;
 }

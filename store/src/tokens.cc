@@ -171,11 +171,15 @@ absl::StatusOr<TokenInfo> VerifyToken(sqlite::Database& db, const std::string& p
 
 absl::Status SetSessionCredential(sqlite::Database& db, const std::string& session_id,
                                   const SessionCredential& credential) {
-  ASSIGN_OR_RETURN(
-      sqlite::Statement * stmt,
-      db.Cached("UPDATE sessions SET credential_hash = ?2, token_id = ?3 WHERE id = ?1"));
-  RETURN_IF_ERROR(
-      stmt->Bind(1, session_id).Bind(2, credential.hash).Bind(3, credential.token_id).Run());
+  ASSIGN_OR_RETURN(sqlite::Statement * stmt,
+                   db.Cached("UPDATE sessions SET credential_hash = ?2, token_id = ?3, "
+                             "registration_nonce_hash = ?4, called_in = ?5 WHERE id = ?1"));
+  RETURN_IF_ERROR(stmt->Bind(1, session_id)
+                      .Bind(2, credential.hash)
+                      .Bind(3, credential.token_id)
+                      .Bind(4, credential.nonce_hash)
+                      .Bind(5, credential.called_in ? 1 : 0)
+                      .Run());
   if (db.Changes() != 1) {
     return absl::NotFoundError(absl::StrCat("unknown session ", session_id));
   }
@@ -185,13 +189,36 @@ absl::Status SetSessionCredential(sqlite::Database& db, const std::string& sessi
 absl::StatusOr<std::optional<SessionCredential>> LoadSessionCredential(
     sqlite::Database& db, const std::string& session_id) {
   ASSIGN_OR_RETURN(sqlite::Statement * stmt,
-                   db.Cached("SELECT credential_hash, token_id FROM sessions WHERE id = ?1"));
+                   db.Cached("SELECT credential_hash, token_id, registration_nonce_hash, "
+                             "called_in FROM sessions WHERE id = ?1"));
   stmt->Bind(1, session_id);
   ASSIGN_OR_RETURN(bool row, stmt->Step());
-  if (!row || stmt->Text(0).empty()) return std::optional<SessionCredential>();
-  SessionCredential credential{stmt->Text(0), stmt->Text(1)};
+  if (!row || stmt->Text(0).empty()) {
+    stmt->Reset();
+    return std::optional<SessionCredential>();
+  }
+  SessionCredential credential{stmt->Text(0), stmt->Text(1), stmt->Text(2), stmt->Int(3) != 0};
   stmt->Reset();
   return std::optional<SessionCredential>(std::move(credential));
+}
+
+absl::Status MarkSessionCalledIn(sqlite::Database& db, const std::string& session_id) {
+  ASSIGN_OR_RETURN(sqlite::Statement * stmt,
+                   db.Cached("UPDATE sessions SET called_in = 1 WHERE id = ?1"));
+  return stmt->Bind(1, session_id).Run();
+}
+
+absl::StatusOr<std::optional<std::string>> SessionWithCredentialHash(sqlite::Database& db,
+                                                                     const std::string& hash) {
+  ASSIGN_OR_RETURN(sqlite::Statement * stmt,
+                   db.Cached("SELECT id FROM sessions WHERE credential_hash = ?1 AND "
+                             "credential_hash <> '' LIMIT 1"));
+  stmt->Bind(1, hash);
+  ASSIGN_OR_RETURN(bool row, stmt->Step());
+  std::optional<std::string> id;
+  if (row) id = stmt->Text(0);
+  stmt->Reset();
+  return id;
 }
 
 absl::StatusOr<bool> TokenRevoked(sqlite::Database& db, const std::string& token_id) {

@@ -321,31 +321,59 @@ TEST_F(Protocol, RegisterRefusesMalformedInventoriesAndTakeovers) {
   }
   EXPECT_EQ(QueryInt("SELECT COUNT(*) FROM sessions"), 0) << "a refused Register stored something";
 
-  // The takeover: the same session id under another agent token is refused; the victim keeps
-  // its credential.
+  // The takeover: a session belongs to its credential. The same session id under another
+  // agent token is refused; so is the same id under the victim's own join token (every agent
+  // of a fleet may hold it), once the victim has called in.
   Session victim;
-  ASSERT_TRUE(
-      Register(RegisterRequestFor("22222222-aaaa-bbbb-cccc-000000000002", agent_token_a_), &victim)
-          .ok());
+  auto victim_request = RegisterRequestFor("22222222-aaaa-bbbb-cccc-000000000002", agent_token_a_);
+  victim_request.set_registration_nonce("victims-own-nonce-0123456789");
+  ASSERT_TRUE(Register(victim_request, &victim).ok());
   auto takeover =
       Register(RegisterRequestFor("22222222-aaaa-bbbb-cccc-000000000002", agent_token_b_), nullptr);
   EXPECT_EQ(takeover.error_code(), StatusCode::ALREADY_EXISTS) << takeover.error_message();
   EXPECT_EQ(QueryInt("SELECT COUNT(*) FROM sessions WHERE hostname = 'host-22222222'"), 1);
+  // Before the victim's first call, its lost answer can be retried with its nonce (and only
+  // with it): that issues a new credential and ends the one whose answer was lost.
+  auto wrong_nonce = RegisterRequestFor(victim.id, agent_token_a_);
+  wrong_nonce.set_registration_nonce("someone-elses-nonce-0123456789");
+  EXPECT_EQ(Register(wrong_nonce, nullptr).error_code(), StatusCode::ALREADY_EXISTS);
+  Session retried;
+  ASSERT_TRUE(Register(victim_request, &retried).ok());
   v1::HeartbeatRequest beat;
   beat.set_session_id(victim.id);
   v1::HeartbeatResponse beat_response;
-  EXPECT_TRUE(agents_->Heartbeat(Ctx(victim.credential).get(), beat, &beat_response).ok());
-  // The victim itself may resume with its own token (a lost answer, a coordinator restart)...
-  Session resumed;
-  EXPECT_TRUE(Register(RegisterRequestFor(victim.id, agent_token_a_), &resumed).ok());
-  // ... which ends the previous credential.
   EXPECT_EQ(agents_->Heartbeat(Ctx(victim.credential).get(), beat, &beat_response).error_code(),
-            StatusCode::PERMISSION_DENIED);
-  // ... or under its credential, whatever join token it presents.
+            StatusCode::UNAUTHENTICATED);
+  EXPECT_TRUE(agents_->Heartbeat(Ctx(retried.credential).get(), beat, &beat_response).ok());
+  // It has called in: neither its join token nor its nonce reopens it now.
+  auto same_token = Register(RegisterRequestFor(victim.id, agent_token_a_), nullptr);
+  EXPECT_EQ(same_token.error_code(), StatusCode::ALREADY_EXISTS) << same_token.error_message();
+  EXPECT_EQ(Register(victim_request, nullptr).error_code(), StatusCode::ALREADY_EXISTS);
+  EXPECT_TRUE(agents_->Heartbeat(Ctx(retried.credential).get(), beat, &beat_response).ok());
+  // Its credential does (a coordinator restart, a re-register), whatever join token it
+  // presents, and that ends the previous credential.
   Session again;
   EXPECT_TRUE(
-      Register(RegisterRequestFor(victim.id, agent_token_b_), &again, resumed.credential).ok());
+      Register(RegisterRequestFor(victim.id, agent_token_b_), &again, retried.credential).ok());
   EXPECT_TRUE(agents_->Heartbeat(Ctx(again.credential).get(), beat, &beat_response).ok());
+  EXPECT_EQ(agents_->Heartbeat(Ctx(retried.credential).get(), beat, &beat_response).error_code(),
+            StatusCode::UNAUTHENTICATED);
+  // Codes: a credential no session holds (garbage, a join token sent as one) authenticates
+  // nobody; another session's credential is a session overstepping.
+  EXPECT_EQ(agents_->Heartbeat(Ctx("garbage").get(), beat, &beat_response).error_code(),
+            StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(agents_->Heartbeat(Ctx(agent_token_a_).get(), beat, &beat_response).error_code(),
+            StatusCode::UNAUTHENTICATED);
+  Session other;
+  ASSERT_TRUE(
+      Register(RegisterRequestFor("33333333-aaaa-bbbb-cccc-000000000003", agent_token_b_), &other)
+          .ok());
+  EXPECT_EQ(agents_->Heartbeat(Ctx(other.credential).get(), beat, &beat_response).error_code(),
+            StatusCode::PERMISSION_DENIED);
+  // A malformed nonce is bad input.
+  auto bad_nonce = RegisterRequestFor("44444444-aaaa-bbbb-cccc-000000000004", agent_token_a_);
+  bad_nonce.set_registration_nonce("short");
+  EXPECT_EQ(Register(bad_nonce, nullptr).error_code(), StatusCode::INVALID_ARGUMENT);
 }
 
 TEST_F(Protocol, OutOfDesignRecordsAreRefusedOneByOneAndNeverCount) {
@@ -365,6 +393,16 @@ TEST_F(Protocol, OutOfDesignRecordsAreRefusedOneByOneAndNeverCount) {
   ASSERT_EQ(lease_a.processes(), kProcesses);
   ASSERT_EQ(lease_a.rounds(), kRounds);
   const int64_t cell = lease_a.cells(0).cell_id();
+  // A heartbeat naming another session's live attempt is refused as a whole.
+  {
+    v1::HeartbeatRequest beat;
+    beat.set_session_id(b.id);
+    beat.add_attempt_ids(lease_b.attempt_id());
+    beat.add_attempt_ids(lease_a.attempt_id());
+    v1::HeartbeatResponse beat_response;
+    EXPECT_EQ(agents_->Heartbeat(Ctx(b.credential).get(), beat, &beat_response).error_code(),
+              StatusCode::PERMISSION_DENIED);
+  }
   // A cell of the other unit (b's) and one of another run.
   const int64_t foreign_cell = lease_b.cells(0).cell_id();
   const int64_t other_run_cell =

@@ -33,8 +33,9 @@ TEST(AgentEdges, ASessionCannotBeTakenOverAndItsAgentFinishes) {
   TempDir dir;
   const std::string db = dir.File("results.db");
   MakeToken(dir, db, "admin", "admin.token");
-  MakeToken(dir, db, "agent", "victim.token");
-  const std::string attacker_token = MakeToken(dir, db, "agent", "attacker.token");
+  // One agent token for the whole fleet, as docs/deploy.md hands it out: the attacker is
+  // another holder of the victim's own join token.
+  const std::string attacker_token = MakeToken(dir, db, "agent", "victim.token");
   int port = 0;
   auto coordinator = StartCoordinator(dir, db, &port, {"--require-tokens"});
   ASSERT_GT(port, 0) << coordinator->Log();
@@ -48,19 +49,23 @@ TEST(AgentEdges, ASessionCannotBeTakenOverAndItsAgentFinishes) {
       << victim->Log();
   const std::string session = SessionOf(db, "victim");
 
-  // The attacker registers the victim's session id with its own valid agent token.
+  // The attacker registers the victim's session id with the fleet's token, with no nonce and
+  // with one it made up: neither reopens a session that belongs to its credential.
   auto channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
   auto stub = v1::AgentService::NewStub(channel);
-  v1::RegisterRequest request;
-  request.set_session_id(session);
-  request.set_join_token(attacker_token);
-  request.mutable_inventory()->set_hostname("attacker");
-  request.mutable_inventory()->add_features("kernel");
-  v1::RegisterResponse response;
-  grpc::ClientContext context;
-  auto status = stub->Register(&context, request, &response);
-  EXPECT_EQ(status.error_code(), grpc::StatusCode::ALREADY_EXISTS) << status.error_message();
-  EXPECT_TRUE(response.session_credential().empty());
+  for (const std::string nonce : {"", "made-up-nonce-0123456789abcdef"}) {
+    v1::RegisterRequest request;
+    request.set_session_id(session);
+    request.set_join_token(attacker_token);
+    request.set_registration_nonce(nonce);
+    request.mutable_inventory()->set_hostname("attacker");
+    request.mutable_inventory()->add_features("kernel");
+    v1::RegisterResponse response;
+    grpc::ClientContext context;
+    auto status = stub->Register(&context, request, &response);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::ALREADY_EXISTS) << status.error_message();
+    EXPECT_TRUE(response.session_credential().empty());
+  }
   EXPECT_EQ(QueryText(db, "SELECT hostname FROM sessions WHERE id = '" + session + "'"),
             QueryText(db, "SELECT hostname FROM sessions WHERE id = '" + session + "'"));
   EXPECT_EQ(QueryInt(db, "SELECT COUNT(*) FROM sessions WHERE hostname = 'attacker'"), 0);

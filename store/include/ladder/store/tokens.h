@@ -49,6 +49,8 @@ absl::StatusOr<TokenInfo> VerifyToken(sqlite::Database& db, const std::string& p
 struct SessionCredential {
   std::string hash;
   std::string token_id;
+  std::string nonce_hash;  // SHA-256 of the registration nonce; "" when none was given
+  bool called_in = false;  // the session has made a call with this credential
 };
 // NotFound when the session is not in the sessions table.
 absl::Status SetSessionCredential(sqlite::Database& db, const std::string& session_id,
@@ -56,6 +58,11 @@ absl::Status SetSessionCredential(sqlite::Database& db, const std::string& sessi
 // nullopt when the session is unknown or was never issued a credential.
 absl::StatusOr<std::optional<SessionCredential>> LoadSessionCredential(
     sqlite::Database& db, const std::string& session_id);
+// Marks the session as having called in with its credential (the nonce no longer reopens it).
+absl::Status MarkSessionCalledIn(sqlite::Database& db, const std::string& session_id);
+// The session whose credential has this hash, or nullopt.
+absl::StatusOr<std::optional<std::string>> SessionWithCredentialHash(sqlite::Database& db,
+                                                                     const std::string& hash);
 // True when the token is revoked or unknown.
 absl::StatusOr<bool> TokenRevoked(sqlite::Database& db, const std::string& token_id);
 
