@@ -24,6 +24,7 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <cmath>
 
 #include <algorithm>
 #include <atomic>
@@ -412,7 +413,9 @@ class SimAgent {
         m->set_process(0);
         m->set_round(k / kMetricsPerRound);
         m->set_metric(kMetrics[k % kMetricsPerRound]);
-        m->set_value(value(rng_));
+        // segments is a count: a whole number >= 1 (the store refuses anything else).
+        const double v = value(rng_);
+        m->set_value(k % kMetricsPerRound == 3 ? std::floor(v) : v);
         m->set_unit(kUnits[k % kMetricsPerRound]);
         m->set_measured_at_ms(now_ms);
       }

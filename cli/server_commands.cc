@@ -303,6 +303,12 @@ void AddServerCommands(CLI::App& app) {
     cmd->add_option("--grace", flags->grace, "on SIGTERM: release the unit, or finish it first")
         ->check(CLI::IsMember({"release", "finish"}))
         ->capture_default_str();
+    cmd->add_option("--grace-seconds", flags->options.grace_seconds,
+                    "with --grace finish: seconds from the signal to finish the unit and have "
+                    "everything it produced acknowledged before leaving (a preempted VM's notice: "
+                    "GCP 30, AWS 120); what is not delivered by then stays in the spool")
+        ->check(CLI::Range(1, 3600))
+        ->capture_default_str();
     cmd->add_option("--max-units", flags->options.units_limit, "exit after this many units");
     cmd->add_option("--token-file", flags->options.token_file,
                     "file holding the join token (`ladder token create --role agent`)");

@@ -87,6 +87,10 @@ absl::Status AgentOptions::Validate() const {
   if (lease_wait_ms < 0 || report_batch <= 0) {
     return absl::InvalidArgumentError("lease wait and report batch must be positive");
   }
+  if (grace_seconds < 1 || grace_seconds > 3600) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--grace-seconds: expected 1 to 3600, got ", grace_seconds));
+  }
   if (!gpus.empty()) RETURN_IF_ERROR(ParseGpuList(gpus).status());
   if (!fake_gpus_json.empty()) {
     auto parsed = nlohmann::json::parse(fake_gpus_json, nullptr, false);
@@ -144,10 +148,13 @@ struct Agent::Impl {
   std::set<int64_t> current_attempts ABSL_GUARDED_BY(mu);
   std::set<int64_t> cancelled_attempts ABSL_GUARDED_BY(mu);
   bool reporter_done ABSL_GUARDED_BY(mu) = false;
+  bool heartbeat_done ABSL_GUARDED_BY(mu) = false;  // set once the reporter has drained
   grpc::ClientContext* lease_context ABSL_GUARDED_BY(mu) = nullptr;  // cancelled by Stop
   std::set<std::string> parked_sessions ABSL_GUARDED_BY(mu);         // see Park
   // Set when the agent starts leaving: reporting gives up at this time (results stay spooled).
   std::optional<std::chrono::system_clock::time_point> drain_deadline ABSL_GUARDED_BY(mu);
+  // When Stop(kFinishUnit) came: the grace (options.grace_seconds) counts from here.
+  std::optional<std::chrono::system_clock::time_point> finish_requested_at ABSL_GUARDED_BY(mu);
   absl::Status fatal ABSL_GUARDED_BY(mu);
   // This session's, issued at Register (again after the coordinator lost the session) and
   // read by every thread that calls the coordinator.
@@ -532,7 +539,7 @@ struct Agent::Impl {
       {
         absl::MutexLock lock(&mu);
         const absl::Time until = absl::Now() + absl::Milliseconds(heartbeat_interval_ms.load());
-        while (!reporter_done) {
+        while (!heartbeat_done) {
           if (wake.WaitWithDeadline(&mu, until)) break;  // timed out: time to beat
         }
       }
@@ -540,8 +547,16 @@ struct Agent::Impl {
       request.set_session_id(session_id);
       {
         absl::MutexLock lock(&mu);
-        if (reporter_done) return;
+        if (heartbeat_done) return;
         for (int64_t id : current_attempts) request.add_attempt_ids(id);
+      }
+      // A unit that ended but whose finish is not yet acknowledged is still this session's
+      // lease: keep it alive while its results are delivered (a drain after SIGTERM on a
+      // loaded machine can outlast a lease).
+      if (auto finishes = spool->PendingFinishes(); finishes.ok()) {
+        for (const auto& f : *finishes) {
+          if (f.session_id == session_id) request.add_attempt_ids(f.attempt_id);
+        }
       }
       grpc::ClientContext context;
       context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
@@ -703,13 +718,27 @@ struct Agent::Impl {
       absl::MutexLock lock(&mu);
       reporter_done = true;
       if (stopping) {
-        drain_deadline = std::chrono::system_clock::now() + kDrainOnStop;
+        // Released: a few seconds. Finishing the unit (--grace finish): until everything the
+        // unit produced is acknowledged, within the grace the operator gave from the signal,
+        // keeping the last seconds for the Release.
+        auto deadline = std::chrono::system_clock::now() + kDrainOnStop;
+        if (!release_current && finish_requested_at.has_value()) {
+          deadline =
+              std::max(deadline, *finish_requested_at +
+                                     std::chrono::seconds(options.grace_seconds) - kReleaseOnStop);
+        }
+        drain_deadline = deadline;
         // Reconnect now, not when the backoff of a long outage would next try.
         grpc::experimental::ChannelResetConnectionBackoff(channel.get());
       }
     }
     wake.SignalAll();
     reporter.join();
+    {
+      absl::MutexLock lock(&mu);
+      heartbeat_done = true;
+    }
+    wake.SignalAll();
     heartbeat.join();
     {
       absl::MutexLock lock(&mu);
@@ -721,7 +750,13 @@ struct Agent::Impl {
     Authorize(context, session_id);
     v1::ReleaseRequest request;
     request.set_session_id(session_id);
-    request.set_reason(release_current ? "agent stopped (signal)" : "agent finished");
+    auto pending = spool->TotalPending();
+    const bool undelivered = pending.ok() && *pending > 0;
+    request.set_reason(release_current ? "agent stopped (signal)"
+                       : undelivered
+                           ? absl::StrCat("agent stopped before the coordinator acknowledged ",
+                                          *pending, " of its results (they stay in its spool)")
+                           : "agent finished");
     v1::ReleaseResponse response;
     grpc::Status status = stub->Release(&context, request, &response);
     if (!status.ok()) {
@@ -837,6 +872,9 @@ absl::Status Agent::Run() { return impl_->Run(); }
 void Agent::Stop(StopMode mode) noexcept {
   if (mode == StopMode::kRelease) impl_->release_current = true;
   absl::MutexLock lock(&impl_->mu);
+  if (mode == StopMode::kFinishUnit && !impl_->finish_requested_at.has_value()) {
+    impl_->finish_requested_at = std::chrono::system_clock::now();
+  }
   impl_->stopping = true;
   if (impl_->lease_context) impl_->lease_context->TryCancel();
   impl_->wake.SignalAll();

@@ -858,7 +858,20 @@ class UnitRun {
       if (!(long_gen.*field).has_value() && !(short_gen.*field).has_value()) return std::nullopt;
       return (long_gen.*field).value_or(0) + (short_gen.*field).value_or(0);
     };
-    if (readings.before.has_value() && readings.after.has_value()) {
+    const bool counters_went_back =
+        readings.before.has_value() && readings.after.has_value() &&
+        (readings.after->num_drafts < readings.before->num_drafts ||
+         readings.after->num_draft_tokens < readings.before->num_draft_tokens ||
+         readings.after->num_accepted_tokens < readings.before->num_accepted_tokens);
+    if (counters_went_back) {
+      // A counter that went down was reset (the engine restarted its metrics): its delta is no
+      // count, and a negative one is out of every count's range.
+      RETURN_IF_ERROR(sink_.RecordEvidence(
+          Evidence{id, p, "measurement_note",
+                   Cat("round ", r,
+                       ": the speculation counters went backwards; no acceptance "
+                       "from them this round")}));
+    } else if (readings.before.has_value() && readings.after.has_value()) {
       source = "metrics";
       drafts = readings.after->num_drafts - readings.before->num_drafts;
       draft_tokens = readings.after->num_draft_tokens - readings.before->num_draft_tokens;

@@ -153,7 +153,7 @@ TEST(Faults, PreemptedAgentFinishesItsUnitWithinTheGrace) {
   ASSERT_GT(port, 0);
   const std::string address = "127.0.0.1:" + std::to_string(port);
   WriteFile(dir.File("m.yaml"), kSlowMatrix);
-  auto spot = StartAgent(dir, port, "spot", {"--grace", "finish"});
+  auto spot = StartAgent(dir, port, "spot", {"--grace", "finish", "--grace-seconds", "120"});
   ASSERT_EQ(RunCommand({LadderBinary(), "submit", dir.File("m.yaml"), "--coordinator", address})
                 .exit_code,
             0);
@@ -162,12 +162,22 @@ TEST(Faults, PreemptedAgentFinishesItsUnitWithinTheGrace) {
   const int64_t leased = QueryInt(db, "SELECT MAX(id) FROM attempts");
   // The cloud's preemption notice: SIGTERM, then a grace period.
   spot->Signal(SIGTERM);
-  auto code = spot->Wait(std::chrono::seconds(30));
+  // The event: the agent exits once its unit's results and finish are acknowledged (bounded by
+  // its grace, 120 s, and this generous wait; no timing is asserted).
+  auto code = spot->Wait(std::chrono::seconds(180));
   ASSERT_TRUE(code.has_value()) << "the agent overran its grace period";
   EXPECT_EQ(*code, 0) << spot->Log();
-  // The unit it held was finished, not abandoned, and nothing else was started.
+  // The unit it held was finished and delivered, not abandoned: done, every value of its
+  // design stored, nothing left in the spool, and nothing else was started.
   EXPECT_EQ(QueryText(db, "SELECT state FROM attempts WHERE id = " + std::to_string(leased)),
-            "done");
+            "done")
+      << spot->Log();
+  EXPECT_EQ(spot->Log().find("still in the spool"), std::string::npos) << spot->Log();
+  EXPECT_EQ(QueryInt(db,
+                     "SELECT COUNT(*) FROM attempts WHERE session_id = (SELECT session_id "
+                     "FROM attempts WHERE id = " +
+                         std::to_string(leased) + ")"),
+            1);
   // A replacement VM picks up the rest.
   auto replacement = StartAgent(dir, port, "replacement");
   auto watch = RunCommand({LadderBinary(), "watch", "1", "--coordinator", address},

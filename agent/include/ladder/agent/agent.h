@@ -31,7 +31,11 @@ struct AgentOptions {
   int lease_wait_ms = 10000;  // long poll per Lease call
   int report_batch = 500;     // results per Report call
   int max_backoff_ms = 30000;
-  int units_limit = 0;          // exit after this many units (0: no limit); for tests
+  int units_limit = 0;  // exit after this many units (0: no limit); for tests
+  // `ladder agent --grace finish`: how long after the signal the agent may take to deliver
+  // what its last unit produced (every result and the unit's finish acknowledged) before it
+  // releases its session and exits. The clouds' preemption notices: GCP 30 s, AWS 120 s.
+  int grace_seconds = 30;
   bool exit_when_idle = false;  // exit when a lease poll comes back empty; for `local`
   // `--gpus 0,1`: the host's devices this agent uses, as nvidia-smi / rocm-smi number them; the
   // agent and every process it starts see only those (DetectInventory). Empty: all of them.
