@@ -639,6 +639,8 @@ class AdminServiceImpl final : public v1::AdminService::Service {
     FillSummary(*summary, out);
     if (!store::IsFinished(summary->state)) {
       out->set_waiting_reason(scheduler_->WhyWaiting(run_id));
+      // Work that no connected agent can take has no end to estimate.
+      if (!out->waiting_reason().empty()) out->set_eta_seconds(-1);
     }
     return grpc::Status::OK;
   }

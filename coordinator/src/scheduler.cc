@@ -365,9 +365,40 @@ std::string SchedulerImpl::UnmetRequirements(const std::string& runner,
 
 std::string SchedulerImpl::WhyWaiting(int64_t run_id) const {
   MutexLock lock(&mu_);
-  auto run = runs_.find(run_id);
-  if (run == runs_.end() || run->second.queued.empty()) return "";
-  return UnmetLocked(run->second.row.runner, run->second.requirements);
+  auto it = runs_.find(run_id);
+  if (it == runs_.end() || it->second.queued.empty()) return "";
+  const OpenRun& run = it->second;
+  if (std::string unmet = UnmetLocked(run.row.runner, run.requirements); !unmet.empty()) {
+    return unmet;
+  }
+  // Some connected agent matches the run. Each replicate of a unit group needs a session that
+  // has not measured it (distinct sessions per cell): can any of them take a queued unit?
+  std::vector<const std::string*> candidates;
+  for (const auto& [id, session] : sessions_) {
+    if (session.lost || session.row.state != store::SessionState::kActive) continue;
+    if (Matches(run, session)) candidates.push_back(&id);
+  }
+  std::map<GroupKey, int> queued_per_group;
+  for (int64_t unit_id : run.queued) {
+    const UnitEntry& unit = units_.at(unit_id);
+    const GroupKey group{unit.row.run_id, unit.row.group_key};
+    auto measured = group_sessions_.find(group);
+    for (const std::string* id : candidates) {
+      if (measured == group_sessions_.end() || !measured->second.count(*id)) return "";
+    }
+    ++queued_per_group[group];
+  }
+  int more = 0;
+  for (const auto& [group, n] : queued_per_group) more = std::max(more, n);
+  const size_t matching = candidates.size();
+  return absl::StrCat(
+      "waiting for ", more, more == 1 ? " more session" : " more sessions", ": ", run.queued.size(),
+      run.queued.size() == 1 ? " queued unit needs" : " queued units need",
+      " a session that has not measured its cells yet (each replicate is measured by a distinct "
+      "session), and ",
+      matching == 1 ? "the 1 connected agent that matches has" : "all ",
+      matching == 1 ? "" : absl::StrCat(matching, " connected agents that match have"), "; start ",
+      more, more == 1 ? " more agent" : " more agents");
 }
 
 int SchedulerImpl::LiveAttemptsOf(const std::string& session_id) const {

@@ -483,3 +483,37 @@ TEST(Scheduler, TensorParallelSizeImpliesTheGpuCount) {
 
 }  // namespace
 }  // namespace ladder::coordinator
+
+namespace ladder::coordinator {
+namespace {
+
+// A run whose queued units need a session that has not measured their cells (3 sessions
+// designed, 2 agents alive) says so, and how many more agents it needs; while it says so,
+// RunSummary has no ETA (coordinator.cc) because no connected agent can take the work.
+TEST(Scheduler, ARunWaitingForMoreDistinctSessionsSaysWhy) {
+  Harness h;
+  const int64_t run = h.Submit(
+      "name: three-sessions\nrunner: kernel\naxes: {depth: [256]}\nfixed: {backend: cpu}\n"
+      "replicates: {sessions: 3, processes: 1, rounds: 1}\n");
+  for (const char* id : {"first", "second"}) {
+    ASSERT_TRUE(h.scheduler->RegisterSession(GpuSession(id, id, {})).ok());
+    auto lease = h.LeaseNow(id);
+    ASSERT_TRUE(lease.has_value()) << id;
+    h.Complete(id, *lease);
+  }
+  EXPECT_FALSE(h.LeaseNow("first").has_value());
+  const std::string why = h.scheduler->WhyWaiting(run);
+  EXPECT_NE(why.find("waiting for 1 more session: 1 queued unit needs a session that has not "
+                     "measured its cells yet"),
+            std::string::npos)
+      << why;
+  EXPECT_NE(why.find("all 2 connected agents that match have; start 1 more agent"),
+            std::string::npos)
+      << why;
+  ASSERT_TRUE(h.scheduler->RegisterSession(GpuSession("third", "third", {})).ok());
+  EXPECT_EQ(h.scheduler->WhyWaiting(run), "");
+  EXPECT_TRUE(h.LeaseNow("third").has_value());
+}
+
+}  // namespace
+}  // namespace ladder::coordinator
