@@ -113,6 +113,7 @@ struct LocalFlags {
   std::string metric;
   bool json = false;
   int64_t max_cells = 0;
+  std::string engine_logs;  // each engine's full log goes here (one file per engine process)
 };
 
 std::string ReadFileOrFail(const std::string& path) {
@@ -143,6 +144,14 @@ void RunLocal(LocalFlags flags) {
   }
   if (flags.agents < 1 || flags.agents > 64)
     Fail("--agents: expected 1 to 64", ExitCode::kBadInput);
+  if (!flags.engine_logs.empty()) {
+    std::error_code error;
+    std::filesystem::create_directories(flags.engine_logs, error);
+    if (error) {
+      Fail("--engine-logs: cannot create " + flags.engine_logs + ": " + error.message(),
+           ExitCode::kBadInput);
+    }
+  }
   // The progress bar says what the logs would; keep only warnings unless asked otherwise.
   if (spdlog::get_level() == spdlog::level::info) spdlog::set_level(spdlog::level::warn);
 
@@ -179,6 +188,7 @@ void RunLocal(LocalFlags flags) {
       agent_options.spool_path = (spool_dir / ("agent-" + std::to_string(i) + ".db")).string();
       agent_options.lease_wait_ms = 1000;
       agent_options.labels["local_agent"] = std::to_string(i);
+      agent_options.engine_log_dir = flags.engine_logs;
       auto created = agent::Agent::Create(agent_options);
       if (!created.ok()) Fail(created.status());
       agents.push_back(std::move(*created));
@@ -346,6 +356,9 @@ void AddServerCommands(CLI::App& app) {
     cmd->add_option("--by", flags->by, "axes to group the table by, comma-separated");
     cmd->add_option("--metric", flags->metric, "metric to show (default: the matrix's)");
     cmd->add_option("--max-cells", flags->max_cells, "raise the cell cap");
+    cmd->add_option("--engine-logs", flags->engine_logs,
+                    "keep each engine's full log in this folder (as `ladder agent "
+                    "--engine-logs`): attempt<A>-unit<U>-arm<I>-proc<P>.log");
     cmd->add_flag("--json", flags->json, "print the result as JSON");
     cmd->callback([flags] { RunLocal(*flags); });
   }

@@ -3,6 +3,7 @@
 // differencing. The database ends up with decode rates, TTFT, acceptance per cell and the
 // path evidence.
 #include <gtest/gtest.h>
+#include <filesystem>
 
 #include "fleet.h"
 #include "process.h"
@@ -28,10 +29,18 @@ TEST(Engines, SyntheticLadderRunsThroughCoordinatorAndAgents) {
   TempDir dir;
   const std::string db = dir.File("ladder.db");
   WriteFile(dir.File("engine.yaml"), kEngineMatrix);
-  auto result = RunCommand({LadderBinary(), "local", dir.File("engine.yaml"), "--db", db},
+  auto result = RunCommand({LadderBinary(), "local", dir.File("engine.yaml"), "--db", db,
+                            "--engine-logs", dir.File("engine-logs")},
                            std::chrono::seconds(280));
   ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
   EXPECT_NE(result.out.find("metric decode_tok_s"), std::string::npos) << result.out;
+  // Every engine process left its whole log (ladder local --engine-logs).
+  int logs = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.File("engine-logs"))) {
+    EXPECT_NE(ReadFile(entry.path().string()).find("Using "), std::string::npos) << entry.path();
+    ++logs;
+  }
+  EXPECT_GT(logs, 0);
   // 8 cells x 2 sessions x 1 process x 2 rounds.
   ExpectExactlyOnce(db, 1, 4);
   for (const char* metric : {"decode_tok_s", "ttft_ms"}) {
