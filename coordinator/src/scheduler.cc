@@ -226,7 +226,7 @@ absl::StatusOr<SubmitResult> SchedulerImpl::Validate(const std::string& yaml,
   AddTensorParallelGpus(matrix);
   SubmitResult result{0, static_cast<int64_t>(expansion.cells.size()),
                       static_cast<int64_t>(expansion.units.size()), matrix.name, ""};
-  result.warning = UnmetRequirements(matrix.runner, matrix.requirements);
+  result.warning = SubmitWarning(matrix);
   return result;
 }
 
@@ -261,7 +261,7 @@ absl::StatusOr<SubmitResult> SchedulerImpl::Submit(const std::string& yaml,
   work_available_.NotifyAll();
   return SubmitResult{run_id, static_cast<int64_t>(expansion.cells.size()),
                       static_cast<int64_t>(expansion.units.size()), matrix.name,
-                      UnmetRequirements(matrix.runner, matrix.requirements)};
+                      SubmitWarning(matrix)};
 }
 
 absl::Status SchedulerImpl::RegisterSession(const store::SessionRow& session) {
@@ -361,6 +361,27 @@ std::string SchedulerImpl::UnmetRequirements(const std::string& runner,
                                              const matrices::Requirements& requirements) const {
   MutexLock lock(&mu_);
   return UnmetLocked(runner, requirements);
+}
+
+std::string SchedulerImpl::SubmitWarning(const matrices::Matrix& matrix) const {
+  MutexLock lock(&mu_);
+  if (std::string unmet = UnmetLocked(matrix.runner, matrix.requirements); !unmet.empty()) {
+    return unmet;
+  }
+  // Each cell needs `sessions` distinct sessions: fewer connected agents than that leave the
+  // last replicates waiting until more join.
+  int matching = 0;
+  for (const auto& [id, session] : sessions_) {
+    if (session.lost || session.row.state != store::SessionState::kActive) continue;
+    if (Unmet(matrix.runner, matrix.requirements, session.row).empty()) ++matching;
+  }
+  const int sessions = matrix.replicates.sessions;
+  if (matching >= sessions) return "";
+  return absl::StrCat("the design asks for ", sessions, " distinct sessions per cell and ",
+                      matching,
+                      matching == 1 ? " connected agent matches" : " connected agents match",
+                      ": the last replicates wait until ", sessions - matching,
+                      sessions - matching == 1 ? " more agent joins" : " more agents join");
 }
 
 std::string SchedulerImpl::WhyWaiting(int64_t run_id) const {

@@ -108,6 +108,8 @@ class SchedulerImpl final : public Scheduler {
   const runner::RunnerSchemas& runners() const;
   // Whether a metric and unit are what the runner declares (the store's record check).
   store::MetricCheck MetricCheck() const;
+  // Submit's warning: unmet requirements, else fewer matching agents than the design's sessions.
+  std::string SubmitWarning(const matrices::Matrix& matrix) const ABSL_LOCKS_EXCLUDED(mu_);
   std::string UnmetLocked(const std::string& runner,
                           const matrices::Requirements& requirements) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

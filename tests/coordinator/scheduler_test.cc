@@ -502,6 +502,16 @@ TEST(Scheduler, ARunWaitingForMoreDistinctSessionsSaysWhy) {
     h.Complete(id, *lease);
   }
   EXPECT_FALSE(h.LeaseNow("first").has_value());
+  // Submit says so up front too.
+  auto validated = h.scheduler->Validate(
+      "name: v\nrunner: kernel\naxes: {depth: [256]}\nfixed: {backend: cpu}\n"
+      "replicates: {sessions: 3, processes: 1, rounds: 1}\n",
+      "v.yaml", 0);
+  ASSERT_TRUE(validated.ok()) << validated.status();
+  EXPECT_NE(validated->warning.find("asks for 3 distinct sessions per cell and 2 connected agents "
+                                    "match"),
+            std::string::npos)
+      << validated->warning;
   const std::string why = h.scheduler->WhyWaiting(run);
   EXPECT_NE(why.find("waiting for 1 more session: 1 queued unit needs a session that has not "
                      "measured its cells yet"),
