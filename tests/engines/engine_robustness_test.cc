@@ -20,6 +20,7 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_split.h"
+#include "fixture_files.h"
 #include "ladder/common/utf8.h"
 #include "ladder/engines/client.h"
 #include "ladder/engines/engine_runner.h"
@@ -29,13 +30,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::string Recorded(const std::string& name) {
-  std::ifstream in(std::string(LADDER_ENGINE_FIXTURES) + "/llama.cpp-b10309-cuda/" + name,
-                   std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+std::string Recorded(const std::string& name) { return ReadFixture("llama.cpp-b10309-cuda", name); }
 
 // The recorded stream's events ("data: {...}" without the blank line), in order.
 std::vector<std::string> RecordedEvents(const std::string& name) {

@@ -16,6 +16,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
+#include "fixture_files.h"
 #include "ladder/engines/client.h"
 #include "ladder/engines/engine_version.h"
 #include "ladder/engines/process.h"
@@ -27,14 +28,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::string Fixture(const std::string& name) {
-  std::ifstream in(std::string(LADDER_ENGINE_FIXTURES) + "/llama.cpp-b10309-cpu/" + name,
-                   std::ios::binary);
-  EXPECT_TRUE(in.good()) << name;
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+std::string Fixture(const std::string& name) { return ReadFixture("llama.cpp-b10309-cpu", name); }
 
 // Every option the real server's --help lists ("-fa, --flash-attn [on|off|auto]" gives -fa and
 // --flash-attn), with the text of its line.
@@ -287,14 +281,7 @@ TEST(LlamaCppFixture, ItsLogNamesNoBackend) {
 namespace ladder::engines {
 namespace {
 
-std::string Cuda(const std::string& name) {
-  std::ifstream in(std::string(LADDER_ENGINE_FIXTURES) + "/llama.cpp-b10309-cuda/" + name,
-                   std::ios::binary);
-  EXPECT_TRUE(in.good()) << name;
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+std::string Cuda(const std::string& name) { return ReadFixture("llama.cpp-b10309-cuda", name); }
 
 double Counter(const std::string& metrics, const std::string& name) {
   auto samples = ParsePrometheusText(metrics);
