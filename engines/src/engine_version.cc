@@ -1,9 +1,12 @@
 #include "ladder/engines/engine_version.h"
 
+#include "ladder/common/utf8.h"
+
 #include <cctype>
 #include <thread>
 
 #include "absl/strings/str_join.h"
+#include "ladder/common/utf8.h"
 #include "ladder/engines/process.h"
 #include "message.h"
 
@@ -39,8 +42,10 @@ std::optional<int> LeadingInt(std::string_view text) {
   return std::stoi(std::string(text.substr(0, n)));
 }
 
+// The start of a command's output, for a message: one line, valid UTF-8 (it becomes the
+// `engine_version_detected` evidence; found by ladder-fuzz-engine).
 std::string Start(std::string_view output) {
-  std::string s(output.substr(0, 120));
+  std::string s = ToValidUtf8(output.substr(0, 120));
   for (char& c : s) {
     if (c == '\n' || c == '\r') c = ' ';
   }

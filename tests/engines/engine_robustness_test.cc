@@ -24,6 +24,7 @@
 #include "ladder/common/utf8.h"
 #include "ladder/engines/client.h"
 #include "ladder/engines/engine_runner.h"
+#include "ladder/engines/engine_version.h"
 
 namespace ladder::engines {
 namespace {
@@ -169,6 +170,16 @@ TEST(EngineRobustness, RecordedStreamIsReadAsTheServerSentIt) {
   EXPECT_EQ(g->gaps_ms.size(), 63u);
   EXPECT_TRUE(g->engine_decode_tok_s.has_value());
   EXPECT_TRUE(StreamDecodeRate(*g).has_value());
+}
+
+// What ladder-fuzz-engine found: a version command's output that is not UTF-8 went verbatim into
+// the error message, and from there into `engine_version_detected` evidence.
+TEST(EngineRobustness, AVersionOutputThatIsNotUtf8GivesAValidMessage) {
+  for (const char* engine : {"vllm", "sglang", "llama.cpp"}) {
+    auto version = ParseEngineVersion(engine, "no version here \x90\xff");
+    ASSERT_FALSE(version.ok()) << engine;
+    EXPECT_TRUE(IsValidUtf8(std::string(version.status().message()))) << engine;
+  }
 }
 
 TEST(EngineRobustness, BadBytesGiveAResultOrAStatusInValidUtf8) {
