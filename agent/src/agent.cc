@@ -510,11 +510,20 @@ struct Agent::Impl {
   void ReporterLoop() {
     int backoff = 100;
     while (true) {
-      bool progress = ReportOnce();
+      // Whether the agent is leaving is read before the spool is looked at: everything the last
+      // unit produced was spooled before `reporter_done` was set, so a spool found empty after
+      // seeing it set is really empty. (Deciding on emptiness seen before a wait let the drain
+      // end with the last unit's results still spooled.)
+      bool leaving;
+      {
+        absl::MutexLock lock(&mu);
+        leaving = reporter_done;
+      }
+      const bool progress = ReportOnce();
       const bool empty = NothingToReport() || DrainOver();
       {
         absl::MutexLock lock(&mu);
-        if (reporter_done && (empty || !fatal.ok())) return;
+        if (leaving && (empty || !fatal.ok())) return;
         if (progress) {
           backoff = 100;
           continue;
@@ -524,7 +533,6 @@ struct Agent::Impl {
         // Leaving: wake at the end of the drain whatever the backoff has grown to.
         if (drain_deadline.has_value()) until = std::min(until, *drain_deadline);
         wake.WaitWithDeadline(&mu, absl::FromChrono(until));
-        if (reporter_done && (empty || !fatal.ok())) return;
         if (drain_deadline.has_value() && std::chrono::system_clock::now() >= *drain_deadline) {
           return;
         }
