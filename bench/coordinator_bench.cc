@@ -51,7 +51,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "ladder/coordinator/coordinator.h"
-#include "ladder/sqlite/sqlite.h"
+#include "ladder/db/sqlite.h"
 #include "ladder/v1/admin.grpc.pb.h"
 #include "ladder/v1/agent.grpc.pb.h"
 
@@ -650,7 +650,7 @@ absl::StatusOr<PointResult> RunPoint(const Config& config, int n_agents, const s
   result.first_errors = shared.first_errors;
 
   // Exactly once: the database holds exactly the acknowledged uuids.
-  auto db = sqlite::Database::Open(db_path, sqlite::OpenMode::kReadOnly);
+  auto db = db::Database::Open(db_path, db::OpenMode::kReadOnly);
   if (!db.ok()) return db.status();
   auto stmt = (*db)->Prepare("SELECT uuid FROM measurements");
   if (!stmt.ok()) return stmt.status();

@@ -17,10 +17,10 @@
 #include "commands.h"
 #include "exit_codes.h"
 #include "format.h"
+#include "ladder/db/sqlite.h"
 #include "ladder/report/analysis.h"
 #include "ladder/report/report.h"
 #include "ladder/report/verify.h"
-#include "ladder/sqlite/sqlite.h"
 
 namespace ladder::cli {
 namespace {
@@ -88,7 +88,7 @@ report::AnalysisOptions ToOptions(const AnalysisFlags& flags) {
 
 }  // namespace
 
-std::unique_ptr<sqlite::Database> OpenDatabase(std::string path) {
+std::unique_ptr<db::Database> OpenDatabase(std::string path) {
   if (path.empty()) {
     if (const char* env = std::getenv("LADDER_DB"); env && *env) {
       path = env;
@@ -104,12 +104,12 @@ std::unique_ptr<sqlite::Database> OpenDatabase(std::string path) {
   if (access(path.c_str(), R_OK) != 0) {
     Fail("--db: cannot read " + path + ": " + std::strerror(errno), ExitCode::kBadInput);
   }
-  auto database = sqlite::Database::Open(path, sqlite::OpenMode::kReadOnly);
+  auto database = db::Database::Open(path, db::OpenMode::kReadOnly);
   if (!database.ok()) Fail(database.status());
   return std::move(*database);
 }
 
-int64_t RunIdIn(sqlite::Database& database, const std::string& text) {
+int64_t RunIdIn(db::Database& database, const std::string& text) {
   if (text == "latest") {
     auto stmt = database.Prepare("SELECT MAX(id) FROM runs");
     if (!stmt.ok()) Fail(stmt.status());

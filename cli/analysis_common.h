@@ -9,16 +9,16 @@
 #include <string>
 #include <vector>
 
-#include "ladder/sqlite/sqlite.h"
+#include "ladder/db/sqlite.h"
 
 namespace ladder::cli {
 
 // Opens `path` read-only; empty: $LADDER_DB, else ./ladder.db when it exists. Fails (exit 2)
 // with a message naming the file when it cannot be read.
-std::unique_ptr<sqlite::Database> OpenDatabase(std::string path);
+std::unique_ptr<db::Database> OpenDatabase(std::string path);
 
 // A run id, or `latest` for the highest run id in `database`. Fails (exit 2) otherwise.
-int64_t RunIdIn(sqlite::Database& database, const std::string& text);
+int64_t RunIdIn(db::Database& database, const std::string& text);
 
 // Writes `text` to `path` through a temporary and a rename ("" or "-": stdout).
 void WriteOutput(const std::string& path, const std::string& text);

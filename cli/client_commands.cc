@@ -14,9 +14,9 @@
 #include "exit_codes.h"
 #include "format.h"
 #include "ladder/agent/cell_check.h"
+#include "ladder/db/query.h"
 #include "ladder/matrices/matrix.h"
 #include "ladder/runner/validate.h"
-#include "ladder/store/query.h"
 
 namespace ladder::cli {
 namespace {
@@ -335,15 +335,15 @@ void AddClientCommands(CLI::App& app) {
         if (access(flags->db.c_str(), R_OK) != 0) {
           Fail("--db: cannot read " + flags->db + ": " + std::strerror(errno), ExitCode::kBadInput);
         }
-        auto database = sqlite::Database::Open(flags->db, sqlite::OpenMode::kReadOnly);
+        auto database = db::Database::Open(flags->db, db::OpenMode::kReadOnly);
         if (!database.ok()) Fail(database.status());
-        auto queried = store::QueryRun(**database, store::QueryOptions{run_id, by, flags->metric});
+        auto queried = db::QueryRun(**database, db::QueryOptions{run_id, by, flags->metric});
         if (!queried.ok()) Fail(queried.status());
         if (flags->csv) {
-          std::cout << RenderQueryCsv(store::ToJson(*queried));
+          std::cout << RenderQueryCsv(db::ToJson(*queried));
           return;
         }
-        result = store::ToJson(*queried);
+        result = db::ToJson(*queried);
       } else {
         AdminClient client(flags->Options());
         auto queried = client.Query(run_id, by, flags->metric);
@@ -382,16 +382,16 @@ void AddClientCommands(CLI::App& app) {
       if (access(flags->db.c_str(), R_OK) != 0) {
         Fail("--db: cannot read " + flags->db + ": " + std::strerror(errno), ExitCode::kBadInput);
       }
-      auto database = sqlite::Database::Open(flags->db, sqlite::OpenMode::kReadOnly);
+      auto database = db::Database::Open(flags->db, db::OpenMode::kReadOnly);
       if (!database.ok()) Fail(database.status());
       std::string text;
       if (flags->json) {
-        auto exported = store::ExportRunJson(**database, run_id);
+        auto exported = db::ExportRunJson(**database, run_id);
         if (!exported.ok()) Fail(exported.status());
         text = exported->dump(2) + "\n";
       } else {
         // Values with round-trip precision (RenderExportCsv), not iostream's 6 digits.
-        auto exported = store::ExportRunJson(**database, run_id);
+        auto exported = db::ExportRunJson(**database, run_id);
         if (!exported.ok()) Fail(exported.status());
         text = RenderExportCsv(*exported);
       }

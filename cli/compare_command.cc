@@ -79,8 +79,8 @@ void AddCompareCommand(CLI::App& app) {
     const std::string path_a = flags->db_a.empty() ? flags->db : flags->db_a;
     const std::string path_b = flags->db_b.empty() ? flags->db : flags->db_b;
     auto database_a = OpenDatabase(path_a);
-    std::unique_ptr<sqlite::Database> separate_b;
-    sqlite::Database* database_b = database_a.get();
+    std::unique_ptr<db::Database> separate_b;
+    db::Database* database_b = database_a.get();
     if (path_b != path_a) {
       separate_b = OpenDatabase(path_b);
       database_b = separate_b.get();

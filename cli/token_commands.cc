@@ -7,8 +7,8 @@
 #include "exit_codes.h"
 #include "format.h"
 #include "ladder/common/time.h"
-#include "ladder/store/schema.h"
-#include "ladder/store/tokens.h"
+#include "ladder/db/schema.h"
+#include "ladder/db/tokens.h"
 
 namespace ladder::cli {
 namespace {}  // namespace
@@ -38,16 +38,16 @@ void AddTokenCommands(CLI::App& app) {
                     "(for the first admin token)");
     AddClientFlags(cmd, *flags);
     cmd->callback([flags] {
-      auto expires = store::ParseDurationMs(flags->expires);
+      auto expires = db::ParseDurationMs(flags->expires);
       if (!expires.ok()) Fail(expires.status(), ExitCode::kBadInput);
-      auto role = store::ParseRole(flags->role);
+      auto role = db::ParseRole(flags->role);
       if (!role.ok()) Fail(role.status(), ExitCode::kBadInput);
       if (!flags->db.empty()) {
-        auto database = sqlite::Database::Open(flags->db, sqlite::OpenMode::kReadWrite);
+        auto database = db::Database::Open(flags->db, db::OpenMode::kReadWrite);
         if (!database.ok()) Fail(database.status());
-        if (auto migrated = store::Migrate(**database); !migrated.ok()) Fail(migrated);
+        if (auto migrated = db::Migrate(**database); !migrated.ok()) Fail(migrated);
         auto created =
-            store::CreateToken(**database, *role, flags->description, *expires, UnixNowMs());
+            db::CreateToken(**database, *role, flags->description, *expires, UnixNowMs());
         if (!created.ok()) Fail(created.status());
         std::cerr << "created " << flags->role << " token " << created->info.id
                   << " (shown once)\n";

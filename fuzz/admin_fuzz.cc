@@ -3,7 +3,7 @@
 //
 // Input: `YAML [\0 MAX_CELLS \n BY,BY,... \n METRIC]`. The YAML goes to Scheduler::Validate
 // with MAX_CELLS (any integer, as a client could send); when it is valid and small it is
-// submitted, and store::QueryRun then runs on the new run with the fuzzed group-by axes and metric
+// submitted, and db::QueryRun then runs on the new run with the fuzzed group-by axes and metric
 // (strings a client chooses freely). Properties: no crash or sanitizer report; Validate and
 // Submit agree; errors are statuses, never exceptions.
 #include <unistd.h>
@@ -20,9 +20,9 @@
 
 #include "absl/strings/str_split.h"
 #include "ladder/coordinator/scheduler.h"
-#include "ladder/sqlite/sqlite.h"
-#include "ladder/store/query.h"
-#include "ladder/store/store.h"
+#include "ladder/db/query.h"
+#include "ladder/db/sqlite.h"
+#include "ladder/db/store.h"
 
 namespace {
 
@@ -32,8 +32,8 @@ void Check(bool condition) {
 
 struct World {
   std::string dir;
-  std::unique_ptr<ladder::store::Store> store;
-  std::unique_ptr<ladder::sqlite::Database> reader;
+  std::unique_ptr<ladder::db::Store> store;
+  std::unique_ptr<ladder::db::Database> reader;
   std::unique_ptr<ladder::coordinator::Scheduler> scheduler;
   int submitted = 0;
 
@@ -59,10 +59,10 @@ struct World {
     std::filesystem::remove(path);
     std::filesystem::remove(path + "-wal");
     std::filesystem::remove(path + "-shm");
-    auto s = ladder::store::Store::Open(path);
+    auto s = ladder::db::Store::Open(path);
     Check(s.ok());
     store = std::move(*s);
-    auto r = ladder::sqlite::Database::Open(path, ladder::sqlite::OpenMode::kReadWrite);
+    auto r = ladder::db::Database::Open(path, ladder::db::OpenMode::kReadWrite);
     Check(r.ok());
     reader = std::move(*r);
     ladder::coordinator::SchedulerOptions options;
@@ -113,12 +113,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Check(submitted->cells == validated->cells && submitted->units == validated->units);
   world.submitted++;
 
-  ladder::store::QueryOptions query;
+  ladder::db::QueryOptions query;
   query.run_id = submitted->run_id;
   query.by = by;
   query.metric = metric;
-  auto result = ladder::store::QueryRun(*world.reader, query);
-  if (result.ok()) (void)ladder::store::ToJson(*result).dump();
+  auto result = ladder::db::QueryRun(*world.reader, query);
+  if (result.ok()) (void)ladder::db::ToJson(*result).dump();
   // Leave the run cancelled so the scheduler's memory does not grow with every input.
   Check(world.scheduler->Cancel(submitted->run_id).ok());
   return 0;

@@ -20,8 +20,8 @@
 #include <spdlog/spdlog.h>
 
 #include "ladder/coordinator/scheduler.h"
-#include "ladder/sqlite/sqlite.h"
-#include "ladder/store/store.h"
+#include "ladder/db/sqlite.h"
+#include "ladder/db/store.h"
 #include "ladder/v1/agent.pb.h"
 
 namespace {
@@ -44,8 +44,8 @@ const char* const kSessions[] = {"fuzz-session-a", "fuzz-session-b"};
 
 struct World {
   std::string dir;
-  std::unique_ptr<ladder::store::Store> store;
-  std::unique_ptr<ladder::sqlite::Database> reader;
+  std::unique_ptr<ladder::db::Store> store;
+  std::unique_ptr<ladder::db::Database> reader;
   std::unique_ptr<ladder::coordinator::Scheduler> scheduler;
   int64_t first_attempt = 0;
   int64_t first_cell = 0;
@@ -72,10 +72,10 @@ struct World {
     store.reset();
     const std::string path = dir + "/results.db";
     for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
-    auto s = ladder::store::Store::Open(path);
+    auto s = ladder::db::Store::Open(path);
     Check(s.ok());
     store = std::move(*s);
-    auto r = ladder::sqlite::Database::Open(path, ladder::sqlite::OpenMode::kReadWrite);
+    auto r = ladder::db::Database::Open(path, ladder::db::OpenMode::kReadWrite);
     Check(r.ok());
     reader = std::move(*r);
     auto sched = ladder::coordinator::Scheduler::Create(
@@ -83,7 +83,7 @@ struct World {
     Check(sched.ok());
     scheduler = std::move(*sched);
     for (const char* id : kSessions) {
-      ladder::store::SessionRow row;
+      ladder::db::SessionRow row;
       row.id = id;
       row.hostname = row.machine_id = id;
       row.features = {"kernel"};
@@ -150,23 +150,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   World& world = TheWorld();
   if (++world.inputs > 500) world.Open();
   const std::string session = kSessions[request.session_id().size() % 2];
-  ladder::store::ReportIn report;
+  ladder::db::ReportIn report;
   report.session_id = session;
   for (const auto& m : request.measurements()) {
     if (m.uuid().empty() || m.uuid().size() > 64) continue;  // the service refuses these
     report.measurements.push_back(
-        ladder::store::MeasurementIn{m.uuid(), Fold(m.attempt_id(), world.first_attempt, 3),
-                                     Fold(m.cell_id(), world.first_cell, 5), m.process(), m.round(),
-                                     m.metric(), m.value(), m.unit(), m.measured_at_ms()});
+        ladder::db::MeasurementIn{m.uuid(), Fold(m.attempt_id(), world.first_attempt, 3),
+                                  Fold(m.cell_id(), world.first_cell, 5), m.process(), m.round(),
+                                  m.metric(), m.value(), m.unit(), m.measured_at_ms()});
   }
   for (const auto& e : request.evidence()) {
     if (e.uuid().empty() || e.uuid().size() > 64) continue;
     report.evidence.push_back(
-        ladder::store::EvidenceIn{e.uuid(), Fold(e.attempt_id(), world.first_attempt, 3),
-                                  Fold(e.cell_id(), world.first_cell, 5), e.process(), e.kind(),
-                                  e.value_json(), e.recorded_at_ms()});
+        ladder::db::EvidenceIn{e.uuid(), Fold(e.attempt_id(), world.first_attempt, 3),
+                               Fold(e.cell_id(), world.first_cell, 5), e.process(), e.kind(),
+                               e.value_json(), e.recorded_at_ms()});
   }
-  std::vector<ladder::store::ReportIn> batch;
+  std::vector<ladder::db::ReportIn> batch;
   batch.push_back(std::move(report));
   for (const auto& outcome : world.scheduler->ReportBatch(std::move(batch))) {
     if (!outcome.ok()) {

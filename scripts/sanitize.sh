@@ -38,13 +38,13 @@ for preset in "${presets[@]}"; do
     # abseil are not built with TSan, so the synchronization inside them is invisible to it and
     # every callback they run looks racy (false reports, see docs/scaling.md).
     if [[ $preset == asan ]]; then
-      programs=(tests/matrices/matrices_tests tests/store/store_tests tests/stats/stats_tests
+      programs=(tests/matrices/matrices_tests tests/db/db_tests tests/stats/stats_tests
                 tests/report/analysis_tests tests/coordinator/coordinator_tests
                 tests/coordinator/agent_service_tests tests/coordinator/protocol_tests
                 tests/runner/runner_tests tests/bench/bench_tests
                 tests/kernels/kernels_tests tests/engines/engines_robustness_tests)
     else
-      programs=(tests/store/store_tests tests/coordinator/coordinator_tests)
+      programs=(tests/db/db_tests tests/coordinator/coordinator_tests)
     fi
     targets=()
     for program in "${programs[@]}"; do targets+=("$(basename "$program")"); done

@@ -15,8 +15,8 @@ absl::Status AboutSpool(const std::string& path, const absl::Status& status) {
   return absl::Status(status.code(), absl::StrCat("spool ", path, ": ", status.message()));
 }
 
-absl::StatusOr<std::unique_ptr<sqlite::Database>> OpenSpoolDatabase(const std::string& path) {
-  ASSIGN_OR_RETURN(auto db, sqlite::Database::Open(path, sqlite::OpenMode::kReadWrite));
+absl::StatusOr<std::unique_ptr<db::Database>> OpenSpoolDatabase(const std::string& path) {
+  ASSIGN_OR_RETURN(auto db, db::Database::Open(path, db::OpenMode::kReadWrite));
   RETURN_IF_ERROR(db->Exec(R"sql(
     CREATE TABLE IF NOT EXISTS results (
       seq         INTEGER PRIMARY KEY,
@@ -57,7 +57,7 @@ absl::StatusOr<std::unique_ptr<Spool>> Spool::Open(const std::string& path) {
 absl::Status Spool::AddResult(const SpooledResult& r) {
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(
-      sqlite::Statement * stmt,
+      db::Statement * stmt,
       db_->Cached(
           "INSERT OR IGNORE INTO results(uuid, session_id, attempt_id, is_evidence, payload) "
           "VALUES (?1, ?2, ?3, ?4, ?5)"));
@@ -73,7 +73,7 @@ absl::StatusOr<std::vector<SpooledResult>> Spool::PendingResults(int limit,
                                                                  const std::string& session_id) {
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(
-      sqlite::Statement * stmt,
+      db::Statement * stmt,
       db_->Cached("SELECT uuid, session_id, attempt_id, is_evidence, payload FROM results "
                   "WHERE session_id = ?2 ORDER BY seq LIMIT ?1"));
   stmt->Bind(1, static_cast<int64_t>(limit)).Bind(2, session_id);
@@ -97,7 +97,7 @@ absl::StatusOr<std::vector<std::string>> Spool::PendingSessions() {
 absl::StatusOr<std::vector<Spool::SessionBacklog>> Spool::Backlog() {
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(
-      sqlite::Statement * stmt,
+      db::Statement * stmt,
       db_->Cached("SELECT session_id, SUM(results), SUM(finishes), MIN(first) FROM ("
                   "  SELECT session_id, COUNT(*) AS results, 0 AS finishes, MIN(seq) AS first "
                   "  FROM results GROUP BY session_id"
@@ -115,8 +115,8 @@ absl::StatusOr<std::vector<Spool::SessionBacklog>> Spool::Backlog() {
 absl::Status Spool::Remove(const std::vector<std::string>& uuids) {
   if (uuids.empty()) return absl::OkStatus();
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(sqlite::Transaction tx, sqlite::Transaction::Begin(*db_));
-  ASSIGN_OR_RETURN(sqlite::Statement * stmt, db_->Cached("DELETE FROM results WHERE uuid = ?1"));
+  ASSIGN_OR_RETURN(db::Transaction tx, db::Transaction::Begin(*db_));
+  ASSIGN_OR_RETURN(db::Statement * stmt, db_->Cached("DELETE FROM results WHERE uuid = ?1"));
   for (const auto& uuid : uuids) {
     stmt->Reset();
     RETURN_IF_ERROR(stmt->Bind(1, uuid).Run());
@@ -126,7 +126,7 @@ absl::Status Spool::Remove(const std::vector<std::string>& uuids) {
 
 absl::StatusOr<int64_t> Spool::PendingCount(int64_t attempt_id) {
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(sqlite::Statement * stmt,
+  ASSIGN_OR_RETURN(db::Statement * stmt,
                    db_->Cached("SELECT COUNT(*) FROM results WHERE attempt_id = ?1"));
   stmt->Bind(1, attempt_id);
   ASSIGN_OR_RETURN(bool row, stmt->Step());
@@ -136,7 +136,7 @@ absl::StatusOr<int64_t> Spool::PendingCount(int64_t attempt_id) {
 absl::StatusOr<int64_t> Spool::TotalPending() {
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(
-      sqlite::Statement * stmt,
+      db::Statement * stmt,
       db_->Cached("SELECT (SELECT COUNT(*) FROM results) + (SELECT COUNT(*) FROM finishes)"));
   ASSIGN_OR_RETURN(bool row, stmt->Step());
   return row ? stmt->Int(0) : 0;
@@ -145,7 +145,7 @@ absl::StatusOr<int64_t> Spool::TotalPending() {
 absl::Status Spool::AddFinish(const SpooledFinish& f) {
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(
-      sqlite::Statement * stmt,
+      db::Statement * stmt,
       db_->Cached(
           "INSERT OR REPLACE INTO finishes(attempt_id, session_id, ok, reason, measurement_count, "
           "evidence_count) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
@@ -161,7 +161,7 @@ absl::Status Spool::AddFinish(const SpooledFinish& f) {
 absl::StatusOr<std::vector<SpooledFinish>> Spool::PendingFinishes() {
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(
-      sqlite::Statement * stmt,
+      db::Statement * stmt,
       db_->Cached("SELECT session_id, attempt_id, ok, reason, measurement_count, evidence_count "
                   "FROM finishes ORDER BY attempt_id"));
   std::vector<SpooledFinish> out;
@@ -176,22 +176,21 @@ absl::StatusOr<std::vector<SpooledFinish>> Spool::PendingFinishes() {
 
 absl::Status Spool::RemoveFinish(int64_t attempt_id) {
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(sqlite::Statement * stmt,
-                   db_->Cached("DELETE FROM finishes WHERE attempt_id = ?1"));
+  ASSIGN_OR_RETURN(db::Statement * stmt, db_->Cached("DELETE FROM finishes WHERE attempt_id = ?1"));
   return stmt->Bind(1, attempt_id).Run();
 }
 
 absl::Status Spool::SaveCredential(const std::string& session_id, const std::string& credential) {
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(
-      sqlite::Statement * stmt,
+      db::Statement * stmt,
       db_->Cached("INSERT OR REPLACE INTO credentials(session_id, credential) VALUES (?1, ?2)"));
   return stmt->Bind(1, session_id).Bind(2, credential).Run();
 }
 
 absl::StatusOr<std::string> Spool::Credential(const std::string& session_id) {
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(sqlite::Statement * stmt,
+  ASSIGN_OR_RETURN(db::Statement * stmt,
                    db_->Cached("SELECT credential FROM credentials WHERE session_id = ?1"));
   stmt->Bind(1, session_id);
   ASSIGN_OR_RETURN(bool row, stmt->Step());

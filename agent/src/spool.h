@@ -13,7 +13,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "ladder/sqlite/sqlite.h"
+#include "ladder/db/sqlite.h"
 
 namespace ladder::agent {
 
@@ -69,11 +69,11 @@ class Spool {
   absl::StatusOr<std::string> Credential(const std::string& session_id);
 
  private:
-  explicit Spool(std::unique_ptr<sqlite::Database> db) : db_(std::move(db)) {}
+  explicit Spool(std::unique_ptr<db::Database> db) : db_(std::move(db)) {}
   absl::Mutex mu_;
-  // The connection is used by one thread at a time (sqlite::Database's contract): the runner's
+  // The connection is used by one thread at a time (db::Database's contract): the runner's
   // thread writes results while the reporting thread reads and removes them.
-  const std::unique_ptr<sqlite::Database> db_ ABSL_PT_GUARDED_BY(mu_);
+  const std::unique_ptr<db::Database> db_ ABSL_PT_GUARDED_BY(mu_);
 };
 
 }  // namespace ladder::agent

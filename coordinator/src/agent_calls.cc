@@ -214,7 +214,7 @@ void ReportIngestor::Loop() {
 }
 
 void ReportIngestor::Write(std::vector<Call> batch) {
-  std::vector<store::ReportIn> reports;
+  std::vector<db::ReportIn> reports;
   std::vector<std::string> sessions;
   reports.reserve(batch.size());
   for (auto& call : batch) {
@@ -231,9 +231,8 @@ void ReportIngestor::Write(std::vector<Call> batch) {
     if (!outcome.ok()) continue;
     for (const auto& uuid : outcome->stored) call.response->add_acknowledged_uuids(uuid);
     for (const auto& uuid : outcome->stale) call.response->add_stale_uuids(uuid);
-    for (const std::vector<store::RefusedRecord>* list :
-         {static_cast<const std::vector<store::RefusedRecord>*>(&call.refused),
-          &outcome->refused}) {
+    for (const std::vector<db::RefusedRecord>* list :
+         {static_cast<const std::vector<db::RefusedRecord>*>(&call.refused), &outcome->refused}) {
       for (const auto& r : *list) {
         auto* out = call.response->add_refused();
         out->set_uuid(r.uuid);

@@ -25,7 +25,7 @@
 #include "absl/base/thread_annotations.h"
 #include "ladder/common/mutex.h"
 #include "ladder/coordinator/scheduler.h"
-#include "ladder/store/store.h"
+#include "ladder/db/store.h"
 #include "ladder/v1/agent.grpc.pb.h"
 
 namespace ladder::coordinator {
@@ -107,9 +107,9 @@ class LeaseDispatcher {
 class ReportIngestor {
  public:
   struct Call {
-    store::ReportIn report;
+    db::ReportIn report;
     // Records refused before the store saw them (their own fields break the contract).
-    std::vector<store::RefusedRecord> refused;
+    std::vector<db::RefusedRecord> refused;
     // Attempts the report completes, finished once its records are committed.
     std::vector<v1::FinishRequest> finishes;
     v1::ReportResponse* response = nullptr;

@@ -1,8 +1,8 @@
 #include "auth.h"
 
 #include "absl/strings/str_cat.h"
+#include "ladder/db/store.h"
 #include "ladder/status_macros.h"
-#include "ladder/store/store.h"
 
 namespace ladder::coordinator {
 namespace {
@@ -23,7 +23,7 @@ std::string BearerToken(const grpc::ServerContextBase& context) {
   return value.substr(kBearer.size());
 }
 
-Authenticator::Authenticator(std::unique_ptr<sqlite::Database> db, const Clock* clock,
+Authenticator::Authenticator(std::unique_ptr<db::Database> db, const Clock* clock,
                              TokenPolicy tokens, double calls_per_second, double burst)
     : db_(std::move(db)),
       clock_(clock),
@@ -39,21 +39,21 @@ absl::Status Authenticator::CheckAdmin(const grpc::ServerContextBase& context) {
         "this coordinator requires an admin token: pass --token-file FILE or set LADDER_TOKEN");
   }
   MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(store::TokenInfo info, store::VerifyToken(*db_, token, clock_->NowMs()));
-  if (info.role != store::Role::kAdmin) {
+  ASSIGN_OR_RETURN(db::TokenInfo info, db::VerifyToken(*db_, token, clock_->NowMs()));
+  if (info.role != db::Role::kAdmin) {
     return absl::PermissionDeniedError(
         absl::StrCat("token ", info.id, " is an agent token; this call needs an admin token"));
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::optional<store::SessionCredential>> Authenticator::CredentialLocked(
+absl::StatusOr<std::optional<db::SessionCredential>> Authenticator::CredentialLocked(
     const std::string& session_id) {
   if (auto it = credentials_.find(session_id); it != credentials_.end()) {
-    return std::optional<store::SessionCredential>(it->second);
+    return std::optional<db::SessionCredential>(it->second);
   }
   // After a coordinator restart the credentials come back from the sessions table.
-  ASSIGN_OR_RETURN(auto stored, store::LoadSessionCredential(*db_, session_id));
+  ASSIGN_OR_RETURN(auto stored, db::LoadSessionCredential(*db_, session_id));
   if (stored.has_value()) credentials_[session_id] = *stored;
   return stored;
 }
@@ -65,7 +65,7 @@ absl::StatusOr<bool> Authenticator::RevokedLocked(const std::string& token_id) {
       (it->second.revoked || now - it->second.checked < kRevocationRecheck)) {
     return it->second.revoked;
   }
-  ASSIGN_OR_RETURN(bool revoked, store::TokenRevoked(*db_, token_id));
+  ASSIGN_OR_RETURN(bool revoked, db::TokenRevoked(*db_, token_id));
   revocations_[token_id] = RevocationCheck{revoked, now};
   return revoked;
 }
@@ -80,16 +80,15 @@ absl::StatusOr<std::string> Authenticator::AdmitRegister(const grpc::ServerConte
         "this coordinator requires a join token: start the agent with --token-file FILE");
   }
   MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(store::TokenInfo info, store::VerifyToken(*db_, join_token, clock_->NowMs()));
+  ASSIGN_OR_RETURN(db::TokenInfo info, db::VerifyToken(*db_, join_token, clock_->NowMs()));
   ASSIGN_OR_RETURN(auto existing, CredentialLocked(session_id));
   if (existing.has_value()) {
     const std::string presented = BearerToken(context);
     const bool holds_credential =
-        !presented.empty() &&
-        store::ConstantTimeEquals(store::Sha256Hex(presented), existing->hash);
+        !presented.empty() && db::ConstantTimeEquals(db::Sha256Hex(presented), existing->hash);
     const bool first_registration_retried =
         !existing->called_in && !existing->nonce_hash.empty() && !registration_nonce.empty() &&
-        store::ConstantTimeEquals(store::Sha256Hex(registration_nonce), existing->nonce_hash);
+        db::ConstantTimeEquals(db::Sha256Hex(registration_nonce), existing->nonce_hash);
     if (!holds_credential && !first_registration_retried) {
       return absl::AlreadyExistsError(absl::StrCat(
           "session ", session_id.substr(0, 8),
@@ -104,12 +103,12 @@ absl::StatusOr<std::string> Authenticator::IssueCredential(const std::string& se
                                                            const std::string& token_id,
                                                            const std::string& registration_nonce) {
   if (!require_tokens_) return std::string();
-  const std::string credential = store::RandomHex(32);
-  store::SessionCredential stored{
-      store::Sha256Hex(credential), token_id,
-      registration_nonce.empty() ? std::string() : store::Sha256Hex(registration_nonce), false};
+  const std::string credential = db::RandomHex(32);
+  db::SessionCredential stored{
+      db::Sha256Hex(credential), token_id,
+      registration_nonce.empty() ? std::string() : db::Sha256Hex(registration_nonce), false};
   MutexLock lock(&mu_);
-  RETURN_IF_ERROR(store::SetSessionCredential(*db_, session_id, stored));
+  RETURN_IF_ERROR(db::SetSessionCredential(*db_, session_id, stored));
   credentials_[session_id] = std::move(stored);
   return credential;
 }
@@ -126,11 +125,11 @@ absl::Status Authenticator::CheckSession(const grpc::ServerContextBase& context,
     if (!stored.has_value()) {
       return absl::UnauthenticatedError("unknown session or no credential issued");
     }
-    const std::string hash = store::Sha256Hex(credential);
-    if (!store::ConstantTimeEquals(hash, stored->hash)) {
+    const std::string hash = db::Sha256Hex(credential);
+    if (!db::ConstantTimeEquals(hash, stored->hash)) {
       // Another session's credential is a session overstepping; anything else (garbage, a
       // join token sent as a credential) authenticates nobody.
-      ASSIGN_OR_RETURN(auto holder, store::SessionWithCredentialHash(*db_, hash));
+      ASSIGN_OR_RETURN(auto holder, db::SessionWithCredentialHash(*db_, hash));
       if (holder.has_value()) {
         return absl::PermissionDeniedError("the credential presented belongs to another session");
       }
@@ -144,28 +143,28 @@ absl::Status Authenticator::CheckSession(const grpc::ServerContextBase& context,
     }
     if (!stored->called_in) {
       // From now on only this credential reopens the session.
-      RETURN_IF_ERROR(store::MarkSessionCalledIn(*db_, session_id));
+      RETURN_IF_ERROR(db::MarkSessionCalledIn(*db_, session_id));
       credentials_[session_id].called_in = true;
     }
   }
   return RateLimit(session_id);
 }
 
-absl::StatusOr<store::NewToken> Authenticator::CreateToken(store::Role role,
-                                                           const std::string& description,
-                                                           int64_t expires_in_ms) {
+absl::StatusOr<db::NewToken> Authenticator::CreateToken(db::Role role,
+                                                        const std::string& description,
+                                                        int64_t expires_in_ms) {
   MutexLock lock(&mu_);
-  return store::CreateToken(*db_, role, description, expires_in_ms, clock_->NowMs());
+  return db::CreateToken(*db_, role, description, expires_in_ms, clock_->NowMs());
 }
 
-absl::StatusOr<std::vector<store::TokenInfo>> Authenticator::ListTokens() {
+absl::StatusOr<std::vector<db::TokenInfo>> Authenticator::ListTokens() {
   MutexLock lock(&mu_);
-  return store::ListTokens(*db_);
+  return db::ListTokens(*db_);
 }
 
 absl::Status Authenticator::RevokeToken(const std::string& id) {
   MutexLock lock(&mu_);
-  RETURN_IF_ERROR(store::RevokeToken(*db_, id, clock_->NowMs()));
+  RETURN_IF_ERROR(db::RevokeToken(*db_, id, clock_->NowMs()));
   revocations_[id] = RevocationCheck{true, std::chrono::steady_clock::now()};
   return absl::OkStatus();
 }

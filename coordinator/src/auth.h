@@ -24,8 +24,8 @@
 #include "absl/status/statusor.h"
 #include "ladder/common/mutex.h"
 #include "ladder/coordinator/scheduler.h"
-#include "ladder/sqlite/sqlite.h"
-#include "ladder/store/tokens.h"
+#include "ladder/db/sqlite.h"
+#include "ladder/db/tokens.h"
 
 namespace ladder::coordinator {
 
@@ -36,7 +36,7 @@ class Authenticator {
     kOff,       // loopback without --require-tokens: every caller is admitted
     kRequired,  // every call carries a valid token
   };
-  Authenticator(std::unique_ptr<sqlite::Database> db, const Clock* clock, TokenPolicy tokens,
+  Authenticator(std::unique_ptr<db::Database> db, const Clock* clock, TokenPolicy tokens,
                 double calls_per_second, double burst);
 
   bool required() const { return require_tokens_; }
@@ -66,9 +66,9 @@ class Authenticator {
   absl::Status CheckSession(const grpc::ServerContextBase& context, const std::string& session_id);
 
   // Token management over the same connection (the admin service's token RPCs).
-  absl::StatusOr<store::NewToken> CreateToken(store::Role role, const std::string& description,
-                                              int64_t expires_in_ms);
-  absl::StatusOr<std::vector<store::TokenInfo>> ListTokens();
+  absl::StatusOr<db::NewToken> CreateToken(db::Role role, const std::string& description,
+                                           int64_t expires_in_ms);
+  absl::StatusOr<std::vector<db::TokenInfo>> ListTokens();
   // Revokes the token; the credentials it issued end at their next call.
   absl::Status RevokeToken(const std::string& id);
 
@@ -83,18 +83,18 @@ class Authenticator {
   };
   absl::Status RateLimit(const std::string& session_id) ABSL_LOCKS_EXCLUDED(mu_);
   // The session's credential, from memory or the sessions table.
-  absl::StatusOr<std::optional<store::SessionCredential>> CredentialLocked(
+  absl::StatusOr<std::optional<db::SessionCredential>> CredentialLocked(
       const std::string& session_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<bool> RevokedLocked(const std::string& token_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   Mutex mu_;
-  std::unique_ptr<sqlite::Database> db_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<db::Database> db_ ABSL_GUARDED_BY(mu_);
   const Clock* const clock_;
   const bool require_tokens_;
   const double calls_per_second_;
   const double burst_;
-  std::map<std::string, store::SessionCredential> credentials_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, db::SessionCredential> credentials_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, RevocationCheck> revocations_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, Bucket> buckets_ ABSL_GUARDED_BY(mu_);
 };

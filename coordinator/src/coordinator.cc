@@ -21,12 +21,12 @@
 #include "absl/strings/str_cat.h"
 #include "agent_calls.h"
 #include "auth.h"
+#include "ladder/db/query.h"
+#include "ladder/db/store.h"
+#include "ladder/db/tokens.h"
 #include "ladder/proto/tls.h"
 #include "ladder/runner/schema.h"
 #include "ladder/status_macros.h"
-#include "ladder/store/query.h"
-#include "ladder/store/store.h"
-#include "ladder/store/tokens.h"
 #include "ladder/v1/admin.grpc.pb.h"
 #include "ladder/v1/agent.grpc.pb.h"
 
@@ -35,7 +35,7 @@ namespace {
 
 grpc::Status ToGrpc(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
-  if (sqlite::IsDatabaseError(status)) {
+  if (db::IsDatabaseError(status)) {
     // The coordinator's own database failed: the caller learns that and whether to retry, the
     // log gets the SQL. A read-only or unopenable file is not the caller's permission problem
     // (agents stop for good on PERMISSION_DENIED), so it reads as unavailable.
@@ -177,10 +177,10 @@ absl::Status CheckInventory(const v1::Inventory& inv) {
   return absl::OkStatus();
 }
 
-void FillSummary(const store::RunSummary& s, v1::RunSummary* out) {
+void FillSummary(const db::RunSummary& s, v1::RunSummary* out) {
   out->set_run_id(s.run_id);
   out->set_matrix_name(s.matrix_name);
-  out->set_state(std::string(store::ToString(s.state)));
+  out->set_state(std::string(db::ToString(s.state)));
   out->set_cells_total(s.cells_total);
   out->set_cells_done(s.cells_done);
   out->set_cells_failed(s.cells_failed);
@@ -195,7 +195,7 @@ void FillSummary(const store::RunSummary& s, v1::RunSummary* out) {
   out->set_matrix_sha256(s.matrix_sha256);
   for (const auto& r : s.failure_reasons) out->add_failure_reasons(r);
   const int64_t remaining = s.units_queued + s.units_leased;
-  if (store::IsFinished(s.state)) {
+  if (db::IsFinished(s.state)) {
     out->set_eta_seconds(0);
   } else if (s.mean_unit_seconds > 0) {
     // Units run in parallel roughly as many as are leased now.
@@ -210,7 +210,7 @@ void FillSummary(const store::RunSummary& s, v1::RunSummary* out) {
 // behind the writer.
 class Reader {
  public:
-  explicit Reader(std::unique_ptr<sqlite::Database> db) : db_(std::move(db)) {}
+  explicit Reader(std::unique_ptr<db::Database> db) : db_(std::move(db)) {}
   template <typename F>
   auto With(F&& f) ABSL_LOCKS_EXCLUDED(mu_) {
     MutexLock lock(&mu_);
@@ -219,7 +219,7 @@ class Reader {
 
  private:
   Mutex mu_;
-  std::unique_ptr<sqlite::Database> db_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<db::Database> db_ ABSL_GUARDED_BY(mu_);
 };
 
 // Failures of the coordinator itself (a full disk, a read-only or locked database) are logged
@@ -227,7 +227,7 @@ class Reader {
 grpc::Status StoreFailure(const absl::Status& status, const char* what,
                           const std::string& session_id) {
   // A refusal of the caller's own request (another session's attempt) is not a failure.
-  if (!sqlite::IsDatabaseError(status) && status.code() == absl::StatusCode::kPermissionDenied) {
+  if (!db::IsDatabaseError(status) && status.code() == absl::StatusCode::kPermissionDenied) {
     return ToGrpc(status);
   }
   switch (status.code()) {
@@ -407,7 +407,7 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
     }
     const auto& inv = request->inventory();
     if (auto s = CheckInventory(inv); !s.ok()) return ToGrpc(s);
-    store::SessionRow row;
+    db::SessionRow row;
     row.id = request->session_id();
     row.hostname = inv.hostname();
     row.machine_id = inv.machine_id().empty() ? inv.hostname() : inv.machine_id();
@@ -425,10 +425,10 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
                                            : nlohmann::json::parse(inv.labels_json());
     for (const auto& g : inv.gpus()) {
       row.gpus.push_back(
-          store::GpuRow{g.vendor(), g.name(), g.arch(), g.uuid(), g.driver(), g.memory_mib()});
+          db::GpuRow{g.vendor(), g.name(), g.arch(), g.uuid(), g.driver(), g.memory_mib()});
     }
     for (const auto& l : inv.gpu_links())
-      row.gpu_links.push_back(store::GpuLinkRow{l.a(), l.b(), l.kind()});
+      row.gpu_links.push_back(db::GpuLinkRow{l.a(), l.b(), l.kind()});
     // Check the token and the session id's owner before storing anything about the caller.
     auto token_id =
         auth_->AdmitRegister(context, request->join_token(), row.id, request->registration_nonce());
@@ -470,8 +470,8 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
   // break the contract (metric or kind name, a value that is not finite) is refused alone, in
   // `refused`; what only the design can judge is the store's to refuse.
   grpc::Status ParseReport(const grpc::CallbackServerContext& context,
-                           const v1::ReportRequest* request, store::ReportIn* report,
-                           std::vector<store::RefusedRecord>* refused) {
+                           const v1::ReportRequest* request, db::ReportIn* report,
+                           std::vector<db::RefusedRecord>* refused) {
     if (auto s = auth_->CheckSession(context, request->session_id()); !s.ok()) return ToGrpc(s);
     if (request->measurements_size() + request->evidence_size() + request->finishes_size() >
         options_.max_report_records) {
@@ -504,9 +504,9 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
         refused->push_back({m.uuid(), "unit: at most 16 bytes"});
         continue;
       }
-      report->measurements.push_back(store::MeasurementIn{m.uuid(), m.attempt_id(), m.cell_id(),
-                                                          m.process(), m.round(), m.metric(),
-                                                          m.value(), m.unit(), m.measured_at_ms()});
+      report->measurements.push_back(db::MeasurementIn{m.uuid(), m.attempt_id(), m.cell_id(),
+                                                       m.process(), m.round(), m.metric(),
+                                                       m.value(), m.unit(), m.measured_at_ms()});
     }
     for (int i = 0; i < request->evidence_size(); ++i) {
       const auto& e = request->evidence(i);
@@ -520,9 +520,8 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
         refused->push_back({e.uuid(), "evidence kinds match [a-z][a-z0-9_]{0,63}"});
         continue;
       }
-      report->evidence.push_back(store::EvidenceIn{e.uuid(), e.attempt_id(), e.cell_id(),
-                                                   e.process(), e.kind(), e.value_json(),
-                                                   e.recorded_at_ms()});
+      report->evidence.push_back(db::EvidenceIn{e.uuid(), e.attempt_id(), e.cell_id(), e.process(),
+                                                e.kind(), e.value_json(), e.recorded_at_ms()});
     }
     return grpc::Status::OK;
   }
@@ -568,7 +567,7 @@ class AdminServiceImpl final : public v1::AdminService::Service {
   grpc::Status CreateToken(grpc::ServerContext* context, const v1::CreateTokenRequest* request,
                            v1::CreateTokenResponse* response) override {
     if (auto s = auth_->CheckAdmin(*context); !s.ok()) return ToGrpc(s);
-    auto role = store::ParseRole(request->role());
+    auto role = db::ParseRole(request->role());
     if (!role.ok()) return ToGrpc(role.status());
     auto created = auth_->CreateToken(*role, request->description(), request->expires_in_ms());
     if (!created.ok()) return ToGrpc(created.status());
@@ -628,8 +627,7 @@ class AdminServiceImpl final : public v1::AdminService::Service {
   // The run's summary as the wire shows it; NOT_FOUND (without the database's path) for an
   // unknown run.
   grpc::Status Summarize(int64_t run_id, v1::RunSummary* out) {
-    auto summary =
-        reader_->With([&](sqlite::Database& d) { return store::GetRunSummary(d, run_id); });
+    auto summary = reader_->With([&](db::Database& d) { return db::GetRunSummary(d, run_id); });
     if (!summary.ok()) {
       if (summary.status().code() == absl::StatusCode::kNotFound) {
         return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("no run ", run_id));
@@ -637,7 +635,7 @@ class AdminServiceImpl final : public v1::AdminService::Service {
       return ToGrpc(summary.status());
     }
     FillSummary(*summary, out);
-    if (!store::IsFinished(summary->state)) {
+    if (!db::IsFinished(summary->state)) {
       out->set_waiting_reason(scheduler_->WhyWaiting(run_id));
       // Work that no connected agent can take has no end to estimate.
       if (!out->waiting_reason().empty()) out->set_eta_seconds(-1);
@@ -654,8 +652,7 @@ class AdminServiceImpl final : public v1::AdminService::Service {
   grpc::Status ListRuns(grpc::ServerContext* context, const v1::ListRunsRequest* request,
                         v1::ListRunsResponse* response) override {
     if (auto s = auth_->CheckAdmin(*context); !s.ok()) return ToGrpc(s);
-    auto runs =
-        reader_->With([&](sqlite::Database& d) { return store::ListRuns(d, request->limit()); });
+    auto runs = reader_->With([&](db::Database& d) { return db::ListRuns(d, request->limit()); });
     if (!runs.ok()) return ToGrpc(runs.status());
     for (const auto& r : *runs) FillSummary(r, response->add_runs());
     return grpc::Status::OK;
@@ -673,8 +670,7 @@ class AdminServiceImpl final : public v1::AdminService::Service {
         if (!writer->Write(message)) return grpc::Status::OK;
         last = std::move(serialized);
       }
-      if (auto state = store::ParseRunState(message.state());
-          state.ok() && store::IsFinished(*state)) {
+      if (auto state = db::ParseRunState(message.state()); state.ok() && db::IsFinished(*state)) {
         return grpc::Status::OK;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(250));
@@ -694,13 +690,13 @@ class AdminServiceImpl final : public v1::AdminService::Service {
   grpc::Status ListSessions(grpc::ServerContext* context, const v1::ListSessionsRequest*,
                             v1::ListSessionsResponse* response) override {
     if (auto s = auth_->CheckAdmin(*context); !s.ok()) return ToGrpc(s);
-    auto sessions = reader_->With([&](sqlite::Database& d) { return store::ListSessions(d); });
+    auto sessions = reader_->With([&](db::Database& d) { return db::ListSessions(d); });
     if (!sessions.ok()) return ToGrpc(sessions.status());
     for (const auto& s : *sessions) {
       auto* out = response->add_sessions();
       out->set_session_id(s.session_id);
       out->set_hostname(s.hostname);
-      out->set_state(std::string(store::ToString(s.state)));
+      out->set_state(std::string(db::ToString(s.state)));
       out->set_started_at_ms(s.started_at_ms);
       out->set_last_seen_ms(s.last_seen_ms);
       out->set_inventory_json(s.inventory.dump());
@@ -713,7 +709,7 @@ class AdminServiceImpl final : public v1::AdminService::Service {
   grpc::Status Query(grpc::ServerContext* context, const v1::QueryRequest* request,
                      v1::QueryResponse* response) override {
     if (auto s = auth_->CheckAdmin(*context); !s.ok()) return ToGrpc(s);
-    store::QueryOptions options;
+    db::QueryOptions options;
     options.run_id = request->run_id();
     options.by.assign(request->by().begin(), request->by().end());
     options.metric = request->metric();
@@ -722,16 +718,16 @@ class AdminServiceImpl final : public v1::AdminService::Service {
     if (request->by_size() > 64) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "by: at most 64 axes");
     }
-    auto result = reader_->With([&](sqlite::Database& d) { return store::QueryRun(d, options); });
+    auto result = reader_->With([&](db::Database& d) { return db::QueryRun(d, options); });
     if (!result.ok()) return ToGrpc(result.status());
-    response->set_result_json(store::ToJson(*result).dump());
+    response->set_result_json(db::ToJson(*result).dump());
     return grpc::Status::OK;
   }
 
  private:
-  static void FillToken(const store::TokenInfo& t, v1::TokenInfo* out) {
+  static void FillToken(const db::TokenInfo& t, v1::TokenInfo* out) {
     out->set_id(t.id);
-    out->set_role(store::RoleName(t.role));
+    out->set_role(db::RoleName(t.role));
     out->set_description(t.description);
     out->set_created_at_ms(t.created_at_ms);
     out->set_expires_at_ms(t.expires_at_ms);
@@ -784,7 +780,7 @@ bool CoordinatorOptions::IsLoopback() const {
 struct Coordinator::Impl {
   CoordinatorOptions options;
   const Clock* clock = nullptr;
-  std::unique_ptr<store::Store> store;
+  std::unique_ptr<db::Store> store;
   std::unique_ptr<Reader> reader;
   std::unique_ptr<Authenticator> auth;
   std::unique_ptr<Scheduler> scheduler;
@@ -823,19 +819,17 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const Coordinato
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   impl->clock = options.clock != nullptr ? options.clock : &SystemClock();
-  ASSIGN_OR_RETURN(impl->store, store::Store::Open(options.db_path));
+  ASSIGN_OR_RETURN(impl->store, db::Store::Open(options.db_path));
   if (options.fault_db_growth_pages > 0) {
     RETURN_IF_ERROR(impl->store->LimitGrowthForTesting(options.fault_db_growth_pages));
     spdlog::warn("fault injection: the database may grow by {} pages only",
                  options.fault_db_growth_pages);
   }
-  ASSIGN_OR_RETURN(auto read_db,
-                   sqlite::Database::Open(options.db_path, sqlite::OpenMode::kReadWrite));
+  ASSIGN_OR_RETURN(auto read_db, db::Database::Open(options.db_path, db::OpenMode::kReadWrite));
   impl->reader = std::make_unique<Reader>(std::move(read_db));
   ASSIGN_OR_RETURN(impl->scheduler,
                    Scheduler::Create(impl->store.get(), impl->clock, options.scheduler));
-  ASSIGN_OR_RETURN(auto auth_db,
-                   sqlite::Database::Open(options.db_path, sqlite::OpenMode::kReadWrite));
+  ASSIGN_OR_RETURN(auto auth_db, db::Database::Open(options.db_path, db::OpenMode::kReadWrite));
   // Beyond loopback, tokens are always required.
   const bool require_tokens = options.require_tokens || !options.IsLoopback();
   impl->auth = std::make_unique<Authenticator>(

@@ -36,8 +36,8 @@ uint64_t ProbeSeed(const std::string& group_key, int replicate) {
 
 // A depth of a line: its two arms' cells (either may be missing) and the units that held them.
 struct Rung {
-  const store::CellRecord* a = nullptr;
-  const store::CellRecord* b = nullptr;
+  const db::CellRecord* a = nullptr;
+  const db::CellRecord* b = nullptr;
   std::set<int64_t> units;
   bool paired() const { return a != nullptr && b != nullptr; }
 };
@@ -45,7 +45,7 @@ using Rungs = std::map<double, Rung>;  // by depth, shallowest first
 
 // The line's rungs among `run_cells` (which must outlive them), and the depth of each cell.
 Rungs LineRungs(const LocateConfig& config, const std::string& line_key,
-                const std::vector<store::CellRecord>& run_cells,
+                const std::vector<db::CellRecord>& run_cells,
                 std::map<int64_t, double>* depth_of_cell) {
   Rungs rungs;
   for (const auto& cell : run_cells) {
@@ -67,7 +67,7 @@ struct LineHistory {
   bool stopped = false;
   std::optional<double> current_probe;
 };
-LineHistory ReadHistory(const std::vector<store::LocateDecisionRow>& decisions) {
+LineHistory ReadHistory(const std::vector<db::LocateDecisionRow>& decisions) {
   LineHistory history;
   for (const auto& d : decisions) {
     if (d.decision == "stop") history.stopped = true;
@@ -89,7 +89,7 @@ std::vector<int64_t> PairedCellIds(const Rungs& rungs) {
 
 // The paired ratio B / A at each paired rung, over the sessions that measured both arms.
 std::vector<LocateRung> MeasureRungs(const Rungs& rungs,
-                                     const std::vector<store::Observation>& observations) {
+                                     const std::vector<db::Observation>& observations) {
   std::map<int64_t, std::vector<stats::Observation>> by_cell = ObservationsByCell(observations);
   std::vector<LocateRung> measured;
   for (const auto& [depth, rung] : rungs) {
@@ -112,9 +112,9 @@ std::vector<LocateRung> MeasureRungs(const Rungs& rungs,
 }
 
 // The decision row of `step`; its `decision` text is the caller's.
-store::LocateDecisionRow DecisionRow(const LocateStep& step, const LocateConfig& config,
-                                     const std::string& line_key, int64_t now_ms) {
-  store::LocateDecisionRow decision;
+db::LocateDecisionRow DecisionRow(const LocateStep& step, const LocateConfig& config,
+                                  const std::string& line_key, int64_t now_ms) {
+  db::LocateDecisionRow decision;
   decision.line_key = line_key;
   decision.sessions = step.sessions;
   decision.half_width = step.half_width;
@@ -129,17 +129,17 @@ store::LocateDecisionRow DecisionRow(const LocateStep& step, const LocateConfig&
 
 // A probe's cells: both arms at `depth`, every other parameter as on the line's shallowest
 // paired rung, keys in the same axis order.
-absl::StatusOr<std::vector<store::NewCell>> ProbeCells(const Rungs& rungs,
-                                                       const LocateConfig& config, double depth) {
+absl::StatusOr<std::vector<db::NewCell>> ProbeCells(const Rungs& rungs, const LocateConfig& config,
+                                                    double depth) {
   auto model = std::find_if(rungs.begin(), rungs.end(),
                             [](const auto& entry) { return entry.second.paired(); });
   if (model == rungs.end()) return absl::InternalError("locate: a probe on a line without rungs");
   const nlohmann::json value = config.ValueOf(depth);
-  std::vector<store::NewCell> cells;
-  for (const store::CellRecord* arm : {model->second.a, model->second.b}) {
+  std::vector<db::NewCell> cells;
+  for (const db::CellRecord* arm : {model->second.a, model->second.b}) {
     std::vector<std::string> order;
     for (const auto& part : matrices::ParseCellKey(arm->key)) order.push_back(part.axis);
-    store::NewCell cell;
+    db::NewCell cell;
     cell.axes = arm->axes;
     cell.axes[config.axis] = value;
     cell.params = arm->params;
@@ -172,7 +172,7 @@ absl::Status SchedulerImpl::LocateAfterUnitLocked(int64_t run_id,
   auto run = runs_.find(run_id);
   if (run == runs_.end() || run->second.row.locate.empty()) return absl::OkStatus();
   ASSIGN_OR_RETURN(const LocateConfig config, matrices::LocateFromJson(run->second.row.locate));
-  ASSIGN_OR_RETURN(const std::vector<store::CellRecord> cells, store_->RunCells(run_id));
+  ASSIGN_OR_RETURN(const std::vector<db::CellRecord> cells, store_->RunCells(run_id));
   const std::set<int64_t> ended(cell_ids.begin(), cell_ids.end());
   std::set<std::string> lines;
   for (const auto& cell : cells) {
@@ -186,7 +186,7 @@ absl::Status SchedulerImpl::LocateAllLinesLocked(int64_t run_id) {
   auto run = runs_.find(run_id);
   if (run == runs_.end() || run->second.row.locate.empty()) return absl::OkStatus();
   ASSIGN_OR_RETURN(const LocateConfig config, matrices::LocateFromJson(run->second.row.locate));
-  ASSIGN_OR_RETURN(const std::vector<store::CellRecord> cells, store_->RunCells(run_id));
+  ASSIGN_OR_RETURN(const std::vector<db::CellRecord> cells, store_->RunCells(run_id));
   std::set<std::string> lines;
   for (const auto& cell : cells) lines.insert(LineKey(cell.key, config));
   for (const auto& line : lines) RETURN_IF_ERROR(LocateLineLocked(run_id, line, cells));
@@ -201,7 +201,7 @@ bool SchedulerImpl::LineUnitsEndedLocked(
     for (int64_t cell : unit.row.cell_ids) {
       auto depth = depth_of_cell.find(cell);
       if (depth == depth_of_cell.end()) continue;
-      if (store::IsOpen(unit.row.state)) return false;
+      if (db::IsOpen(unit.row.state)) return false;
       (*units_at_depth)[depth->second].insert(id);
     }
   }
@@ -209,7 +209,7 @@ bool SchedulerImpl::LineUnitsEndedLocked(
 }
 
 absl::Status SchedulerImpl::LocateLineLocked(int64_t run_id, const std::string& line_key,
-                                             const std::vector<store::CellRecord>& run_cells) {
+                                             const std::vector<db::CellRecord>& run_cells) {
   auto run_it = runs_.find(run_id);
   if (run_it == runs_.end()) return absl::OkStatus();
   const OpenRun& run = run_it->second;
@@ -221,16 +221,16 @@ absl::Status SchedulerImpl::LocateLineLocked(int64_t run_id, const std::string& 
   if (!LineUnitsEndedLocked(run_id, depth_of_cell, &units_at_depth)) return absl::OkStatus();
   for (auto& [depth, units] : units_at_depth) rungs[depth].units = std::move(units);
 
-  ASSIGN_OR_RETURN(const std::vector<store::LocateDecisionRow> decisions,
+  ASSIGN_OR_RETURN(const std::vector<db::LocateDecisionRow> decisions,
                    store_->LocateDecisions(run_id, line_key));
   const LineHistory history = ReadHistory(decisions);
   if (history.stopped) return absl::OkStatus();
 
-  ASSIGN_OR_RETURN(const std::vector<store::Observation> observations,
+  ASSIGN_OR_RETURN(const std::vector<db::Observation> observations,
                    store_->ValidObservations(PairedCellIds(rungs), run.row.metric));
   const LocateStep step =
       DecideLocateStep(config, MeasureRungs(rungs, observations), history.current_probe);
-  store::LocateDecisionRow decision = DecisionRow(step, config, line_key, clock_->NowMs());
+  db::LocateDecisionRow decision = DecisionRow(step, config, line_key, clock_->NowMs());
   switch (step.action) {
     case LocateAction::kStop:
       decision.decision = "stop";
@@ -243,7 +243,7 @@ absl::Status SchedulerImpl::LocateLineLocked(int64_t run_id, const std::string& 
                                    {rung.a->id, rung.b->id}, decision);
     }
     case LocateAction::kProbe: {
-      ASSIGN_OR_RETURN(std::vector<store::NewCell> cells, ProbeCells(rungs, config, step.depth));
+      ASSIGN_OR_RETURN(std::vector<db::NewCell> cells, ProbeCells(rungs, config, step.depth));
       decision.decision = "probe";
       decision.sessions = run.row.sessions;
       return AddProbeLocked(run_id, ProbeGroupKey(cells.front().key, config), cells,
@@ -256,7 +256,7 @@ absl::Status SchedulerImpl::LocateLineLocked(int64_t run_id, const std::string& 
 absl::Status SchedulerImpl::AddProbeSessionLocked(int64_t run_id, const std::string& group_key,
                                                   int replicate,
                                                   const std::vector<int64_t>& cell_ids,
-                                                  const store::LocateDecisionRow& decision) {
+                                                  const db::LocateDecisionRow& decision) {
   const uint64_t seed = ProbeSeed(group_key, replicate);
   ASSIGN_OR_RETURN(const int64_t unit_id, store_->AddLocateReplicate(run_id, group_key, replicate,
                                                                      seed, cell_ids, decision));
@@ -265,11 +265,11 @@ absl::Status SchedulerImpl::AddProbeSessionLocked(int64_t run_id, const std::str
 }
 
 absl::Status SchedulerImpl::AddProbeLocked(int64_t run_id, const std::string& group_key,
-                                           const std::vector<store::NewCell>& cells, int sessions,
-                                           const store::LocateDecisionRow& decision) {
+                                           const std::vector<db::NewCell>& cells, int sessions,
+                                           const db::LocateDecisionRow& decision) {
   std::vector<uint64_t> seeds;
   for (int r = 0; r < sessions; ++r) seeds.push_back(ProbeSeed(group_key, r));
-  ASSIGN_OR_RETURN(const store::Store::ProbeIds ids,
+  ASSIGN_OR_RETURN(const db::Store::ProbeIds ids,
                    store_->AddLocateProbe(run_id, cells, group_key, seeds, decision));
   for (size_t r = 0; r < ids.unit_ids.size(); ++r) {
     QueueNewUnitLocked(ids.unit_ids[r], run_id, group_key, static_cast<int>(r), seeds[r],

@@ -17,7 +17,7 @@ namespace {
 
 // The group's comparisons: its cells grouped by everything but the pair axes, the first of each
 // (in unit order) the baseline A that the others are compared with.
-std::vector<std::vector<int64_t>> Comparisons(const std::vector<store::CellRow>& cells,
+std::vector<std::vector<int64_t>> Comparisons(const std::vector<db::CellRow>& cells,
                                               const nlohmann::json& pair_axes_json) {
   std::vector<std::string> pair_axes;
   for (const auto& axis : pair_axes_json) pair_axes.push_back(axis.get<std::string>());
@@ -46,17 +46,16 @@ absl::Status SchedulerImpl::MaybeExtendGroupLocked(int64_t run_id, const std::st
   std::vector<const UnitEntry*> group;
   for (const auto& [id, unit] : units_) {
     if (unit.row.run_id != run_id || unit.row.group_key != group_key) continue;
-    if (store::IsOpen(unit.row.state)) return absl::OkStatus();
+    if (db::IsOpen(unit.row.state)) return absl::OkStatus();
     group.push_back(&unit);
   }
   if (group.empty()) return absl::OkStatus();
   int sessions = 0;
-  for (const UnitEntry* unit : group)
-    sessions += unit->row.state == store::UnitState::kDone ? 1 : 0;
+  for (const UnitEntry* unit : group) sessions += unit->row.state == db::UnitState::kDone ? 1 : 0;
   const std::vector<int64_t> cells = group.front()->row.cell_ids;
 
-  ASSIGN_OR_RETURN(std::vector<store::CellRow> cell_rows, store_->LoadCells(cells));
-  ASSIGN_OR_RETURN(std::vector<store::Observation> observations,
+  ASSIGN_OR_RETURN(std::vector<db::CellRow> cell_rows, store_->LoadCells(cells));
+  ASSIGN_OR_RETURN(std::vector<db::Observation> observations,
                    store_->ValidObservations(cells, run.row.metric));
   std::map<int64_t, std::vector<stats::Observation>> by_cell = ObservationsByCell(observations);
   std::vector<stats::PairedSample> samples;
@@ -105,8 +104,8 @@ absl::Status SchedulerImpl::DecideUndecidedGroupsLocked() {
     auto run = runs_.find(unit.row.run_id);
     if (run == runs_.end() || !run->second.row.precision.contains("ratio_half_width")) continue;
     GroupProgress& progress = groups[GroupKey{unit.row.run_id, unit.row.group_key}];
-    progress.done_units += unit.row.state == store::UnitState::kDone ? 1 : 0;
-    progress.any_open = progress.any_open || store::IsOpen(unit.row.state);
+    progress.done_units += unit.row.state == db::UnitState::kDone ? 1 : 0;
+    progress.any_open = progress.any_open || db::IsOpen(unit.row.state);
   }
   for (const auto& [group, progress] : groups) {
     if (progress.any_open) continue;

@@ -87,7 +87,7 @@ void AddTensorParallelGpus(matrices::Matrix& matrix) {
 
 // Why `session` cannot take units of a `runner` matrix with `req` ("" when it can).
 std::string Unmet(const std::string& runner, const matrices::Requirements& req,
-                  const store::SessionRow& session) {
+                  const db::SessionRow& session) {
   const auto& features = session.features;
   if (!HasFeature(features, runner)) return absl::StrCat("no ", runner, " runner");
   for (const auto& f : req.features) {
@@ -121,11 +121,11 @@ Clock& SystemClock() {
   return clock;
 }
 
-SchedulerImpl::SchedulerImpl(store::Store* store, const Clock* clock, SchedulerOptions options)
+SchedulerImpl::SchedulerImpl(db::Store* store, const Clock* clock, SchedulerOptions options)
     : store_(store), clock_(clock), options_(options) {}
 
 std::map<int64_t, std::vector<stats::Observation>> ObservationsByCell(
-    const std::vector<store::Observation>& observations) {
+    const std::vector<db::Observation>& observations) {
   std::map<std::string, int64_t> session_index;
   std::map<int64_t, std::vector<stats::Observation>> by_cell;
   for (const auto& o : observations) {
@@ -137,15 +137,14 @@ std::map<int64_t, std::vector<stats::Observation>> ObservationsByCell(
   return by_cell;
 }
 
-absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(store::Store* store,
-                                                             const Clock* clock,
+absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(db::Store* store, const Clock* clock,
                                                              SchedulerOptions options) {
   auto scheduler = std::make_unique<SchedulerImpl>(store, clock, options);
   RETURN_IF_ERROR(scheduler->Load());
   return scheduler;
 }
 
-void SchedulerImpl::AddRunLocked(const store::RunRow& run) {
+void SchedulerImpl::AddRunLocked(const db::RunRow& run) {
   OpenRun state;
   state.row = run;
   // Written by this coordinator's store from a parsed matrix; a row that does not read back
@@ -161,21 +160,21 @@ void SchedulerImpl::AddRunLocked(const store::RunRow& run) {
 }
 
 absl::Status SchedulerImpl::Load() {
-  ASSIGN_OR_RETURN(store::SchedulingSnapshot snapshot, store_->LoadSchedulingState());
+  ASSIGN_OR_RETURN(db::SchedulingSnapshot snapshot, store_->LoadSchedulingState());
   MutexLock lock(&mu_);
   const int64_t now = clock_->NowMs();
   for (const auto& run : snapshot.open_runs) AddRunLocked(run);
   for (auto& unit : snapshot.units) {
     auto run = runs_.find(unit.run_id);
     if (run == runs_.end()) continue;
-    if (unit.state == store::UnitState::kQueued) run->second.queued.insert(unit.id);
-    if (store::IsOpen(unit.state)) run->second.open_units++;
+    if (unit.state == db::UnitState::kQueued) run->second.queued.insert(unit.id);
+    if (db::IsOpen(unit.state)) run->second.open_units++;
     units_[unit.id] = UnitEntry{std::move(unit)};
   }
   for (auto& session : snapshot.sessions) {
     SessionEntry state;
     state.last_seen_ms = session.last_seen_at;
-    state.lost = session.state == store::SessionState::kLost;
+    state.lost = session.state == db::SessionState::kLost;
     state.row = std::move(session);
     sessions_[state.row.id] = std::move(state);
   }
@@ -187,7 +186,7 @@ absl::Status SchedulerImpl::Load() {
     if (auto s = sessions_.find(attempt.session_id); s != sessions_.end()) {
       group_hosts_[group].insert(s->second.row.machine_id);
     }
-    if (attempt.state == store::AttemptState::kLeased) {
+    if (attempt.state == db::AttemptState::kLeased) {
       // The agent may still be working: give it a full lease from now to check in.
       AddLiveLocked(attempt.id,
                     LiveAttempt{attempt.unit_id, attempt.session_id, now + options_.lease_ms});
@@ -244,7 +243,7 @@ absl::StatusOr<SubmitResult> SchedulerImpl::Submit(const std::string& yaml,
   AddTensorParallelGpus(matrix);
   ASSIGN_OR_RETURN(int64_t run_id, store_->CreateRun(yaml, matrix, expansion, clock_->NowMs()));
   // Pick the new run's rows back up from the store so memory and disk agree on ids.
-  ASSIGN_OR_RETURN(store::SchedulingSnapshot snapshot, store_->LoadSchedulingState());
+  ASSIGN_OR_RETURN(db::SchedulingSnapshot snapshot, store_->LoadSchedulingState());
   {
     MutexLock lock(&mu_);
     for (const auto& run : snapshot.open_runs) {
@@ -264,12 +263,12 @@ absl::StatusOr<SubmitResult> SchedulerImpl::Submit(const std::string& yaml,
                       SubmitWarning(matrix)};
 }
 
-absl::Status SchedulerImpl::RegisterSession(const store::SessionRow& session) {
+absl::Status SchedulerImpl::RegisterSession(const db::SessionRow& session) {
   if (session.id.empty()) return absl::InvalidArgumentError("session_id is empty");
-  store::SessionRow row = session;
+  db::SessionRow row = session;
   row.started_at = clock_->NowMs();
   row.last_seen_at = row.started_at;
-  row.state = store::SessionState::kActive;
+  row.state = db::SessionState::kActive;
   RETURN_IF_ERROR(store_->UpsertSession(row));
   {
     MutexLock lock(&mu_);
@@ -299,7 +298,7 @@ bool SchedulerImpl::Matches(const OpenRun& run, const SessionEntry& session) con
   return Unmet(run.row.runner, run.requirements, session.row).empty();
 }
 
-store::MetricCheck SchedulerImpl::MetricCheck() const {
+db::MetricCheck SchedulerImpl::MetricCheck() const {
   const runner::RunnerSchemas* schemas = &runners();
   return [schemas](const std::string& runner, const std::string& metric, const std::string& unit,
                    double value) -> std::string {
@@ -327,7 +326,7 @@ std::string SchedulerImpl::UnmetLocked(const std::string& runner,
   int connected = 0;
   std::map<std::string, int> reasons;  // reason -> sessions failing for it
   for (const auto& [id, session] : sessions_) {
-    if (session.lost || session.row.state != store::SessionState::kActive) continue;
+    if (session.lost || session.row.state != db::SessionState::kActive) continue;
     ++connected;
     const std::string why = Unmet(runner, requirements, session.row);
     if (why.empty()) return "";
@@ -372,7 +371,7 @@ std::string SchedulerImpl::SubmitWarning(const matrices::Matrix& matrix) const {
   // last replicates waiting until more join.
   int matching = 0;
   for (const auto& [id, session] : sessions_) {
-    if (session.lost || session.row.state != store::SessionState::kActive) continue;
+    if (session.lost || session.row.state != db::SessionState::kActive) continue;
     if (Unmet(matrix.runner, matrix.requirements, session.row).empty()) ++matching;
   }
   const int sessions = matrix.replicates.sessions;
@@ -396,7 +395,7 @@ std::string SchedulerImpl::WhyWaiting(int64_t run_id) const {
   // has not measured it (distinct sessions per cell): can any of them take a queued unit?
   std::vector<const std::string*> candidates;
   for (const auto& [id, session] : sessions_) {
-    if (session.lost || session.row.state != store::SessionState::kActive) continue;
+    if (session.lost || session.row.state != db::SessionState::kActive) continue;
     if (Matches(run, session)) candidates.push_back(&id);
   }
   std::map<GroupKey, int> queued_per_group;
@@ -504,7 +503,7 @@ std::vector<absl::StatusOr<std::optional<Lease>>> SchedulerImpl::LeaseBatchLocke
     auto cells = store_->LoadCells(unit.row.cell_ids);
     const int64_t attempt_id = (*attempt_ids)[k];
     run.queued.erase(unit_id);
-    unit.row.state = store::UnitState::kLeased;
+    unit.row.state = db::UnitState::kLeased;
     const GroupKey group{unit.row.run_id, unit.row.group_key};
     group_sessions_[group].insert(session_id);
     group_hosts_[group].insert(sessions_.at(session_id).row.machine_id);
@@ -598,9 +597,9 @@ absl::StatusOr<std::vector<int64_t>> SchedulerImpl::Heartbeat(
   return stop;
 }
 
-absl::StatusOr<store::ReportOutcome> SchedulerImpl::Report(
-    const std::string& session_id, const std::vector<store::MeasurementIn>& measurements,
-    const std::vector<store::EvidenceIn>& evidence) {
+absl::StatusOr<db::ReportOutcome> SchedulerImpl::Report(
+    const std::string& session_id, const std::vector<db::MeasurementIn>& measurements,
+    const std::vector<db::EvidenceIn>& evidence) {
   std::vector<int64_t> live;
   {
     MutexLock lock(&mu_);
@@ -617,15 +616,15 @@ absl::StatusOr<store::ReportOutcome> SchedulerImpl::Report(
   return store_->Report(session_id, measurements, evidence, live, MetricCheck(), clock_->NowMs());
 }
 
-std::vector<absl::StatusOr<store::ReportOutcome>> SchedulerImpl::ReportBatch(
-    std::vector<store::ReportIn> reports) {
-  std::vector<absl::StatusOr<store::ReportOutcome>> results(reports.size());
-  std::vector<store::ReportIn> known;
+std::vector<absl::StatusOr<db::ReportOutcome>> SchedulerImpl::ReportBatch(
+    std::vector<db::ReportIn> reports) {
+  std::vector<absl::StatusOr<db::ReportOutcome>> results(reports.size());
+  std::vector<db::ReportIn> known;
   std::vector<size_t> known_index;
   {
     MutexLock lock(&mu_);
     for (size_t i = 0; i < reports.size(); ++i) {
-      store::ReportIn& report = reports[i];
+      db::ReportIn& report = reports[i];
       if (!sessions_.count(report.session_id)) {
         results[i] = absl::NotFoundError(absl::StrCat("unknown session ", report.session_id));
         continue;
@@ -655,7 +654,7 @@ std::vector<absl::StatusOr<FinishResult>> SchedulerImpl::FinishBatch(
   {
     MutexLock lock(&mu_);
     // Successful ends are written together; their effects on memory follow the commit.
-    std::vector<store::Store::AttemptDone> done;
+    std::vector<db::Store::AttemptDone> done;
     std::vector<size_t> done_index;
     std::set<int64_t> seen;
     for (size_t i = 0; i < finishes.size(); ++i) {
@@ -701,7 +700,7 @@ std::vector<absl::StatusOr<FinishResult>> SchedulerImpl::FinishBatch(
       }
       if (f.outcome == AttemptOutcome::kFailed) {
         absl::Status s = EndUnsuccessfulLocked(
-            f.attempt_id, store::AttemptState::kFailed,
+            f.attempt_id, db::AttemptState::kFailed,
             f.failure_reason.empty() ? "runner failed" : f.failure_reason, FailureCount::kCounts);
         if (s.ok()) {
           results[i] = FinishResult{true, "failure recorded"};
@@ -745,7 +744,7 @@ std::vector<absl::StatusOr<FinishResult>> SchedulerImpl::FinishBatch(
         continue;
       }
       done.push_back(
-          store::Store::AttemptDone{f.attempt_id, unit_id, units_.at(unit_id).row.attempts});
+          db::Store::AttemptDone{f.attempt_id, unit_id, units_.at(unit_id).row.attempts});
       done_index.push_back(i);
     }
     if (!done.empty()) {
@@ -758,7 +757,7 @@ std::vector<absl::StatusOr<FinishResult>> SchedulerImpl::FinishBatch(
       auto it = live_.find(done[k].attempt_id);
       UnitEntry& unit = units_.at(done[k].unit_id);
       EraseLiveLocked(it);
-      unit.row.state = store::UnitState::kDone;
+      unit.row.state = db::UnitState::kDone;
       absl::Status s = MaybeExtendGroupLocked(unit.row.run_id, unit.row.group_key);
       if (s.ok()) s = LocateAfterUnitLocked(unit.row.run_id, unit.row.cell_ids);
       if (s.ok()) s = UnitTerminalLocked(unit.row.run_id);
@@ -774,7 +773,7 @@ std::vector<absl::StatusOr<FinishResult>> SchedulerImpl::FinishBatch(
 }
 
 absl::Status SchedulerImpl::EndUnsuccessfulLocked(int64_t attempt_id,
-                                                  store::AttemptState attempt_state,
+                                                  db::AttemptState attempt_state,
                                                   const std::string& reason,
                                                   FailureCount failure_count) {
   auto it = live_.find(attempt_id);
@@ -784,8 +783,7 @@ absl::Status SchedulerImpl::EndUnsuccessfulLocked(int64_t attempt_id,
   OpenRun& run = runs_.at(unit.row.run_id);
   const int failures = unit.row.attempts + (failure_count == FailureCount::kCounts ? 1 : 0);
   const bool give_up = failures >= run.row.max_attempts;
-  const store::UnitState unit_state =
-      give_up ? store::UnitState::kFailed : store::UnitState::kQueued;
+  const db::UnitState unit_state = give_up ? db::UnitState::kFailed : db::UnitState::kQueued;
   const std::string unit_reason =
       give_up ? absl::StrCat(reason, " (after ", failures, " attempts)") : reason;
   RETURN_IF_ERROR(store_->EndAttempt(attempt_id, attempt_state, unit_reason, attempt.unit_id,
@@ -819,13 +817,13 @@ absl::Status SchedulerImpl::EndUnsuccessfulLocked(int64_t attempt_id,
 void SchedulerImpl::QueueNewUnitLocked(int64_t unit_id, int64_t run_id,
                                        const std::string& group_key, int replicate, uint64_t seed,
                                        const std::vector<int64_t>& cell_ids) {
-  store::UnitRow row;
+  db::UnitRow row;
   row.id = unit_id;
   row.run_id = run_id;
   row.replicate = replicate;
   row.group_key = group_key;
   row.seed = seed;
-  row.state = store::UnitState::kQueued;
+  row.state = db::UnitState::kQueued;
   row.cell_ids = cell_ids;
   OpenRun& run = runs_.at(run_id);
   run.queued.insert(unit_id);
@@ -858,7 +856,7 @@ absl::Status SchedulerImpl::UnitTerminalLocked(int64_t run_id) {
 absl::Status SchedulerImpl::CompleteRunLocked(int64_t run_id) {
   auto run = runs_.find(run_id);
   if (run == runs_.end()) return absl::OkStatus();
-  RETURN_IF_ERROR(store_->SetRunState(run_id, store::RunState::kDone, clock_->NowMs()));
+  RETURN_IF_ERROR(store_->SetRunState(run_id, db::RunState::kDone, clock_->NowMs()));
   // The run is finished: drop its units from memory.
   for (auto it = units_.begin(); it != units_.end();) {
     it = it->second.row.run_id == run_id ? units_.erase(it) : std::next(it);
@@ -882,14 +880,14 @@ absl::Status SchedulerImpl::Release(const std::string& session_id, const std::st
     }
     for (int64_t id : mine) {
       RETURN_IF_ERROR(EndUnsuccessfulLocked(
-          id, store::AttemptState::kFailed,
+          id, db::AttemptState::kFailed,
           absl::StrCat("released by agent: ", reason.empty() ? "stopping" : reason),
           FailureCount::kDoesNotCount));
     }
     if (auto s = sessions_.find(session_id); s != sessions_.end()) {
       // A touch queued before the release must not mark the session active again.
       touched_.erase(session_id);
-      RETURN_IF_ERROR(store_->SetSessionState(session_id, store::SessionState::kGone));
+      RETURN_IF_ERROR(store_->SetSessionState(session_id, db::SessionState::kGone));
       sessions_.erase(s);
     }
   }
@@ -929,7 +927,7 @@ absl::Status SchedulerImpl::Tick() {
     }
     for (const auto& [id, session] : expired) {
       RETURN_IF_ERROR(
-          EndUnsuccessfulLocked(id, store::AttemptState::kExpired,
+          EndUnsuccessfulLocked(id, db::AttemptState::kExpired,
                                 absl::StrCat("lease expired: session ", session.substr(0, 8),
                                              " silent for ", options_.lease_ms / 1000.0, " s"),
                                 FailureCount::kCounts));
@@ -938,7 +936,7 @@ absl::Status SchedulerImpl::Tick() {
     for (auto& [id, session] : sessions_) {
       if (!session.lost && now - session.last_seen_ms > options_.session_lost_ms) {
         session.lost = true;
-        RETURN_IF_ERROR(store_->SetSessionState(id, store::SessionState::kLost));
+        RETURN_IF_ERROR(store_->SetSessionState(id, db::SessionState::kLost));
       }
     }
     touched.assign(touched_.begin(), touched_.end());

@@ -27,11 +27,11 @@ namespace ladder::coordinator {
 // The store's observations as ladder::stats takes them, by cell: sessions numbered in order of
 // first appearance.
 std::map<int64_t, std::vector<stats::Observation>> ObservationsByCell(
-    const std::vector<store::Observation>& observations);
+    const std::vector<db::Observation>& observations);
 
 class SchedulerImpl final : public Scheduler {
  public:
-  SchedulerImpl(store::Store* store, const Clock* clock, SchedulerOptions options);
+  SchedulerImpl(db::Store* store, const Clock* clock, SchedulerOptions options);
   // Loads the scheduling state from the store (Create's second half).
   absl::Status Load() ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -39,7 +39,7 @@ class SchedulerImpl final : public Scheduler {
                                         int64_t max_cells) const override;
   absl::StatusOr<SubmitResult> Submit(const std::string& yaml, const std::string& filename,
                                       int64_t max_cells) override ABSL_LOCKS_EXCLUDED(mu_);
-  absl::Status RegisterSession(const store::SessionRow& session) override ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status RegisterSession(const db::SessionRow& session) override ABSL_LOCKS_EXCLUDED(mu_);
   bool KnowsSession(const std::string& session_id) const override ABSL_LOCKS_EXCLUDED(mu_);
   int LiveAttemptsOf(const std::string& session_id) const override ABSL_LOCKS_EXCLUDED(mu_);
   std::string WhyWaiting(int64_t run_id) const override ABSL_LOCKS_EXCLUDED(mu_);
@@ -63,11 +63,12 @@ class SchedulerImpl final : public Scheduler {
   absl::StatusOr<std::vector<int64_t>> Heartbeat(const std::string& session_id,
                                                  const std::vector<int64_t>& attempt_ids) override
       ABSL_LOCKS_EXCLUDED(mu_);
-  absl::StatusOr<store::ReportOutcome> Report(
-      const std::string& session_id, const std::vector<store::MeasurementIn>& measurements,
-      const std::vector<store::EvidenceIn>& evidence) override ABSL_LOCKS_EXCLUDED(mu_);
-  std::vector<absl::StatusOr<store::ReportOutcome>> ReportBatch(
-      std::vector<store::ReportIn> reports) override ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<db::ReportOutcome> Report(const std::string& session_id,
+                                           const std::vector<db::MeasurementIn>& measurements,
+                                           const std::vector<db::EvidenceIn>& evidence) override
+      ABSL_LOCKS_EXCLUDED(mu_);
+  std::vector<absl::StatusOr<db::ReportOutcome>> ReportBatch(
+      std::vector<db::ReportIn> reports) override ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<FinishResult> Finish(const FinishIn& finish) override ABSL_LOCKS_EXCLUDED(mu_);
   std::vector<absl::StatusOr<FinishResult>> FinishBatch(
       const std::vector<FinishIn>& finishes) override ABSL_LOCKS_EXCLUDED(mu_);
@@ -82,13 +83,13 @@ class SchedulerImpl final : public Scheduler {
  private:
   // A run still open (queued or running), with what leasing needs of it.
   struct OpenRun {
-    store::RunRow row;
+    db::RunRow row;
     matrices::Requirements requirements;
     int64_t open_units = 0;    // queued or leased
     std::set<int64_t> queued;  // unit ids, in creation order
   };
   struct UnitEntry {
-    store::UnitRow row;
+    db::UnitRow row;
   };
   struct LiveAttempt {
     int64_t unit_id = 0;
@@ -96,18 +97,18 @@ class SchedulerImpl final : public Scheduler {
     int64_t deadline_ms = 0;
   };
   struct SessionEntry {
-    store::SessionRow row;
+    db::SessionRow row;
     int64_t last_seen_ms = 0;
     bool lost = false;
   };
   using GroupKey = std::pair<int64_t, std::string>;  // run id, unit group key
 
   // ---- Leasing (scheduler.cc) ----
-  void AddRunLocked(const store::RunRow& run) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void AddRunLocked(const db::RunRow& run) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool Matches(const OpenRun& run, const SessionEntry& session) const;
   const runner::RunnerSchemas& runners() const;
   // Whether a metric and unit are what the runner declares (the store's record check).
-  store::MetricCheck MetricCheck() const;
+  db::MetricCheck MetricCheck() const;
   // Submit's warning: unmet requirements, else fewer matching agents than the design's sessions.
   std::string SubmitWarning(const matrices::Matrix& matrix) const ABSL_LOCKS_EXCLUDED(mu_);
   std::string UnmetLocked(const std::string& runner,
@@ -126,7 +127,7 @@ class SchedulerImpl final : public Scheduler {
     kDoesNotCount,  // the agent released it (stopping): not the unit's fault
   };
   // Ends a live attempt that did not succeed; re-queues or fails its unit.
-  absl::Status EndUnsuccessfulLocked(int64_t attempt_id, store::AttemptState attempt_state,
+  absl::Status EndUnsuccessfulLocked(int64_t attempt_id, db::AttemptState attempt_state,
                                      const std::string& reason, FailureCount failure_count)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A unit of the run became done or failed; completes the run when it was the last open one.
@@ -163,7 +164,7 @@ class SchedulerImpl final : public Scheduler {
   // probe or a session at the probe (cells, units and the decision in one transaction) or
   // records why it stopped. Idempotent: with nothing new measured it changes nothing.
   absl::Status LocateLineLocked(int64_t run_id, const std::string& line_key,
-                                const std::vector<store::CellRecord>& run_cells)
+                                const std::vector<db::CellRecord>& run_cells)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // True when the unit group is a locate probe's (its replicates are locate's to add, not
   // precision's).
@@ -177,15 +178,15 @@ class SchedulerImpl final : public Scheduler {
   // One more paired session (replicate unit) at a probe, with its decision.
   absl::Status AddProbeSessionLocked(int64_t run_id, const std::string& group_key, int replicate,
                                      const std::vector<int64_t>& cell_ids,
-                                     const store::LocateDecisionRow& decision)
+                                     const db::LocateDecisionRow& decision)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A probe: its cells and `sessions` replicate units of them, with its decision.
   absl::Status AddProbeLocked(int64_t run_id, const std::string& group_key,
-                              const std::vector<store::NewCell>& cells, int sessions,
-                              const store::LocateDecisionRow& decision)
+                              const std::vector<db::NewCell>& cells, int sessions,
+                              const db::LocateDecisionRow& decision)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  store::Store* const store_;
+  db::Store* const store_;
   const Clock* const clock_;
   const SchedulerOptions options_;
 

@@ -163,7 +163,7 @@ namespace {
 
 // What `locate` did on each line: its decisions (adaptive_decisions, option 'locate', keyed by
 // the line) and what its probes cost. A database older than schema v4 has no locate decisions.
-absl::Status AddLocated(sqlite::Database& db, RunAnalysis& out) {
+absl::Status AddLocated(db::Database& db, RunAnalysis& out) {
   const int64_t run_id = out.info.run_id;
   auto stmt = db.Prepare(
       "SELECT group_key, decision, COALESCE(outcome, ''), reason, depth, bracket_lower, "
@@ -209,7 +209,7 @@ absl::Status AddLocated(sqlite::Database& db, RunAnalysis& out) {
     }
     located.cells = static_cast<int64_t>(cells.size());
     if (!cells.empty()) {
-      ASSIGN_OR_RETURN(sqlite::Statement units,
+      ASSIGN_OR_RETURN(db::Statement units,
                        db.Prepare(absl::StrCat(
                            "SELECT COUNT(DISTINCT unit_id) FROM unit_cells WHERE cell_id IN (",
                            absl::StrJoin(cells, ","), ")")));
@@ -223,10 +223,10 @@ absl::Status AddLocated(sqlite::Database& db, RunAnalysis& out) {
 
 }  // namespace
 
-absl::StatusOr<MeasuredCosts> MeasureLevelCosts(sqlite::Database& db, int64_t run_id) {
+absl::StatusOr<MeasuredCosts> MeasureLevelCosts(db::Database& db, int64_t run_id) {
   // The end of each (attempt, process, round): its last measurement.
   ASSIGN_OR_RETURN(
-      sqlite::Statement ends,
+      db::Statement ends,
       db.Prepare("SELECT attempt_id, process, round, MAX(measured_at) FROM valid_measurements "
                  "WHERE run_id = ?1 GROUP BY attempt_id, process, round ORDER BY attempt_id, "
                  "process, round"));
@@ -259,7 +259,7 @@ absl::StatusOr<MeasuredCosts> MeasureLevelCosts(sqlite::Database& db, int64_t ru
   // What the runners measured with their steady clocks: process starts and the time of each
   // cell measurement (one round of one cell). The engine runner's process is an engine server
   // start; the kernel runner's is a fresh draw of the data inside the agent.
-  ASSIGN_OR_RETURN(sqlite::Statement starts,
+  ASSIGN_OR_RETURN(db::Statement starts,
                    db.Prepare("SELECT kind, value FROM evidence WHERE run_id = ?1 AND stale = 0 "
                               "AND kind IN ('engine_process', 'kernel_process')"));
   starts.Bind(1, run_id);
@@ -319,7 +319,7 @@ absl::StatusOr<MeasuredCosts> MeasureLevelCosts(sqlite::Database& db, int64_t ru
   }
   // Session set-up: registration to first result, less a process start and a round.
   ASSIGN_OR_RETURN(
-      sqlite::Statement first,
+      db::Statement first,
       db.Prepare(
           "SELECT s.started_at, MIN(m.measured_at) FROM sessions s "
           "JOIN valid_measurements m ON m.session_id = s.id WHERE m.run_id = ?1 GROUP BY s.id"));
@@ -339,7 +339,7 @@ absl::StatusOr<MeasuredCosts> MeasureLevelCosts(sqlite::Database& db, int64_t ru
   return costs;
 }
 
-absl::StatusOr<RunAnalysis> AnalyzeRun(sqlite::Database& db, int64_t run_id,
+absl::StatusOr<RunAnalysis> AnalyzeRun(db::Database& db, int64_t run_id,
                                        const AnalysisOptions& options) {
   RETURN_IF_ERROR(options.Validate());
   RunAnalysis out;
@@ -348,7 +348,7 @@ absl::StatusOr<RunAnalysis> AnalyzeRun(sqlite::Database& db, int64_t run_id,
   out.threshold = options.threshold;
   {
     ASSIGN_OR_RETURN(
-        sqlite::Statement stmt,
+        db::Statement stmt,
         db.Prepare(
             "SELECT m.name, m.sha256, m.yaml, r.state, r.runner, r.metric, r.axes, r.pair_axes, "
             "r.sessions, r.processes, r.rounds FROM runs r JOIN matrices m ON m.id = r.matrix_id "
@@ -391,7 +391,7 @@ absl::StatusOr<RunAnalysis> AnalyzeRun(sqlite::Database& db, int64_t run_id,
   // Metrics present, and the unit of ours.
   {
     ASSIGN_OR_RETURN(
-        sqlite::Statement stmt,
+        db::Statement stmt,
         db.Prepare("SELECT metric, MIN(unit) FROM measurements WHERE run_id = ?1 GROUP BY metric "
                    "ORDER BY metric"));
     stmt.Bind(1, run_id);
@@ -416,7 +416,7 @@ absl::StatusOr<RunAnalysis> AnalyzeRun(sqlite::Database& db, int64_t run_id,
   std::map<int64_t, size_t> cell_index;
   {
     ASSIGN_OR_RETURN(
-        sqlite::Statement stmt,
+        db::Statement stmt,
         db.Prepare(
             "SELECT c.id, c.key, c.axes, MAX(u.state = 'failed'), "
             "GROUP_CONCAT(DISTINCT u.fail_reason) FROM cells c "
@@ -463,7 +463,7 @@ absl::StatusOr<RunAnalysis> AnalyzeRun(sqlite::Database& db, int64_t run_id,
   std::map<Index, std::pair<double, double>> clocks;            // (clock, default)
   {
     ASSIGN_OR_RETURN(
-        sqlite::Statement stmt,
+        db::Statement stmt,
         db.Prepare(
             "SELECT cell_id, session_id, process, round, metric, value FROM valid_measurements "
             "WHERE run_id = ?1 AND metric IN (?2, 'acceptance_rate', 'mean_acceptance_length', "
@@ -534,7 +534,7 @@ absl::StatusOr<RunAnalysis> AnalyzeRun(sqlite::Database& db, int64_t run_id,
   // Evidence that contradicts the request.
   {
     ASSIGN_OR_RETURN(
-        sqlite::Statement stmt,
+        db::Statement stmt,
         db.Prepare(
             "SELECT e.cell_id, e.kind, e.value FROM evidence e JOIN attempts a ON a.id = "
             "e.attempt_id "
@@ -720,10 +720,10 @@ absl::StatusOr<RunAnalysis> AnalyzeRun(sqlite::Database& db, int64_t run_id,
         per_session[r.session].second.insert(c);
       }
     }
-    ASSIGN_OR_RETURN(sqlite::Statement stmt,
+    ASSIGN_OR_RETURN(db::Statement stmt,
                      db.Prepare("SELECT hostname, state, cpu_model FROM sessions WHERE id = ?1"));
     ASSIGN_OR_RETURN(
-        sqlite::Statement gpus,
+        db::Statement gpus,
         db.Prepare(
             "SELECT name, arch, driver FROM session_gpus WHERE session_id = ?1 ORDER BY idx"));
     for (size_t s = 0; s < session_names.size(); ++s) {

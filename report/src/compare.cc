@@ -32,10 +32,9 @@ struct RunData {
 absl::StatusOr<RunData> ReadRun(const RunRef& ref, const std::string& metric_wanted,
                                 std::vector<std::string>* by) {
   RunData out;
-  sqlite::Database& db = *ref.db;
+  db::Database& db = *ref.db;
   {
-    ASSIGN_OR_RETURN(sqlite::Statement stmt,
-                     db.Prepare("SELECT metric, axes FROM runs WHERE id = ?1"));
+    ASSIGN_OR_RETURN(db::Statement stmt, db.Prepare("SELECT metric, axes FROM runs WHERE id = ?1"));
     stmt.Bind(1, ref.run_id);
     ASSIGN_OR_RETURN(bool row, stmt.Step());
     if (!row) return absl::NotFoundError(absl::StrCat(ref.label, ": no such run in ", db.path()));
@@ -49,7 +48,7 @@ absl::StatusOr<RunData> ReadRun(const RunRef& ref, const std::string& metric_wan
   }
   {
     ASSIGN_OR_RETURN(
-        sqlite::Statement stmt,
+        db::Statement stmt,
         db.Prepare("SELECT metric, MIN(unit) FROM measurements WHERE run_id = ?1 GROUP BY metric "
                    "ORDER BY metric"));
     stmt.Bind(1, ref.run_id);
@@ -67,7 +66,7 @@ absl::StatusOr<RunData> ReadRun(const RunRef& ref, const std::string& metric_wan
     }
   }
   {
-    ASSIGN_OR_RETURN(sqlite::Statement stmt,
+    ASSIGN_OR_RETURN(db::Statement stmt,
                      db.Prepare("SELECT DISTINCT s.machine_id, s.hostname FROM sessions s JOIN "
                                 "valid_measurements m ON m.session_id = s.id WHERE m.run_id = ?1"));
     stmt.Bind(1, ref.run_id);
@@ -86,7 +85,7 @@ absl::StatusOr<RunData> ReadRun(const RunRef& ref, const std::string& metric_wan
     }
   }
   ASSIGN_OR_RETURN(
-      sqlite::Statement stmt,
+      db::Statement stmt,
       db.Prepare(
           "SELECT c.id, c.key, m.session_id, m.process, m.round, m.value FROM valid_measurements m "
           "JOIN cells c ON c.id = m.cell_id WHERE m.run_id = ?1 AND m.metric = ?2 "

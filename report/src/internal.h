@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "ladder/db/sqlite.h"
 #include "ladder/report/analysis.h"
-#include "ladder/sqlite/sqlite.h"
 #include "ladder/stats/adaptive.h"
 #include "ladder/stats/interval.h"
 
@@ -49,6 +49,6 @@ CrossingFit FitCrossing(const RunAnalysis& a, const std::vector<size_t>& points,
 
 // Fills a.load (load.cc) when the run's cells carry the engine runner's load metrics; needs
 // a.cells, a.comparisons and a.lines.
-absl::Status AddLoad(sqlite::Database& db, const AnalysisOptions& options, RunAnalysis& a);
+absl::Status AddLoad(db::Database& db, const AnalysisOptions& options, RunAnalysis& a);
 
 }  // namespace ladder::report

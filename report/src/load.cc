@@ -59,10 +59,10 @@ double MeanOfSessionMeans(const std::map<std::string, Accumulator>& sessions) {
   return n > 0 ? sum / static_cast<double>(n) : LoadCell::kNaN;
 }
 
-absl::StatusOr<LoadValues> ReadLoadValues(sqlite::Database& db, int64_t run_id) {
+absl::StatusOr<LoadValues> ReadLoadValues(db::Database& db, int64_t run_id) {
   std::vector<std::string> quoted;
   for (const auto& f : kFields) quoted.push_back(absl::StrCat("'", f.metric, "'"));
-  ASSIGN_OR_RETURN(sqlite::Statement stmt,
+  ASSIGN_OR_RETURN(db::Statement stmt,
                    db.Prepare(absl::StrCat("SELECT cell_id, session_id, metric, value FROM "
                                            "valid_measurements WHERE run_id = ?1 AND metric IN (",
                                            absl::StrJoin(quoted, ", "), ")")));
@@ -152,7 +152,7 @@ bool LoadCell::DrainsTooLong() const {
   return std::isfinite(drain_share) && drain_share > kLoadDrainShareLimit;
 }
 
-absl::Status AddLoad(sqlite::Database& db, const AnalysisOptions& options, RunAnalysis& a) {
+absl::Status AddLoad(db::Database& db, const AnalysisOptions& options, RunAnalysis& a) {
   ASSIGN_OR_RETURN(const LoadValues values, ReadLoadValues(db, a.info.run_id));
   if (values.empty()) return absl::OkStatus();
   LoadAnalysis load;

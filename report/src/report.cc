@@ -571,7 +571,7 @@ void RunSections(const RunAnalysis& a, std::vector<Section>& out) {
 
 }  // namespace
 
-absl::StatusOr<Report> BuildReport(sqlite::Database& db, const std::vector<int64_t>& run_ids,
+absl::StatusOr<Report> BuildReport(db::Database& db, const std::vector<int64_t>& run_ids,
                                    const AnalysisOptions& options) {
   if (run_ids.empty()) return absl::InvalidArgumentError("report: name at least one run");
   Report report;

@@ -112,7 +112,7 @@ bool SelectorMatches(const std::vector<std::pair<std::string, std::string>>& sel
 
 class Checker {
  public:
-  Checker(sqlite::Database& db, const AnalysisOptions& options) : db_(db), options_(options) {}
+  Checker(db::Database& db, const AnalysisOptions& options) : db_(db), options_(options) {}
 
   absl::StatusOr<const RunAnalysis*> Analysis(int64_t run, const std::string& metric) {
     auto key = std::make_pair(run, metric);
@@ -292,15 +292,14 @@ class Checker {
     return stat == "crossover_lower" ? line.crossover_fit->lower : line.crossover_fit->upper;
   }
 
-  sqlite::Database& db_;
+  db::Database& db_;
   AnalysisOptions options_;
   std::map<std::pair<int64_t, std::string>, std::unique_ptr<RunAnalysis>> cache_;
 };
 
 }  // namespace
 
-absl::StatusOr<std::vector<FigureCheck>> VerifyDocument(sqlite::Database& db,
-                                                        const std::string& text,
+absl::StatusOr<std::vector<FigureCheck>> VerifyDocument(db::Database& db, const std::string& text,
                                                         const std::string& filename,
                                                         const AnalysisOptions& options) {
   RETURN_IF_ERROR(options.Validate());

@@ -8,8 +8,8 @@
 #include "ladder/agent/agent.h"
 #include "ladder/agent/cell_check.h"
 #include "ladder/coordinator/coordinator.h"
-#include "ladder/sqlite/sqlite.h"
-#include "ladder/store/query.h"
+#include "ladder/db/query.h"
+#include "ladder/db/sqlite.h"
 #include "process.h"
 
 namespace ladder::agent {
@@ -68,9 +68,9 @@ TEST(Agent, ARunnerThatLeavesTheDesignUnfilledFailsItsCellsWithTheReason) {
                                   std::chrono::seconds(60));
   // The cell fails (exit 4) at once with the reason, instead of waiting for a lease to expire.
   EXPECT_EQ(submitted.exit_code, 4) << submitted.err;
-  auto db = sqlite::Database::Open(dir.File("results.db"), sqlite::OpenMode::kReadOnly);
+  auto db = db::Database::Open(dir.File("results.db"), db::OpenMode::kReadOnly);
   ASSERT_TRUE(db.ok());
-  auto summary = store::GetRunSummary(**db, 1);
+  auto summary = db::GetRunSummary(**db, 1);
   ASSERT_TRUE(summary.ok()) << summary.status();
   EXPECT_EQ(summary->cells_failed, 1);
   ASSERT_FALSE(summary->failure_reasons.empty());

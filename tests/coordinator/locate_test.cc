@@ -10,7 +10,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "ladder/sqlite/sqlite.h"
+#include "ladder/db/sqlite.h"
 #include "scheduler_harness.h"
 
 namespace ladder::coordinator {
@@ -169,11 +169,11 @@ class KnownCurve {
 
 void CompleteOnCurve(Harness& h, KnownCurve& curve, const std::string& session,
                      const Lease& lease) {
-  std::vector<store::MeasurementIn> ms;
+  std::vector<db::MeasurementIn> ms;
   for (const auto& cell : lease.cells) {
     const auto params = nlohmann::json::parse(cell.params_json);
     for (int round = 0; round < 2; ++round) {
-      ms.push_back(store::MeasurementIn{
+      ms.push_back(db::MeasurementIn{
           "m-" + std::to_string(lease.attempt_id) + "-" + std::to_string(cell.id) + "-" +
               std::to_string(round),
           lease.attempt_id, cell.id, 0, round, "time_us",
@@ -214,7 +214,7 @@ struct DecisionRow {
 };
 
 std::vector<DecisionRow> LocateDecisions(Harness& h) {
-  auto db = sqlite::Database::Open(h.dir.File("results.db"), sqlite::OpenMode::kReadOnly);
+  auto db = db::Database::Open(h.dir.File("results.db"), db::OpenMode::kReadOnly);
   auto stmt = (*db)->Prepare(
       "SELECT group_key, decision, COALESCE(outcome, ''), reason, COALESCE(depth, -1), "
       "COALESCE(bracket_lower, -1), COALESCE(bracket_upper, -1) FROM adaptive_decisions "
@@ -228,7 +228,7 @@ std::vector<DecisionRow> LocateDecisions(Harness& h) {
 }
 
 int64_t Count(Harness& h, const std::string& sql) {
-  auto db = sqlite::Database::Open(h.dir.File("results.db"), sqlite::OpenMode::kReadOnly);
+  auto db = db::Database::Open(h.dir.File("results.db"), db::OpenMode::kReadOnly);
   auto stmt = (*db)->Prepare(sql);
   EXPECT_TRUE(stmt.ok()) << stmt.status();
   return *stmt->Step() ? stmt->Int(0) : -1;
@@ -276,7 +276,7 @@ TEST(SchedulerLocate, LocatesAKnownCrossoverWithinTheResolution) {
         << depth;
     EXPECT_EQ(static_cast<int64_t>(d.depth) % 256, 0);
   }
-  EXPECT_EQ(h.Summary(run).state, store::RunState::kDone);
+  EXPECT_EQ(h.Summary(run).state, db::RunState::kDone);
   EXPECT_EQ(Count(h, "SELECT COUNT(*) FROM units WHERE state != 'done'"), 0);
   EXPECT_EQ(Count(h, "SELECT COUNT(*) FROM units"), units);
   // Planned: 2 units; each probe: 2 units plus any added session.
@@ -304,22 +304,21 @@ TEST(SchedulerLocate, ARestartNeitherLosesNorDuplicatesAProbe) {
   CompleteOnCurve(h, curve, sessions[0], *first);
   auto second = h.LeaseNow(sessions[1]);
   ASSERT_TRUE(second);
-  std::vector<store::MeasurementIn> ms;
+  std::vector<db::MeasurementIn> ms;
   for (const auto& cell : second->cells) {
     const auto params = nlohmann::json::parse(cell.params_json);
     for (int round = 0; round < 2; ++round) {
-      ms.push_back(
-          store::MeasurementIn{"k-" + std::to_string(cell.id) + "-" + std::to_string(round),
-                               second->attempt_id, cell.id, 0, round, "time_us",
-                               curve.Value(sessions[1], params["depth"].get<int64_t>(),
-                                           params["path"].get<std::string>(), round),
-                               "us", 0});
+      ms.push_back(db::MeasurementIn{"k-" + std::to_string(cell.id) + "-" + std::to_string(round),
+                                     second->attempt_id, cell.id, 0, round, "time_us",
+                                     curve.Value(sessions[1], params["depth"].get<int64_t>(),
+                                                 params["path"].get<std::string>(), round),
+                                     "us", 0});
     }
   }
   ASSERT_TRUE(h.scheduler->Report(sessions[1], ms, {}).ok());
   ASSERT_TRUE(h.store
-                  ->EndAttempt(second->attempt_id, store::AttemptState::kDone, "", second->unit_id,
-                               store::UnitState::kDone, 0, h.clock.now)
+                  ->EndAttempt(second->attempt_id, db::AttemptState::kDone, "", second->unit_id,
+                               db::UnitState::kDone, 0, h.clock.now)
                   .ok());
   EXPECT_TRUE(LocateDecisions(h).empty());
 
@@ -350,7 +349,7 @@ TEST(SchedulerLocate, ARestartNeitherLosesNorDuplicatesAProbe) {
   EXPECT_EQ(Count(h, "SELECT COUNT(*) FROM cells"), 8 + 2 * static_cast<int64_t>(probed.size()));
   EXPECT_EQ(
       Count(h, "SELECT COUNT(*) FROM (SELECT key FROM cells GROUP BY key HAVING COUNT(*) > 1)"), 0);
-  EXPECT_EQ(h.Summary(run).state, store::RunState::kDone);
+  EXPECT_EQ(h.Summary(run).state, db::RunState::kDone);
 }
 
 TEST(SchedulerLocate, LinesOfAPlainAxisAreLocatedIndependently) {
@@ -400,7 +399,7 @@ locate: {axis: depth, resolution: 0.25 octave, min_step: 256, max_sessions: 4}
                   "JOIN cells c ON c.id = uc.cell_id WHERE "
                   "c.key != u.group_key || ',path=' || json_extract(c.axes, '$.path')"),
             0);
-  EXPECT_EQ(h.Summary(run).state, store::RunState::kDone);
+  EXPECT_EQ(h.Summary(run).state, db::RunState::kDone);
 }
 
 TEST(SchedulerLocate, PrecisionLeavesProbeGroupsToLocate) {
@@ -458,17 +457,17 @@ double TokPerS(const std::string& session, int64_t concurrency, const std::strin
 
 // Completes an engine unit on the curve above: every cell, two rounds.
 void CompleteLoadUnit(Harness& h, const std::string& session, const Lease& lease) {
-  std::vector<store::MeasurementIn> ms;
+  std::vector<db::MeasurementIn> ms;
   for (const auto& cell : lease.cells) {
     const auto params = nlohmann::json::parse(cell.params_json);
     ASSERT_TRUE(params["concurrency"].is_number_integer()) << cell.params_json;
     for (int round = 0; round < 2; ++round) {
-      ms.push_back(store::MeasurementIn{"c-" + std::to_string(lease.attempt_id) + "-" +
-                                            std::to_string(cell.id) + "-" + std::to_string(round),
-                                        lease.attempt_id, cell.id, 0, round, "decode_tok_s",
-                                        TokPerS(session, params["concurrency"].get<int64_t>(),
-                                                params["spec"].get<std::string>(), round),
-                                        "tok/s", 0});
+      ms.push_back(db::MeasurementIn{"c-" + std::to_string(lease.attempt_id) + "-" +
+                                         std::to_string(cell.id) + "-" + std::to_string(round),
+                                     lease.attempt_id, cell.id, 0, round, "decode_tok_s",
+                                     TokPerS(session, params["concurrency"].get<int64_t>(),
+                                             params["spec"].get<std::string>(), round),
+                                     "tok/s", 0});
     }
   }
   ASSERT_TRUE(h.scheduler->Report(session, ms, {}).ok());
@@ -484,7 +483,7 @@ TEST(SchedulerLocate, LocatesACrossoverInConcurrencyAtWholeRequests) {
   ASSERT_GT(run, 0);
   std::vector<std::string> sessions;
   for (int i = 0; i < 5; ++i) {
-    store::SessionRow row;
+    db::SessionRow row;
     row.id = "engine-session-" + std::to_string(i);
     row.hostname = row.machine_id = "engine-host-" + std::to_string(i);
     row.features = {"engine", "cpu"};
@@ -540,7 +539,7 @@ TEST(SchedulerLocate, LocatesACrossoverInConcurrencyAtWholeRequests) {
   EXPECT_LE(probed.size(), 4u);
   EXPECT_EQ(Count(h, "SELECT COUNT(*) FROM cells WHERE run_id = " + std::to_string(run)),
             8 + 2 * static_cast<int64_t>(probed.size()));
-  EXPECT_EQ(h.Summary(run).state, store::RunState::kDone);
+  EXPECT_EQ(h.Summary(run).state, db::RunState::kDone);
   EXPECT_EQ(Count(h, "SELECT COUNT(*) FROM units WHERE state != 'done'"), 0);
   EXPECT_EQ(Count(h, "SELECT COUNT(*) FROM units"), units);
 }

@@ -19,9 +19,9 @@
 
 #include "ladder/agent/cell_check.h"
 #include "ladder/coordinator/coordinator.h"
-#include "ladder/sqlite/sqlite.h"
-#include "ladder/store/store.h"
-#include "ladder/store/tokens.h"
+#include "ladder/db/sqlite.h"
+#include "ladder/db/store.h"
+#include "ladder/db/tokens.h"
 #include "ladder/v1/admin.grpc.pb.h"
 #include "ladder/v1/agent.grpc.pb.h"
 #include "process.h"
@@ -76,10 +76,10 @@ class Protocol : public ::testing::Test {
   void SetUp() override {
     db_path_ = dir_.File("results.db");
     {
-      auto store = store::Store::Open(db_path_);
+      auto store = db::Store::Open(db_path_);
       ASSERT_TRUE(store.ok()) << store.status();
-      auto db = sqlite::Database::Open(db_path_, sqlite::OpenMode::kReadWrite);
-      auto admin = store::CreateToken(**db, store::Role::kAdmin, "test", 0, clock_.NowMs());
+      auto db = db::Database::Open(db_path_, db::OpenMode::kReadWrite);
+      auto admin = db::CreateToken(**db, db::Role::kAdmin, "test", 0, clock_.NowMs());
       ASSERT_TRUE(admin.ok()) << admin.status();
       admin_token_ = admin->plaintext;
     }
@@ -225,7 +225,7 @@ class Protocol : public ::testing::Test {
   }
 
   int64_t QueryInt(const std::string& sql) {
-    auto db = sqlite::Database::Open(db_path_, sqlite::OpenMode::kReadOnly);
+    auto db = db::Database::Open(db_path_, db::OpenMode::kReadOnly);
     auto stmt = (*db)->Prepare(sql);
     EXPECT_TRUE(stmt.ok()) << stmt.status();
     auto row = stmt->Step();

@@ -42,7 +42,7 @@ TEST(SchedulerConcurrency, SessionsLeasingReportingAndFinishingTogetherDoEachUni
   for (int s = 0; s < kSessions; ++s) {
     sessions.emplace_back([&, s] {
       const std::string session = "session-" + std::to_string(s);
-      std::vector<store::ReportIn> reports;
+      std::vector<db::ReportIn> reports;
       std::vector<FinishIn> finishes;
       // Ends the held attempts in groups of up to three, as the report writer batches them.
       auto flush = [&] {
@@ -63,10 +63,10 @@ TEST(SchedulerConcurrency, SessionsLeasingReportingAndFinishingTogetherDoEachUni
           flush();
           continue;
         }
-        store::ReportIn report{session, {}, {}, {}};
+        db::ReportIn report{session, {}, {}, {}};
         for (const auto& cell : (*lease)->cells) {
           for (int round = 0; round < 2; ++round) {
-            report.measurements.push_back(store::MeasurementIn{
+            report.measurements.push_back(db::MeasurementIn{
                 absl::StrCat("m-", (*lease)->attempt_id, "-", cell.id, "-", round),
                 (*lease)->attempt_id, cell.id, 0, round, "time_us", 1.0 + round, "us", 0});
           }
@@ -85,8 +85,8 @@ TEST(SchedulerConcurrency, SessionsLeasingReportingAndFinishingTogetherDoEachUni
   reaper.join();
 
   EXPECT_EQ(finished, kUnits);
-  const store::RunSummary summary = h.Summary(run);
-  EXPECT_EQ(summary.state, store::RunState::kDone);
+  const db::RunSummary summary = h.Summary(run);
+  EXPECT_EQ(summary.state, db::RunState::kDone);
   EXPECT_EQ(summary.units_done, kUnits);
   EXPECT_EQ(summary.measurements, kUnits * 2 * 2);
   EXPECT_EQ(h.scheduler->live_attempts(), 0);

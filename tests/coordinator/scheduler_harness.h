@@ -10,7 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "ladder/coordinator/scheduler.h"
-#include "ladder/store/query.h"
+#include "ladder/db/query.h"
 #include "process.h"
 
 namespace ladder::coordinator::testing {
@@ -22,8 +22,9 @@ using ladder::testing::TempDir;
 // value per cell (the real schemas are tested in tests/runner and end to end).
 inline const runner::RunnerSchemas& TestSchemas() {
   static const runner::RunnerSchemas schemas({
-      runner::RunnerSchema{"kernel", {{"time_us", "us", true}, {"note_us", "us", false}}, {}},
-      runner::RunnerSchema{"engine", {{"decode_tok_s", "tok/s", true}}, {}},
+      runner::RunnerSchema{
+          "kernel", {{"time_us", "us", true, {}}, {"note_us", "us", false, {}}}, {}},
+      runner::RunnerSchema{"engine", {{"decode_tok_s", "tok/s", true, {}}}, {}},
   });
   return schemas;
 }
@@ -47,14 +48,14 @@ class FakeClock final : public Clock {
 struct Harness {
   TempDir dir;
   FakeClock clock;
-  std::unique_ptr<store::Store> store;
+  std::unique_ptr<db::Store> store;
   std::unique_ptr<Scheduler> scheduler;
   SchedulerOptions options;
 
   Harness() {
     options.lease_ms = 5000;
     options.runners = &TestSchemas();
-    store = std::move(*store::Store::Open(dir.File("results.db")));
+    store = std::move(*db::Store::Open(dir.File("results.db")));
     Restart();
   }
   void Restart() {
@@ -64,8 +65,8 @@ struct Harness {
     scheduler = std::move(*created);
   }
   void AddSession(const std::string& id, const std::string& host,
-                  std::vector<store::GpuRow> gpus = {}) {
-    store::SessionRow row;
+                  std::vector<db::GpuRow> gpus = {}) {
+    db::SessionRow row;
     row.id = id;
     row.hostname = host;
     row.machine_id = host;
@@ -85,11 +86,11 @@ struct Harness {
   }
   // Reports one measurement per cell and finishes the attempt successfully.
   void Complete(const std::string& session, const Lease& lease) {
-    std::vector<store::MeasurementIn> ms;
+    std::vector<db::MeasurementIn> ms;
     for (const auto& cell : lease.cells) {
-      ms.push_back(store::MeasurementIn{
-          "m-" + std::to_string(lease.attempt_id) + "-" + std::to_string(cell.id), lease.attempt_id,
-          cell.id, 0, 0, "time_us", 1.0, "us", 0});
+      ms.push_back(
+          db::MeasurementIn{"m-" + std::to_string(lease.attempt_id) + "-" + std::to_string(cell.id),
+                            lease.attempt_id, cell.id, 0, 0, "time_us", 1.0, "us", 0});
     }
     ASSERT_TRUE(scheduler->Report(session, ms, {}).ok());
     auto finish =
@@ -97,9 +98,9 @@ struct Harness {
     ASSERT_TRUE(finish.ok()) << finish.status();
     EXPECT_TRUE(finish->accepted) << finish->detail;
   }
-  store::RunSummary Summary(int64_t run) {
-    auto db = sqlite::Database::Open(dir.File("results.db"), sqlite::OpenMode::kReadOnly);
-    return *store::GetRunSummary(**db, run);
+  db::RunSummary Summary(int64_t run) {
+    auto db = db::Database::Open(dir.File("results.db"), db::OpenMode::kReadOnly);
+    return *db::GetRunSummary(**db, run);
   }
 };
 

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "ladder/store/query.h"
+#include "ladder/db/query.h"
 #include "process.h"
 #include "scheduler_harness.h"
 
@@ -122,7 +122,7 @@ TEST(Scheduler, ExpiredLeaseIsRequeuedAndLateWorkIsStale) {
   EXPECT_TRUE(seen.count(lease->cells[0].key));
 
   // session-a's late results are stored but stale, and its Finish is not accepted.
-  std::vector<store::MeasurementIn> late = {store::MeasurementIn{
+  std::vector<db::MeasurementIn> late = {db::MeasurementIn{
       "late-1", lease->attempt_id, lease->cells[0].id, 0, 0, "time_us", 9.0, "us", 0}};
   auto outcome = h.scheduler->Report("session-a", late, {});
   ASSERT_TRUE(outcome.ok());
@@ -174,7 +174,7 @@ TEST(Scheduler, FailedAttemptsAreRetriedThenTheCellsFail) {
     if (!any) break;
   }
   summary = h.Summary(run);
-  EXPECT_EQ(summary.state, store::RunState::kDone);
+  EXPECT_EQ(summary.state, db::RunState::kDone);
   EXPECT_EQ(summary.cells_failed, 2);
   EXPECT_EQ(summary.cells_done, 2);
 }
@@ -199,7 +199,7 @@ TEST(Scheduler, CancelStopsLeasingAndTellsAgents) {
   EXPECT_FALSE(h.LeaseNow("session-b").has_value());
   EXPECT_EQ(*h.scheduler->Heartbeat("session-a", {lease->attempt_id}),
             std::vector<int64_t>{lease->attempt_id});
-  EXPECT_EQ(h.Summary(run).state, store::RunState::kCancelled);
+  EXPECT_EQ(h.Summary(run).state, db::RunState::kCancelled);
   EXPECT_EQ(h.scheduler->Cancel(run).code(), absl::StatusCode::kFailedPrecondition);
 }
 
@@ -245,9 +245,9 @@ precision: {ratio_half_width: 5%, max_sessions: 4}
 // Completes a lease reporting `baseline` for the first cell and `treatment` for the others.
 void CompleteWith(Harness& h, const std::string& session, const Lease& lease, double baseline,
                   double treatment) {
-  std::vector<store::MeasurementIn> ms;
+  std::vector<db::MeasurementIn> ms;
   for (size_t i = 0; i < lease.cells.size(); ++i) {
-    ms.push_back(store::MeasurementIn{
+    ms.push_back(db::MeasurementIn{
         "m-" + std::to_string(lease.attempt_id) + "-" + std::to_string(i), lease.attempt_id,
         lease.cells[i].id, 0, 0, "time_us", i == 0 ? baseline : treatment, "us", 0});
   }
@@ -257,7 +257,7 @@ void CompleteWith(Harness& h, const std::string& session, const Lease& lease, do
 }
 
 std::vector<std::string> Decisions(Harness& h) {
-  auto db = sqlite::Database::Open(h.dir.File("results.db"), sqlite::OpenMode::kReadOnly);
+  auto db = db::Database::Open(h.dir.File("results.db"), db::OpenMode::kReadOnly);
   auto stmt =
       (*db)->Prepare("SELECT decision || ': ' || reason FROM adaptive_decisions ORDER BY id");
   std::vector<std::string> out;
@@ -287,7 +287,7 @@ TEST(Scheduler, PrecisionAddsPairedSessionsUntilTheBudgetIsSpent) {
   EXPECT_NE(decisions[1].find("add_session"), std::string::npos) << decisions[1];
   EXPECT_NE(decisions[2].find("stop: budget spent: 4 of max_sessions 4"), std::string::npos)
       << decisions[2];
-  EXPECT_EQ(h.Summary(run).state, store::RunState::kDone);
+  EXPECT_EQ(h.Summary(run).state, db::RunState::kDone);
   EXPECT_EQ(h.Summary(run).units_done, 4);
 }
 
@@ -305,7 +305,7 @@ TEST(Scheduler, PrecisionStopsAsSoonAsTheIntervalIsNarrow) {
   auto decisions = Decisions(h);
   ASSERT_EQ(decisions.size(), 1u);
   EXPECT_NE(decisions[0].find("stop: precision reached"), std::string::npos) << decisions[0];
-  EXPECT_EQ(h.Summary(run).state, store::RunState::kDone);
+  EXPECT_EQ(h.Summary(run).state, db::RunState::kDone);
 }
 
 TEST(Scheduler, PrecisionDecidesAfterARestartWhatTheStoppedCoordinatorDidNot) {
@@ -318,15 +318,15 @@ TEST(Scheduler, PrecisionDecidesAfterARestartWhatTheStoppedCoordinatorDidNot) {
   ASSERT_TRUE(a && b);
   CompleteWith(h, "session-a", *a, 100, 60);
   // session-b's unit ends in the store, but the coordinator "dies" before deciding.
-  std::vector<store::MeasurementIn> ms;
+  std::vector<db::MeasurementIn> ms;
   for (size_t i = 0; i < b->cells.size(); ++i) {
-    ms.push_back(store::MeasurementIn{"b-" + std::to_string(i), b->attempt_id, b->cells[i].id, 0, 0,
-                                      "time_us", i == 0 ? 100.0 : 140.0, "us", 0});
+    ms.push_back(db::MeasurementIn{"b-" + std::to_string(i), b->attempt_id, b->cells[i].id, 0, 0,
+                                   "time_us", i == 0 ? 100.0 : 140.0, "us", 0});
   }
   ASSERT_TRUE(h.scheduler->Report("session-b", ms, {}).ok());
   ASSERT_TRUE(h.store
-                  ->EndAttempt(b->attempt_id, store::AttemptState::kDone, "", b->unit_id,
-                               store::UnitState::kDone, 0, 1)
+                  ->EndAttempt(b->attempt_id, db::AttemptState::kDone, "", b->unit_id,
+                               db::UnitState::kDone, 0, 1)
                   .ok());
   EXPECT_TRUE(Decisions(h).empty());
   h.Restart();
@@ -338,7 +338,7 @@ TEST(Scheduler, PrecisionDecidesAfterARestartWhatTheStoppedCoordinatorDidNot) {
   h.Restart();
   EXPECT_EQ(Decisions(h).size(), 1u);
   EXPECT_EQ(h.Summary(run).units_queued, 1);
-  EXPECT_EQ(h.Summary(run).state, store::RunState::kRunning);
+  EXPECT_EQ(h.Summary(run).state, db::RunState::kRunning);
 }
 
 TEST(Scheduler, ARejectedMatrixStoresNothing) {
@@ -349,7 +349,7 @@ TEST(Scheduler, ARejectedMatrixStoresNothing) {
   EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(std::string(result.status().message()).find("bad.yaml:4:"), std::string::npos)
       << result.status();
-  auto db = sqlite::Database::Open(h.dir.File("results.db"), sqlite::OpenMode::kReadOnly);
+  auto db = db::Database::Open(h.dir.File("results.db"), db::OpenMode::kReadOnly);
   for (const char* table : {"matrices", "runs", "cells", "units", "unit_cells"}) {
     auto stmt = (*db)->Prepare(std::string("SELECT COUNT(*) FROM ") + table);
     ASSERT_TRUE(*stmt->Step());
@@ -364,14 +364,14 @@ TEST(Scheduler, AGpuBackendNeedsItsFeature) {
   Harness h;
   const int64_t cuda_run =
       h.Submit("name: cuda-cells\nrunner: kernel\naxes: {depth: [256]}\nfixed: {backend: cuda}\n");
-  const std::vector<store::GpuRow> h100 = {
+  const std::vector<db::GpuRow> h100 = {
       {"nvidia", "NVIDIA H100 80GB HBM3", "sm_90", "u1", "", 81559}};
   h.AddSession("cpu-build-session", "host-a", h100);
   EXPECT_FALSE(h.LeaseNow("cpu-build-session").has_value());
   EXPECT_NE(h.scheduler->WhyWaiting(cuda_run).find("feature cuda"), std::string::npos)
       << h.scheduler->WhyWaiting(cuda_run);
 
-  store::SessionRow cuda;
+  db::SessionRow cuda;
   cuda.id = "cuda-build-session";
   cuda.hostname = cuda.machine_id = "host-b";
   cuda.features = {"kernel", "cpu", "cuda"};
@@ -395,9 +395,9 @@ TEST(Scheduler, AGpuBackendNeedsItsFeature) {
   EXPECT_TRUE(h.LeaseNow("cpu-build-session").has_value());
 }
 
-store::SessionRow GpuSession(const std::string& id, const std::string& host,
-                             std::vector<std::string> gpu_names) {
-  store::SessionRow row;
+db::SessionRow GpuSession(const std::string& id, const std::string& host,
+                          std::vector<std::string> gpu_names) {
+  db::SessionRow row;
   row.id = id;
   row.hostname = row.machine_id = host;
   row.features = {"kernel", "cpu", "engine"};

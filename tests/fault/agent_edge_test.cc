@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fleet.h"
-#include "ladder/sqlite/sqlite.h"
+#include "ladder/db/sqlite.h"
 #include "ladder/v1/agent.grpc.pb.h"
 #include "process.h"
 
@@ -90,7 +90,7 @@ void PlantForeignResults(const std::string& spool_path, int count) {
   // Creates the spool's tables.
   auto status = RunCommand({LadderBinary(), "agent", "--spool", spool_path, "--spool-status"});
   ASSERT_EQ(status.exit_code, 2) << status.err;  // no spool yet: said so, nothing created
-  auto db = sqlite::Database::Open(spool_path, sqlite::OpenMode::kReadWrite);
+  auto db = db::Database::Open(spool_path, db::OpenMode::kReadWrite);
   ASSERT_TRUE(db.ok()) << db.status();
   ASSERT_TRUE((*db)
                   ->Exec(R"sql(

@@ -22,7 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fleet.h"
-#include "ladder/sqlite/sqlite.h"
+#include "ladder/db/sqlite.h"
 #include "ladder/v1/agent.grpc.pb.h"
 #include "process.h"
 
@@ -187,7 +187,7 @@ struct Decision {
 
 std::vector<Decision> LocateDecisions(const std::string& db_path) {
   std::vector<Decision> out;
-  auto db = sqlite::Database::Open(db_path, sqlite::OpenMode::kReadOnly);
+  auto db = db::Database::Open(db_path, db::OpenMode::kReadOnly);
   if (!db.ok()) return out;
   auto stmt = (*db)->Prepare(
       "SELECT decision, COALESCE(outcome, ''), reason, COALESCE(depth, -1), "

@@ -9,9 +9,9 @@
 #include <random>
 
 #include "absl/strings/str_join.h"
+#include "ladder/db/store.h"
 #include "ladder/report/report.h"
 #include "ladder/report/verify.h"
-#include "ladder/store/store.h"
 #include "process.h"
 #include "synthetic_run.h"
 
@@ -72,12 +72,12 @@ double LadderValue(const CellAxes& axes, int session, int process, int round, ui
 class AnalysisTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto store = store::Store::Open(dir_.File("results.db"));
+    auto store = db::Store::Open(dir_.File("results.db"));
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = std::move(*store);
   }
-  std::unique_ptr<sqlite::Database> Reader() {
-    auto db = sqlite::Database::Open(dir_.File("results.db"), sqlite::OpenMode::kReadOnly);
+  std::unique_ptr<db::Database> Reader() {
+    auto db = db::Database::Open(dir_.File("results.db"), db::OpenMode::kReadOnly);
     EXPECT_TRUE(db.ok()) << db.status();
     return db.ok() ? std::move(*db) : nullptr;
   }
@@ -109,7 +109,7 @@ class AnalysisTest : public ::testing::Test {
   }
 
   TempDir dir_;
-  std::unique_ptr<store::Store> store_;
+  std::unique_ptr<db::Store> store_;
 };
 
 TEST_F(AnalysisTest, PairedRatiosRecoverTheKnownRatioWithAllThreeIntervals) {

@@ -10,8 +10,8 @@
 #include <random>
 #include <string>
 
+#include "ladder/db/store.h"
 #include "ladder/report/report.h"
-#include "ladder/store/store.h"
 #include "process.h"
 #include "synthetic_run.h"
 
@@ -55,18 +55,18 @@ double Value(const CellAxes& a, int s, int p, int r, uint64_t run, double factor
 
 class CompareTest : public ::testing::Test {
  protected:
-  std::unique_ptr<store::Store> OpenStore(const std::string& name) {
-    auto store = store::Store::Open(dir_.File(name));
+  std::unique_ptr<db::Store> OpenStore(const std::string& name) {
+    auto store = db::Store::Open(dir_.File(name));
     EXPECT_TRUE(store.ok()) << store.status();
     return store.ok() ? std::move(*store) : nullptr;
   }
-  std::unique_ptr<sqlite::Database> Reader(const std::string& name) {
-    auto db = sqlite::Database::Open(dir_.File(name), sqlite::OpenMode::kReadOnly);
+  std::unique_ptr<db::Database> Reader(const std::string& name) {
+    auto db = db::Database::Open(dir_.File(name), db::OpenMode::kReadOnly);
     EXPECT_TRUE(db.ok()) << db.status();
     return db.ok() ? std::move(*db) : nullptr;
   }
   // A run whose every value is `factor` times the baseline's distribution.
-  int64_t Run(store::Store& store, uint64_t salt, double factor, const std::string& unit = "us",
+  int64_t Run(db::Store& store, uint64_t salt, double factor, const std::string& unit = "us",
               double session_sd = 0.003) {
     SyntheticOptions options;
     options.unit = unit;
@@ -75,7 +75,7 @@ class CompareTest : public ::testing::Test {
     };
     return BuildSyntheticRun(store, kCompareYaml, options);
   }
-  RunComparison Compare(sqlite::Database& db, int64_t a, int64_t b, CompareOptions options = {}) {
+  RunComparison Compare(db::Database& db, int64_t a, int64_t b, CompareOptions options = {}) {
     auto c = CompareTwoRuns({&db, a, "run A"}, {&db, b, "run B"}, options);
     EXPECT_TRUE(c.ok()) << c.status();
     return c.ok() ? *c : RunComparison{};

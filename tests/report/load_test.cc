@@ -8,9 +8,9 @@
 #include <cmath>
 #include <string>
 
+#include "ladder/db/store.h"
 #include "ladder/report/analysis.h"
 #include "ladder/report/report.h"
-#include "ladder/store/store.h"
 #include "process.h"
 #include "synthetic_run.h"
 
@@ -86,7 +86,7 @@ size_t Occurrences(const std::string& text, const std::string& needle) {
 class LoadRun : public ::testing::Test {
  protected:
   void Build(const std::string& yaml) {
-    auto store = store::Store::Open(dir_.File("results.db"));
+    auto store = db::Store::Open(dir_.File("results.db"));
     ASSERT_TRUE(store.ok()) << store.status();
     SyntheticOptions options;
     options.value = TokPerS;
@@ -95,7 +95,7 @@ class LoadRun : public ::testing::Test {
     run_ = BuildSyntheticRun(**store, yaml, options);
     ASSERT_GT(run_, 0);
     store_ = std::move(*store);
-    auto db = sqlite::Database::Open(dir_.File("results.db"), sqlite::OpenMode::kReadOnly);
+    auto db = db::Database::Open(dir_.File("results.db"), db::OpenMode::kReadOnly);
     ASSERT_TRUE(db.ok());
     db_ = std::move(*db);
   }
@@ -103,8 +103,8 @@ class LoadRun : public ::testing::Test {
 
   TempDir dir_;
   int64_t run_ = 0;
-  std::unique_ptr<store::Store> store_;
-  std::unique_ptr<sqlite::Database> db_;
+  std::unique_ptr<db::Store> store_;
+  std::unique_ptr<db::Database> db_;
 };
 
 TEST_F(LoadRun, AnalysisGroupsCellsIntoCurvesPerArm) {
@@ -289,14 +289,14 @@ TEST_F(LoadRun, OneSessionOfOneRoundDoesNotClaimNoSignChange) {
   yaml.replace(yaml.find(three), three.size(),
                "replicates: {sessions: 1, processes: 1, rounds: 1}");
   TempDir dir;
-  auto store = store::Store::Open(dir.File("results.db"));
+  auto store = db::Store::Open(dir.File("results.db"));
   ASSERT_TRUE(store.ok());
   SyntheticOptions options;
   options.value = TokPerS;
   options.unit = "tok/s";
   options.extra = LoadMetrics;
   const int64_t run = BuildSyntheticRun(**store, yaml, options);
-  auto db = sqlite::Database::Open(dir.File("results.db"), sqlite::OpenMode::kReadOnly);
+  auto db = db::Database::Open(dir.File("results.db"), db::OpenMode::kReadOnly);
   ASSERT_TRUE(db.ok());
   auto report = report::BuildReport(**db, {run});
   ASSERT_TRUE(report.ok()) << report.status();
@@ -314,7 +314,7 @@ TEST_F(LoadRun, OneSessionOfOneRoundDoesNotClaimNoSignChange) {
 
 TEST_F(LoadRun, AKernelRunHasNoLoadView) {
   TempDir dir;
-  auto store = store::Store::Open(dir.File("results.db"));
+  auto store = db::Store::Open(dir.File("results.db"));
   ASSERT_TRUE(store.ok());
   SyntheticOptions options;
   options.value = [](const CellAxes&, int s, int, int r) { return 100.0 + s + 0.1 * r; };
@@ -328,7 +328,7 @@ replicates: {sessions: 3, processes: 1, rounds: 2}
 metric: time_us
 )",
                                         options);
-  auto db = sqlite::Database::Open(dir.File("results.db"), sqlite::OpenMode::kReadOnly);
+  auto db = db::Database::Open(dir.File("results.db"), db::OpenMode::kReadOnly);
   ASSERT_TRUE(db.ok());
   auto report = report::BuildReport(**db, {run});
   ASSERT_TRUE(report.ok()) << report.status();
@@ -364,9 +364,9 @@ double LocatedTokPerS(const CellAxes& axes, int session, int, int round) {
   return axes.at("spec") == "off" ? off : off * std::pow(10.5 / c, 0.3) * jitter;
 }
 
-store::LocateDecisionRow LoadDecision(const std::string& decision, double c, double lower,
-                                      double upper, const std::string& outcome = "") {
-  store::LocateDecisionRow d;
+db::LocateDecisionRow LoadDecision(const std::string& decision, double c, double lower,
+                                   double upper, const std::string& outcome = "") {
+  db::LocateDecisionRow d;
   d.decision = decision;
   d.outcome = outcome;
   d.target = 0.25;
@@ -379,7 +379,7 @@ store::LocateDecisionRow LoadDecision(const std::string& decision, double c, dou
 
 TEST(LoadLocated, TheLocatedCrossoverIsMarkedOnTheRatioChart) {
   TempDir dir;
-  auto store = store::Store::Open(dir.File("results.db"));
+  auto store = db::Store::Open(dir.File("results.db"));
   ASSERT_TRUE(store.ok());
   SyntheticOptions options;
   options.value = LocatedTokPerS;
@@ -397,7 +397,7 @@ TEST(LoadLocated, TheLocatedCrossoverIsMarkedOnTheRatioChart) {
                         LoadDecision("stop", NAN, 10, 11, "resolved")}) {
     ASSERT_TRUE((*store)->RecordLocateDecision(run, d).ok());
   }
-  auto db = sqlite::Database::Open(dir.File("results.db"), sqlite::OpenMode::kReadOnly);
+  auto db = db::Database::Open(dir.File("results.db"), db::OpenMode::kReadOnly);
   ASSERT_TRUE(db.ok());
   auto report = report::BuildReport(**db, {run});
   ASSERT_TRUE(report.ok()) << report.status();

@@ -8,10 +8,10 @@
 #include <cstdio>
 #include <string>
 
+#include "ladder/db/store.h"
 #include "ladder/report/analysis.h"
 #include "ladder/report/report.h"
 #include "ladder/report/verify.h"
-#include "ladder/store/store.h"
 #include "process.h"
 #include "synthetic_run.h"
 
@@ -39,9 +39,9 @@ double TimeUs(const CellAxes& axes, int session, int, int round) {
   return base * (1.0 + 0.02 * session) * (1.0 + 0.001 * ((round * 7 + session) % 3 - 1));
 }
 
-store::LocateDecisionRow LocateDecision(const std::string& decision, double depth, double lower,
-                                        double upper, const std::string& outcome = "") {
-  store::LocateDecisionRow d;
+db::LocateDecisionRow LocateDecision(const std::string& decision, double depth, double lower,
+                                     double upper, const std::string& outcome = "") {
+  db::LocateDecisionRow d;
   d.line_key = "";  // one line: no axis besides depth and the pair axis
   d.decision = decision;
   d.outcome = outcome;
@@ -56,7 +56,7 @@ store::LocateDecisionRow LocateDecision(const std::string& decision, double dept
 class LocatedRun : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto store = store::Store::Open(dir_.File("results.db"));
+    auto store = db::Store::Open(dir_.File("results.db"));
     ASSERT_TRUE(store.ok()) << store.status();
     SyntheticOptions options;
     options.value = TimeUs;
@@ -67,13 +67,13 @@ class LocatedRun : public ::testing::Test {
           LocateDecision("stop", NAN, 2816, 3328, "resolved")}) {
       ASSERT_TRUE((*store)->RecordLocateDecision(run_, d).ok());
     }
-    auto db = sqlite::Database::Open(dir_.File("results.db"), sqlite::OpenMode::kReadOnly);
+    auto db = db::Database::Open(dir_.File("results.db"), db::OpenMode::kReadOnly);
     ASSERT_TRUE(db.ok());
     db_ = std::move(*db);
   }
   TempDir dir_;
   int64_t run_ = 0;
-  std::unique_ptr<sqlite::Database> db_;
+  std::unique_ptr<db::Database> db_;
 };
 
 TEST_F(LocatedRun, AnalysisCarriesTheSearchAndItsCost) {

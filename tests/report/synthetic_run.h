@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "ladder/db/store.h"
 #include "ladder/matrices/matrix.h"
-#include "ladder/store/store.h"
 
 namespace ladder::testing {
 
@@ -53,7 +53,7 @@ inline CellAxes ParseKey(const std::string& key) {
 }
 
 // Returns the run id (0 after a gtest failure).
-inline int64_t BuildSyntheticRun(store::Store& store, const std::string& yaml,
+inline int64_t BuildSyntheticRun(db::Store& store, const std::string& yaml,
                                  const SyntheticOptions& options) {
   auto matrix = matrices::ParseMatrix(yaml, "synthetic.yaml");
   EXPECT_TRUE(matrix.ok()) << matrix.status();
@@ -71,7 +71,7 @@ inline int64_t BuildSyntheticRun(store::Store& store, const std::string& yaml,
   static int uuid = 0;
   for (const auto& unit : snapshot->units) {
     if (unit.run_id != *run) continue;
-    store::SessionRow session;
+    db::SessionRow session;
     session.id = absl::StrCat("00000000-0000-4000-8000-00000000000", unit.replicate);
     session.hostname = absl::StrCat("host-", unit.replicate);
     session.machine_id = session.boot_id = session.cloud_instance_id = session.id;
@@ -92,16 +92,16 @@ inline int64_t BuildSyntheticRun(store::Store& store, const std::string& yaml,
     if (!options.fail_group.empty() && unit.group_key == options.fail_group &&
         unit.replicate == 0) {
       EXPECT_TRUE(store
-                      .EndAttempt(*attempt, store::AttemptState::kFailed,
+                      .EndAttempt(*attempt, db::AttemptState::kFailed,
                                   "synthetic failure: out of memory", unit.id,
-                                  store::UnitState::kFailed, 1, ++now)
+                                  db::UnitState::kFailed, 1, ++now)
                       .ok());
       continue;
     }
     auto cells = store.LoadCells(unit.cell_ids);
     EXPECT_TRUE(cells.ok());
-    std::vector<store::MeasurementIn> measurements;
-    std::vector<store::EvidenceIn> evidence;
+    std::vector<db::MeasurementIn> measurements;
+    std::vector<db::EvidenceIn> evidence;
     for (const auto& cell : *cells) {
       const CellAxes axes = ParseKey(cell.key);
       if (options.evidence) {
@@ -111,7 +111,7 @@ inline int64_t BuildSyntheticRun(store::Store& store, const std::string& yaml,
       }
       for (int p = 0; p < matrix->replicates.processes; ++p) {
         for (int r = 0; r < matrix->replicates.rounds; ++r) {
-          store::MeasurementIn m;
+          db::MeasurementIn m;
           m.uuid = absl::StrCat("m-", ++uuid);
           m.attempt_id = *attempt;
           m.cell_id = cell.id;
@@ -130,7 +130,7 @@ inline int64_t BuildSyntheticRun(store::Store& store, const std::string& yaml,
           measurements.push_back(m);
           if (options.extra) {
             for (const auto& x : options.extra(axes, unit.replicate, p, r)) {
-              store::MeasurementIn e = m;
+              db::MeasurementIn e = m;
               e.uuid = absl::StrCat("m-", ++uuid);
               e.metric = x.metric;
               e.unit = x.unit;
@@ -144,11 +144,11 @@ inline int64_t BuildSyntheticRun(store::Store& store, const std::string& yaml,
     auto outcome = store.Report(session.id, measurements, evidence, {*attempt}, {}, ++now);
     EXPECT_TRUE(outcome.ok()) << outcome.status();
     EXPECT_TRUE(store
-                    .EndAttempt(*attempt, store::AttemptState::kDone, "", unit.id,
-                                store::UnitState::kDone, 0, ++now)
+                    .EndAttempt(*attempt, db::AttemptState::kDone, "", unit.id,
+                                db::UnitState::kDone, 0, ++now)
                     .ok());
   }
-  EXPECT_TRUE(store.SetRunState(*run, store::RunState::kDone, ++now).ok());
+  EXPECT_TRUE(store.SetRunState(*run, db::RunState::kDone, ++now).ok());
   return *run;
 }
 

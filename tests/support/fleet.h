@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "ladder/sqlite/sqlite.h"
+#include "ladder/db/sqlite.h"
 #include "process.h"
 
 namespace ladder::testing {
@@ -26,7 +26,7 @@ inline std::unique_ptr<ChildProcess> StartAgent(const TempDir& dir, int port,
 
 // One integer from a query on the results database (opened read-only for the query).
 inline int64_t QueryInt(const std::string& db_path, const std::string& sql) {
-  auto db = sqlite::Database::Open(db_path, sqlite::OpenMode::kReadOnly);
+  auto db = db::Database::Open(db_path, db::OpenMode::kReadOnly);
   if (!db.ok()) return -1;
   auto stmt = (*db)->Prepare(sql);
   if (!stmt.ok()) return -1;
@@ -36,7 +36,7 @@ inline int64_t QueryInt(const std::string& db_path, const std::string& sql) {
 }
 
 inline std::string QueryText(const std::string& db_path, const std::string& sql) {
-  auto db = sqlite::Database::Open(db_path, sqlite::OpenMode::kReadOnly);
+  auto db = db::Database::Open(db_path, db::OpenMode::kReadOnly);
   if (!db.ok()) return "";
   auto stmt = (*db)->Prepare(sql);
   if (!stmt.ok()) return "";

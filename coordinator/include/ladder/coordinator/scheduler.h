@@ -10,7 +10,7 @@
 //     the session's host is preferred, so replicates spread over hosts where the fleet allows;
 //   - a lease lasts `lease_ms` past the last heartbeat; an expired or failed attempt re-queues
 //     its unit until `max_attempts` attempts have failed, then the unit's cells fail;
-//   - a record is stored only inside its attempt's design (store::Store::Report); a finished
+//   - a record is stored only inside its attempt's design (db::Store::Report); a finished
 //   attempt
 //     is accepted as done only when every (cell, process, round, required metric) slot of its
 //     design is filled, whatever count the agent announces.
@@ -28,9 +28,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "ladder/db/store.h"
 #include "ladder/matrices/matrix.h"
 #include "ladder/runner/schema.h"
-#include "ladder/store/store.h"
 
 namespace ladder::coordinator {
 
@@ -57,7 +57,7 @@ struct Lease {
   int64_t unit_id = 0;
   int64_t run_id = 0;
   std::string runner;
-  std::vector<store::CellRow> cells;
+  std::vector<db::CellRow> cells;
   int processes = 1;
   int rounds = 1;
   uint64_t seed = 0;
@@ -99,7 +99,7 @@ class Scheduler {
   // Loads the scheduling state from the store. Leases that were live when the previous
   // coordinator stopped stay live, with a fresh deadline, so their agents can finish them.
   // `store` and `clock` must outlive the scheduler.
-  static absl::StatusOr<std::unique_ptr<Scheduler>> Create(store::Store* store, const Clock* clock,
+  static absl::StatusOr<std::unique_ptr<Scheduler>> Create(db::Store* store, const Clock* clock,
                                                            SchedulerOptions options);
   virtual ~Scheduler() = default;
 
@@ -111,7 +111,7 @@ class Scheduler {
   virtual absl::StatusOr<SubmitResult> Submit(const std::string& yaml, const std::string& filename,
                                               int64_t max_cells) = 0;
 
-  virtual absl::Status RegisterSession(const store::SessionRow& session) = 0;
+  virtual absl::Status RegisterSession(const db::SessionRow& session) = 0;
   virtual bool KnowsSession(const std::string& session_id) const = 0;
   // Live attempts the session holds now.
   virtual int LiveAttemptsOf(const std::string& session_id) const = 0;
@@ -148,13 +148,13 @@ class Scheduler {
   virtual absl::StatusOr<std::vector<int64_t>> Heartbeat(
       const std::string& session_id, const std::vector<int64_t>& attempt_ids) = 0;
 
-  virtual absl::StatusOr<store::ReportOutcome> Report(
-      const std::string& session_id, const std::vector<store::MeasurementIn>& measurements,
-      const std::vector<store::EvidenceIn>& evidence) = 0;
+  virtual absl::StatusOr<db::ReportOutcome> Report(
+      const std::string& session_id, const std::vector<db::MeasurementIn>& measurements,
+      const std::vector<db::EvidenceIn>& evidence) = 0;
   // Several sessions' reports in one store transaction (group commit); one result per report,
   // in order. Liveness is snapshotted per report as in Report.
-  virtual std::vector<absl::StatusOr<store::ReportOutcome>> ReportBatch(
-      std::vector<store::ReportIn> reports) = 0;
+  virtual std::vector<absl::StatusOr<db::ReportOutcome>> ReportBatch(
+      std::vector<db::ReportIn> reports) = 0;
 
   // Ends an attempt. FailedPrecondition while fewer results than announced are stored.
   virtual absl::StatusOr<FinishResult> Finish(const FinishIn& finish) = 0;

@@ -31,8 +31,8 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/status/statusor.h"
+#include "ladder/db/sqlite.h"
 #include "ladder/report/load.h"
-#include "ladder/sqlite/sqlite.h"
 #include "ladder/stats/adaptive.h"
 #include "ladder/stats/compare.h"
 #include "ladder/stats/interval.h"
@@ -257,7 +257,7 @@ struct RunAnalysis {
   const CellStats* FindCell(const std::string& key) const;
 };
 
-absl::StatusOr<RunAnalysis> AnalyzeRun(sqlite::Database& db, int64_t run_id,
+absl::StatusOr<RunAnalysis> AnalyzeRun(db::Database& db, int64_t run_id,
                                        const AnalysisOptions& options = {});
 
 // The per-level costs of a run, in seconds, from its time stamps (medians over the run):
@@ -280,7 +280,7 @@ struct MeasuredCosts : stats::LevelCosts {
   std::string note;
   bool process_below_resolution = false;
 };
-absl::StatusOr<MeasuredCosts> MeasureLevelCosts(sqlite::Database& db, int64_t run_id);
+absl::StatusOr<MeasuredCosts> MeasureLevelCosts(db::Database& db, int64_t run_id);
 
 // Reproducibility of two runs: cells matched by key (runs of the same matrix sha256 match
 // exactly; otherwise cells with equal keys), compared on their mean.

@@ -24,8 +24,8 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/status/statusor.h"
+#include "ladder/db/sqlite.h"
 #include "ladder/report/analysis.h"
-#include "ladder/sqlite/sqlite.h"
 #include "ladder/stats/compare.h"
 #include "ladder/stats/interval.h"
 
@@ -45,7 +45,7 @@ struct CompareOptions {
 // Where a run is: a database and its id. `label` names it in the output ("run 3", or
 // "base.db run 3" when the runs are in different files).
 struct RunRef {
-  sqlite::Database* db = nullptr;
+  db::Database* db = nullptr;
   int64_t run_id = 0;
   std::string label;
 };

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "ladder/db/sqlite.h"
 #include "ladder/report/analysis.h"
 #include "ladder/report/compare.h"
-#include "ladder/sqlite/sqlite.h"
 
 namespace ladder::report {
 
@@ -27,7 +27,7 @@ struct Report {
 // Analyses each run and compares every pair (i < j) of runs that share measured cell keys
 // (reproducibility of the cell means, and CompareTwoRuns with options.threshold).
 // Errors: those of AnalyzeRun (unknown run, unknown metric); at least one run is required.
-absl::StatusOr<Report> BuildReport(sqlite::Database& db, const std::vector<int64_t>& run_ids,
+absl::StatusOr<Report> BuildReport(db::Database& db, const std::vector<int64_t>& run_ids,
                                    const AnalysisOptions& options = {});
 
 // A table of text cells. `row_cells` optionally names, per row, the cell key the row is about

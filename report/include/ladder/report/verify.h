@@ -26,8 +26,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "ladder/db/sqlite.h"
 #include "ladder/report/analysis.h"
-#include "ladder/sqlite/sqlite.h"
 
 namespace ladder::report {
 
@@ -45,8 +45,7 @@ struct FigureCheck {
 
 // Finds every `<!-- ladder: ... -->` mark in `text` and checks it against `db`. Returns one check
 // per mark (empty when the document has none). Errors only for invalid options.
-absl::StatusOr<std::vector<FigureCheck>> VerifyDocument(sqlite::Database& db,
-                                                        const std::string& text,
+absl::StatusOr<std::vector<FigureCheck>> VerifyDocument(db::Database& db, const std::string& text,
                                                         const std::string& filename,
                                                         const AnalysisOptions& options = {});
 

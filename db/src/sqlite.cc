@@ -1,4 +1,4 @@
-#include "ladder/sqlite/sqlite.h"
+#include "ladder/db/sqlite.h"
 
 #include <string>
 #include <unordered_map>
@@ -6,7 +6,7 @@
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 
-namespace ladder::sqlite {
+namespace ladder::db {
 namespace {
 
 absl::Status SqliteErrorStatus(std::string message, int rc) {
@@ -214,4 +214,4 @@ absl::Status Transaction::Commit() {
   return s;
 }
 
-}  // namespace ladder::sqlite
+}  // namespace ladder::db

@@ -16,7 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
-namespace ladder::sqlite {
+namespace ladder::db {
 
 enum class OpenMode { kReadWrite, kReadOnly };
 
@@ -113,4 +113,4 @@ class Transaction {
   Database* db_;
 };
 
-}  // namespace ladder::sqlite
+}  // namespace ladder::db

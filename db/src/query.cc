@@ -1,4 +1,4 @@
-#include "ladder/store/query.h"
+#include "ladder/db/query.h"
 
 #include <algorithm>
 #include <cmath>
@@ -12,7 +12,7 @@
 #include "ladder/stats/summary.h"
 #include "ladder/status_macros.h"
 
-namespace ladder::store {
+namespace ladder::db {
 namespace {
 
 nlohmann::json ParseOr(const std::string& text, nlohmann::json fallback) {
@@ -20,8 +20,8 @@ nlohmann::json ParseOr(const std::string& text, nlohmann::json fallback) {
   return parsed.is_discarded() ? fallback : parsed;
 }
 
-absl::Status RunExists(sqlite::Database& db, int64_t run_id) {
-  ASSIGN_OR_RETURN(sqlite::Statement stmt, db.Prepare("SELECT 1 FROM runs WHERE id = ?1"));
+absl::Status RunExists(db::Database& db, int64_t run_id) {
+  ASSIGN_OR_RETURN(db::Statement stmt, db.Prepare("SELECT 1 FROM runs WHERE id = ?1"));
   stmt.Bind(1, run_id);
   ASSIGN_OR_RETURN(bool row, stmt.Step());
   if (!row) {
@@ -47,12 +47,12 @@ std::string JsonScalarText(const nlohmann::json& v) {
 
 }  // namespace
 
-absl::StatusOr<RunSummary> GetRunSummary(sqlite::Database& db, int64_t run_id) {
+absl::StatusOr<RunSummary> GetRunSummary(db::Database& db, int64_t run_id) {
   RunSummary s;
   s.run_id = run_id;
   {
     ASSIGN_OR_RETURN(
-        sqlite::Statement stmt,
+        db::Statement stmt,
         db.Prepare("SELECT m.name, m.sha256, r.state, r.runner, r.metric, r.created_at, "
                    "COALESCE(r.started_at, 0), COALESCE(r.finished_at, 0) "
                    "FROM runs r JOIN matrices m ON m.id = r.matrix_id WHERE r.id = ?1"));
@@ -70,7 +70,7 @@ absl::StatusOr<RunSummary> GetRunSummary(sqlite::Database& db, int64_t run_id) {
   }
   {
     ASSIGN_OR_RETURN(
-        sqlite::Statement stmt,
+        db::Statement stmt,
         db.Prepare("SELECT state, COUNT(*) FROM units WHERE run_id = ?1 GROUP BY state"));
     stmt.Bind(1, run_id);
     while (true) {
@@ -101,7 +101,7 @@ absl::StatusOr<RunSummary> GetRunSummary(sqlite::Database& db, int64_t run_id) {
   {
     // A cell is done when every unit holding it is done, failed when any of them failed.
     ASSIGN_OR_RETURN(
-        sqlite::Statement stmt,
+        db::Statement stmt,
         db.Prepare(
             "SELECT COUNT(*), SUM(all_done), SUM(any_failed) FROM ("
             " SELECT c.id, MIN(u.state = 'done') AS all_done, MAX(u.state = 'failed') AS any_failed"
@@ -117,7 +117,7 @@ absl::StatusOr<RunSummary> GetRunSummary(sqlite::Database& db, int64_t run_id) {
     }
   }
   {
-    ASSIGN_OR_RETURN(sqlite::Statement stmt,
+    ASSIGN_OR_RETURN(db::Statement stmt,
                      db.Prepare("SELECT COUNT(*) FROM valid_measurements WHERE run_id = ?1"));
     stmt.Bind(1, run_id);
     ASSIGN_OR_RETURN(bool row, stmt.Step());
@@ -125,7 +125,7 @@ absl::StatusOr<RunSummary> GetRunSummary(sqlite::Database& db, int64_t run_id) {
   }
   {
     ASSIGN_OR_RETURN(
-        sqlite::Statement stmt,
+        db::Statement stmt,
         db.Prepare(
             "SELECT AVG(a.ended_at - a.leased_at) FROM attempts a JOIN units u ON u.id = a.unit_id "
             "WHERE u.run_id = ?1 AND a.state = 'done'"));
@@ -135,7 +135,7 @@ absl::StatusOr<RunSummary> GetRunSummary(sqlite::Database& db, int64_t run_id) {
   }
   {
     ASSIGN_OR_RETURN(
-        sqlite::Statement stmt,
+        db::Statement stmt,
         db.Prepare("SELECT DISTINCT fail_reason FROM units WHERE run_id = ?1 AND state = 'failed' "
                    "AND fail_reason IS NOT NULL LIMIT 10"));
     stmt.Bind(1, run_id);
@@ -148,9 +148,8 @@ absl::StatusOr<RunSummary> GetRunSummary(sqlite::Database& db, int64_t run_id) {
   return s;
 }
 
-absl::StatusOr<std::vector<RunSummary>> ListRuns(sqlite::Database& db, int limit) {
-  ASSIGN_OR_RETURN(sqlite::Statement stmt,
-                   db.Prepare("SELECT id FROM runs ORDER BY id DESC LIMIT ?1"));
+absl::StatusOr<std::vector<RunSummary>> ListRuns(db::Database& db, int limit) {
+  ASSIGN_OR_RETURN(db::Statement stmt, db.Prepare("SELECT id FROM runs ORDER BY id DESC LIMIT ?1"));
   stmt.Bind(1, static_cast<int64_t>(limit > 0 ? limit : 20));
   std::vector<int64_t> ids;
   while (true) {
@@ -166,9 +165,9 @@ absl::StatusOr<std::vector<RunSummary>> ListRuns(sqlite::Database& db, int limit
   return runs;
 }
 
-absl::StatusOr<std::vector<SessionSummary>> ListSessions(sqlite::Database& db) {
+absl::StatusOr<std::vector<SessionSummary>> ListSessions(db::Database& db) {
   ASSIGN_OR_RETURN(
-      sqlite::Statement stmt,
+      db::Statement stmt,
       db.Prepare(
           "SELECT s.id, s.hostname, s.state, s.started_at, s.last_seen_at, "
           "(SELECT COUNT(*) FROM attempts a WHERE a.session_id = s.id AND a.state = 'done'), "
@@ -177,11 +176,11 @@ absl::StatusOr<std::vector<SessionSummary>> ListSessions(sqlite::Database& db) {
           "s.software, s.features, s.labels, s.agent_version "
           "FROM sessions s ORDER BY s.started_at"));
   ASSIGN_OR_RETURN(
-      sqlite::Statement gpus,
+      db::Statement gpus,
       db.Prepare("SELECT vendor, name, arch, uuid, memory_mib, driver FROM session_gpus "
                  "WHERE session_id = ?1 ORDER BY idx"));
   ASSIGN_OR_RETURN(
-      sqlite::Statement links,
+      db::Statement links,
       db.Prepare("SELECT a, b, kind FROM session_gpu_links WHERE session_id = ?1 ORDER BY a, b"));
   std::vector<SessionSummary> sessions;
   while (true) {
@@ -240,7 +239,7 @@ bool ValidUtf8(const std::string& s) { return IsValidUtf8(s); }
 
 }  // namespace
 
-absl::StatusOr<QueryResult> QueryRun(sqlite::Database& db, const QueryOptions& options) {
+absl::StatusOr<QueryResult> QueryRun(db::Database& db, const QueryOptions& options) {
   if (!ValidUtf8(options.metric)) {
     return absl::InvalidArgumentError("--metric: not valid UTF-8");
   }
@@ -252,8 +251,7 @@ absl::StatusOr<QueryResult> QueryRun(sqlite::Database& db, const QueryOptions& o
   result.run_id = options.run_id;
   std::vector<std::string> axes;
   {
-    ASSIGN_OR_RETURN(sqlite::Statement stmt,
-                     db.Prepare("SELECT axes, metric FROM runs WHERE id = ?1"));
+    ASSIGN_OR_RETURN(db::Statement stmt, db.Prepare("SELECT axes, metric FROM runs WHERE id = ?1"));
     stmt.Bind(1, options.run_id);
     ASSIGN_OR_RETURN(bool row, stmt.Step());
     (void)row;
@@ -272,7 +270,7 @@ absl::StatusOr<QueryResult> QueryRun(sqlite::Database& db, const QueryOptions& o
   }
   {
     ASSIGN_OR_RETURN(
-        sqlite::Statement stmt,
+        db::Statement stmt,
         db.Prepare("SELECT DISTINCT metric FROM measurements WHERE run_id = ?1 ORDER BY metric"));
     stmt.Bind(1, options.run_id);
     std::vector<std::string> metrics;
@@ -304,7 +302,7 @@ absl::StatusOr<QueryResult> QueryRun(sqlite::Database& db, const QueryOptions& o
   std::map<std::string, int64_t> session_index;
   {
     ASSIGN_OR_RETURN(
-        sqlite::Statement stmt,
+        db::Statement stmt,
         db.Prepare("SELECT c.id, c.axes, MAX(u.state = 'failed') FROM cells c "
                    "JOIN unit_cells uc ON uc.cell_id = c.id JOIN units u ON u.id = uc.unit_id "
                    "WHERE c.run_id = ?1 GROUP BY c.id ORDER BY c.idx"));
@@ -327,7 +325,7 @@ absl::StatusOr<QueryResult> QueryRun(sqlite::Database& db, const QueryOptions& o
   }
   {
     ASSIGN_OR_RETURN(
-        sqlite::Statement stmt,
+        db::Statement stmt,
         db.Prepare(
             "SELECT cell_id, value, session_id, unit, process, round FROM valid_measurements "
             "WHERE run_id = ?1 AND metric = ?2"));
@@ -352,7 +350,7 @@ absl::StatusOr<QueryResult> QueryRun(sqlite::Database& db, const QueryOptions& o
   }
   {
     // Evidence that contradicts the request is surfaced next to the figures it affects.
-    ASSIGN_OR_RETURN(sqlite::Statement stmt,
+    ASSIGN_OR_RETURN(db::Statement stmt,
                      db.Prepare("SELECT e.cell_id, e.kind, e.value FROM evidence e JOIN attempts a "
                                 "ON a.id = e.attempt_id "
                                 "WHERE e.run_id = ?1 AND a.state = 'done' AND e.stale = 0 "
@@ -455,9 +453,9 @@ constexpr const char* kExportSql =
 
 }  // namespace
 
-absl::StatusOr<nlohmann::json> ExportRunJson(sqlite::Database& db, int64_t run_id) {
+absl::StatusOr<nlohmann::json> ExportRunJson(db::Database& db, int64_t run_id) {
   RETURN_IF_ERROR(RunExists(db, run_id));
-  ASSIGN_OR_RETURN(sqlite::Statement stmt, db.Prepare(kExportSql));
+  ASSIGN_OR_RETURN(db::Statement stmt, db.Prepare(kExportSql));
   stmt.Bind(1, run_id);
   nlohmann::json rows = nlohmann::json::array();
   while (true) {
@@ -482,9 +480,9 @@ absl::StatusOr<nlohmann::json> ExportRunJson(sqlite::Database& db, int64_t run_i
   return nlohmann::json{{"run_id", run_id}, {"measurements", rows}};
 }
 
-absl::StatusOr<std::string> ExportRunCsv(sqlite::Database& db, int64_t run_id) {
+absl::StatusOr<std::string> ExportRunCsv(db::Database& db, int64_t run_id) {
   RETURN_IF_ERROR(RunExists(db, run_id));
-  ASSIGN_OR_RETURN(sqlite::Statement stmt, db.Prepare(kExportSql));
+  ASSIGN_OR_RETURN(db::Statement stmt, db.Prepare(kExportSql));
   stmt.Bind(1, run_id);
   std::ostringstream out;
   out << "uuid,cell_id,cell,attempt_id,session_id,hostname,process,round,metric,value,unit,"
@@ -501,4 +499,4 @@ absl::StatusOr<std::string> ExportRunCsv(sqlite::Database& db, int64_t run_id) {
   return out.str();
 }
 
-}  // namespace ladder::store
+}  // namespace ladder::db

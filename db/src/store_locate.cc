@@ -4,11 +4,11 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "ladder/db/store.h"
 #include "ladder/status_macros.h"
-#include "ladder/store/store.h"
 #include "store_internal.h"
 
-namespace ladder::store {
+namespace ladder::db {
 namespace {
 
 nlohmann::json JsonOr(const std::string& text, nlohmann::json fallback) {
@@ -16,7 +16,7 @@ nlohmann::json JsonOr(const std::string& text, nlohmann::json fallback) {
   return parsed.is_discarded() ? fallback : parsed;
 }
 
-void BindOptional(sqlite::Statement& stmt, int index, double value) {
+void BindOptional(db::Statement& stmt, int index, double value) {
   if (std::isfinite(value)) {
     stmt.Bind(index, value);
   } else {
@@ -24,9 +24,9 @@ void BindOptional(sqlite::Statement& stmt, int index, double value) {
   }
 }
 
-absl::Status InsertDecision(sqlite::Database& db, int64_t run_id, const LocateDecisionRow& d) {
+absl::Status InsertDecision(db::Database& db, int64_t run_id, const LocateDecisionRow& d) {
   ASSIGN_OR_RETURN(
-      sqlite::Statement stmt,
+      db::Statement stmt,
       db.Prepare("INSERT INTO adaptive_decisions(run_id, group_key, sessions, half_width, target, "
                  "decision, "
                  "reason, decided_at, option, outcome, depth, bracket_lower, bracket_upper) "
@@ -54,10 +54,10 @@ absl::Status InsertDecision(sqlite::Database& db, int64_t run_id, const LocateDe
 
 namespace internal {
 
-absl::StatusOr<int64_t> InsertQueuedUnit(sqlite::Database& db, int64_t run_id,
+absl::StatusOr<int64_t> InsertQueuedUnit(db::Database& db, int64_t run_id,
                                          const std::string& group_key, int replicate, uint64_t seed,
                                          const std::vector<int64_t>& cell_ids) {
-  ASSIGN_OR_RETURN(sqlite::Statement unit,
+  ASSIGN_OR_RETURN(db::Statement unit,
                    db.Prepare("INSERT INTO units(run_id, idx, replicate, group_key, seed, state) "
                               "VALUES (?1, (SELECT COALESCE(MAX(idx), -1) + 1 FROM units WHERE "
                               "run_id = ?1), ?2, ?3, ?4, "
@@ -69,7 +69,7 @@ absl::StatusOr<int64_t> InsertQueuedUnit(sqlite::Database& db, int64_t run_id,
                       .Run());
   const int64_t unit_id = db.LastInsertRowId();
   ASSIGN_OR_RETURN(
-      sqlite::Statement member,
+      db::Statement member,
       db.Prepare("INSERT INTO unit_cells(unit_id, cell_id, position) VALUES (?1, ?2, ?3)"));
   for (size_t i = 0; i < cell_ids.size(); ++i) {
     member.Reset();
@@ -84,7 +84,7 @@ absl::StatusOr<int64_t> InsertQueuedUnit(sqlite::Database& db, int64_t run_id,
 absl::StatusOr<std::vector<CellRecord>> Store::RunCells(int64_t run_id) {
   MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(
-      sqlite::Statement stmt,
+      db::Statement stmt,
       db_->Prepare("SELECT id, idx, key, axes, params FROM cells WHERE run_id = ?1 ORDER BY idx"));
   stmt.Bind(1, run_id);
   std::vector<CellRecord> cells;
@@ -102,7 +102,7 @@ absl::StatusOr<std::vector<LocateDecisionRow>> Store::LocateDecisions(int64_t ru
                                                                       const std::string& line_key) {
   MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(
-      sqlite::Statement stmt,
+      db::Statement stmt,
       db_->Prepare(
           "SELECT group_key, decision, COALESCE(outcome, ''), sessions, half_width, target, depth, "
           "bracket_lower, bracket_upper, reason, decided_at FROM adaptive_decisions "
@@ -138,11 +138,11 @@ absl::StatusOr<Store::ProbeIds> Store::AddLocateProbe(int64_t run_id,
                                                       const std::vector<uint64_t>& seeds,
                                                       const LocateDecisionRow& decision) {
   MutexLock lock(&mu_);
-  sqlite::Database& db = *db_;
-  ASSIGN_OR_RETURN(sqlite::Transaction tx, sqlite::Transaction::Begin(db));
+  db::Database& db = *db_;
+  ASSIGN_OR_RETURN(db::Transaction tx, db::Transaction::Begin(db));
   ProbeIds ids;
   ASSIGN_OR_RETURN(
-      sqlite::Statement insert,
+      db::Statement insert,
       db.Prepare("INSERT INTO cells(run_id, idx, key, axes, params) VALUES (?1, "
                  "(SELECT COALESCE(MAX(idx), -1) + 1 FROM cells WHERE run_id = ?1), ?2, ?3, ?4)"));
   for (const NewCell& cell : cells) {
@@ -170,8 +170,8 @@ absl::StatusOr<int64_t> Store::AddLocateReplicate(int64_t run_id, const std::str
                                                   const std::vector<int64_t>& cell_ids,
                                                   const LocateDecisionRow& decision) {
   MutexLock lock(&mu_);
-  sqlite::Database& db = *db_;
-  ASSIGN_OR_RETURN(sqlite::Transaction tx, sqlite::Transaction::Begin(db));
+  db::Database& db = *db_;
+  ASSIGN_OR_RETURN(db::Transaction tx, db::Transaction::Begin(db));
   ASSIGN_OR_RETURN(int64_t unit_id,
                    internal::InsertQueuedUnit(db, run_id, group_key, replicate, seed, cell_ids));
   RETURN_IF_ERROR(InsertDecision(db, run_id, decision));
@@ -184,4 +184,4 @@ absl::Status Store::RecordLocateDecision(int64_t run_id, const LocateDecisionRow
   return InsertDecision(*db_, run_id, decision);
 }
 
-}  // namespace ladder::store
+}  // namespace ladder::db

@@ -1,4 +1,4 @@
-#include "ladder/store/store.h"
+#include "ladder/db/store.h"
 
 #include <openssl/evp.h>
 
@@ -11,11 +11,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "ladder/db/schema.h"
 #include "ladder/status_macros.h"
-#include "ladder/store/schema.h"
 #include "store_internal.h"
 
-namespace ladder::store {
+namespace ladder::db {
 
 std::string Sha256Hex(std::string_view data) {
   unsigned char digest[EVP_MAX_MD_SIZE];
@@ -40,11 +40,11 @@ nlohmann::json ParseJsonOr(const std::string& text, nlohmann::json fallback) {
 
 }  // namespace
 
-Store::Store(std::unique_ptr<sqlite::Database> db, std::string path)
+Store::Store(std::unique_ptr<db::Database> db, std::string path)
     : db_(std::move(db)), path_(std::move(path)) {}
 
 absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
-  ASSIGN_OR_RETURN(auto db, sqlite::Database::Open(path, sqlite::OpenMode::kReadWrite));
+  ASSIGN_OR_RETURN(auto db, db::Database::Open(path, db::OpenMode::kReadWrite));
   RETURN_IF_ERROR(Migrate(*db));
   // The writer's connection only (see docs/scaling.md): a 64 MiB page cache keeps the
   // measurement indexes' hot pages in memory as the file grows, and a checkpoint every ~40 MiB
@@ -56,7 +56,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
 
 absl::Status Store::LimitGrowthForTesting(int64_t pages) {
   MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(sqlite::Statement count, db_->Prepare("PRAGMA page_count"));
+  ASSIGN_OR_RETURN(db::Statement count, db_->Prepare("PRAGMA page_count"));
   ASSIGN_OR_RETURN(bool row, count.Step());
   const int64_t now = row ? count.Int(0) : 0;
   return db_->Exec(absl::StrCat("PRAGMA max_page_count = ", now + pages));
@@ -65,20 +65,20 @@ absl::Status Store::LimitGrowthForTesting(int64_t pages) {
 absl::StatusOr<int64_t> Store::CreateRun(const std::string& yaml, const matrices::Matrix& matrix,
                                          const matrices::Expansion& expansion, int64_t now_ms) {
   MutexLock lock(&mu_);
-  sqlite::Database& db = *db_;
-  ASSIGN_OR_RETURN(sqlite::Transaction tx, sqlite::Transaction::Begin(db));
+  db::Database& db = *db_;
+  ASSIGN_OR_RETURN(db::Transaction tx, db::Transaction::Begin(db));
 
   const std::string sha = Sha256Hex(yaml);
   {
     ASSIGN_OR_RETURN(
-        sqlite::Statement * insert,
+        db::Statement * insert,
         db.Cached("INSERT INTO matrices(sha256, name, yaml, created_at) VALUES (?1, ?2, ?3, ?4) "
                   "ON CONFLICT(sha256) DO NOTHING"));
     RETURN_IF_ERROR(insert->Bind(1, sha).Bind(2, matrix.name).Bind(3, yaml).Bind(4, now_ms).Run());
   }
   int64_t matrix_id = 0;
   {
-    ASSIGN_OR_RETURN(sqlite::Statement * select,
+    ASSIGN_OR_RETURN(db::Statement * select,
                      db.Cached("SELECT id FROM matrices WHERE sha256 = ?1"));
     select->Bind(1, sha);
     ASSIGN_OR_RETURN(bool found, select->Step());
@@ -90,7 +90,7 @@ absl::StatusOr<int64_t> Store::CreateRun(const std::string& yaml, const matrices
   for (const auto& axis : matrix.axes) axis_names.push_back(axis.name);
   {
     ASSIGN_OR_RETURN(
-        sqlite::Statement * insert,
+        db::Statement * insert,
         db.Cached(
             "INSERT INTO runs(matrix_id, state, runner, metric, max_attempts, processes, rounds, "
             "sessions, requires, axes, pair_axes, created_at, precision, locate) "
@@ -119,7 +119,7 @@ absl::StatusOr<int64_t> Store::CreateRun(const std::string& yaml, const matrices
   std::vector<int64_t> cell_ids(expansion.cells.size());
   {
     ASSIGN_OR_RETURN(
-        sqlite::Statement * insert,
+        db::Statement * insert,
         db.Cached("INSERT INTO cells(run_id, idx, key, axes, params) VALUES (?1, ?2, ?3, ?4, ?5)"));
     for (const auto& cell : expansion.cells) {
       insert->Reset();
@@ -133,11 +133,11 @@ absl::StatusOr<int64_t> Store::CreateRun(const std::string& yaml, const matrices
     }
   }
   {
-    ASSIGN_OR_RETURN(sqlite::Statement * insert_unit,
+    ASSIGN_OR_RETURN(db::Statement * insert_unit,
                      db.Cached("INSERT INTO units(run_id, idx, replicate, group_key, seed, state) "
                                "VALUES (?1, ?2, ?3, ?4, ?5, 'queued')"));
     ASSIGN_OR_RETURN(
-        sqlite::Statement * insert_member,
+        db::Statement * insert_member,
         db.Cached("INSERT INTO unit_cells(unit_id, cell_id, position) VALUES (?1, ?2, ?3)"));
     for (const auto& unit : expansion.units) {
       insert_unit->Reset();
@@ -165,11 +165,11 @@ absl::StatusOr<int64_t> Store::CreateRun(const std::string& yaml, const matrices
 
 absl::StatusOr<SchedulingSnapshot> Store::LoadSchedulingState() {
   MutexLock lock(&mu_);
-  sqlite::Database& db = *db_;
+  db::Database& db = *db_;
   SchedulingSnapshot snapshot;
   {
     ASSIGN_OR_RETURN(
-        sqlite::Statement stmt,
+        db::Statement stmt,
         db.Prepare("SELECT id, state, runner, metric, max_attempts, processes, rounds, sessions, "
                    "requires, "
                    "pair_axes, precision, locate FROM runs WHERE state IN ('queued','running') "
@@ -196,7 +196,7 @@ absl::StatusOr<SchedulingSnapshot> Store::LoadSchedulingState() {
   std::map<int64_t, size_t> unit_index;
   {
     ASSIGN_OR_RETURN(
-        sqlite::Statement stmt,
+        db::Statement stmt,
         db.Prepare(
             "SELECT u.id, u.run_id, u.idx, u.replicate, u.group_key, u.seed, u.state, u.attempts "
             "FROM units u JOIN runs r ON r.id = u.run_id "
@@ -219,7 +219,7 @@ absl::StatusOr<SchedulingSnapshot> Store::LoadSchedulingState() {
   }
   {
     ASSIGN_OR_RETURN(
-        sqlite::Statement stmt,
+        db::Statement stmt,
         db.Prepare(
             "SELECT uc.unit_id, uc.cell_id FROM unit_cells uc JOIN units u ON u.id = uc.unit_id "
             "JOIN runs r ON r.id = u.run_id WHERE r.state IN ('queued','running') "
@@ -233,7 +233,7 @@ absl::StatusOr<SchedulingSnapshot> Store::LoadSchedulingState() {
   }
   {
     ASSIGN_OR_RETURN(
-        sqlite::Statement stmt,
+        db::Statement stmt,
         db.Prepare("SELECT a.id, a.unit_id, a.session_id, a.state, a.leased_at FROM attempts a "
                    "JOIN units u ON u.id = a.unit_id JOIN runs r ON r.id = u.run_id "
                    "WHERE r.state IN ('queued','running') AND a.state IN ('leased','done') ORDER "
@@ -248,14 +248,14 @@ absl::StatusOr<SchedulingSnapshot> Store::LoadSchedulingState() {
   }
   {
     ASSIGN_OR_RETURN(
-        sqlite::Statement stmt,
+        db::Statement stmt,
         db.Prepare(
             "SELECT id, hostname, machine_id, boot_id, cloud_instance_id, cpu_model, cpu_cores, "
             "memory_mib, software, features, labels, agent_version, started_at, last_seen_at, "
             "state "
             "FROM sessions WHERE state != 'gone'"));
     ASSIGN_OR_RETURN(
-        sqlite::Statement gpus,
+        db::Statement gpus,
         db.Prepare("SELECT vendor, name, arch, uuid, memory_mib, driver FROM session_gpus "
                    "WHERE session_id = ?1 ORDER BY idx"));
     while (true) {
@@ -293,7 +293,7 @@ absl::StatusOr<SchedulingSnapshot> Store::LoadSchedulingState() {
 
 absl::StatusOr<std::vector<CellRow>> Store::LoadCells(const std::vector<int64_t>& cell_ids) {
   MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(sqlite::Statement * stmt,
+  ASSIGN_OR_RETURN(db::Statement * stmt,
                    db_->Cached("SELECT id, key, params FROM cells WHERE id = ?1"));
   std::vector<CellRow> cells;
   cells.reserve(cell_ids.size());
@@ -309,10 +309,10 @@ absl::StatusOr<std::vector<CellRow>> Store::LoadCells(const std::vector<int64_t>
 
 absl::Status Store::UpsertSession(const SessionRow& s) {
   MutexLock lock(&mu_);
-  sqlite::Database& db = *db_;
-  ASSIGN_OR_RETURN(sqlite::Transaction tx, sqlite::Transaction::Begin(db));
+  db::Database& db = *db_;
+  ASSIGN_OR_RETURN(db::Transaction tx, db::Transaction::Begin(db));
   ASSIGN_OR_RETURN(
-      sqlite::Statement * upsert,
+      db::Statement * upsert,
       db.Cached(
           "INSERT INTO sessions(id, hostname, machine_id, boot_id, cloud_instance_id, cpu_model, "
           "cpu_cores, memory_mib, software, features, labels, agent_version, started_at, "
@@ -334,7 +334,7 @@ absl::Status Store::UpsertSession(const SessionRow& s) {
       .Bind(14, s.last_seen_at)
       .Bind(15, ToString(s.state));
   RETURN_IF_ERROR(upsert->Run());
-  ASSIGN_OR_RETURN(sqlite::Statement * gpu,
+  ASSIGN_OR_RETURN(db::Statement * gpu,
                    db.Cached("INSERT OR IGNORE INTO session_gpus(session_id, idx, vendor, name, "
                              "arch, uuid, memory_mib, "
                              "driver) VALUES (?1,?2,?3,?4,?5,?6,?7,?8)"));
@@ -351,7 +351,7 @@ absl::Status Store::UpsertSession(const SessionRow& s) {
         .Bind(8, g.driver);
     RETURN_IF_ERROR(gpu->Run());
   }
-  ASSIGN_OR_RETURN(sqlite::Statement * link,
+  ASSIGN_OR_RETURN(db::Statement * link,
                    db.Cached("INSERT OR IGNORE INTO session_gpu_links(session_id, a, b, kind) "
                              "VALUES (?1,?2,?3,?4)"));
   for (const GpuLinkRow& l : s.gpu_links) {
@@ -365,9 +365,9 @@ absl::Status Store::UpsertSession(const SessionRow& s) {
 absl::Status Store::TouchSessions(const std::vector<std::string>& session_ids, int64_t now_ms) {
   if (session_ids.empty()) return absl::OkStatus();
   MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(sqlite::Transaction tx, sqlite::Transaction::Begin(*db_));
+  ASSIGN_OR_RETURN(db::Transaction tx, db::Transaction::Begin(*db_));
   ASSIGN_OR_RETURN(
-      sqlite::Statement * touch,
+      db::Statement * touch,
       db_->Cached("UPDATE sessions SET last_seen_at = ?2, "
                   "state = CASE WHEN state = 'gone' THEN 'gone' ELSE 'active' END WHERE id = ?1"));
   for (const auto& id : session_ids) {
@@ -379,7 +379,7 @@ absl::Status Store::TouchSessions(const std::vector<std::string>& session_ids, i
 
 absl::Status Store::SetSessionState(const std::string& session_id, SessionState state) {
   MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(sqlite::Statement * stmt,
+  ASSIGN_OR_RETURN(db::Statement * stmt,
                    db_->Cached("UPDATE sessions SET state = ?2 WHERE id = ?1"));
   return stmt->Bind(1, session_id).Bind(2, ToString(state)).Run();
 }
@@ -387,7 +387,7 @@ absl::Status Store::SetSessionState(const std::string& session_id, SessionState 
 absl::StatusOr<int64_t> Store::LeaseUnit(int64_t unit_id, const std::string& session_id,
                                          int64_t now_ms) {
   MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(sqlite::Transaction tx, sqlite::Transaction::Begin(*db_));
+  ASSIGN_OR_RETURN(db::Transaction tx, db::Transaction::Begin(*db_));
   ASSIGN_OR_RETURN(int64_t attempt_id, LeaseUnitLocked(unit_id, session_id, now_ms));
   RETURN_IF_ERROR(tx.Commit());
   return attempt_id;
@@ -396,7 +396,7 @@ absl::StatusOr<int64_t> Store::LeaseUnit(int64_t unit_id, const std::string& ses
 absl::StatusOr<std::vector<int64_t>> Store::LeaseUnits(
     const std::vector<std::pair<int64_t, std::string>>& leases, int64_t now_ms) {
   MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(sqlite::Transaction tx, sqlite::Transaction::Begin(*db_));
+  ASSIGN_OR_RETURN(db::Transaction tx, db::Transaction::Begin(*db_));
   std::vector<int64_t> attempt_ids;
   attempt_ids.reserve(leases.size());
   for (const auto& [unit_id, session_id] : leases) {
@@ -409,21 +409,21 @@ absl::StatusOr<std::vector<int64_t>> Store::LeaseUnits(
 
 absl::StatusOr<int64_t> Store::LeaseUnitLocked(int64_t unit_id, const std::string& session_id,
                                                int64_t now_ms) {
-  sqlite::Database& db = *db_;
+  db::Database& db = *db_;
   ASSIGN_OR_RETURN(
-      sqlite::Statement * unit,
+      db::Statement * unit,
       db.Cached("UPDATE units SET state = 'leased' WHERE id = ?1 AND state = 'queued'"));
   RETURN_IF_ERROR(unit->Bind(1, unit_id).Run());
   if (db.Changes() != 1) {
     return absl::FailedPreconditionError(absl::StrCat("unit ", unit_id, " is not queued"));
   }
-  ASSIGN_OR_RETURN(sqlite::Statement * attempt,
+  ASSIGN_OR_RETURN(db::Statement * attempt,
                    db.Cached("INSERT INTO attempts(unit_id, session_id, state, leased_at) VALUES "
                              "(?1, ?2, 'leased', ?3)"));
   RETURN_IF_ERROR(attempt->Bind(1, unit_id).Bind(2, session_id).Bind(3, now_ms).Run());
   const int64_t attempt_id = db.LastInsertRowId();
   ASSIGN_OR_RETURN(
-      sqlite::Statement * run,
+      db::Statement * run,
       db.Cached("UPDATE runs SET state = 'running', started_at = ?2 "
                 "WHERE id = (SELECT run_id FROM units WHERE id = ?1) AND state = 'queued'"));
   RETURN_IF_ERROR(run->Bind(1, unit_id).Bind(2, now_ms).Run());
@@ -434,7 +434,7 @@ absl::Status Store::EndAttempt(int64_t attempt_id, AttemptState attempt_state,
                                const std::string& reason, int64_t unit_id, UnitState unit_state,
                                int unit_attempts, int64_t now_ms) {
   MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(sqlite::Transaction tx, sqlite::Transaction::Begin(*db_));
+  ASSIGN_OR_RETURN(db::Transaction tx, db::Transaction::Begin(*db_));
   RETURN_IF_ERROR(EndAttemptLocked(attempt_id, attempt_state, reason, unit_id, unit_state,
                                    unit_attempts, now_ms));
   return tx.Commit();
@@ -442,7 +442,7 @@ absl::Status Store::EndAttempt(int64_t attempt_id, AttemptState attempt_state,
 
 absl::Status Store::EndAttemptsDone(const std::vector<AttemptDone>& done, int64_t now_ms) {
   MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(sqlite::Transaction tx, sqlite::Transaction::Begin(*db_));
+  ASSIGN_OR_RETURN(db::Transaction tx, db::Transaction::Begin(*db_));
   for (const AttemptDone& d : done) {
     RETURN_IF_ERROR(EndAttemptLocked(d.attempt_id, AttemptState::kDone, "", d.unit_id,
                                      UnitState::kDone, d.unit_attempts, now_ms));
@@ -457,8 +457,8 @@ absl::Status Store::EndAttemptLocked(int64_t attempt_id, AttemptState attempt_st
     return absl::InvalidArgumentError(
         absl::StrCat("attempt ", attempt_id, ": an end is not leased"));
   }
-  sqlite::Database& db = *db_;
-  ASSIGN_OR_RETURN(sqlite::Statement * attempt,
+  db::Database& db = *db_;
+  ASSIGN_OR_RETURN(db::Statement * attempt,
                    db.Cached("UPDATE attempts SET state = ?2, reason = ?3, ended_at = ?4 "
                              "WHERE id = ?1 AND state = 'leased'"));
   attempt->Bind(1, attempt_id).Bind(2, ToString(attempt_state)).Bind(4, now_ms);
@@ -472,7 +472,7 @@ absl::Status Store::EndAttemptLocked(int64_t attempt_id, AttemptState attempt_st
     return absl::FailedPreconditionError(absl::StrCat("attempt ", attempt_id, " is not live"));
   }
   ASSIGN_OR_RETURN(
-      sqlite::Statement * unit,
+      db::Statement * unit,
       db.Cached("UPDATE units SET state = ?2, attempts = ?3, "
                 "fail_reason = CASE WHEN ?4 = '' THEN fail_reason ELSE ?4 END WHERE id = ?1"));
   return unit->Bind(1, unit_id)
@@ -488,7 +488,7 @@ absl::StatusOr<ReportOutcome> Store::Report(const std::string& session_id,
                                             const std::vector<int64_t>& live_attempts,
                                             const MetricCheck& check, int64_t now_ms) {
   MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(sqlite::Transaction tx, sqlite::Transaction::Begin(*db_));
+  ASSIGN_OR_RETURN(db::Transaction tx, db::Transaction::Begin(*db_));
   ASSIGN_OR_RETURN(ReportOutcome outcome,
                    ReportLocked(session_id, measurements, evidence, live_attempts, check, now_ms));
   RETURN_IF_ERROR(tx.Commit());
@@ -505,8 +505,8 @@ std::vector<absl::StatusOr<ReportOutcome>> Store::ReportBatch(const std::vector<
     return results;
   };
   MutexLock lock(&mu_);
-  sqlite::Database& db = *db_;
-  auto tx = sqlite::Transaction::Begin(db);
+  db::Database& db = *db_;
+  auto tx = db::Transaction::Begin(db);
   if (!tx.ok()) return fail_all(tx.status());
   for (const ReportIn& report : reports) {
     if (auto s = db.Exec("SAVEPOINT report"); !s.ok()) return fail_all(s);
@@ -534,9 +534,9 @@ absl::StatusOr<AttemptDesign> Store::LoadAttemptDesign(int64_t attempt_id) {
 }
 
 absl::StatusOr<AttemptDesign> Store::LoadAttemptDesignLocked(int64_t attempt_id) {
-  sqlite::Database& db = *db_;
+  db::Database& db = *db_;
   ASSIGN_OR_RETURN(
-      sqlite::Statement * lookup,
+      db::Statement * lookup,
       db.Cached("SELECT a.session_id, u.run_id, u.id, r.runner, r.processes, r.rounds "
                 "FROM attempts a JOIN units u ON u.id = a.unit_id JOIN runs r ON r.id = u.run_id "
                 "WHERE a.id = ?1"));
@@ -553,7 +553,7 @@ absl::StatusOr<AttemptDesign> Store::LoadAttemptDesignLocked(int64_t attempt_id)
   design.processes = static_cast<int>(lookup->Int(4));
   design.rounds = static_cast<int>(lookup->Int(5));
   lookup->Reset();
-  ASSIGN_OR_RETURN(sqlite::Statement * cells,
+  ASSIGN_OR_RETURN(db::Statement * cells,
                    db.Cached("SELECT cell_id FROM unit_cells WHERE unit_id = ?1"));
   cells->Reset();
   cells->Bind(1, design.unit_id);
@@ -593,7 +593,7 @@ absl::StatusOr<ReportOutcome> Store::ReportLocked(const std::string& session_id,
                                                   const std::vector<EvidenceIn>& evidence,
                                                   const std::vector<int64_t>& live_attempts,
                                                   const MetricCheck& check, int64_t now_ms) {
-  sqlite::Database& db = *db_;
+  db::Database& db = *db_;
   ReportOutcome outcome;
 
   // Resolve each named attempt once: its design, and whether it is live for the session.
@@ -662,7 +662,7 @@ absl::StatusOr<ReportOutcome> Store::ReportLocked(const std::string& session_id,
   };
 
   ASSIGN_OR_RETURN(
-      sqlite::Statement * insert,
+      db::Statement * insert,
       db.Cached(
           "INSERT INTO measurements(uuid, run_id, cell_id, attempt_id, session_id, process, round, "
           "metric, value, unit, measured_at, received_at, stale) "
@@ -670,7 +670,7 @@ absl::StatusOr<ReportOutcome> Store::ReportLocked(const std::string& session_id,
   // After an insert that did nothing: the same record again (acknowledged), or another record
   // in a filled slot or under a used uuid (refused).
   ASSIGN_OR_RETURN(
-      sqlite::Statement * by_uuid,
+      db::Statement * by_uuid,
       db.Cached("SELECT attempt_id, cell_id, process, round, metric, unit, value FROM measurements "
                 "WHERE uuid = ?1"));
   for (const auto& m : measurements) {
@@ -734,12 +734,12 @@ absl::StatusOr<ReportOutcome> Store::ReportLocked(const std::string& session_id,
     outcome.stored.push_back(m.uuid);
     if (!info->live) outcome.stale.push_back(m.uuid);
   }
-  ASSIGN_OR_RETURN(sqlite::Statement * insert_evidence,
+  ASSIGN_OR_RETURN(db::Statement * insert_evidence,
                    db.Cached("INSERT INTO evidence(uuid, run_id, cell_id, attempt_id, session_id, "
                              "process, kind, value, "
                              "recorded_at, stale) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10) ON "
                              "CONFLICT(uuid) DO NOTHING"));
-  ASSIGN_OR_RETURN(sqlite::Statement * evidence_by_uuid,
+  ASSIGN_OR_RETURN(db::Statement * evidence_by_uuid,
                    db.Cached("SELECT attempt_id, cell_id, process, kind, value FROM evidence "
                              "WHERE uuid = ?1"));
   for (const auto& e : evidence) {
@@ -806,7 +806,7 @@ absl::StatusOr<AttemptFill> Store::CountResults(int64_t attempt_id,
     in += absl::StrCat(i == 0 ? "" : ",", "?", i + 2);
   }
   if (!required_metrics.empty()) in = in.substr(2);
-  ASSIGN_OR_RETURN(sqlite::Statement * stmt,
+  ASSIGN_OR_RETURN(db::Statement * stmt,
                    db_->Cached(absl::StrCat(
                        "SELECT COUNT(*), COALESCE(SUM(metric IN (", in,
                        ")), 0), "
@@ -831,7 +831,7 @@ absl::StatusOr<AttemptFill> Store::CountResults(int64_t attempt_id,
 absl::Status Store::SetRunState(int64_t run_id, RunState state, int64_t now_ms) {
   MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(
-      sqlite::Statement * stmt,
+      db::Statement * stmt,
       db_->Cached(
           "UPDATE runs SET state = ?2, finished_at = CASE WHEN ?2 IN ('done','cancelled') THEN ?3 "
           "ELSE finished_at END WHERE id = ?1"));
@@ -841,7 +841,7 @@ absl::Status Store::SetRunState(int64_t run_id, RunState state, int64_t now_ms) 
 absl::StatusOr<int64_t> Store::AddUnit(int64_t run_id, const std::string& group_key, int replicate,
                                        uint64_t seed, const std::vector<int64_t>& cell_ids) {
   MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(sqlite::Transaction tx, sqlite::Transaction::Begin(*db_));
+  ASSIGN_OR_RETURN(db::Transaction tx, db::Transaction::Begin(*db_));
   ASSIGN_OR_RETURN(int64_t unit_id,
                    internal::InsertQueuedUnit(*db_, run_id, group_key, replicate, seed, cell_ids));
   RETURN_IF_ERROR(tx.Commit());
@@ -852,7 +852,7 @@ absl::StatusOr<std::vector<Observation>> Store::ValidObservations(
     const std::vector<int64_t>& cell_ids, const std::string& metric) {
   MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(
-      sqlite::Statement stmt,
+      db::Statement stmt,
       db_->Prepare("SELECT cell_id, session_id, process, round, value FROM valid_measurements "
                    "WHERE cell_id = ?1 AND metric = ?2"));
   std::vector<Observation> out;
@@ -873,7 +873,7 @@ absl::StatusOr<bool> Store::PrecisionDecided(int64_t run_id, const std::string& 
                                              int sessions) {
   MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(
-      sqlite::Statement stmt,
+      db::Statement stmt,
       db_->Prepare(
           "SELECT 1 FROM adaptive_decisions WHERE run_id = ?1 AND option = 'precision' AND "
           "group_key = ?2 AND sessions = ?3 LIMIT 1"));
@@ -885,7 +885,7 @@ absl::Status Store::RecordDecision(int64_t run_id, const std::string& group_key,
                                    double half_width, double target, const std::string& decision,
                                    const std::string& reason, int64_t now_ms) {
   MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(sqlite::Statement stmt,
+  ASSIGN_OR_RETURN(db::Statement stmt,
                    db_->Prepare("INSERT INTO adaptive_decisions(run_id, group_key, sessions, "
                                 "half_width, target, decision, "
                                 "reason, decided_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"));
@@ -906,22 +906,22 @@ absl::Status Store::RecordDecision(int64_t run_id, const std::string& group_key,
 
 absl::Status Store::CancelRun(int64_t run_id, int64_t now_ms) {
   MutexLock lock(&mu_);
-  sqlite::Database& db = *db_;
-  ASSIGN_OR_RETURN(sqlite::Transaction tx, sqlite::Transaction::Begin(db));
+  db::Database& db = *db_;
+  ASSIGN_OR_RETURN(db::Transaction tx, db::Transaction::Begin(db));
   ASSIGN_OR_RETURN(
-      sqlite::Statement * attempts,
+      db::Statement * attempts,
       db.Cached("UPDATE attempts SET state = 'cancelled', ended_at = ?2, reason = 'run cancelled' "
                 "WHERE state = 'leased' AND unit_id IN (SELECT id FROM units WHERE run_id = ?1)"));
   RETURN_IF_ERROR(attempts->Bind(1, run_id).Bind(2, now_ms).Run());
-  ASSIGN_OR_RETURN(sqlite::Statement * units,
+  ASSIGN_OR_RETURN(db::Statement * units,
                    db.Cached("UPDATE units SET state = 'cancelled' WHERE run_id = ?1 AND state IN "
                              "('queued','leased')"));
   RETURN_IF_ERROR(units->Bind(1, run_id).Run());
-  ASSIGN_OR_RETURN(sqlite::Statement * run,
+  ASSIGN_OR_RETURN(db::Statement * run,
                    db.Cached("UPDATE runs SET state = 'cancelled', finished_at = ?2 "
                              "WHERE id = ?1 AND state IN ('queued','running')"));
   RETURN_IF_ERROR(run->Bind(1, run_id).Bind(2, now_ms).Run());
   return tx.Commit();
 }
 
-}  // namespace ladder::store
+}  // namespace ladder::db

@@ -1,13 +1,13 @@
-#include "ladder/store/tokens.h"
+#include "ladder/db/tokens.h"
 
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 
 #include "absl/strings/str_cat.h"
+#include "ladder/db/store.h"
 #include "ladder/status_macros.h"
-#include "ladder/store/store.h"
 
-namespace ladder::store {
+namespace ladder::db {
 
 const char* RoleName(Role role) { return role == Role::kAdmin ? "admin" : "agent"; }
 
@@ -68,9 +68,8 @@ absl::StatusOr<int64_t> ParseDurationMs(const std::string& text) {
   return value * per;
 }
 
-absl::StatusOr<NewToken> CreateToken(sqlite::Database& db, Role role,
-                                     const std::string& description, int64_t expires_in_ms,
-                                     int64_t now_ms) {
+absl::StatusOr<NewToken> CreateToken(db::Database& db, Role role, const std::string& description,
+                                     int64_t expires_in_ms, int64_t now_ms) {
   if (expires_in_ms < 0) {
     return absl::InvalidArgumentError(
         "a token's lifetime must be positive (or 0 for a token that never expires)");
@@ -87,7 +86,7 @@ absl::StatusOr<NewToken> CreateToken(sqlite::Database& db, Role role,
   const std::string secret = RandomHex(24);
   token.plaintext = absl::StrCat("ladder_", token.info.id, "_", secret);
   ASSIGN_OR_RETURN(
-      sqlite::Statement stmt,
+      db::Statement stmt,
       db.Prepare("INSERT INTO tokens(id, role, secret_hash, description, created_at, expires_at) "
                  "VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
   stmt.Bind(1, token.info.id)
@@ -104,8 +103,8 @@ absl::StatusOr<NewToken> CreateToken(sqlite::Database& db, Role role,
   return token;
 }
 
-absl::StatusOr<std::vector<TokenInfo>> ListTokens(sqlite::Database& db) {
-  ASSIGN_OR_RETURN(sqlite::Statement stmt,
+absl::StatusOr<std::vector<TokenInfo>> ListTokens(db::Database& db) {
+  ASSIGN_OR_RETURN(db::Statement stmt,
                    db.Prepare("SELECT id, role, description, created_at, COALESCE(expires_at, 0), "
                               "COALESCE(revoked_at, 0) FROM tokens ORDER BY created_at"));
   std::vector<TokenInfo> out;
@@ -124,9 +123,9 @@ absl::StatusOr<std::vector<TokenInfo>> ListTokens(sqlite::Database& db) {
   return out;
 }
 
-absl::Status RevokeToken(sqlite::Database& db, const std::string& id, int64_t now_ms) {
+absl::Status RevokeToken(db::Database& db, const std::string& id, int64_t now_ms) {
   ASSIGN_OR_RETURN(
-      sqlite::Statement stmt,
+      db::Statement stmt,
       db.Prepare("UPDATE tokens SET revoked_at = ?2 WHERE id = ?1 AND revoked_at IS NULL"));
   RETURN_IF_ERROR(stmt.Bind(1, id).Bind(2, now_ms).Run());
   if (db.Changes() != 1) {
@@ -135,7 +134,7 @@ absl::Status RevokeToken(sqlite::Database& db, const std::string& id, int64_t no
   return absl::OkStatus();
 }
 
-absl::StatusOr<TokenInfo> VerifyToken(sqlite::Database& db, const std::string& plaintext,
+absl::StatusOr<TokenInfo> VerifyToken(db::Database& db, const std::string& plaintext,
                                       int64_t now_ms) {
   // ladder_<8 hex id>_<48 hex secret>
   const auto refused = absl::UnauthenticatedError("token refused (unknown, revoked or expired)");
@@ -146,7 +145,7 @@ absl::StatusOr<TokenInfo> VerifyToken(sqlite::Database& db, const std::string& p
   const std::string id = plaintext.substr(7, 8);
   const std::string secret = plaintext.substr(16);
   ASSIGN_OR_RETURN(
-      sqlite::Statement * stmt,
+      db::Statement * stmt,
       db.Cached("SELECT role, secret_hash, description, created_at, COALESCE(expires_at, 0), "
                 "COALESCE(revoked_at, 0) FROM tokens WHERE id = ?1"));
   stmt->Bind(1, id);
@@ -169,9 +168,9 @@ absl::StatusOr<TokenInfo> VerifyToken(sqlite::Database& db, const std::string& p
   return info;
 }
 
-absl::Status SetSessionCredential(sqlite::Database& db, const std::string& session_id,
+absl::Status SetSessionCredential(db::Database& db, const std::string& session_id,
                                   const SessionCredential& credential) {
-  ASSIGN_OR_RETURN(sqlite::Statement * stmt,
+  ASSIGN_OR_RETURN(db::Statement * stmt,
                    db.Cached("UPDATE sessions SET credential_hash = ?2, token_id = ?3, "
                              "registration_nonce_hash = ?4, called_in = ?5 WHERE id = ?1"));
   RETURN_IF_ERROR(stmt->Bind(1, session_id)
@@ -187,8 +186,8 @@ absl::Status SetSessionCredential(sqlite::Database& db, const std::string& sessi
 }
 
 absl::StatusOr<std::optional<SessionCredential>> LoadSessionCredential(
-    sqlite::Database& db, const std::string& session_id) {
-  ASSIGN_OR_RETURN(sqlite::Statement * stmt,
+    db::Database& db, const std::string& session_id) {
+  ASSIGN_OR_RETURN(db::Statement * stmt,
                    db.Cached("SELECT credential_hash, token_id, registration_nonce_hash, "
                              "called_in FROM sessions WHERE id = ?1"));
   stmt->Bind(1, session_id);
@@ -202,15 +201,15 @@ absl::StatusOr<std::optional<SessionCredential>> LoadSessionCredential(
   return std::optional<SessionCredential>(std::move(credential));
 }
 
-absl::Status MarkSessionCalledIn(sqlite::Database& db, const std::string& session_id) {
-  ASSIGN_OR_RETURN(sqlite::Statement * stmt,
+absl::Status MarkSessionCalledIn(db::Database& db, const std::string& session_id) {
+  ASSIGN_OR_RETURN(db::Statement * stmt,
                    db.Cached("UPDATE sessions SET called_in = 1 WHERE id = ?1"));
   return stmt->Bind(1, session_id).Run();
 }
 
-absl::StatusOr<std::optional<std::string>> SessionWithCredentialHash(sqlite::Database& db,
+absl::StatusOr<std::optional<std::string>> SessionWithCredentialHash(db::Database& db,
                                                                      const std::string& hash) {
-  ASSIGN_OR_RETURN(sqlite::Statement * stmt,
+  ASSIGN_OR_RETURN(db::Statement * stmt,
                    db.Cached("SELECT id FROM sessions WHERE credential_hash = ?1 AND "
                              "credential_hash <> '' LIMIT 1"));
   stmt->Bind(1, hash);
@@ -221,8 +220,8 @@ absl::StatusOr<std::optional<std::string>> SessionWithCredentialHash(sqlite::Dat
   return id;
 }
 
-absl::StatusOr<bool> TokenRevoked(sqlite::Database& db, const std::string& token_id) {
-  ASSIGN_OR_RETURN(sqlite::Statement * stmt,
+absl::StatusOr<bool> TokenRevoked(db::Database& db, const std::string& token_id) {
+  ASSIGN_OR_RETURN(db::Statement * stmt,
                    db.Cached("SELECT COALESCE(revoked_at, 0) FROM tokens WHERE id = ?1"));
   stmt->Bind(1, token_id);
   ASSIGN_OR_RETURN(bool row, stmt->Step());
@@ -231,4 +230,4 @@ absl::StatusOr<bool> TokenRevoked(sqlite::Database& db, const std::string& token
   return revoked;
 }
 
-}  // namespace ladder::store
+}  // namespace ladder::db

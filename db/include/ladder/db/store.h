@@ -22,11 +22,11 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "ladder/common/mutex.h"
+#include "ladder/db/sqlite.h"
+#include "ladder/db/states.h"
 #include "ladder/matrices/matrix.h"
-#include "ladder/sqlite/sqlite.h"
-#include "ladder/store/states.h"
 
-namespace ladder::store {
+namespace ladder::db {
 
 struct GpuRow {
   std::string vendor, name, arch, uuid, driver;
@@ -323,7 +323,7 @@ class Store {
   const std::string& path() const { return path_; }
 
  private:
-  Store(std::unique_ptr<sqlite::Database> db, std::string path);
+  Store(std::unique_ptr<db::Database> db, std::string path);
   absl::StatusOr<int64_t> LeaseUnitLocked(int64_t unit_id, const std::string& session_id,
                                           int64_t now_ms) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status EndAttemptLocked(int64_t attempt_id, AttemptState attempt_state,
@@ -341,10 +341,10 @@ class Store {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // ladder::Mutex (common/mutex.h): clang checks the annotations, TSan sees the lock.
   Mutex mu_;
-  std::unique_ptr<sqlite::Database> db_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<db::Database> db_ ABSL_GUARDED_BY(mu_);
   std::string path_;
 };
 
 std::string Sha256Hex(std::string_view data);
 
-}  // namespace ladder::store
+}  // namespace ladder::db

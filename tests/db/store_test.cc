@@ -1,15 +1,15 @@
-#include "ladder/store/store.h"
+#include "ladder/db/store.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <limits>
 
-#include "ladder/store/query.h"
-#include "ladder/store/schema.h"
+#include "ladder/db/query.h"
+#include "ladder/db/schema.h"
 #include "process.h"
 
-namespace ladder::store {
+namespace ladder::db {
 namespace {
 
 using ladder::testing::TempDir;
@@ -25,7 +25,7 @@ pair: [path]
 replicates: {sessions: 2, processes: 1, rounds: 2}
 )";
 
-int64_t Count(sqlite::Database& db, const std::string& table) {
+int64_t Count(db::Database& db, const std::string& table) {
   auto stmt = db.Prepare("SELECT COUNT(*) FROM " + table);
   EXPECT_TRUE(stmt.ok());
   auto row = stmt->Step();
@@ -67,7 +67,7 @@ struct Fixture {
 
 TEST(Store, MigratesAnEmptyFileToTheLatestSchema) {
   TempDir dir;
-  auto db = sqlite::Database::Open(dir.File("x.db"), sqlite::OpenMode::kReadWrite);
+  auto db = db::Database::Open(dir.File("x.db"), db::OpenMode::kReadWrite);
   ASSERT_TRUE(db.ok());
   EXPECT_EQ(*SchemaVersion(**db), 0);
   ASSERT_TRUE(Migrate(**db).ok());
@@ -84,7 +84,7 @@ TEST(Store, MigratesAnEmptyFileToTheLatestSchema) {
 TEST(Store, RefusesADatabaseFromANewerLadder) {
   TempDir dir;
   {
-    auto db = sqlite::Database::Open(dir.File("x.db"), sqlite::OpenMode::kReadWrite);
+    auto db = db::Database::Open(dir.File("x.db"), db::OpenMode::kReadWrite);
     ASSERT_TRUE((*db)->Exec("PRAGMA user_version = 999").ok());
   }
   auto store = Store::Open(dir.File("x.db"));
@@ -114,7 +114,7 @@ TEST(Store, CreateRunStoresMatrixCellsAndUnits) {
   // The same YAML submitted twice is stored once, with two runs.
   auto matrix = matrices::ParseMatrix(kMatrix, "m.yaml");
   ASSERT_TRUE(f.store->CreateRun(kMatrix, *matrix, f.expansion, 2000).ok());
-  auto db = sqlite::Database::Open(f.dir.File("results.db"), sqlite::OpenMode::kReadOnly);
+  auto db = db::Database::Open(f.dir.File("results.db"), db::OpenMode::kReadOnly);
   EXPECT_EQ(Count(**db, "matrices"), 1);
   EXPECT_EQ(Count(**db, "runs"), 2);
   EXPECT_EQ(Count(**db, "cells"), 8);
@@ -152,7 +152,7 @@ TEST(Store, RoundTripsSessionsAttemptsMeasurementsAndEvidence) {
       f.store->EndAttempt(*attempt, AttemptState::kDone, "", unit.id, UnitState::kDone, 0, 3000)
           .ok());
 
-  auto db = sqlite::Database::Open(f.dir.File("results.db"), sqlite::OpenMode::kReadOnly);
+  auto db = db::Database::Open(f.dir.File("results.db"), db::OpenMode::kReadOnly);
   auto sessions = ListSessions(**db);
   ASSERT_TRUE(sessions.ok());
   ASSERT_EQ(sessions->size(), 1u);
@@ -303,7 +303,7 @@ TEST(Store, LoadRequestsViewUnrollsTheRowsOfDoneAttempts) {
   std::vector<EvidenceIn> ev = {
       EvidenceIn{"rows-1", *attempt, unit.cell_ids[0], 0, "load_requests", rows, 2100}};
   ASSERT_TRUE(f.store->Report("session-a", {}, ev, {*attempt}, {}, 2200).ok());
-  auto db = sqlite::Database::Open(f.dir.File("results.db"), sqlite::OpenMode::kReadOnly);
+  auto db = db::Database::Open(f.dir.File("results.db"), db::OpenMode::kReadOnly);
   EXPECT_EQ(Count(**db, "load_requests"), 0);  // the attempt is not done yet
   ASSERT_TRUE(
       f.store->EndAttempt(*attempt, AttemptState::kDone, "", unit.id, UnitState::kDone, 0, 3000)
@@ -356,7 +356,7 @@ TEST(Store, LateResultsAreKeptAsStaleAndNeverCount) {
   auto outcome = f.store->Report("session-a", ms, {}, /*live_attempts=*/{}, {}, 4);
   ASSERT_TRUE(outcome.ok());
   EXPECT_EQ(outcome->stale, std::vector<std::string>{"late"});
-  auto db = sqlite::Database::Open(f.dir.File("results.db"), sqlite::OpenMode::kReadOnly);
+  auto db = db::Database::Open(f.dir.File("results.db"), db::OpenMode::kReadOnly);
   EXPECT_EQ(Count(**db, "measurements"), 1);
   EXPECT_EQ(Count(**db, "valid_measurements"), 0);
 }
@@ -396,7 +396,7 @@ TEST(Store, ReportBatchRollsBackOnlyTheReportThatFails) {
   EXPECT_EQ(results[2]->stored, std::vector<std::string>{"b3"});
   ASSERT_EQ(results[2]->refused.size(), 1u);
   EXPECT_EQ(results[2]->refused[0].uuid, "b2");
-  auto db = sqlite::Database::Open(f.dir.File("results.db"), sqlite::OpenMode::kReadOnly);
+  auto db = db::Database::Open(f.dir.File("results.db"), db::OpenMode::kReadOnly);
   auto uuids = (*db)->Prepare(
       "SELECT group_concat(uuid, ',') FROM "
       "(SELECT uuid FROM measurements ORDER BY uuid)");
@@ -426,7 +426,7 @@ TEST(Store, ReportBatchOnAFullDiskStoresNothingAndSaysSoToEveryone) {
     ASSERT_FALSE(result.ok());
     EXPECT_EQ(result.status().code(), absl::StatusCode::kResourceExhausted) << result.status();
   }
-  auto db = sqlite::Database::Open(f.dir.File("results.db"), sqlite::OpenMode::kReadOnly);
+  auto db = db::Database::Open(f.dir.File("results.db"), db::OpenMode::kReadOnly);
   EXPECT_EQ(Count(**db, "measurements"), 0);
 }
 
@@ -436,7 +436,7 @@ TEST(Store, CancelEndsLiveAttemptsAndQueuedUnits) {
   auto unit = f.store->LoadSchedulingState()->units[0];
   auto attempt = *f.store->LeaseUnit(unit.id, "session-a", 2000);
   ASSERT_TRUE(f.store->CancelRun(f.run_id, 5000).ok());
-  auto db = sqlite::Database::Open(f.dir.File("results.db"), sqlite::OpenMode::kReadOnly);
+  auto db = db::Database::Open(f.dir.File("results.db"), db::OpenMode::kReadOnly);
   auto summary = GetRunSummary(**db, f.run_id);
   EXPECT_EQ(summary->state, RunState::kCancelled);
   EXPECT_EQ(summary->units_cancelled, 4);
@@ -449,7 +449,7 @@ TEST(Store, CancelEndsLiveAttemptsAndQueuedUnits) {
 
 TEST(Query, UnknownAxisOrMetricNamesWhatExists) {
   Fixture f;
-  auto db = sqlite::Database::Open(f.dir.File("results.db"), sqlite::OpenMode::kReadOnly);
+  auto db = db::Database::Open(f.dir.File("results.db"), db::OpenMode::kReadOnly);
   auto bad_axis = QueryRun(**db, QueryOptions{f.run_id, {"dpth"}, ""});
   ASSERT_FALSE(bad_axis.ok());
   EXPECT_NE(std::string(bad_axis.status().message()).find("its axes are: depth, path"),
@@ -502,4 +502,4 @@ TEST(Store, AnAttemptCannotEndAsLeased) {
 }
 
 }  // namespace
-}  // namespace ladder::store
+}  // namespace ladder::db

@@ -8,7 +8,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace ladder::store {
+namespace ladder::db {
 
 // queued -> running (first lease) -> done | cancelled.
 enum class RunState { kQueued, kRunning, kDone, kCancelled };
@@ -40,4 +40,4 @@ inline bool IsFinished(RunState state) {
   return state == RunState::kDone || state == RunState::kCancelled;
 }
 
-}  // namespace ladder::store
+}  // namespace ladder::db

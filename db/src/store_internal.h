@@ -6,14 +6,14 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "ladder/sqlite/sqlite.h"
+#include "ladder/db/sqlite.h"
 
-namespace ladder::store::internal {
+namespace ladder::db::internal {
 
 // Inserts a queued unit (idx after the run's last unit) holding `cell_ids` in order, inside the
 // caller's transaction. Returns its id.
-absl::StatusOr<int64_t> InsertQueuedUnit(sqlite::Database& db, int64_t run_id,
+absl::StatusOr<int64_t> InsertQueuedUnit(db::Database& db, int64_t run_id,
                                          const std::string& group_key, int replicate, uint64_t seed,
                                          const std::vector<int64_t>& cell_ids);
 
-}  // namespace ladder::store::internal
+}  // namespace ladder::db::internal

@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "ladder/sqlite/sqlite.h"
+#include "ladder/db/sqlite.h"
 
-namespace ladder::store {
+namespace ladder::db {
 
 enum class Role { kAgent, kAdmin };
 const char* RoleName(Role role);
@@ -35,13 +35,12 @@ struct NewToken {
 };
 
 // `expires_in_ms` 0: never expires; negative: InvalidArgument.
-absl::StatusOr<NewToken> CreateToken(sqlite::Database& db, Role role,
-                                     const std::string& description, int64_t expires_in_ms,
-                                     int64_t now_ms);
-absl::StatusOr<std::vector<TokenInfo>> ListTokens(sqlite::Database& db);
-absl::Status RevokeToken(sqlite::Database& db, const std::string& id, int64_t now_ms);
+absl::StatusOr<NewToken> CreateToken(db::Database& db, Role role, const std::string& description,
+                                     int64_t expires_in_ms, int64_t now_ms);
+absl::StatusOr<std::vector<TokenInfo>> ListTokens(db::Database& db);
+absl::Status RevokeToken(db::Database& db, const std::string& id, int64_t now_ms);
 // Unauthenticated (never naming the secret) unless the token is known, live and unexpired.
-absl::StatusOr<TokenInfo> VerifyToken(sqlite::Database& db, const std::string& plaintext,
+absl::StatusOr<TokenInfo> VerifyToken(db::Database& db, const std::string& plaintext,
                                       int64_t now_ms);
 
 // The credential a session was issued at Register: the SHA-256 of its secret, and the id of
@@ -53,18 +52,18 @@ struct SessionCredential {
   bool called_in = false;  // the session has made a call with this credential
 };
 // NotFound when the session is not in the sessions table.
-absl::Status SetSessionCredential(sqlite::Database& db, const std::string& session_id,
+absl::Status SetSessionCredential(db::Database& db, const std::string& session_id,
                                   const SessionCredential& credential);
 // nullopt when the session is unknown or was never issued a credential.
 absl::StatusOr<std::optional<SessionCredential>> LoadSessionCredential(
-    sqlite::Database& db, const std::string& session_id);
+    db::Database& db, const std::string& session_id);
 // Marks the session as having called in with its credential (the nonce no longer reopens it).
-absl::Status MarkSessionCalledIn(sqlite::Database& db, const std::string& session_id);
+absl::Status MarkSessionCalledIn(db::Database& db, const std::string& session_id);
 // The session whose credential has this hash, or nullopt.
-absl::StatusOr<std::optional<std::string>> SessionWithCredentialHash(sqlite::Database& db,
+absl::StatusOr<std::optional<std::string>> SessionWithCredentialHash(db::Database& db,
                                                                      const std::string& hash);
 // True when the token is revoked or unknown.
-absl::StatusOr<bool> TokenRevoked(sqlite::Database& db, const std::string& token_id);
+absl::StatusOr<bool> TokenRevoked(db::Database& db, const std::string& token_id);
 
 // Random secrets and their hashes, shared with session credentials.
 std::string RandomHex(size_t bytes);
@@ -73,4 +72,4 @@ bool ConstantTimeEquals(const std::string& a, const std::string& b);
 // "7d", "12h", "30m", "90s" -> milliseconds; 0 for "" or "never".
 absl::StatusOr<int64_t> ParseDurationMs(const std::string& text);
 
-}  // namespace ladder::store
+}  // namespace ladder::db

@@ -3,15 +3,15 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "ladder/sqlite/sqlite.h"
+#include "ladder/db/sqlite.h"
 
-namespace ladder::store {
+namespace ladder::db {
 
 // The version Migrate brings a database to.
 int LatestSchemaVersion();
-absl::StatusOr<int> SchemaVersion(sqlite::Database& db);
+absl::StatusOr<int> SchemaVersion(db::Database& db);
 // Applies every missing migration, each in its own transaction. Refuses a database whose
 // version is newer than this binary knows.
-absl::Status Migrate(sqlite::Database& db);
+absl::Status Migrate(db::Database& db);
 
-}  // namespace ladder::store
+}  // namespace ladder::db

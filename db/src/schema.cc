@@ -1,4 +1,4 @@
-#include "ladder/store/schema.h"
+#include "ladder/db/schema.h"
 
 #include <string>
 #include <vector>
@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "ladder/status_macros.h"
 
-namespace ladder::store {
+namespace ladder::db {
 namespace {
 
 // Each entry moves the schema from version i to i+1. Never edit a shipped migration: append.
@@ -311,13 +311,13 @@ CREATE INDEX sessions_by_credential ON sessions(credential_hash) WHERE credentia
 
 int LatestSchemaVersion() { return static_cast<int>(Migrations().size()); }
 
-absl::StatusOr<int> SchemaVersion(sqlite::Database& db) {
-  ASSIGN_OR_RETURN(sqlite::Statement stmt, db.Prepare("PRAGMA user_version"));
+absl::StatusOr<int> SchemaVersion(db::Database& db) {
+  ASSIGN_OR_RETURN(db::Statement stmt, db.Prepare("PRAGMA user_version"));
   ASSIGN_OR_RETURN(bool has_row, stmt.Step());
   return has_row ? static_cast<int>(stmt.Int(0)) : 0;
 }
 
-absl::Status Migrate(sqlite::Database& db) {
+absl::Status Migrate(db::Database& db) {
   ASSIGN_OR_RETURN(int version, SchemaVersion(db));
   const auto& migrations = Migrations();
   if (version > static_cast<int>(migrations.size())) {
@@ -326,7 +326,7 @@ absl::Status Migrate(sqlite::Database& db) {
                                                       migrations.size(), "); upgrade ladder"));
   }
   for (int v = version; v < static_cast<int>(migrations.size()); ++v) {
-    ASSIGN_OR_RETURN(sqlite::Transaction tx, sqlite::Transaction::Begin(db));
+    ASSIGN_OR_RETURN(db::Transaction tx, db::Transaction::Begin(db));
     RETURN_IF_ERROR(db.Exec(migrations[v]));
     RETURN_IF_ERROR(db.Exec(absl::StrCat("PRAGMA user_version = ", v + 1)));
     RETURN_IF_ERROR(tx.Commit());
@@ -334,4 +334,4 @@ absl::Status Migrate(sqlite::Database& db) {
   return absl::OkStatus();
 }
 
-}  // namespace ladder::store
+}  // namespace ladder::db

@@ -14,10 +14,10 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/status/statusor.h"
-#include "ladder/sqlite/sqlite.h"
-#include "ladder/store/states.h"
+#include "ladder/db/sqlite.h"
+#include "ladder/db/states.h"
 
-namespace ladder::store {
+namespace ladder::db {
 
 struct RunSummary {
   int64_t run_id = 0;
@@ -32,8 +32,8 @@ struct RunSummary {
   std::vector<std::string> failure_reasons;  // distinct, at most 10
 };
 
-absl::StatusOr<RunSummary> GetRunSummary(sqlite::Database& db, int64_t run_id);
-absl::StatusOr<std::vector<RunSummary>> ListRuns(sqlite::Database& db, int limit);
+absl::StatusOr<RunSummary> GetRunSummary(db::Database& db, int64_t run_id);
+absl::StatusOr<std::vector<RunSummary>> ListRuns(db::Database& db, int limit);
 
 struct SessionSummary {
   std::string session_id, hostname;
@@ -42,7 +42,7 @@ struct SessionSummary {
   int64_t attempts_done = 0, attempts_live = 0;
   nlohmann::json inventory;  // host, cpu, gpus, software
 };
-absl::StatusOr<std::vector<SessionSummary>> ListSessions(sqlite::Database& db);
+absl::StatusOr<std::vector<SessionSummary>> ListSessions(db::Database& db);
 
 struct QueryOptions {
   int64_t run_id = 0;
@@ -77,13 +77,13 @@ struct QueryResult {
 
 // Groups valid measurements of `metric` by the chosen axes. Errors name the unknown axis or
 // metric and list the ones that exist.
-absl::StatusOr<QueryResult> QueryRun(sqlite::Database& db, const QueryOptions& options);
+absl::StatusOr<QueryResult> QueryRun(db::Database& db, const QueryOptions& options);
 nlohmann::json ToJson(const QueryResult& result);
 std::string ToCsv(const QueryResult& result);
 
 // Every measurement of a run with its cell parameters, session and indices, valid or not
 // (with `valid` 0/1), for pandas or a spreadsheet.
-absl::StatusOr<nlohmann::json> ExportRunJson(sqlite::Database& db, int64_t run_id);
-absl::StatusOr<std::string> ExportRunCsv(sqlite::Database& db, int64_t run_id);
+absl::StatusOr<nlohmann::json> ExportRunJson(db::Database& db, int64_t run_id);
+absl::StatusOr<std::string> ExportRunCsv(db::Database& db, int64_t run_id);
 
-}  // namespace ladder::store
+}  // namespace ladder::db

@@ -1,11 +1,11 @@
-#include "ladder/store/states.h"
+#include "ladder/db/states.h"
 
 #include <array>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 
-namespace ladder::store {
+namespace ladder::db {
 namespace {
 
 // Each kind's states with their stored text, in enum order; the text is the schema's.
@@ -73,4 +73,4 @@ absl::StatusOr<SessionState> ParseSessionState(std::string_view text) {
   return Parse(kSessionStates, "session", text);
 }
 
-}  // namespace ladder::store
+}  // namespace ladder::db
