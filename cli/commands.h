@@ -32,10 +32,10 @@ void AddTokenCommands(CLI::App& app);     // token create | list | revoke
 // The coordinator address: the flag when given, else $LADDER_COORDINATOR, else 127.0.0.1:7400.
 std::string DefaultCoordinator();
 
-// Renders the JSON of store::ToJson(QueryResult) as a terminal table.
+// Renders the JSON of db::ToJson(QueryResult) as a terminal table.
 std::string RenderQueryTable(const nlohmann::json& result);
 // The same rows as CSV, with the interval columns, values with round-trip precision
-// (query_render.cc); and store::ExportRunJson's measurements as CSV, the same way.
+// (query_render.cc); and db::ExportRunJson's measurements as CSV, the same way.
 std::string RenderQueryCsv(const nlohmann::json& result);
 std::string RenderExportCsv(const nlohmann::json& exported);
 
