@@ -22,11 +22,11 @@ T OrFail(kernels::Result<T> result, const std::string& what) {
 
 constexpr const char* kTuningHelp =
     "GPU kernel choices and launch options as name=value pairs, e.g. 'split_keys=off "
-    "wide_work_groups=on' (fields: head512, bulk_copies, merge_in_kernel, merge_overlap, "
+    "wide_work_groups=on' (fields: head512, merge_in_kernel, merge_overlap, "
     "evict_first, attention_overlap, merge_in_cluster, wide_work_groups, split_keys, "
     "release_next; each "
     "auto unless named: docs/kernels.md, Tuning). To compare two, prefer a matrix whose paired "
-    "axis is the field (matrices/examples/kernels-ab-*.yaml)";
+    "axis is the field (kernels/ab/kernels-ab-*.yaml)";
 
 std::vector<int> ParseSizesOrFail(const std::string& text, const std::string& flag) {
   auto sizes = ParseSizeList(text);

@@ -76,6 +76,13 @@ absl::Status TuningFromParams(const nlohmann::json& params, kernels::TuningConfi
 absl::StatusOr<kernels::BenchPoint> PointFromParams(const nlohmann::json& params) {
   for (const auto& [key, value] : params.items()) {
     if (!KnownParams().count(key)) {
+      // A tuning field the kernels removed says why, rather than "unknown".
+      kernels::TuningConfig probe;
+      if (auto removed = kernels::SetTuningField(&probe, key, "auto"); !removed.ok()) {
+        if (removed.error().ToString().find("was removed") != std::string::npos) {
+          return FromKernel(removed.error(), "kernel runner", key);
+        }
+      }
       return runner::ParamError(key,
                                 absl::StrCat("kernel runner: unknown parameter '", key,
                                              "'; known: ", absl::StrJoin(KnownParams(), ", ")));

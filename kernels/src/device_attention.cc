@@ -40,7 +40,7 @@ class DeviceFacts {
   std::optional<gpu::KernelFacts> KernelFacts(const AttentionShape& shape, int max_query_len,
                                               const TuningConfig& tuning, bool column_work) {
     // The kernel and its query rows per block follow from (head dim, GQA group, longest query),
-    // the tuning's kernel choices (head512, bulk_copies, wide_work_groups, split_keys) and, for
+    // the tuning's kernel choices (head512, wide_work_groups, split_keys) and, for
     // five rows of head 512, whether the call has the work for column teams. Past 40 rows the
     // longest query changes none of them (blocks of 32 score rows), so the cache stays bounded
     // however many prefill lengths an engine sends.
@@ -48,7 +48,7 @@ class DeviceFacts {
         static_cast<int>(shape.dtype), shape.head_dim,
         (shape.q_heads / shape.kv_heads) * 100 + std::min(max_query_len, 41),
         static_cast<int>(tuning.split_keys) * 1000 + static_cast<int>(tuning.head512) * 100 +
-            static_cast<int>(tuning.bulk_copies) * 10 + static_cast<int>(tuning.wide_work_groups),
+            static_cast<int>(tuning.wide_work_groups),
         column_work);
     std::lock_guard<std::mutex> lock(mu_);
     auto it = kernels_.find(key);

@@ -28,7 +28,8 @@ constexpr int GpuQBlocks(int group, int max_query_len) {
 // (sequence, KV head) pairs and fewer than 4K keys that grid is too small for it to pay. H200,
 // five rows, graph replays, column teams over two blocks through ladder: TP=2's two KV heads
 // 1.049 / 1.065 at 1K / 1.5K, 0.998 at 4K, 0.966 at 6K; four pairs (the global preset, or two
-// sequences at TP=2) 0.93-0.94 at 1K and 2K (kernels-ab-column-teams-work, docs/performance.md).
+// sequences at TP=2) 0.93-0.94 at 1K and 2K (kernels-ab-column-teams-work,
+// docs/kernel-experiments.md).
 constexpr bool ColumnTeamsHaveWork(int num_seqs, int kv_heads, int keys_seen) {
   return static_cast<long long>(num_seqs) * kv_heads >= 4 || keys_seen >= 4096;
 }

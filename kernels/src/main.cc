@@ -6,8 +6,9 @@
 //                        [--seqs N] [--block-size 16] [--warmup N] [--repeats N] [--flush-l2]
 //                        [--graph [--graph-calls 20]] [--json] [--json-out FILE]
 //   ladder-kernels check [--backend cpu|cuda|hip] [--case NAME] [--repeats 10]
-//   (both also take the tuning: --head512 K --bulk-copies S --merge-in-kernel S --merge-overlap S
-//    --evict-first S; see ladder/kernels/tuning.h)
+//   (both also take the tuning, one flag per field: --head512 K --merge-in-kernel S
+//    --merge-overlap S --evict-first S --attention-overlap S --release-next S
+//    --merge-in-cluster S --wide-work-groups S --split-keys S; see ladder/kernels/tuning.h)
 //   ladder-kernels presets | cases | devices
 //
 // The argument parser is a small declared table, because kernels/ may use only the standard
@@ -87,8 +88,6 @@ void AddTuningFlags(lk::TuningConfig* t, std::vector<Flag>* flags) {
                       LADDER_K_ASSIGN_OR_RETURN(t->head512, lk::ParseHead512Kernel(v));
                       return {};
                     }});
-  flags->push_back({"bulk-copies", true, "team kernels' K/V by bulk copies: auto | on | off",
-                    set_switch(&t->bulk_copies)});
   flags->push_back({"merge-in-kernel", true, "3D merge inside the team kernel: auto | off",
                     set_switch(&t->merge_in_kernel)});
   flags->push_back({"merge-overlap", true,
@@ -100,7 +99,8 @@ void AddTuningFlags(lk::TuningConfig* t, std::vector<Flag>* flags) {
                     "attention kernel by programmatic dependent launch: auto | off",
                     set_switch(&t->attention_overlap)});
   flags->push_back({"release-next", true,
-                    "merge kernel lets the next kernel launch as it starts: auto | on | off",
+                    "merge kernel lets the next kernel launch before it ends: auto (where the "
+                    "plan picks) | off",
                     set_switch(&t->release_next)});
   flags->push_back({"merge-in-cluster", true,
                     "3D generic kernel: segments merge in their thread block cluster: auto (on "
@@ -111,7 +111,7 @@ void AddTuningFlags(lk::TuningConfig* t, std::vector<Flag>* flags) {
                     "at head 128) | on | off",
                     set_switch(&t->wide_work_groups)});
   flags->push_back({"split-keys", true,
-                    "split-keys decode kernel at head 128 and 256, <= 16 score columns: auto (on "
+                    "split-keys decode kernel at head 128 and 256, <= 8 score columns: auto (on "
                     "at <= 8 columns of head 128, <= 4 of head 256) | on | off",
                     set_switch(&t->split_keys)});
 }

@@ -1,5 +1,6 @@
 #include "ladder/kernels/tuning.h"
 
+#include <algorithm>
 #include <set>
 #include <string>
 
@@ -12,7 +13,6 @@ struct SwitchField {
   Switch TuningConfig::*field;
 };
 constexpr SwitchField kSwitchFields[] = {
-    {"bulk_copies", &TuningConfig::bulk_copies},
     {"merge_in_kernel", &TuningConfig::merge_in_kernel},
     {"merge_overlap", &TuningConfig::merge_overlap},
     {"evict_first", &TuningConfig::evict_first},
@@ -21,6 +21,18 @@ constexpr SwitchField kSwitchFields[] = {
     {"wide_work_groups", &TuningConfig::wide_work_groups},
     {"split_keys", &TuningConfig::split_keys},
     {"release_next", &TuningConfig::release_next},
+};
+
+// Fields that were removed, and why: a matrix or command line that still names one is told so
+// instead of "unknown field".
+struct RemovedField {
+  std::string_view name, why;
+};
+constexpr RemovedField kRemovedFields[] = {
+    {"bulk_copies",
+     "was removed: the head-512 team kernel copies by cp.async by dims (<= 8 score columns) and by "
+     "bulk copy by column (9-16), the form that won at each; bulk copies by dims won or lost by "
+     "depth and preset with no rule (kernels-ab-bulk, kernels-locate-bulk) and were deleted"},
 };
 
 }  // namespace
@@ -44,6 +56,10 @@ Status SetTuningField(TuningConfig* tuning, std::string_view name, std::string_v
     LADDER_K_ASSIGN_OR_RETURN(tuning->*f.field, ParseSwitch(value));
     return OkStatus();
   }
+  for (const RemovedField& f : kRemovedFields)
+    if (f.name == name)
+      return Error(ErrorCode::kInvalidArgument,
+                   "field '" + std::string(name) + "' " + std::string(f.why));
   std::string known;
   for (std::string_view n : TuningFieldNames())
     known += (known.empty() ? "" : ", ") + std::string(n);
@@ -107,18 +123,6 @@ Status TuningConfig::Validate() const {
   auto bad = [](const std::string& why) {
     return Error(ErrorCode::kInvalidArgument, "tuning: " + why);
   };
-  const bool generic = head512 == Head512Kernel::kGeneric;
-  const bool split = head512 == Head512Kernel::kTeamSplit ||
-                     head512 == Head512Kernel::kTeamSplitWgmma ||
-                     head512 == Head512Kernel::kTeamColumns;
-  if (bulk_copies == Switch::kOn && (generic || split))
-    return bad(
-        "bulk_copies=on needs a team kernel that has bulk copies (team-by-dims or team-by-column), "
-        "not head512=" +
-        std::string(kernels::ToString(head512)));
-  if (bulk_copies == Switch::kOff && head512 == Head512Kernel::kTeamByColumn)
-    return bad(
-        "bulk_copies=off with head512=team-by-column: that kernel exists only with bulk copies");
   if (merge_in_kernel == Switch::kOn)
     return bad(
         "merge_in_kernel takes auto or off: only the rule (every work group resident) makes it "
@@ -130,6 +134,10 @@ Status TuningConfig::Validate() const {
     return bad(
         "attention_overlap takes auto or off: only the device (compute capability >= 9) can "
         "allow it");
+  if (release_next == Switch::kOn)
+    return bad(
+        "release_next takes auto or off: auto already releases the next kernel at the point the "
+        "plan picks (on was the same as auto)");
   if (split_keys == Switch::kOn && wide_work_groups == Switch::kOn)
     return bad("split_keys=on and wide_work_groups=on ask for two different kernels");
   return OkStatus();
@@ -161,11 +169,13 @@ Result<TuningConfig> ParseTuning(std::string_view text) {
     if (item.empty() || (item == "defaults" && text.find('=') == std::string_view::npos)) continue;
     const size_t eq = item.find('=');
     if (eq == std::string_view::npos)
-      return bad("'" + std::string(item) + "' is not name=value (e.g. split_keys=off)");
+      return bad(
+          std::string(1, '\'').append(item).append("' is not name=value (e.g. split_keys=off)"));
     const std::string_view name = item.substr(0, eq), value = item.substr(eq + 1);
     if (!seen.insert(std::string(name)).second) return bad(std::string(name) + " named twice");
     if (Status set = SetTuningField(&t, name, value); !set.ok()) {
-      const bool known_field = set.error().message.rfind("unknown field", 0) != 0;
+      const std::vector<std::string_view>& names = TuningFieldNames();
+      const bool known_field = std::find(names.begin(), names.end(), name) != names.end();
       return bad((known_field ? std::string(name) + ": " : std::string()) + set.error().message);
     }
   }

@@ -180,30 +180,27 @@ TEST_P(GpuHead512Table, EveryReachableKernelPassesTheHead512Cases) {
   if (ran == 0) GTEST_SKIP() << tuning.ToString() << " runs on no head-512 case on this device";
 }
 
-lk::TuningConfig Tuned(lk::Head512Kernel kernel, lk::Switch bulk = lk::Switch::kAuto,
-                       lk::Switch merge_in_kernel = lk::Switch::kAuto) {
+lk::TuningConfig Tuned(lk::Head512Kernel kernel, lk::Switch merge_in_kernel = lk::Switch::kAuto) {
   lk::TuningConfig t;
   t.head512 = kernel;
-  t.bulk_copies = bulk;
   t.merge_in_kernel = merge_in_kernel;
   return t;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Kernels, GpuHead512Table,
-    ::testing::Values(lk::TuningConfig{}, Tuned(lk::Head512Kernel::kGeneric),
-                      Tuned(lk::Head512Kernel::kTeamByDims),
-                      Tuned(lk::Head512Kernel::kTeamByDims, lk::Switch::kOn),
-                      Tuned(lk::Head512Kernel::kTeamByColumn), Tuned(lk::Head512Kernel::kTeamSplit),
-                      Tuned(lk::Head512Kernel::kTeamSplitWgmma),
-                      Tuned(lk::Head512Kernel::kTeamColumns),
-                      Tuned(lk::Head512Kernel::kAuto, lk::Switch::kAuto, lk::Switch::kOff)),
-    [](const ::testing::TestParamInfo<lk::TuningConfig>& info) {
-      std::string name = info.param.ToString();
-      for (char& ch : name)
-        if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-      return name;
-    });
+INSTANTIATE_TEST_SUITE_P(Kernels, GpuHead512Table,
+                         ::testing::Values(lk::TuningConfig{}, Tuned(lk::Head512Kernel::kGeneric),
+                                           Tuned(lk::Head512Kernel::kTeamByDims),
+                                           Tuned(lk::Head512Kernel::kTeamByColumn),
+                                           Tuned(lk::Head512Kernel::kTeamSplit),
+                                           Tuned(lk::Head512Kernel::kTeamSplitWgmma),
+                                           Tuned(lk::Head512Kernel::kTeamColumns),
+                                           Tuned(lk::Head512Kernel::kAuto, lk::Switch::kOff)),
+                         [](const ::testing::TestParamInfo<lk::TuningConfig>& info) {
+                           std::string name = info.param.ToString();
+                           for (char& ch : name)
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return name;
+                         });
 
 // A forced kernel at score columns it has no instantiation for fails at plan time, naming the
 // combination, instead of running another kernel.
@@ -266,7 +263,7 @@ TEST(GpuDispatch, AWideWorkGroupWhereThereIsNoneIsRefusedByName) {
 }
 
 // The split-keys kernel (split_keys=on) passes every case it takes: the table's head-128 and
-// head-256 cases of at most 16 score columns, and cases of its own for what the table lacks at
+// head-256 cases of at most 8 score columns, and cases of its own for what the table lacks at
 // those head dims -- a window, a softcap, pages of 32, several sequences of 1 and 2 rows in one
 // call, empty segments, f16 -- 2D and 3D agreeing within 1 ULP, bit-identical repeats.
 TEST(GpuSplitKeys, PassesEveryCaseItTakes) {
@@ -291,20 +288,20 @@ TEST(GpuSplitKeys, PassesEveryCaseItTakes) {
     int rows = 0;
     for (const lk::SeqSpec& q : c.seqs) rows = std::max(rows, q.q_len);
     if (!c.cpu_only && (c.shape.head_dim == 128 || c.shape.head_dim == 256) &&
-        c.shape.q_heads / c.shape.kv_heads * rows <= 16)
+        c.shape.q_heads / c.shape.kv_heads * rows <= 8)
       cases.push_back(c);
   }
   const size_t from_table = cases.size();
   const lk::DType bf16 = lk::DType::kBF16;
   cases.push_back({"split_window300_gqa8", shape(16, 2, 16, 300, 0, bf16), {{1, 5000}}, 3});
   cases.push_back(
-      {"split_window70_softcap30_spec2", shape(16, 2, 16, 70, 30.0f, bf16), {{2, 2100}}, 4});
-  cases.push_back({"split_bs32_mixed_rows",
-                   shape(16, 2, 32, 0, 0, bf16),
+      {"split_window70_softcap30_gqa4_spec2", shape(16, 4, 16, 70, 30.0f, bf16), {{2, 2100}}, 4});
+  cases.push_back({"split_bs32_gqa4_mixed_rows",
+                   shape(16, 4, 32, 0, 0, bf16),
                    {{1, 1000}, {2, 40}, {1, 5}, {2, 4097}},
                    5});
   cases.push_back(
-      {"split_gqa4_rows4_f16", shape(16, 4, 16, 0, 0, lk::DType::kF16), {{4, 3001}}, 6});
+      {"split_gqa2_rows4_f16", shape(16, 8, 16, 0, 0, lk::DType::kF16), {{4, 3001}}, 6});
   cases.push_back({"split_empty_segments", shape(8, 1, 16, 0, 0, bf16), {{1, 100}}, 7, 16});
   cases.push_back(
       {"split_d256_window1024_rows4", shape(32, 16, 16, 1024, 0, bf16, 256), {{4, 9000}}, 8});
@@ -313,7 +310,7 @@ TEST(GpuSplitKeys, PassesEveryCaseItTakes) {
                    {{1, 3000}, {2, 700}, {1, 33}},
                    9});
   cases.push_back(
-      {"split_d256_gqa8_rows2_f16", shape(16, 2, 16, 0, 0, lk::DType::kF16, 256), {{2, 2500}}, 10});
+      {"split_d256_gqa4_rows2_f16", shape(16, 4, 16, 0, 0, lk::DType::kF16, 256), {{2, 2500}}, 10});
   int ran = 0;
   for (const lk::CaseSpec& c : cases) {
     auto r = lk::RunCase(b, c, /*repeats=*/3, /*cpu_threads=*/2, tuning);
@@ -426,8 +423,9 @@ TEST(GpuColumnTeams, SmallCallsAtTwoKvHeadsRunAsTwoBlocks) {
   }
 }
 
-// What the split-keys kernel does not take is refused by name: more than 16 score columns, a
-// head dim other than 128 and 256, and split_keys=on beside wide_work_groups=on.
+// What the split-keys kernel does not take is refused by name: more than 8 score columns (two
+// rows of GQA 8; its 16-column form was deleted), a head dim other than 128 and 256, and
+// split_keys=on beside wide_work_groups=on.
 TEST(GpuSplitKeys, WhatItDoesNotTakeIsRefusedByName) {
   const lk::Backend b = GpuBackend();
   if (!lk::BackendAvailable(b)) GTEST_SKIP() << "no GPU backend with a device in this binary";
@@ -438,7 +436,8 @@ TEST(GpuSplitKeys, WhatItDoesNotTakeIsRefusedByName) {
     const char* says;
   };
   for (const Refused& x :
-       {Refused{16, 2, 128, 4, lk::Switch::kAuto, lk::ErrorCode::kUnsupported, "split_keys=on"},
+       {Refused{16, 2, 128, 2, lk::Switch::kAuto, lk::ErrorCode::kUnsupported, "split_keys=on"},
+        Refused{8, 4, 256, 8, lk::Switch::kAuto, lk::ErrorCode::kUnsupported, "split_keys=on"},
         Refused{8, 2, 64, 1, lk::Switch::kAuto, lk::ErrorCode::kUnsupported, "split_keys=on"},
         Refused{16, 2, 128, 1, lk::Switch::kOn, lk::ErrorCode::kInvalidArgument,
                 "wide_work_groups=on"}}) {

@@ -42,21 +42,6 @@ TEST(Tuning, UnknownNamesAreRefusedListingTheKnownOnes) {
 }
 
 TEST(Tuning, CombinationsNoShapeCanRunAreRefused) {
-  lk::TuningConfig bulk_generic;
-  bulk_generic.head512 = lk::Head512Kernel::kGeneric;
-  bulk_generic.bulk_copies = lk::Switch::kOn;
-  EXPECT_EQ(bulk_generic.Validate().error().code, lk::ErrorCode::kInvalidArgument);
-
-  lk::TuningConfig bulk_split;
-  bulk_split.head512 = lk::Head512Kernel::kTeamSplitWgmma;
-  bulk_split.bulk_copies = lk::Switch::kOn;
-  EXPECT_FALSE(bulk_split.Validate().ok());
-
-  lk::TuningConfig column_without_bulk;
-  column_without_bulk.head512 = lk::Head512Kernel::kTeamByColumn;
-  column_without_bulk.bulk_copies = lk::Switch::kOff;
-  EXPECT_FALSE(column_without_bulk.Validate().ok());
-
   lk::TuningConfig forced_merge;
   forced_merge.merge_in_kernel = lk::Switch::kOn;
   EXPECT_NE(forced_merge.Validate().error().message.find("merge_in_kernel"), std::string::npos);
@@ -70,6 +55,13 @@ TEST(Tuning, CombinationsNoShapeCanRunAreRefused) {
   EXPECT_NE(forced_attention_overlap.Validate().error().message.find("attention_overlap"),
             std::string::npos);
 
+  lk::TuningConfig forced_release;  // (on was the same as auto)
+  forced_release.release_next = lk::Switch::kOn;
+  EXPECT_EQ(forced_release.Validate().error().code, lk::ErrorCode::kInvalidArgument);
+  EXPECT_NE(forced_release.Validate().error().message.find("release_next takes auto or off"),
+            std::string::npos)
+      << forced_release.Validate().error().message;
+
   lk::TuningConfig two_kernels;  // the split-keys kernel and the wide generic one
   two_kernels.split_keys = lk::Switch::kOn;
   two_kernels.wide_work_groups = lk::Switch::kOn;
@@ -80,7 +72,6 @@ TEST(Tuning, CombinationsNoShapeCanRunAreRefused) {
 TEST(Tuning, ValidCombinationsPassAndAreDescribed) {
   lk::TuningConfig t;
   t.head512 = lk::Head512Kernel::kTeamByDims;
-  t.bulk_copies = lk::Switch::kOn;
   t.merge_in_kernel = lk::Switch::kOff;
   t.evict_first = lk::Switch::kOff;
   t.attention_overlap = lk::Switch::kOff;
@@ -89,7 +80,7 @@ TEST(Tuning, ValidCombinationsPassAndAreDescribed) {
   t.split_keys = lk::Switch::kOn;         // (auto: on at head 128 and <= 8 columns)
   EXPECT_TRUE(t.Validate().ok());
   EXPECT_EQ(t.ToString(),
-            "head512=team-by-dims bulk_copies=on merge_in_kernel=off evict_first=off "
+            "head512=team-by-dims merge_in_kernel=off evict_first=off "
             "attention_overlap=off merge_in_cluster=on wide_work_groups=off split_keys=on");
 }
 
@@ -128,12 +119,11 @@ TEST(Tuning, ParseReadsWhatToStringWrites) {
   auto parsed = lk::ParseTuning(t.ToString());
   ASSERT_TRUE(parsed.ok()) << parsed.error().ToString();
   EXPECT_EQ(parsed->ToString(), t.ToString());
-  lk::TuningConfig bulk;
-  bulk.head512 = lk::Head512Kernel::kTeamByDims;
-  bulk.bulk_copies = lk::Switch::kOn;
-  auto bulk_parsed = lk::ParseTuning(bulk.ToString());
-  ASSERT_TRUE(bulk_parsed.ok()) << bulk_parsed.error().ToString();
-  EXPECT_EQ(bulk_parsed->bulk_copies, lk::Switch::kOn);
+  lk::TuningConfig by_dims;
+  by_dims.head512 = lk::Head512Kernel::kTeamByDims;
+  auto by_dims_parsed = lk::ParseTuning(by_dims.ToString());
+  ASSERT_TRUE(by_dims_parsed.ok()) << by_dims_parsed.error().ToString();
+  EXPECT_EQ(by_dims_parsed->head512, lk::Head512Kernel::kTeamByDims);
   for (const char* none : {"", "defaults", "  "}) {
     auto d = lk::ParseTuning(none);
     ASSERT_TRUE(d.ok()) << none;
@@ -156,12 +146,33 @@ TEST(Tuning, ParseRefusesWhatItCannotReadByName) {
         Bad{"split_keys=yes", "split_keys: expected auto, off or on"},
         Bad{"head512=team", "head512: unknown head-512 kernel"},
         Bad{"evict_first=on evict_first=off", "evict_first named twice"},
-        Bad{"split_keys=on wide_work_groups=on", "two different kernels"}}) {
+        Bad{"split_keys=on wide_work_groups=on", "two different kernels"},
+        Bad{"release_next=on", "release_next takes auto or off"}}) {
     auto r = lk::ParseTuning(b.text);
     ASSERT_FALSE(r.ok()) << b.text;
     EXPECT_EQ(r.error().code, lk::ErrorCode::kInvalidArgument);
     EXPECT_NE(r.error().message.find(b.says), std::string::npos) << r.error().message;
   }
+}
+
+// A removed field is refused saying that it was removed and why, by SetTuningField and
+// ParseTuning (--tuning), whatever its value; it is no longer a field name (so the kernel runner
+// does not take it as a cell parameter).
+TEST(Tuning, ARemovedFieldIsRefusedSayingItWasRemoved) {
+  for (const char* value : {"on", "off", "auto"}) {
+    lk::TuningConfig t;
+    const lk::Status set = lk::SetTuningField(&t, "bulk_copies", value);
+    ASSERT_FALSE(set.ok()) << value;
+    EXPECT_EQ(set.error().code, lk::ErrorCode::kInvalidArgument);
+    EXPECT_NE(set.error().message.find("'bulk_copies' was removed"), std::string::npos)
+        << set.error().message;
+    EXPECT_EQ(set.error().message.find("unknown field"), std::string::npos) << set.error().message;
+  }
+  auto parsed = lk::ParseTuning("bulk_copies=on");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(parsed.error().message.rfind("tuning: field 'bulk_copies' was removed", 0), 0u)
+      << parsed.error().message;
+  for (std::string_view name : lk::TuningFieldNames()) EXPECT_NE(name, "bulk_copies");
 }
 
 }  // namespace

@@ -70,6 +70,12 @@ TEST(ValidateMatrix, PointsAtTheParameterARunnerRefuses) {
       << status.message();
   // One message per distinct problem: spec=k1 has the same one, so it is not repeated.
   EXPECT_EQ(status.message().find("axes.spec[1]"), std::string::npos) << status.message();
+  // A tuning field the kernels removed says why, at its line and column, for an old A/B matrix.
+  status = Validate("name: m\nrunner: kernel\naxes:\n  depth: [64]\n  bulk_copies: [auto, on]\n",
+                    schemas);
+  EXPECT_NE(status.message().find("m.yaml:5:17: axes.bulk_copies[0]"), std::string::npos)
+      << status.message();
+  EXPECT_NE(status.message().find("was removed"), std::string::npos) << status.message();
   // A bad fixed parameter: its `fixed` entry.
   status =
       Validate("name: m\nrunner: kernel\naxes: {depth: [64]}\nfixed:\n  backend: tpu\n", schemas);
@@ -104,22 +110,48 @@ TEST(ValidateMatrix, EngineCellsAreCheckedByTheirRecipe) {
       << status.message();
 }
 
-// Every example a user copies passes the check the agent makes at run time (each cell rendered
-// through its runner), so `ladder validate matrices/examples/*.yaml` passes.
-TEST(ValidateMatrix, EveryExamplePassesTheRunnersChecks) {
-  int count = 0;
+// Every example a user copies, and every matrix of the kernel lab (kernels/ab/), passes the
+// check the agent makes at run time (each cell rendered through its runner), so
+// `ladder validate matrices/examples/*.yaml kernels/ab/*.yaml` passes.
+TEST(ValidateMatrix, EveryExampleAndLabMatrixPassesTheRunnersChecks) {
+  for (const std::string dir : {LADDER_MATRICES_EXAMPLES_DIR, LADDER_KERNELS_AB_DIR}) {
+    int count = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+      if (entry.path().extension() != ".yaml") continue;
+      ++count;
+      auto matrix = matrices::ParseMatrixFile(entry.path().string());
+      ASSERT_TRUE(matrix.ok()) << matrix.status();
+      auto expansion = matrices::Expand(*matrix);
+      ASSERT_TRUE(expansion.ok()) << expansion.status();
+      EXPECT_TRUE(ValidateMatrix(*matrix, *expansion, agent::RunnerSchemasWithChecks()).ok())
+          << entry.path() << ": "
+          << ValidateMatrix(*matrix, *expansion, agent::RunnerSchemasWithChecks());
+    }
+    EXPECT_GT(count, 5) << dir;
+  }
+}
+
+// A matrix that names no metric gets one its cells record: load cells send no batch-1 requests,
+// so decode_tok_s would leave `ladder local` with nothing to show.
+TEST(DefaultMetric, IsOneEveryCellRecords) {
+  auto metric_of = [](const std::string& yaml) {
+    auto matrix = matrices::ParseMatrix(yaml, "m.yaml");
+    EXPECT_TRUE(matrix.ok()) << matrix.status();
+    return matrix.ok() ? DefaultMetric(*matrix) : "";
+  };
+  EXPECT_EQ(metric_of("name: k\nrunner: kernel\naxes: {depth: [1024]}\n"), "time_us");
+  EXPECT_EQ(metric_of("name: e\nrunner: engine\naxes: {depth: [1024]}\n"), "decode_tok_s");
+  EXPECT_EQ(metric_of("name: e\nrunner: engine\naxes: {concurrency: [1, 4]}\n"),
+            "load_output_tok_s");
+  EXPECT_EQ(metric_of("name: e\nrunner: engine\naxes: {depth: [1024]}\nfixed: {request_rate: 2}\n"),
+            "load_output_tok_s");
+  // Every example that names its metric names this one, or one its cells also record.
   for (const auto& entry : std::filesystem::directory_iterator(LADDER_MATRICES_EXAMPLES_DIR)) {
-    if (entry.path().extension() != ".yaml") continue;
-    ++count;
     auto matrix = matrices::ParseMatrixFile(entry.path().string());
     ASSERT_TRUE(matrix.ok()) << matrix.status();
-    auto expansion = matrices::Expand(*matrix);
-    ASSERT_TRUE(expansion.ok()) << expansion.status();
-    EXPECT_TRUE(ValidateMatrix(*matrix, *expansion, agent::RunnerSchemasWithChecks()).ok())
-        << entry.path() << ": "
-        << ValidateMatrix(*matrix, *expansion, agent::RunnerSchemasWithChecks());
+    const bool load = DefaultMetric(*matrix) == "load_output_tok_s";
+    if (load) EXPECT_TRUE(matrix->metric.rfind("load_", 0) == 0) << entry.path();
   }
-  EXPECT_GT(count, 5);
 }
 
 // One seed gives one order, whichever runner asks (the engine runner had its own shuffle once,

@@ -646,8 +646,8 @@ __global__ void __launch_bounds__(NT, MINB) UnifiedAttentionKernel(KernelParams 
     // group of cluster rank s. Each work group takes an equal run of consecutive outputs, so
     // that every multiprocessor of the cluster loads a share over distributed shared memory.
     // (Outputs by thread k mod (segments x NT) left 7 of 11 work groups idle at 4 rows of head
-    // 256; spreading them took the last loop end to exit from 2.88 to 2.82 us: H200, docs/
-    // performance.md.)
+    // 256; spreading them took the last loop end to exit from 2.88 to 2.82 us: H200,
+    // docs/kernel-experiments.md.)
     constexpr int G = kGroupedMergeGroups, N = kClusterMergePerGroup;
     const int outputs = m_rows * (D / 4);
     const int share = (outputs + p.segments - 1) / p.segments;

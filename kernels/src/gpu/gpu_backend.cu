@@ -209,17 +209,16 @@ const KernelEntry& GenericEntry() {
 }
 
 #if !defined(LADDER_KERNELS_HIP)
-template <class E, int NT, TeamScoring kScoring, bool kBulk>
+template <class E, int NT, TeamScoring kScoring>
 const KernelEntry& TeamEntry() {
   using Sh = TeamShape<NT>;
   static const KernelEntry e = [] {
     KernelEntry k;
-    k.fn = &TeamAttention512Kernel<E, NT, kScoring, kBulk>;
-    static constexpr const char* kNames[2][4] = {
-        {"team512", "team512 by column", "team512 split scores", "team512 split scores, wgmma"},
-        {"team512, bulk copies", "team512 by column, bulk copies",
-         "team512 split scores, bulk copies", "team512 split scores, wgmma, bulk copies"}};
-    k.name = kNames[kBulk ? 1 : 0][static_cast<int>(kScoring)];
+    k.fn = &TeamAttention512Kernel<E, NT, kScoring>;
+    static constexpr const char* kNames[4] = {"team512", "team512 by column, bulk copies",
+                                              "team512 split scores",
+                                              "team512 split scores, wgmma"};
+    k.name = kNames[static_cast<int>(kScoring)];
     k.merges_in_kernel = true;
     k.merge_units = Sh::kMergeUnits;
     k.threads = Sh::kThreads;
@@ -255,12 +254,12 @@ const KernelEntry& ColumnTeamsEntry() {
   return e;
 }
 
-template <class E, int D, int NN>
+template <class E, int D>
 const KernelEntry& SplitKeysEntry() {
-  using Sh = SplitKeysShape<D, NN>;
+  using Sh = SplitKeysShape<D>;
   static const KernelEntry e = [] {
     KernelEntry k;
-    k.fn = &SplitKeysAttentionKernel<E, D, NN>;
+    k.fn = &SplitKeysAttentionKernel<E, D>;
     k.name = "split keys";
     k.threads = Sh::kThreads;
     k.stages = Sh::kStages;
@@ -289,9 +288,6 @@ struct VariantRow {
   int block_m;             // generic: 16 or 32; team kernels: 0 (any)
   int min_cols, max_cols;  // team kernels: the score columns they take
   Head512Kernel kernel;    // kGeneric for the generic kernel of every head dim
-  bool bulk;               // team kernels: K/V by bulk copies
-  bool auto_choice;  // team kernels: the row bulk_copies=auto takes among those of one (kernel,
-                     // columns)
   Needs needs;
   const KernelEntry& (*bf16)();
   const KernelEntry& (*f16)();
@@ -306,42 +302,35 @@ constexpr VariantRow Generic() {
           0,
           32,
           Head512Kernel::kGeneric,
-          false,
-          true,
           Needs::kNothing,
           &GenericEntry<dev::Bf16, D, BM, kWide>,
           &GenericEntry<dev::F16, D, BM, kWide>,
           kWide};
 }
 #if !defined(LADDER_KERNELS_HIP)
-template <int D, int NN>
-constexpr VariantRow SplitKeys(int min_cols, int max_cols) {
+template <int D>
+constexpr VariantRow SplitKeys() {
   return {D,
           16,
-          min_cols,
-          max_cols,
+          1,
+          SplitKeysShape<D>::kCols,
           Head512Kernel::kGeneric,
-          false,
-          true,
           Needs::kMmaSync,
-          &SplitKeysEntry<dev::Bf16, D, NN>,
-          &SplitKeysEntry<dev::F16, D, NN>,
+          &SplitKeysEntry<dev::Bf16, D>,
+          &SplitKeysEntry<dev::F16, D>,
           false,
           true};
 }
-template <int NT, TeamScoring kScoring, bool kBulk>
-constexpr VariantRow Team(Head512Kernel kernel, int min_cols, int max_cols, bool auto_choice,
-                          Needs needs) {
+template <int NT, TeamScoring kScoring>
+constexpr VariantRow Team(Head512Kernel kernel, int min_cols, int max_cols, Needs needs) {
   return {512,
           0,
           min_cols,
           max_cols,
           kernel,
-          kBulk,
-          auto_choice,
           needs,
-          &TeamEntry<dev::Bf16, NT, kScoring, kBulk>,
-          &TeamEntry<dev::F16, NT, kScoring, kBulk>};
+          &TeamEntry<dev::Bf16, NT, kScoring>,
+          &TeamEntry<dev::F16, NT, kScoring>};
 }
 constexpr VariantRow ColumnTeams() {
   return {512,
@@ -349,8 +338,6 @@ constexpr VariantRow ColumnTeams() {
           33,
           40,
           Head512Kernel::kTeamColumns,
-          false,
-          true,
           Needs::kTeamSharedMemory,
           &ColumnTeamsEntry<dev::Bf16>,
           &ColumnTeamsEntry<dev::F16>};
@@ -373,27 +360,21 @@ constexpr VariantRow kVariantTable[] = {
     Generic<512, 16>(),
     Generic<512, 32>(),
 #if !defined(LADDER_KERNELS_HIP)
-    // The split-keys decode kernel (split_keys_kernel.h): one or two 8-column n-tiles.
-    SplitKeys<128, 1>(1, 8),
-    SplitKeys<128, 2>(9, 16),
-    SplitKeys<256, 1>(1, 8),
-    SplitKeys<256, 2>(9, 16),
-    // Head 512 on Hopper (team_attention_kernel.h). By dims at one query row of GQA 8; bulk
-    // copies there were +0.7 us on one H200 and -0.3 to -2 us on others: kept for A/B runs.
-    Team<1, TeamScoring::kByDims, false>(Head512Kernel::kTeamByDims, 1, 8, true,
-                                         Needs::kTeamSharedMemory),
-    Team<1, TeamScoring::kByDims, true>(Head512Kernel::kTeamByDims, 1, 8, false,
-                                        Needs::kTeamSharedMemory),
+    // The split-keys decode kernel (split_keys_kernel.h): one 8-column n-tile. (Two n-tiles, 9-16
+    // columns, lost to the generic kernel, 0.85-0.99 at llama-70b's two rows: deleted.)
+    SplitKeys<128>(),
+    SplitKeys<256>(),
+    // Head 512 on Hopper (team_attention_kernel.h). By dims at one query row of GQA 8, copies by
+    // cp.async (by bulk copy it lost 4-6 % below ~10K keys and won at most 2.8 % above, TP=2 not
+    // monotone: kernels-ab-bulk, kernels-locate-bulk; deleted).
+    Team<1, TeamScoring::kByDims>(Head512Kernel::kTeamByDims, 1, 8, Needs::kTeamSharedMemory),
     // By column at 16 columns, with bulk copies: one warp per team issues them while the two
     // non-scoring warps wait anyway (H200, 2 rows at 32K: 80.3-81.5 us against 82.9-85.1).
-    Team<2, TeamScoring::kByColumn, true>(Head512Kernel::kTeamByColumn, 9, 16, true,
-                                          Needs::kTeamSharedMemory),
+    Team<2, TeamScoring::kByColumn>(Head512Kernel::kTeamByColumn, 9, 16, Needs::kTeamSharedMemory),
     // Split scores at 32 columns (85 against 95.5 us by column); with O^T by wgmma where the
-    // sm_90a machine code runs (H200, 4 rows: 79.9-80.4 against 83.3-83.6 us).
-    Team<4, TeamScoring::kSplit, false>(Head512Kernel::kTeamSplit, 17, 32, true,
-                                        Needs::kTeamSharedMemory),
-    Team<4, TeamScoring::kSplitWgmma, false>(Head512Kernel::kTeamSplitWgmma, 17, 32, true,
-                                             Needs::kSm90a),
+    // sm_90a machine code runs (H200, 4 rows: kernels-ab-wgmma, 1.039-1.059x without).
+    Team<4, TeamScoring::kSplit>(Head512Kernel::kTeamSplit, 17, 32, Needs::kTeamSharedMemory),
+    Team<4, TeamScoring::kSplitWgmma>(Head512Kernel::kTeamSplitWgmma, 17, 32, Needs::kSm90a),
     // 33-40 columns (five rows of GQA 8) in one query block: K and V read once
     // (column_teams_kernel.h), where two 32-column query blocks read them twice.
     ColumnTeams(),
@@ -450,7 +431,7 @@ bool WideWorkGroups(const AttentionShape& shape, const TuningConfig& tuning) {
 // (two runs each): llama-70b at one row 1.16-1.17 at 8K, 1.07 at 32K, 1.08-1.09 at 64K, 0.995
 // at 1K, at 16 columns 0.85-0.99; head 256 at 2 columns 1.08-1.09 (sliding window), 1.18-1.19
 // (its TP=2 preset), 1.08 / 1.00-1.015 (dense, 1K / from 8K), at 4 columns 1.00-1.11, at 8 columns
-// 0.90-0.98 (docs/performance.md).
+// 0.90-0.98 (docs/kernel-experiments.md).
 Result<bool> SplitKeysByDefault(const AttentionShape& shape, int score_cols,
                                 const TuningConfig& tuning) {
 #if defined(LADDER_KERNELS_HIP)
@@ -488,10 +469,6 @@ Result<const VariantRow*> FindRow(const AttentionShape& shape, int block_m, int 
     if (generic && !split_keys ? row.block_m != block_m || row.wide != wide
                                : score_cols < row.min_cols || score_cols > row.max_cols)
       continue;
-    if (!generic &&
-        (tuning.bulk_copies == Switch::kAuto ? !row.auto_choice
-                                             : row.bulk != (tuning.bulk_copies == Switch::kOn)))
-      continue;
     found = &row;
     break;
   }
@@ -499,7 +476,7 @@ Result<const VariantRow*> FindRow(const AttentionShape& shape, int block_m, int 
     std::string what = "no attention kernel for head_dim " + std::to_string(shape.head_dim);
     if (split_keys) {
       what += " at " + std::to_string(score_cols) +
-              " score columns with split_keys=on (split-keys kernels: head 128 and 256, at most 16 "
+              " score columns with split_keys=on (split-keys kernels: head 128 and 256, at most 8 "
               "score columns, CUDA)";
     } else if (generic) {
       what += " at BM " + std::to_string(block_m);
@@ -507,8 +484,6 @@ Result<const VariantRow*> FindRow(const AttentionShape& shape, int block_m, int 
     } else {
       what += " as " + std::string(ToString(kernel)) + " at " + std::to_string(score_cols) +
               " score columns (query rows x q heads per KV head)";
-      if (tuning.bulk_copies != Switch::kAuto)
-        what += " with bulk_copies=" + std::string(ToString(tuning.bulk_copies));
 #if defined(LADDER_KERNELS_HIP)
       what += "; HIP builds have the generic kernels only";
 #endif
@@ -578,7 +553,7 @@ Result<bool> MergesInKernel(const KernelEntry& e, long long items, long long uni
 // the window's and its time is fixed cost, of which the merge kernel's launch and grid
 // completion are a part the cluster merge saves (H200, gemma4-31b-sliding at 2-5 query rows from
 // 8K: 11 segments merged in their clusters, 7-15 % less time than through the merge kernel,
-// docs/performance.md). Without a window the cluster's wins and losses followed no rule.
+// docs/kernel-experiments.md). Without a window the cluster's wins and losses followed no rule.
 bool WantsClusterMerge(const AttentionShape& shape, const TuningConfig& tuning) {
   return tuning.merge_in_cluster == Switch::kOn ||
          (tuning.merge_in_cluster == Switch::kAuto && shape.window > 0);
@@ -600,7 +575,7 @@ bool MergesInCluster(const KernelEntry& e, const AttentionShape& shape, int segm
 // keys. H200, wide / narrow at the narrow kernel's split, through ladder (two runs):
 // gemma4-dense-256 0.90-0.92 at 1K, 0.97-0.98 at 8K, 1.005-1.09 from 32K; the sliding window
 // 0.90-0.93 where the merge kernel runs, 1.01-1.10 where it merges in clusters; TP=2's sliding
-// layers 0.87-0.93 (docs/performance.md).
+// layers 0.87-0.93 (docs/kernel-experiments.md).
 bool WidensAfterSplit(const DeviceProblem& p, const TuningConfig& tuning) {
 #if defined(LADDER_KERNELS_HIP)
   (void)p, (void)tuning;
@@ -646,7 +621,7 @@ long long MergeWorkGroups(const DeviceProblem& p) {
 // where twice the grid fits on the SMs: the next call's work groups take SMs this call leaves idle;
 // elsewhere after the merge's wait, once the attention grid is complete, since a release from the
 // start placed the next call's work groups beside this call's (llama-70b 1K, 2 rows: 1.09x the time
-// without an early release; 0.97x after the wait). docs/performance.md has the A/Bs.
+// without an early release; 0.97x after the wait). docs/kernel-experiments.md has the A/Bs.
 LaunchPlan::Release ReleasePointOf(long long attention_groups, int ctas_per_sm,
                                    long long merge_groups, int sms) {
   const bool packs = merge_groups > sms &&

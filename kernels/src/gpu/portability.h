@@ -507,7 +507,7 @@ __device__ inline uint32_t MovMatrixTrans(uint32_t a) {
 // D[64 x 32] (+)= A[64 x 16] B[16 x 32], fp32 accumulators in mma.sync's C layout per 8-column
 // block (thread t of the warpgroup: rows 16 (t / 32) + (t % 32) / 4 (+8), columns 2 (t % 4)
 // (+1)), A MN-major and B K-major in shared memory without swizzle (core matrices of 8 x 16
-// bytes, 128 bytes each; kernels/probes/wgmma_layout.cu checks the layouts).
+// bytes, 128 bytes each; kernels/tools/wgmma_layout.cu checks the layouts).
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL) && !defined(LADDER_KERNELS_HIP)
 #define LADDER_DEVICE_HAS_WGMMA 1
 #else

@@ -1,7 +1,10 @@
 // Decode attention whose warps split the keys of a tile instead of the dims of the output:
-// the generic kernel's design turned around for calls of at most 16 score columns (query rows x
-// q heads of a KV head: one decode row of GQA 8, two of GQA 4 and 8). Same contract and
-// KernelParams as UnifiedAttentionKernel (attention_kernel.h); chosen by TuningConfig::split_keys.
+// the generic kernel's design turned around for calls of at most 8 score columns (query rows x
+// q heads of a KV head: one decode row of GQA 8, two of GQA 4). Same contract and KernelParams
+// as UnifiedAttentionKernel (attention_kernel.h); chosen by TuningConfig::split_keys. (A form
+// with two 8-column n-tiles per warp, 9-16 columns, lost to the generic kernel at two decode
+// rows of GQA 8, 0.85-0.99 (kernels-ab-split-keys), and was deleted: each warp's MMAs grow with
+// the columns where the generic kernel's 16-row MMA covers them.)
 //
 // Why: in the generic kernel every K/V tile passes through three work-group barriers, the
 // scores through shared memory to an all-thread softmax, and P back through shared memory to
@@ -33,8 +36,9 @@
 
 namespace ladder::kernels::gpu {
 
-template <int D, int NN>
+template <int D>
 struct SplitKeysShape {
+  static constexpr int NN = 1;  // 8-column n-tiles of S^T per warp
   static constexpr int kWarps = 4;
   static constexpr int kThreads = 32 * kWarps;
   static constexpr int kDimSplit = D > 128 ? 2 : 1;  // warps per key group, each D / kDimSplit dims
@@ -52,16 +56,16 @@ struct SplitKeysShape {
   static constexpr size_t kSmemBytes =
       kStages * kStageBytes > kMergeBytes ? kStages* kStageBytes : kMergeBytes;
 
-  static_assert(NN == 1 || NN == 2, "8 or 16 score columns");
   static_assert(D % 32 == 0, "two 16-dim k-steps at a time");
   static_assert(kStages >= 2, "at least two K/V stages");
 };
 
-template <class E, int D, int NN>
-__global__ void __launch_bounds__(SplitKeysShape<D, NN>::kThreads, 2)
+template <class E, int D>
+__global__ void __launch_bounds__(SplitKeysShape<D>::kThreads, 2)
     SplitKeysAttentionKernel(KernelParams p) {
 #if LADDER_DEVICE_HAS_MMA
-  using S = SplitKeysShape<D, NN>;
+  using S = SplitKeysShape<D>;
+  constexpr int NN = S::NN;
   constexpr int TN = S::kTile, ST = S::kStages, LD = S::kLd, N = S::kCols;
   extern __shared__ __align__(16) unsigned char smem[];
   uint16_t* kvs = reinterpret_cast<uint16_t*>(smem);  // [stage][K|V][TN][LD]

@@ -11,11 +11,12 @@
 //     its own online softmax state and output accumulator; the teams are merged once, at the end.
 //   - Each team copies its chunks of K and V (paged, 1 KB rows) into its own ring of
 //     kTeamStages shared-memory stages with 16-byte cp.async from all its threads: two chunks in
-//     flight per team while one is computed. With kBulk (the default at 16 columns by column,
-//     where two warps per team do not score) one of the non-scoring warps issues the chunk as
-//     32 bulk copies of 1 KB onto the stage's mbarrier instead, and the scorers issue nothing
-//     (H200, 2 rows at 32K: -2.7 us). Where every warp scores, the copying warp was the slowest
-//     (docs/kernels.md).
+//     flight per team while one is computed. By column (16 columns, where two warps per team do
+//     not score) one of the non-scoring warps issues the chunk as 32 bulk copies of 1 KB onto
+//     the stage's mbarrier instead, and the scorers issue nothing (kBulk; H200, 2 rows at 32K:
+//     -2.7 us). Where every warp scores, the copying warp was the slowest: bulk copies by dims
+//     lost below ~10K keys and won by at most 2.8 % above (kernels-ab-bulk, kernels-locate-bulk)
+//     and were deleted, as were those of the split kernels.
 //   - Scores are computed transposed, S^T = K Q^T (keys are the 16 MMA rows, the kN = 8 * NT
 //     score columns are query rows x q heads of the KV head): one query row of a GQA-8 model
 //     fills an 8-wide MMA tile exactly, instead of half of a 16-row one.
@@ -113,14 +114,16 @@ struct TeamShape {
                 "the write-out gives each thread two dims");
 };
 
-// kBulk: the chunks come by bulk copy (cp.async.bulk, one 1 KB row per lane of the team's
-// warp 0, completion on the stage's mbarrier), so the other three warps issue no copies.
-template <class E, int NT, TeamScoring kScoring, bool kBulk>
+// By column (kBulk) the chunks come by bulk copy (cp.async.bulk, one 1 KB row per lane of one
+// non-scoring warp of the team, completion on the stage's mbarrier), so the other three warps
+// issue no copies; the other scorings copy by cp.async from every thread.
+template <class E, int NT, TeamScoring kScoring>
 __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1)
     TeamAttention512Kernel(KernelParams p) {
 #if LADDER_DEVICE_HAS_MMA
   using S = TeamShape<NT>;
   constexpr int D = S::kD, CK = S::kChunk, LD = S::kLd, TS = S::kTeamStages;
+  constexpr bool kBulk = kScoring == TeamScoring::kByColumn;
   extern __shared__ __align__(128) unsigned char smem[];
   uint16_t* stages = reinterpret_cast<uint16_t*>(smem);  // [stage][K|V][CK][LD]
   float* spart = reinterpret_cast<float*>(smem + S::kOffSPart);
@@ -247,13 +250,10 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1)
     auto issue = [&](int k) {  // the team's k-th chunk into its stage k % TS
       if constexpr (kBulk) {
         // One warp copies, lane r row r (0-15 K, 16-31 V), the two teams' copying warps on
-        // different SM sub-partitions (warp w issues on sub-partition w % 4): at 16 columns by
-        // column one that does not score (warp 2 of team 0, 0 of team 1), split at 16 columns
-        // one that runs no softmax (2 and 3), else warps 0 and 2.
-        constexpr int kCopyWarp0 = NT == 2 && kScoring != TeamScoring::kByDims ? 2 : 0;
-        constexpr int kCopyWarp1 = NT == 2 && kScoring == TeamScoring::kByColumn ? 0
-                                   : NT == 2 && kScoring == TeamScoring::kSplit  ? 3
-                                                                                 : 2;
+        // different SM sub-partitions (warp w issues on sub-partition w % 4), each one that does
+        // not score (warp 2 of team 0, 0 of team 1).
+        static_assert(NT == 2, "bulk copies by column at 16 columns only");
+        constexpr int kCopyWarp0 = 2, kCopyWarp1 = 0;
         if (k < team_chunks && tw == (team == 0 ? kCopyWarp0 : kCopyWarp1)) {
           unsigned long long* bar = bars + k % TS;
           if (lane == 0) dev::MbarrierArriveExpectTx(bar, 2 * CK * D * 2);
@@ -274,7 +274,7 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1)
         // K as [key][LD]; V the same, or (wgmma) as wgmma's MN-major A operand with the 128-byte
         // swizzle: 64-dim panels 2 KB apart, key row r of a panel at r * 128 bytes, its 16-byte
         // piece c at (c ^ the row's address bits 7-9) * 16 (descriptor base offset 0: checked on
-        // the H200 by kernels/probes/wgmma_layout.cu, also for panels off 1024-byte boundaries).
+        // the H200 by kernels/tools/wgmma_layout.cu, also for panels off 1024-byte boundaries).
         uint16_t* sk = st + ld_row * LD + ld_piece * 8;
         uint16_t* sv = sk + CK * LD;
         if constexpr (kWg) {
@@ -563,7 +563,7 @@ __global__ void __launch_bounds__(TeamShape<NT>::kThreads, 1)
       // Team 1 has one chunk fewer (an odd count): it passes its named barrier as often as
       // team 0 passes its own. The hardware keeps the two barriers apart either way, but
       // compute-sanitizer's racecheck paired the block-wide barrier below wrongly across teams
-      // whose counts differed and reported thousands of hazards there (docs/performance.md);
+      // whose counts differed and reported thousands of hazards there (docs/kernel-experiments.md);
       // with equal counts it reports none.
       constexpr int kChunkBarriers = 1 + (kCols ? 0 : 1) + (kXchg ? 1 : 0);
 #pragma unroll

@@ -80,7 +80,7 @@ struct PolicyConfig {
   // Spec-aware: 3D while every sequence has at most this many query rows (k drafts + 1). Eight
   // covers MTP with 4 drafts and EAGLE with up to 7: on the 2D path such a call has one work
   // group per KV head and row tile, and at 5 rows the 3D path took 0.04-0.29x its time on the
-  // H200 (matrices/examples/kernels-ab-decode-rows.yaml, docs/performance.md).
+  // H200 (kernels/ab/kernels-ab-decode-rows.yaml, docs/kernel-experiments.md).
   int decode_query_len = 8;
   // Segment count: aim for ctas_per_sm * sm_count work items, but give each segment at least
   // min_tokens_per_segment keys, and never more than max_segments.

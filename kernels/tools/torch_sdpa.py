@@ -23,7 +23,7 @@ Timing (--timing stream,graph), the same as kernels/src/bench.cc:
   cost leaks into the time, and the row says so.
 vllm-* outputs are checked against flash SDPA at 1 row (max |diff| in the JSON).
 
-    python3 kernels/peers/torch_sdpa.py [--presets gemma4-dense-256,llama-70b] [--depths 1024,32768]
+    python3 kernels/tools/torch_sdpa.py [--presets gemma4-dense-256,llama-70b] [--depths 1024,32768]
         [--rows 1,2,4] [--warmup 100] [--repeats 30] [--timing stream,graph] [--graph-calls 20]
         [--arms flash,cudnn,vllm-2d,vllm-3d] [--json out.json]
 """
@@ -144,8 +144,9 @@ def main():
     ap.add_argument("--graph-calls", type=int, default=20)
     ap.add_argument("--hold-us", type=float, default=100.0, help="device spin before each start event (ladder: 100)")
     ap.add_argument("--arms", default="flash,cudnn,vllm-2d,vllm-3d")
-    ap.add_argument("--vllm", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".peers",
-                                                   "vllm_unified_attention.py"))
+    # (the repository's git-ignored .peers/, two levels above kernels/tools/)
+    ap.add_argument("--vllm", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                                   ".peers", "vllm_unified_attention.py"))
     ap.add_argument("--vllm-segments", type=int, default=64)
     ap.add_argument("--json", default="")
     args = ap.parse_args()

@@ -6,7 +6,7 @@
 // generic kernel's loop with the scores and the P V left out.
 // Layouts: "paged" is ladder's (and vLLM's) cache: [page][16 slots][kv heads][head dim], pages
 // in a shuffled order; "per-head" is the contiguous [kv heads][keys][head dim] that PyTorch's
-// SDPA backends read in kernels/peers/torch_sdpa.py.
+// SDPA backends read in kernels/tools/torch_sdpa.py.
 //   nvcc -O3 -std=c++17 -arch=sm_90 -o paged_read paged_read.cu && ./paged_read
 #include <cuda_runtime.h>
 

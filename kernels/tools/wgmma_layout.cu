@@ -12,7 +12,7 @@
 //       keys 8b..) at (2n + b) * 128 B, column rows of 16 B inside: LBO 128, SBO 256.
 // Prints the largest error against a double reference, twice accumulated (scale-d 0 then 1).
 // Build: nvcc -O2 -gencode arch=compute_90a,code=sm_90a -o wgmma_layout
-// kernels/probes/wgmma_layout.cu
+// kernels/tools/wgmma_layout.cu
 #include <cuda_bf16.h>
 #include <cmath>
 #include <cstdint>
