@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Runs kernel A/B matrices on a GPU machine from a carried build and writes the results database
 # and the paired-ratio report. An A/B of kernel variants or tunings is a matrix whose paired axis
-# is the variant (matrices/examples/kernels-ab-*.yaml): ladder measures both arms in one session,
+# is the variant (kernels/ab/kernels-ab-*.yaml): ladder measures both arms in one session,
 # interleaved in a seeded order, and reports the ratio with its interval.
 #
 # Here (a CUDA build, then the folder to carry):
 #   cmake --preset cuda && cmake --build build-cuda --target ladder kernels_gpu_tests
 #   scripts/carry.sh build-cuda/cli/ladder
-#   cp scripts/device-ab.sh matrices/examples/kernels-ab-*.yaml .carry/
+#   cp scripts/device-ab.sh kernels/ab/kernels-ab-*.yaml .carry/
 #   cp build-cuda/tests/kernels/kernels_{,device_}gpu_tests .carry/   # optional: run before the matrices
 # On the GPU machine:
 #   cd .carry && LD_LIBRARY_PATH=lib:/usr/local/cuda/lib64 bash device-ab.sh OUT [MATRIX.yaml ...]

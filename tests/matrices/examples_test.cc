@@ -25,21 +25,37 @@ Matrix MustParseExample(const std::string& name) {
   return matrix.ok() ? *std::move(matrix) : Matrix{};
 }
 
-TEST(MatrixParser, EveryExampleParsesAndExpands) {
-  int count = 0;
+// What a user copies, each file saying what it studies and how long it takes, and the kernel
+// lab's A/B matrices beside the kernels (kernels/ab/).
+TEST(MatrixParser, EveryExampleAndLabMatrixParsesAndExpands) {
+  for (const std::string dir : {LADDER_MATRICES_EXAMPLES_DIR, LADDER_KERNELS_AB_DIR}) {
+    int count = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+      if (entry.path().extension() != ".yaml") continue;
+      ++count;
+      SCOPED_TRACE(entry.path().string());
+      auto matrix = ParseMatrixFile(entry.path().string());
+      ASSERT_TRUE(matrix.ok()) << matrix.status();
+      EXPECT_EQ(matrix->name + ".yaml", entry.path().filename().string())
+          << "a matrix's file is named after it";
+      auto expansion = Expand(*matrix);
+      ASSERT_TRUE(expansion.ok()) << expansion.status();
+      EXPECT_FALSE(expansion->units.empty());
+    }
+    EXPECT_GE(count, 4) << dir;
+  }
+}
+
+// An example says, in its opening comment, how long it takes (a user picks one by it).
+TEST(MatrixParser, EveryExampleSaysHowLongItTakes) {
   for (const auto& entry : std::filesystem::directory_iterator(LADDER_MATRICES_EXAMPLES_DIR)) {
     if (entry.path().extension() != ".yaml") continue;
-    ++count;
-    SCOPED_TRACE(entry.path().string());
-    auto matrix = ParseMatrixFile(entry.path().string());
-    ASSERT_TRUE(matrix.ok()) << matrix.status();
-    EXPECT_EQ(matrix->name + ".yaml", entry.path().filename().string())
-        << "an example's file is named after its matrix";
-    auto expansion = Expand(*matrix);
-    ASSERT_TRUE(expansion.ok()) << expansion.status();
-    EXPECT_FALSE(expansion->units.empty());
+    std::ifstream in(entry.path());
+    std::string line, comment;
+    while (std::getline(in, line) && line.rfind("#", 0) == 0) comment += line + "\n";
+    EXPECT_NE(comment.find("Takes "), std::string::npos)
+        << entry.path().filename() << ": its opening comment has no \"Takes ...\" line";
   }
-  EXPECT_GE(count, 4);
 }
 
 TEST(MatrixExpand, DemoCpuExample) {
