@@ -9,11 +9,13 @@
 #include <google/protobuf/util/json_util.h>
 
 #include <set>
+#include "analysis_common.h"
 #include "client.h"
 #include "commands.h"
 #include "exit_codes.h"
 #include "format.h"
 #include "ladder/agent/cell_check.h"
+#include "ladder/coordinator/wire.h"
 #include "ladder/db/query.h"
 #include "ladder/matrices/matrix.h"
 #include "ladder/runner/validate.h"
@@ -175,39 +177,70 @@ void AddClientCommands(CLI::App& app) {
   }
   {
     struct Flags : ClientFlags {
-      std::string run;
+      std::string run, db;
       bool json = false;
     };
     auto flags = std::make_shared<Flags>();
     auto* cmd = app.add_subcommand(
-        "status", "Show one run (done? how many cells failed, and why) or list recent runs.");
+        "status",
+        "Show one run (done? how many cells failed, and why) or list recent runs. With --db FILE "
+        "it reads the database directly (offline: progress as stored, no ETA or waiting reason, "
+        "which only a running coordinator knows).");
     cmd->add_option("run", flags->run, "run id (omit to list recent runs)");
+    cmd->add_option("--db", flags->db, "read this results database instead of the coordinator");
     cmd->add_flag("--json", flags->json, "print JSON");
     AddCoordinatorFlag(cmd, *flags);
     cmd->callback([flags] {
-      AdminClient client(flags->Options());
+      std::unique_ptr<AdminClient> client;
+      std::unique_ptr<db::Database> database;
+      if (flags->db.empty()) {
+        client = std::make_unique<AdminClient>(flags->Options());
+      } else {
+        database = OpenDatabase(flags->db);
+      }
       if (!flags->run.empty()) {
-        auto summary = client.GetRun(ParseRunId(flags->run));
-        if (!summary.ok()) Fail(summary.status());
+        v1::RunSummary summary;
+        if (database) {
+          auto stored = db::GetRunSummary(*database, ParseRunId(flags->run));
+          if (!stored.ok()) Fail(stored.status());
+          coordinator::FillRunSummary(*stored, &summary);
+          summary.set_eta_seconds(-1);  // no coordinator: nothing to say how many units run now
+        } else {
+          auto served = client->GetRun(ParseRunId(flags->run));
+          if (!served.ok()) Fail(served.status());
+          summary = *std::move(served);
+        }
         if (flags->json) {
           std::string json;
-          google::protobuf::util::MessageToJsonString(*summary, &json);
+          google::protobuf::util::MessageToJsonString(summary, &json);
           std::cout << json << "\n";
         } else {
-          PrintSummary(*summary);
+          PrintSummary(summary);
         }
         return;
       }
-      auto runs = client.ListRuns(20);
-      if (!runs.ok()) Fail(runs.status());
+      v1::ListRunsResponse runs;
+      if (database) {
+        auto stored = db::ListRuns(*database, 20);
+        if (!stored.ok()) Fail(stored.status());
+        for (const auto& r : *stored) {
+          auto* out = runs.add_runs();
+          coordinator::FillRunSummary(r, out);
+          out->set_eta_seconds(-1);
+        }
+      } else {
+        auto served = client->ListRuns(20);
+        if (!served.ok()) Fail(served.status());
+        runs = *std::move(served);
+      }
       if (flags->json) {
         std::string json;
-        google::protobuf::util::MessageToJsonString(*runs, &json);
+        google::protobuf::util::MessageToJsonString(runs, &json);
         std::cout << json << "\n";
         return;
       }
       std::vector<std::vector<std::string>> rows;
-      for (const auto& r : runs->runs()) {
+      for (const auto& r : runs.runs()) {
         rows.push_back({std::to_string(r.run_id()), r.matrix_name(), r.state(),
                         std::to_string(r.cells_done()) + "/" + std::to_string(r.cells_total()),
                         std::to_string(r.cells_failed()), std::to_string(r.measurements()),
@@ -258,18 +291,30 @@ void AddClientCommands(CLI::App& app) {
   }
   {
     struct Flags : ClientFlags {
+      std::string db;
       bool json = false;
     };
     auto flags = std::make_shared<Flags>();
-    auto* cmd =
-        app.add_subcommand("sessions",
-                           "List agent sessions (one per agent process per host boot) with their "
-                           "hosts and GPUs.");
+    auto* cmd = app.add_subcommand(
+        "sessions",
+        "List agent sessions (one per agent process per host boot) with their hosts and GPUs. "
+        "With --db FILE it reads the database directly (offline).");
+    cmd->add_option("--db", flags->db, "read this results database instead of the coordinator");
     cmd->add_flag("--json", flags->json, "print JSON with full inventories");
     AddCoordinatorFlag(cmd, *flags);
     cmd->callback([flags] {
-      AdminClient client(flags->Options());
-      auto sessions = client.ListSessions();
+      absl::StatusOr<v1::ListSessionsResponse> sessions;
+      if (flags->db.empty()) {
+        sessions = AdminClient(flags->Options()).ListSessions();
+      } else {
+        auto database = OpenDatabase(flags->db);
+        auto stored = db::ListSessions(*database);
+        if (!stored.ok()) Fail(stored.status());
+        sessions.emplace();
+        for (const auto& one : *stored) {
+          coordinator::FillSessionInfo(one, sessions->add_sessions());
+        }
+      }
       if (!sessions.ok()) Fail(sessions.status());
       if (flags->json) {
         nlohmann::json out = nlohmann::json::array();
@@ -332,12 +377,8 @@ void AddClientCommands(CLI::App& app) {
       std::vector<std::string> by = SplitCsv(flags->by);
       nlohmann::json result;
       if (!flags->db.empty()) {
-        if (access(flags->db.c_str(), R_OK) != 0) {
-          Fail("--db: cannot read " + flags->db + ": " + std::strerror(errno), ExitCode::kBadInput);
-        }
-        auto database = db::Database::Open(flags->db, db::OpenMode::kReadOnly);
-        if (!database.ok()) Fail(database.status());
-        auto queried = db::QueryRun(**database, db::QueryOptions{run_id, by, flags->metric});
+        auto database = OpenDatabase(flags->db);
+        auto queried = db::QueryRun(*database, db::QueryOptions{run_id, by, flags->metric});
         if (!queried.ok()) Fail(queried.status());
         if (flags->csv) {
           std::cout << RenderQueryCsv(db::ToJson(*queried));

@@ -18,6 +18,7 @@
 #include "format.h"
 #include "ladder/agent/agent.h"
 #include "ladder/agent/cell_check.h"
+#include "ladder/common/time.h"
 #include "ladder/coordinator/coordinator.h"
 #include "ladder/matrices/matrix.h"
 
@@ -107,7 +108,7 @@ void RunAgent(AgentFlags flags) {
 
 struct LocalFlags {
   std::string matrix_path;
-  int agents = 0;  // 0: as many as the matrix's sessions, at least 2
+  int agents = 0;  // 0: as many sessions as the matrix may use, at least 2
   std::string db = "ladder.db";
   std::string by;
   std::string metric;
@@ -124,6 +125,23 @@ std::string ReadFileOrFail(const std::string& path) {
   return buffer.str();
 }
 
+// Returns once `count` sessions that began after `since_ms` are active on the coordinator, less
+// the agents whose loop has already ended (one that failed to register never will), or when
+// interrupted.
+void WaitForLocalAgents(AdminClient& client, int count, int64_t since_ms,
+                        const std::atomic<int>& ended, const std::atomic<bool>& interrupted) {
+  while (!interrupted.load()) {
+    auto sessions = client.ListSessions();
+    if (!sessions.ok()) return;  // Submit will say what is wrong with the coordinator
+    int active = 0;
+    for (const auto& s : sessions->sessions()) {
+      if (s.state() == "active" && s.started_at_ms() >= since_ms) ++active;
+    }
+    if (active >= count - ended.load()) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
 void RunLocal(LocalFlags flags) {
   const std::string yaml =
       flags.matrix_path.empty() ? EmbeddedDemoMatrix() : ReadFileOrFail(flags.matrix_path);
@@ -134,7 +152,12 @@ void RunLocal(LocalFlags flags) {
     if (flags.max_cells > 0) parse_options.max_cells = flags.max_cells;
     auto matrix = matrices::ParseMatrix(yaml, filename, parse_options);
     if (!matrix.ok()) Fail(matrix.status(), ExitCode::kBadInput);
-    if (flags.agents == 0) flags.agents = std::max(2, matrix->replicates.sessions);
+    // A session runs a cell group once, so `precision` can only add sessions up to its budget
+    // when that many agents exist.
+    if (flags.agents == 0) {
+      flags.agents = std::max(2, matrix->replicates.sessions);
+      if (matrix->precision) flags.agents = std::max(flags.agents, matrix->precision->max_sessions);
+    }
     if (matrix->replicates.sessions > flags.agents) {
       Fail("matrix asks for " + std::to_string(matrix->replicates.sessions) +
                " distinct sessions per cell but --agents is " + std::to_string(flags.agents) +
@@ -180,6 +203,8 @@ void RunLocal(LocalFlags flags) {
       std::filesystem::temp_directory_path() / ("ladder-local-" + std::to_string(getpid()));
   std::filesystem::create_directories(spool_dir);
   std::vector<std::thread> agent_threads;
+  std::atomic<int> agents_ended{0};
+  const int64_t agents_started_ms = UnixNowMs();
   {
     std::lock_guard lock(mu);
     for (int i = 0; i < flags.agents; ++i) {
@@ -194,13 +219,17 @@ void RunLocal(LocalFlags flags) {
       agents.push_back(std::move(*created));
     }
     for (auto& a : agents) {
-      agent_threads.emplace_back([raw = a.get()] {
+      agent_threads.emplace_back([raw = a.get(), &agents_ended] {
         if (auto s = raw->Run(); !s.ok()) spdlog::error("agent: {}", std::string(s.message()));
+        ++agents_ended;
       });
     }
   }
 
   AdminClient client(address);
+  // Submitted before its own agents have registered, the run would be told "0 agents connected,
+  // none match" about agents a moment away.
+  WaitForLocalAgents(client, flags.agents, agents_started_ms, agents_ended, interrupted);
   auto submitted = client.Submit(yaml, filename, flags.max_cells);
   ExitCode exit_code = ExitCode::kOk;
   if (!submitted.ok()) {

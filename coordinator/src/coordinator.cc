@@ -1,4 +1,5 @@
 #include "ladder/coordinator/coordinator.h"
+#include "ladder/coordinator/wire.h"
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
@@ -175,35 +176,6 @@ absl::Status CheckInventory(const v1::Inventory& inv) {
     }
   }
   return absl::OkStatus();
-}
-
-void FillSummary(const db::RunSummary& s, v1::RunSummary* out) {
-  out->set_run_id(s.run_id);
-  out->set_matrix_name(s.matrix_name);
-  out->set_state(std::string(db::ToString(s.state)));
-  out->set_cells_total(s.cells_total);
-  out->set_cells_done(s.cells_done);
-  out->set_cells_failed(s.cells_failed);
-  out->set_units_total(s.units_total);
-  out->set_units_done(s.units_done);
-  out->set_units_leased(s.units_leased);
-  out->set_units_queued(s.units_queued);
-  out->set_units_failed(s.units_failed);
-  out->set_measurements(s.measurements);
-  out->set_created_at_ms(s.created_at_ms);
-  out->set_finished_at_ms(s.finished_at_ms);
-  out->set_matrix_sha256(s.matrix_sha256);
-  for (const auto& r : s.failure_reasons) out->add_failure_reasons(r);
-  const int64_t remaining = s.units_queued + s.units_leased;
-  if (db::IsFinished(s.state)) {
-    out->set_eta_seconds(0);
-  } else if (s.mean_unit_seconds > 0) {
-    // Units run in parallel roughly as many as are leased now.
-    const double parallel = static_cast<double>(std::max<int64_t>(1, s.units_leased));
-    out->set_eta_seconds(static_cast<double>(remaining) * s.mean_unit_seconds / parallel);
-  } else {
-    out->set_eta_seconds(-1);
-  }
 }
 
 // Read-only access for the admin service: a connection of its own so reads never queue
@@ -634,7 +606,7 @@ class AdminServiceImpl final : public v1::AdminService::Service {
       }
       return ToGrpc(summary.status());
     }
-    FillSummary(*summary, out);
+    FillRunSummary(*summary, out);
     if (!db::IsFinished(summary->state)) {
       out->set_waiting_reason(scheduler_->WhyWaiting(run_id));
       // Work that no connected agent can take has no end to estimate.
@@ -654,7 +626,7 @@ class AdminServiceImpl final : public v1::AdminService::Service {
     if (auto s = auth_->CheckAdmin(*context); !s.ok()) return ToGrpc(s);
     auto runs = reader_->With([&](db::Database& d) { return db::ListRuns(d, request->limit()); });
     if (!runs.ok()) return ToGrpc(runs.status());
-    for (const auto& r : *runs) FillSummary(r, response->add_runs());
+    for (const auto& r : *runs) FillRunSummary(r, response->add_runs());
     return grpc::Status::OK;
   }
 
@@ -692,17 +664,7 @@ class AdminServiceImpl final : public v1::AdminService::Service {
     if (auto s = auth_->CheckAdmin(*context); !s.ok()) return ToGrpc(s);
     auto sessions = reader_->With([&](db::Database& d) { return db::ListSessions(d); });
     if (!sessions.ok()) return ToGrpc(sessions.status());
-    for (const auto& s : *sessions) {
-      auto* out = response->add_sessions();
-      out->set_session_id(s.session_id);
-      out->set_hostname(s.hostname);
-      out->set_state(std::string(db::ToString(s.state)));
-      out->set_started_at_ms(s.started_at_ms);
-      out->set_last_seen_ms(s.last_seen_ms);
-      out->set_inventory_json(s.inventory.dump());
-      out->set_attempts_done(s.attempts_done);
-      out->set_attempts_live(s.attempts_live);
-    }
+    for (const auto& s : *sessions) FillSessionInfo(s, response->add_sessions());
     return grpc::Status::OK;
   }
 

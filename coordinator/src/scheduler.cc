@@ -14,6 +14,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "ladder/runner/schema.h"
 #include "ladder/runner/validate.h"
 #include "ladder/status_macros.h"
 #include "scheduler_impl.h"
@@ -238,7 +239,7 @@ absl::StatusOr<SubmitResult> SchedulerImpl::Submit(const std::string& yaml,
       matrices::ParseMatrix(yaml, filename.empty() ? "<matrix>" : filename, parse_options));
   ASSIGN_OR_RETURN(matrices::Expansion expansion, matrices::Expand(matrix, parse_options));
   RETURN_IF_ERROR(runner::ValidateMatrix(matrix, expansion, runners()));
-  if (matrix.metric.empty()) matrix.metric = matrix.runner == "engine" ? "decode_tok_s" : "time_us";
+  if (matrix.metric.empty()) matrix.metric = runner::DefaultMetric(matrix);
   AddBackendFeatures(matrix);
   AddTensorParallelGpus(matrix);
   ASSIGN_OR_RETURN(int64_t run_id, store_->CreateRun(yaml, matrix, expansion, clock_->NowMs()));

@@ -144,6 +144,17 @@ const RunnerSchemas& BuiltinMetricSchemas() {
   return schemas;
 }
 
+std::string DefaultMetric(const matrices::Matrix& matrix) {
+  if (matrix.runner != "engine") return "time_us";
+  for (const char* load_param : {"concurrency", "request_rate"}) {
+    if (matrix.fixed.count(load_param) > 0) return "load_output_tok_s";
+    for (const auto& axis : matrix.axes) {
+      if (axis.name == load_param) return "load_output_tok_s";
+    }
+  }
+  return "decode_tok_s";
+}
+
 bool IsValidMetricName(std::string_view name) {
   if (name.empty() || name.size() > 64) return false;
   if (name[0] < 'a' || name[0] > 'z') return false;

@@ -81,6 +81,25 @@ TEST(Cli, LocalRunsTheBuiltInDemoEndToEnd) {
   EXPECT_NE(result.out.find("metric time_us (us)"), std::string::npos) << result.out;
   EXPECT_NE(result.out.find("12 of 12 cells done, 0 failed"), std::string::npos) << result.out;
   ExpectExactlyOnce(db, 1, 18);  // 3 sessions x 2 processes x 3 rounds
+  // Its own agents register before it submits, so it never warns that none are connected.
+  EXPECT_EQ(result.err.find("waiting for an agent"), std::string::npos) << result.err;
+  // Every read-only command answers from the file, with no coordinator running.
+  auto status = RunCommand({LadderBinary(), "status", "1", "--db", db, "--json"});
+  ASSERT_EQ(status.exit_code, 0) << status.err;
+  const auto summary = nlohmann::json::parse(status.out);
+  EXPECT_EQ(summary.value("state", ""), "done") << status.out;
+  EXPECT_EQ(summary.value("cellsDone", ""), "12") << status.out;  // int64 in proto JSON: a string
+  auto listed = RunCommand({LadderBinary(), "status", "--db", db});
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  EXPECT_NE(listed.out.find("demo-cpu"), std::string::npos) << listed.out;
+  auto sessions = RunCommand({LadderBinary(), "sessions", "--db", db, "--json"});
+  ASSERT_EQ(sessions.exit_code, 0) << sessions.err;
+  EXPECT_EQ(nlohmann::json::parse(sessions.out).size(), 3u) << sessions.out;
+  auto no_run = RunCommand({LadderBinary(), "status", "9", "--db", db});
+  EXPECT_EQ(no_run.exit_code, 1);
+  EXPECT_NE(no_run.err.find("9"), std::string::npos) << no_run.err;
+  auto no_file = RunCommand({LadderBinary(), "status", "--db", dir.File("absent.db")});
+  EXPECT_EQ(no_file.exit_code, 2) << no_file.err;
   // The same database answers offline; an unknown run is a clear error.
   auto unknown = RunCommand({LadderBinary(), "query", "9", "--db", db});
   EXPECT_EQ(unknown.exit_code, 1);

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/status/status.h"
+#include "ladder/matrices/matrix.h"
 
 namespace ladder::runner {
 
@@ -77,6 +78,11 @@ class RunnerSchemas {
 
 // The metric schemas of the built-in runners (kernel, engine), without parameter checks.
 const RunnerSchemas& BuiltinMetricSchemas();
+
+// The primary metric of a matrix that names none: what every one of its cells records.
+// kernel: time_us; engine: load_output_tok_s where cells are load cells (a `concurrency` or
+// `request_rate` axis or fixed value: they send no batch-1 requests), else decode_tok_s.
+std::string DefaultMetric(const matrices::Matrix& matrix);
 
 // [a-z][a-z0-9_]{0,63}: safe in CSV, SQL identifiers of reports, file names and HTML.
 bool IsValidMetricName(std::string_view name);
