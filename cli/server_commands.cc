@@ -21,6 +21,7 @@
 #include "ladder/common/time.h"
 #include "ladder/coordinator/coordinator.h"
 #include "ladder/matrices/matrix.h"
+#include "ladder/web/web.h"
 
 namespace ladder::cli {
 namespace {
@@ -28,7 +29,28 @@ namespace {
 struct CoordinatorFlags {
   coordinator::CoordinatorOptions options;
   std::string port_file;
+  std::string http;     // web pages and /metrics
+  std::string metrics;  // /metrics alone
 };
+
+// The web pages (or /metrics alone) beside a started coordinator, with its TLS certificate.
+std::unique_ptr<web::WebServer> StartWeb(const std::string& listen, bool metrics_only,
+                                         const coordinator::CoordinatorOptions& options,
+                                         coordinator::Coordinator* server) {
+  web::WebOptions web_options;
+  web_options.listen = listen;
+  web_options.metrics_only = metrics_only;
+  web_options.tls_cert_file = options.tls_cert_file;
+  web_options.tls_key_file = options.tls_key_file;
+  web_options.insecure = options.insecure;
+  auto started = web::WebServer::Start(web_options, server);
+  if (!started.ok()) {
+    Fail(started.status(), started.status().code() == absl::StatusCode::kInvalidArgument
+                               ? ExitCode::kBadInput
+                               : ExitCode::kError);
+  }
+  return std::move(*started);
+}
 
 void RunCoordinator(const CoordinatorFlags& flags) {
   std::unique_ptr<coordinator::Coordinator> server;
@@ -44,6 +66,15 @@ void RunCoordinator(const CoordinatorFlags& flags) {
   auto started = coordinator::Coordinator::Start(options);
   if (!started.ok()) Fail(started.status());
   server = std::move(*started);
+  std::unique_ptr<web::WebServer> pages, metrics;
+  if (!flags.http.empty()) {
+    pages = StartWeb(flags.http, false, options, server.get());
+    std::cerr << "web pages: " << pages->url() << "\n";
+  }
+  if (!flags.metrics.empty()) {
+    metrics = StartWeb(flags.metrics, true, options, server.get());
+    std::cerr << "metrics: " << metrics->url() << "metrics\n";
+  }
   if (!flags.port_file.empty()) {
     // Written atomically (rename), so a reader never sees a partial number.
     const std::string tmp = flags.port_file + ".tmp";
@@ -115,6 +146,7 @@ struct LocalFlags {
   bool json = false;
   int64_t max_cells = 0;
   std::string engine_logs;  // each engine's full log goes here (one file per engine process)
+  std::string http;         // serve the web pages here while the run goes
 };
 
 std::string ReadFileOrFail(const std::string& path) {
@@ -198,6 +230,11 @@ void RunLocal(LocalFlags flags) {
   server = std::move(*started);
   const std::string address = server->address();
   if (!flags.json) std::cerr << "coordinator on " << address << ", results in " << flags.db << "\n";
+  std::unique_ptr<web::WebServer> pages;
+  if (!flags.http.empty()) {
+    pages = StartWeb(flags.http, false, options, server.get());
+    std::cerr << "watch it at " << pages->url() << "\n";
+  }
 
   const std::filesystem::path spool_dir =
       std::filesystem::temp_directory_path() / ("ladder-local-" + std::to_string(getpid()));
@@ -272,6 +309,7 @@ void RunLocal(LocalFlags flags) {
     for (auto& a : agents) a->Stop(agent::StopMode::kRelease);
   }
   for (auto& t : agent_threads) t.join();
+  pages.reset();
   server->Shutdown();
   std::error_code ignored;
   std::filesystem::remove_all(spool_dir, ignored);
@@ -320,6 +358,12 @@ void AddServerCommands(CLI::App& app) {
         ->group("");
     cmd->add_option("--port-file", flags->port_file,
                     "write the bound port to this file once serving (with --listen HOST:0)");
+    cmd->add_option("--http", flags->http,
+                    "serve the web pages (runs, results, fleet) and /metrics on HOST:PORT, or "
+                    "PORT for 127.0.0.1:PORT; beyond loopback with --tls-cert and an admin "
+                    "token (open URL?token=TOKEN once)");
+    cmd->add_option("--metrics", flags->metrics,
+                    "serve Prometheus' /metrics alone on HOST:PORT or PORT (same rules as --http)");
     cmd->callback([flags] { RunCoordinator(*flags); });
   }
   {
@@ -380,8 +424,11 @@ void AddServerCommands(CLI::App& app) {
         "With no MATRIX, runs the built-in CPU demo (matrices/examples/demo-cpu.yaml).");
     cmd->add_option("matrix", flags->matrix_path, "matrix YAML file (default: built-in demo)");
     cmd->add_option("--agents", flags->agents,
-                    "agents to start (default: the matrix's sessions, at least 2)");
+                    "agents to start (default: the sessions the matrix may use, at least 2)");
     cmd->add_option("--db", flags->db, "results database")->capture_default_str();
+    cmd->add_option("--http", flags->http,
+                    "watch the run in a browser: serve the web pages on PORT (127.0.0.1) or "
+                    "HOST:PORT while it goes");
     cmd->add_option("--by", flags->by, "axes to group the table by, comma-separated");
     cmd->add_option("--metric", flags->metric, "metric to show (default: the matrix's)");
     cmd->add_option("--max-cells", flags->max_cells, "raise the cell cap");

@@ -167,8 +167,11 @@ void LeaseDispatcher::Stop() {
 
 ReportIngestor::ReportIngestor(
     Scheduler* scheduler, size_t max_queued_records,
-    std::function<grpc::Status(const absl::Status&, const std::string&)> failure)
-    : scheduler_(scheduler), max_queued_records_(max_queued_records), failure_(std::move(failure)) {
+    std::function<grpc::Status(const absl::Status&, const std::string&)> failure, Metrics* metrics)
+    : scheduler_(scheduler),
+      metrics_(metrics),
+      max_queued_records_(max_queued_records),
+      failure_(std::move(failure)) {
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -183,6 +186,10 @@ void ReportIngestor::Add(Call call) {
       cv_.notify_one();
       return;
     }
+  }
+  if (metrics_ != nullptr) {
+    metrics_->Add(Metrics::Counter::kReportsRejected,
+                  Metrics::Labels({{"code", stopping ? "UNAVAILABLE" : "RESOURCE_EXHAUSTED"}}));
   }
   // Outside the lock: finishing may run gRPC code.
   call.reactor->Finish(
@@ -221,7 +228,16 @@ void ReportIngestor::Write(std::vector<Call> batch) {
     sessions.push_back(call.report.session_id);
     reports.push_back(std::move(call.report));
   }
+  size_t records = 0;
+  for (const auto& call : batch) records += call.records;
+  const auto commit_start = std::chrono::steady_clock::now();
   auto outcomes = scheduler_->ReportBatch(std::move(reports));
+  if (metrics_ != nullptr) {
+    metrics_->Observe(
+        Metrics::Histogram::kCommitDuration,
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - commit_start).count());
+    metrics_->Observe(Metrics::Histogram::kCommitRecords, static_cast<double>(records));
+  }
   // The finishes riding on the stored reports, ended together once their results are in.
   std::vector<FinishIn> finishes;
   std::vector<v1::FinishOutcome*> finish_outcomes;
@@ -237,6 +253,19 @@ void ReportIngestor::Write(std::vector<Call> batch) {
         auto* out = call.response->add_refused();
         out->set_uuid(r.uuid);
         out->set_reason(r.reason);
+      }
+    }
+    if (metrics_ != nullptr) {
+      metrics_->Add(Metrics::Counter::kRecordsStored, Metrics::Labels({{"kind", "measurement"}}),
+                    static_cast<double>(outcome->measurements_inserted));
+      metrics_->Add(Metrics::Counter::kRecordsStored, Metrics::Labels({{"kind", "evidence"}}),
+                    static_cast<double>(outcome->evidence_inserted));
+      for (const std::vector<db::RefusedRecord>* list :
+           {static_cast<const std::vector<db::RefusedRecord>*>(&call.refused), &outcome->refused}) {
+        for (const auto& r : *list) {
+          metrics_->Add(Metrics::Counter::kRecordsRefused,
+                        Metrics::Labels({{"reason", Metrics::RefusalKind(r.reason)}}));
+        }
       }
     }
     const size_t refused = call.refused.size() + outcome->refused.size();

@@ -10,6 +10,8 @@
 // nothing is acknowledged that is not stored.
 #pragma once
 
+#include "metrics.h"
+
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
@@ -119,8 +121,10 @@ class ReportIngestor {
   // `max_queued_records` bounds the queue: past it, calls are refused (RESOURCE_EXHAUSTED) and
   // the agent, which keeps its results spooled, retries later.
   // `failure` turns a store error into the call's status (and logs the coordinator's own).
+  // `metrics` (may be null) counts what is stored and refused and times each group commit.
   ReportIngestor(Scheduler* scheduler, size_t max_queued_records,
-                 std::function<grpc::Status(const absl::Status&, const std::string&)> failure);
+                 std::function<grpc::Status(const absl::Status&, const std::string&)> failure,
+                 Metrics* metrics = nullptr);
   ~ReportIngestor() { Stop(); }
 
   // Queues the call, or finishes it at once with an error (full queue, stopped).
@@ -133,6 +137,7 @@ class ReportIngestor {
   void Write(std::vector<Call> batch);
 
   Scheduler* const scheduler_;
+  Metrics* const metrics_;
   const size_t max_queued_records_;
   const std::function<grpc::Status(const absl::Status&, const std::string&)> failure_;
   Mutex mu_;

@@ -33,7 +33,11 @@ Authenticator::Authenticator(std::unique_ptr<db::Database> db, const Clock* cloc
 
 absl::Status Authenticator::CheckAdmin(const grpc::ServerContextBase& context) {
   if (!require_tokens_) return absl::OkStatus();
-  const std::string token = BearerToken(context);
+  return CheckAdminToken(BearerToken(context), true);
+}
+
+absl::Status Authenticator::CheckAdminToken(const std::string& token, bool required) {
+  if (!require_tokens_ && !required) return absl::OkStatus();
   if (token.empty()) {
     return absl::UnauthenticatedError(
         "this coordinator requires an admin token: pass --token-file FILE or set LADDER_TOKEN");
@@ -138,6 +142,7 @@ absl::Status Authenticator::CheckSession(const grpc::ServerContextBase& context,
     }
     ASSIGN_OR_RETURN(bool revoked, RevokedLocked(stored->token_id));
     if (revoked) {
+      if (metrics_ != nullptr) metrics_->Add(Metrics::Counter::kSessionsRevoked);
       return absl::UnauthenticatedError(absl::StrCat(
           "token ", stored->token_id, ", which this session joined with, was revoked"));
     }

@@ -26,6 +26,7 @@
 #include "ladder/coordinator/scheduler.h"
 #include "ladder/db/sqlite.h"
 #include "ladder/db/tokens.h"
+#include "metrics.h"
 
 namespace ladder::coordinator {
 
@@ -40,6 +41,13 @@ class Authenticator {
                 double calls_per_second, double burst);
 
   bool required() const { return require_tokens_; }
+  // Counts calls refused for a revoked token (ladder_sessions_revoked_total). Set before serving.
+  void set_metrics(Metrics* metrics) { metrics_ = metrics; }
+
+  // An admin token given outside gRPC (the web pages' bearer token or cookie). OK without one
+  // only when neither this coordinator nor the caller (`required`: a listener beyond loopback)
+  // asks for tokens.
+  absl::Status CheckAdminToken(const std::string& token, bool required);
 
   // For admin RPCs.
   absl::Status CheckAdmin(const grpc::ServerContextBase& context);
@@ -97,6 +105,7 @@ class Authenticator {
   std::map<std::string, db::SessionCredential> credentials_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, RevocationCheck> revocations_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, Bucket> buckets_ ABSL_GUARDED_BY(mu_);
+  Metrics* metrics_ = nullptr;
 };
 
 // The bearer token of a call's `authorization` metadata, or "".

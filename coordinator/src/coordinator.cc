@@ -1,15 +1,19 @@
 #include "ladder/coordinator/coordinator.h"
 #include "ladder/coordinator/wire.h"
+#include "metrics.h"
 
+#include <google/protobuf/descriptor.h>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/support/server_interceptor.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -256,15 +260,18 @@ grpc::Status AnswerLease(const absl::StatusOr<std::optional<coordinator::Lease>>
 // inline on gRPC's threads.
 class AgentServiceImpl final : public v1::AgentService::CallbackService {
  public:
-  AgentServiceImpl(Scheduler* scheduler, Authenticator* auth, const CoordinatorOptions& options)
+  AgentServiceImpl(Scheduler* scheduler, Authenticator* auth, const CoordinatorOptions& options,
+                   Metrics* metrics)
       : scheduler_(scheduler),
         auth_(auth),
         options_(options),
         dispatcher_(scheduler, AnswerLease),
-        ingestor_(scheduler, options.max_queued_report_records,
-                  [](const absl::Status& status, const std::string& session_id) {
-                    return StoreFailure(status, "storing results (none acknowledged)", session_id);
-                  }) {}
+        ingestor_(
+            scheduler, options.max_queued_report_records,
+            [](const absl::Status& status, const std::string& session_id) {
+              return StoreFailure(status, "storing results (none acknowledged)", session_id);
+            },
+            metrics) {}
 
   // Ends the waits: long polls are answered "unavailable"; queued reports are written first.
   void Stop() {
@@ -704,6 +711,80 @@ class AdminServiceImpl final : public v1::AdminService::Service {
 
 }  // namespace
 
+// Counts and times every call by method and status code (ladder_rpcs_total,
+// ladder_rpc_duration_seconds). Method labels come from the served services' descriptors, so a
+// client naming methods that do not exist adds one label value ("other"), not one per name.
+class RpcMetricsInterceptor final : public grpc::experimental::Interceptor {
+ public:
+  RpcMetricsInterceptor(std::string method, Metrics* metrics)
+      : method_(std::move(method)), metrics_(metrics), start_(std::chrono::steady_clock::now()) {}
+
+  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+    if (methods->QueryInterceptionHookPoint(
+            grpc::experimental::InterceptionHookPoints::PRE_SEND_STATUS)) {
+      const grpc::Status status = methods->GetSendStatus();
+      metrics_->Add(
+          Metrics::Counter::kRpcs,
+          Metrics::Labels({{"method", method_}, {"code", CodeName(status.error_code())}}));
+      metrics_->Observe(
+          Metrics::Histogram::kRpcDuration,
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(),
+          Metrics::Labels({{"method", method_}}));
+    }
+    methods->Proceed();
+  }
+
+ private:
+  static const char* CodeName(grpc::StatusCode code) {
+    static constexpr const char* kNames[] = {"OK",
+                                             "CANCELLED",
+                                             "UNKNOWN",
+                                             "INVALID_ARGUMENT",
+                                             "DEADLINE_EXCEEDED",
+                                             "NOT_FOUND",
+                                             "ALREADY_EXISTS",
+                                             "PERMISSION_DENIED",
+                                             "RESOURCE_EXHAUSTED",
+                                             "FAILED_PRECONDITION",
+                                             "ABORTED",
+                                             "OUT_OF_RANGE",
+                                             "UNIMPLEMENTED",
+                                             "INTERNAL",
+                                             "UNAVAILABLE",
+                                             "DATA_LOSS",
+                                             "UNAUTHENTICATED"};
+    const int i = static_cast<int>(code);
+    return i >= 0 && i < 17 ? kNames[i] : "UNKNOWN";
+  }
+  const std::string method_;
+  Metrics* const metrics_;
+  const std::chrono::steady_clock::time_point start_;
+};
+
+class RpcMetricsFactory final : public grpc::experimental::ServerInterceptorFactoryInterface {
+ public:
+  explicit RpcMetricsFactory(Metrics* metrics) : metrics_(metrics) {
+    for (const char* service : {"ladder.v1.AgentService", "ladder.v1.AdminService"}) {
+      const auto* descriptor =
+          google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(service);
+      if (descriptor == nullptr) continue;
+      for (int i = 0; i < descriptor->method_count(); ++i) {
+        known_[absl::StrCat("/", service, "/", descriptor->method(i)->name())] =
+            std::string(descriptor->method(i)->name());
+      }
+    }
+  }
+  grpc::experimental::Interceptor* CreateServerInterceptor(
+      grpc::experimental::ServerRpcInfo* info) override {
+    auto it = known_.find(info->method());
+    return new RpcMetricsInterceptor(it != known_.end() ? it->second : "other", metrics_);
+  }
+
+ private:
+  Metrics* const metrics_;
+  std::map<std::string, std::string> known_;  // "/pkg.Service/Method" -> "Method"
+};
+
 absl::Status CoordinatorOptions::Validate() const {
   if (listen.find(':') == std::string::npos) {
     return absl::InvalidArgumentError(
@@ -741,6 +822,7 @@ bool CoordinatorOptions::IsLoopback() const {
 
 struct Coordinator::Impl {
   CoordinatorOptions options;
+  Metrics metrics;
   const Clock* clock = nullptr;
   std::unique_ptr<db::Store> store;
   std::unique_ptr<Reader> reader;
@@ -798,8 +880,9 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const Coordinato
       std::move(auth_db), impl->clock,
       require_tokens ? Authenticator::TokenPolicy::kRequired : Authenticator::TokenPolicy::kOff,
       options.session_calls_per_second, std::max(50.0, options.session_calls_per_second));
-  impl->agent_service =
-      std::make_unique<AgentServiceImpl>(impl->scheduler.get(), impl->auth.get(), impl->options);
+  impl->auth->set_metrics(&impl->metrics);
+  impl->agent_service = std::make_unique<AgentServiceImpl>(impl->scheduler.get(), impl->auth.get(),
+                                                           impl->options, &impl->metrics);
   impl->admin_service = std::make_unique<AdminServiceImpl>(
       impl->scheduler.get(), impl->reader.get(), impl->auth.get(), &impl->stopping);
   ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
@@ -814,6 +897,9 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const Coordinato
   builder.SetMaxSendMessageSize(options.max_message_bytes);
   builder.RegisterService(impl->agent_service.get());
   builder.RegisterService(impl->admin_service.get());
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  interceptors.push_back(std::make_unique<RpcMetricsFactory>(&impl->metrics));
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
   impl->server = builder.BuildAndStart();
   if (!impl->server || impl->port == 0) {
     return absl::UnavailableError(
@@ -836,6 +922,69 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const Coordinato
 }
 
 int Coordinator::port() const { return impl_->port; }
+
+const std::string& Coordinator::db_path() const { return impl_->options.db_path; }
+
+absl::StatusOr<v1::RunSummary> Coordinator::GetRun(int64_t run_id) {
+  v1::RunSummary out;
+  if (auto s = impl_->admin_service->Summarize(run_id, &out); !s.ok()) {
+    return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
+  }
+  return out;
+}
+
+absl::StatusOr<v1::ListRunsResponse> Coordinator::ListRuns(int limit) {
+  auto runs = impl_->reader->With([&](db::Database& d) { return db::ListRuns(d, limit); });
+  if (!runs.ok()) return runs.status();
+  v1::ListRunsResponse out;
+  for (const auto& r : *runs) {
+    auto* run = out.add_runs();
+    FillRunSummary(r, run);
+    if (!db::IsFinished(r.state)) {
+      run->set_waiting_reason(impl_->scheduler->WhyWaiting(r.run_id));
+      if (!run->waiting_reason().empty()) run->set_eta_seconds(-1);
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<v1::ListSessionsResponse> Coordinator::ListSessions() {
+  auto sessions = impl_->reader->With([&](db::Database& d) { return db::ListSessions(d); });
+  if (!sessions.ok()) return sessions.status();
+  v1::ListSessionsResponse out;
+  for (const auto& s : *sessions) FillSessionInfo(s, out.add_sessions());
+  return out;
+}
+
+absl::Status Coordinator::CheckAdminToken(const std::string& token, bool required) {
+  return impl_->auth->CheckAdminToken(token, required);
+}
+
+std::string Coordinator::MetricsText() {
+  std::string out = impl_->metrics.Render();
+  auto counts = impl_->reader->With([&](db::Database& d) { return db::CountByState(d); });
+  if (!counts.ok()) {
+    // The scrape still answers: the counters above are the coordinator's own.
+    spdlog::warn("metrics: {}", counts.status().ToString());
+    return out;
+  }
+  std::vector<std::pair<std::string, double>> sessions, units, runs;
+  for (const auto& [state, n] : counts->sessions) {
+    sessions.push_back({Metrics::Labels({{"state", state}}), static_cast<double>(n)});
+  }
+  for (const auto& [state, n] : counts->units_of_open_runs) {
+    units.push_back({Metrics::Labels({{"state", state}}), static_cast<double>(n)});
+  }
+  for (const auto& [state, n] : counts->runs) {
+    runs.push_back({Metrics::Labels({{"state", state}}), static_cast<double>(n)});
+  }
+  out += RenderGauge("ladder_sessions", "Agent sessions by state (active: connected).", sessions);
+  out +=
+      RenderGauge("ladder_units",
+                  "Units of the runs not yet finished, by state (summed over those runs).", units);
+  out += RenderGauge("ladder_runs", "Runs by state.", runs);
+  return out;
+}
 
 std::string Coordinator::address() const {
   const std::string& listen = impl_->options.listen;

@@ -43,6 +43,7 @@ void FillSessionInfo(const db::SessionSummary& s, v1::SessionInfo* out) {
   out->set_inventory_json(s.inventory.dump());
   out->set_attempts_done(s.attempts_done);
   out->set_attempts_live(s.attempts_live);
+  out->set_attempts_failed(s.attempts_failed);
 }
 
 }  // namespace ladder::coordinator

@@ -173,7 +173,9 @@ absl::StatusOr<std::vector<SessionSummary>> ListSessions(db::Database& db) {
           "(SELECT COUNT(*) FROM attempts a WHERE a.session_id = s.id AND a.state = 'done'), "
           "(SELECT COUNT(*) FROM attempts a WHERE a.session_id = s.id AND a.state = 'leased'), "
           "s.machine_id, s.boot_id, s.cloud_instance_id, s.cpu_model, s.cpu_cores, s.memory_mib, "
-          "s.software, s.features, s.labels, s.agent_version "
+          "s.software, s.features, s.labels, s.agent_version, "
+          "(SELECT COUNT(*) FROM attempts a WHERE a.session_id = s.id "
+          "AND a.state IN ('failed', 'expired')) "
           "FROM sessions s ORDER BY s.started_at"));
   ASSIGN_OR_RETURN(
       db::Statement gpus,
@@ -194,6 +196,7 @@ absl::StatusOr<std::vector<SessionSummary>> ListSessions(db::Database& db) {
     s.last_seen_ms = stmt.Int(4);
     s.attempts_done = stmt.Int(5);
     s.attempts_live = stmt.Int(6);
+    s.attempts_failed = stmt.Int(17);
     s.inventory = {{"hostname", s.hostname},
                    {"machine_id", stmt.Text(7)},
                    {"boot_id", stmt.Text(8)},
@@ -497,6 +500,50 @@ absl::StatusOr<std::string> ExportRunCsv(db::Database& db, int64_t run_id) {
         << stmt.Text(14) << '\n';
   }
   return out.str();
+}
+
+absl::StatusOr<std::vector<SessionAttempt>> ListSessionAttempts(db::Database& db,
+                                                                const std::string& session_id,
+                                                                int limit) {
+  ASSIGN_OR_RETURN(db::Statement stmt,
+                   db.Prepare("SELECT a.id, u.run_id, u.idx, u.group_key, a.state, a.leased_at, "
+                              "COALESCE(a.ended_at, 0), COALESCE(a.reason, '') "
+                              "FROM attempts a JOIN units u ON u.id = a.unit_id "
+                              "WHERE a.session_id = ?1 ORDER BY a.id DESC LIMIT ?2"));
+  stmt.Bind(1, session_id).Bind(2, static_cast<int64_t>(limit));
+  std::vector<SessionAttempt> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) break;
+    out.push_back(SessionAttempt{stmt.Int(0), stmt.Int(1), stmt.Int(2), stmt.Text(3),
+                                 stmt.Text(4), stmt.Int(5), stmt.Int(6), stmt.Text(7)});
+  }
+  return out;
+}
+
+absl::StatusOr<StateCounts> CountByState(db::Database& db) {
+  StateCounts counts;
+  auto count = [&](const char* sql,
+                   std::vector<std::pair<std::string, int64_t>>* out) -> absl::Status {
+    ASSIGN_OR_RETURN(db::Statement * stmt, db.Cached(sql));
+    stmt->Reset();
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, stmt->Step());
+      if (!row) break;
+      out->emplace_back(stmt->Text(0), stmt->Int(1));
+    }
+    stmt->Reset();
+    return absl::OkStatus();
+  };
+  RETURN_IF_ERROR(count("SELECT state, COUNT(*) FROM sessions GROUP BY state ORDER BY state",
+                        &counts.sessions));
+  RETURN_IF_ERROR(
+      count("SELECT state, COUNT(*) FROM runs GROUP BY state ORDER BY state", &counts.runs));
+  RETURN_IF_ERROR(
+      count("SELECT u.state, COUNT(*) FROM units u JOIN runs r ON r.id = u.run_id "
+            "WHERE r.state IN ('queued', 'running') GROUP BY u.state ORDER BY u.state",
+            &counts.units_of_open_runs));
+  return counts;
 }
 
 }  // namespace ladder::db

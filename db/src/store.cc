@@ -710,7 +710,8 @@ absl::StatusOr<ReportOutcome> Store::ReportLocked(const std::string& session_id,
         .Bind(12, now_ms)
         .Bind(13, info->live ? 0 : 1);
     RETURN_IF_ERROR(insert->Run());
-    if (db.Changes() == 0) {
+    const bool new_row = db.Changes() > 0;
+    if (!new_row) {
       by_uuid->Reset();
       by_uuid->Bind(1, m.uuid);
       ASSIGN_OR_RETURN(bool found, by_uuid->Step());
@@ -732,6 +733,7 @@ absl::StatusOr<ReportOutcome> Store::ReportLocked(const std::string& session_id,
       }
     }
     outcome.stored.push_back(m.uuid);
+    if (new_row) ++outcome.measurements_inserted;
     if (!info->live) outcome.stale.push_back(m.uuid);
   }
   ASSIGN_OR_RETURN(db::Statement * insert_evidence,
@@ -775,7 +777,8 @@ absl::StatusOr<ReportOutcome> Store::ReportLocked(const std::string& session_id,
         .Bind(9, e.recorded_at)
         .Bind(10, info->live ? 0 : 1);
     RETURN_IF_ERROR(insert_evidence->Run());
-    if (db.Changes() == 0) {
+    const bool new_row = db.Changes() > 0;
+    if (!new_row) {
       evidence_by_uuid->Reset();
       evidence_by_uuid->Bind(1, e.uuid);
       ASSIGN_OR_RETURN(bool found, evidence_by_uuid->Step());
@@ -790,6 +793,7 @@ absl::StatusOr<ReportOutcome> Store::ReportLocked(const std::string& session_id,
       }
     }
     outcome.stored.push_back(e.uuid);
+    if (new_row) ++outcome.evidence_inserted;
     if (!info->live) outcome.stale.push_back(e.uuid);
   }
   return outcome;

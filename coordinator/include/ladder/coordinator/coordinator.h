@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "ladder/coordinator/scheduler.h"
+#include "ladder/v1/admin.pb.h"
 
 namespace ladder::coordinator {
 
@@ -55,6 +56,20 @@ class Coordinator {
   // The bound port (useful when listening on port 0).
   int port() const;
   std::string address() const;
+  const std::string& db_path() const;
+
+  // What the web pages and /metrics read (web/), in-process: the admin service's answers (a run
+  // with its ETA and waiting reason, recent runs, sessions) without a gRPC hop.
+  absl::StatusOr<v1::RunSummary> GetRun(int64_t run_id);
+  absl::StatusOr<v1::ListRunsResponse> ListRuns(int limit);
+  absl::StatusOr<v1::ListSessionsResponse> ListSessions();
+  // OK for a valid admin token; without one only when neither this coordinator nor the caller
+  // (`required`: a listener beyond loopback) asks for tokens. UNAUTHENTICATED / PERMISSION_DENIED.
+  absl::Status CheckAdminToken(const std::string& token, bool required);
+  // Prometheus' text format (0.0.4): RPCs, ingest, store commits, refusals, revocations, and
+  // sessions / units / runs by state (docs/metrics.md).
+  std::string MetricsText();
+
   // Blocks until Shutdown() is called from another thread.
   void Wait();
   void Shutdown() noexcept;

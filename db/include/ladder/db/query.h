@@ -39,10 +39,28 @@ struct SessionSummary {
   std::string session_id, hostname;
   SessionState state = SessionState::kActive;
   int64_t started_at_ms = 0, last_seen_ms = 0;
-  int64_t attempts_done = 0, attempts_live = 0;
+  int64_t attempts_done = 0, attempts_live = 0, attempts_failed = 0;
   nlohmann::json inventory;  // host, cpu, gpus, software
 };
 absl::StatusOr<std::vector<SessionSummary>> ListSessions(db::Database& db);
+
+// A session's attempts, newest first (at most `limit`): the unit each ran and how it ended.
+struct SessionAttempt {
+  int64_t attempt_id = 0, run_id = 0, unit_index = 0;
+  std::string group_key, state;  // leased | done | failed | expired | cancelled
+  int64_t leased_at_ms = 0, ended_at_ms = 0;  // 0: not ended
+  std::string reason;
+};
+absl::StatusOr<std::vector<SessionAttempt>> ListSessionAttempts(db::Database& db,
+                                                                const std::string& session_id,
+                                                                int limit);
+
+// How many rows are in each state: sessions, runs, and the units of runs not yet finished
+// (queued, leased, done, failed, cancelled), for the coordinator's /metrics.
+struct StateCounts {
+  std::vector<std::pair<std::string, int64_t>> sessions, runs, units_of_open_runs;
+};
+absl::StatusOr<StateCounts> CountByState(db::Database& db);
 
 struct QueryOptions {
   int64_t run_id = 0;

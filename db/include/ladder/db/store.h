@@ -140,6 +140,9 @@ struct ReportOutcome {
   std::vector<std::string> stored;     // stored now or before: safe to drop from the spool
   std::vector<std::string> stale;      // subset of stored: kept but marked stale
   std::vector<RefusedRecord> refused;  // not stored, and never will be: outside the design
+  // Rows this call added (a retried report's records are stored before, not again): what the
+  // coordinator counts as ingested.
+  int64_t measurements_inserted = 0, evidence_inserted = 0;
 };
 
 // The design an attempt was leased under: all that its records may name.
