@@ -515,8 +515,8 @@ absl::StatusOr<std::vector<SessionAttempt>> ListSessionAttempts(db::Database& db
   while (true) {
     ASSIGN_OR_RETURN(bool row, stmt.Step());
     if (!row) break;
-    out.push_back(SessionAttempt{stmt.Int(0), stmt.Int(1), stmt.Int(2), stmt.Text(3),
-                                 stmt.Text(4), stmt.Int(5), stmt.Int(6), stmt.Text(7)});
+    out.push_back(SessionAttempt{stmt.Int(0), stmt.Int(1), stmt.Int(2), stmt.Text(3), stmt.Text(4),
+                                 stmt.Int(5), stmt.Int(6), stmt.Text(7)});
   }
   return out;
 }

@@ -47,7 +47,7 @@ absl::StatusOr<std::vector<SessionSummary>> ListSessions(db::Database& db);
 // A session's attempts, newest first (at most `limit`): the unit each ran and how it ended.
 struct SessionAttempt {
   int64_t attempt_id = 0, run_id = 0, unit_index = 0;
-  std::string group_key, state;  // leased | done | failed | expired | cancelled
+  std::string group_key, state;               // leased | done | failed | expired | cancelled
   int64_t leased_at_ms = 0, ended_at_ms = 0;  // 0: not ended
   std::string reason;
 };
