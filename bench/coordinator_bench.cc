@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <grpcpp/alarm.h>
 #include <grpcpp/grpcpp.h>
+#include <httplib.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -54,6 +55,7 @@
 #include "ladder/db/sqlite.h"
 #include "ladder/v1/admin.grpc.pb.h"
 #include "ladder/v1/agent.grpc.pb.h"
+#include "ladder/web/web.h"
 
 namespace ladder::bench {
 namespace {
@@ -74,6 +76,8 @@ struct Config {
   bool json = false;
   std::string keep_dir;            // keep the databases here instead of a temp folder
   bool deadlock_detection = true;  // abseil's mutex deadlock detection (on in Debian's build)
+  bool poll_web = false;  // serve the web pages and poll a run's page and /metrics every second
+  bool poll_web_report = false;  // and its results page (the report, rebuilt at most every 10 s)
 };
 
 double CpuSeconds() {
@@ -113,7 +117,8 @@ class CoordinatorProcess {
                                            std::to_string(config.lease_ms),
                                            std::to_string(std::max(config.lease_wait_ms, 1000)),
                                            fmt::format("{}", config.session_rate),
-                                           config.deadlock_detection ? "1" : "0"};
+                                           config.deadlock_detection ? "1" : "0",
+                                           config.poll_web ? "1" : "0"};
     std::vector<char*> argv;
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
@@ -140,13 +145,18 @@ class CoordinatorProcess {
     if (line.empty() || line.find('\n') == std::string::npos) {
       return absl::InternalError("the coordinator process did not report its port");
     }
-    process->address_ = "127.0.0.1:" + line.substr(0, line.find('\n'));
+    // "PORT" or "PORT WEB_PORT".
+    line = line.substr(0, line.find('\n'));
+    process->address_ = "127.0.0.1:" + line.substr(0, line.find(' '));
+    if (line.find(' ') != std::string::npos)
+      process->web_port_ = std::stoi(line.substr(line.find(' ') + 1));
     return process;
   }
 
   ~CoordinatorProcess() { (void)Stop(); }
 
   const std::string& address() const { return address_; }
+  int web_port() const { return web_port_; }  // 0: no web pages
 
   double CpuSeconds() const {
     std::ifstream in(fmt::format("/proc/{}/stat", pid_));
@@ -195,9 +205,11 @@ class CoordinatorProcess {
   pid_t pid_ = 0;
   int stdin_ = -1;
   std::string address_;
+  int web_port_ = 0;
 };
 
-// --serve DB HEARTBEAT_MS LEASE_MS MAX_WAIT_MS SESSION_RATE DEADLOCK_DETECTION: the child side.
+// --serve DB HEARTBEAT_MS LEASE_MS MAX_WAIT_MS SESSION_RATE DEADLOCK_DETECTION WEB: the child
+// side.
 int Serve(char** argv) {
   spdlog::set_level(spdlog::level::warn);
   if (std::string(argv[7]) == "0") {
@@ -215,7 +227,20 @@ int Serve(char** argv) {
     std::cerr << "coordinator: " << started.status() << "\n";
     return 1;
   }
-  std::printf("%d\n", (*started)->port());
+  std::unique_ptr<web::WebServer> pages;
+  if (std::string(argv[8]) == "1") {
+    web::WebOptions web_options;
+    web_options.listen = "127.0.0.1:0";
+    auto served = web::WebServer::Start(web_options, started->get());
+    if (!served.ok()) {
+      std::cerr << "web: " << served.status() << "\n";
+      return 1;
+    }
+    pages = std::move(*served);
+    std::printf("%d %d\n", (*started)->port(), pages->port());
+  } else {
+    std::printf("%d\n", (*started)->port());
+  }
   std::fflush(stdout);
   // The parent stops reading after the port: the coordinator's own log (stdout) must not hit
   // a closed pipe (SIGPIPE) when it warns, e.g. that no agent is connected yet at submission.
@@ -223,6 +248,7 @@ int Serve(char** argv) {
   char buffer[64];
   while (read(STDIN_FILENO, buffer, sizeof buffer) > 0) {
   }
+  pages.reset();
   (*started)->Shutdown();
   return 0;
 }
@@ -527,6 +553,7 @@ struct PointResult {
   int64_t rss_before_kib = 0, rss_registered_kib = 0, rss_after_kib = 0;
   int64_t db_rows = 0, db_distinct = 0;
   int64_t errors = 0;
+  int64_t web_polls = 0, web_poll_failures = 0;  // --poll-web: rounds of three GETs
   bool exact = false;  // every acknowledged uuid is in the DB exactly once and nothing else is
   std::vector<std::string> first_errors;
 };
@@ -592,6 +619,27 @@ absl::StatusOr<PointResult> RunPoint(const Config& config, int n_agents, const s
     shared.lease_ms.clear();
   }
   const auto window_start = Clock::now();
+  // What a browser on the run's page and a Prometheus scraper add, once a second each.
+  std::thread poller;
+  if (coord->web_port() > 0) {
+    poller = std::thread(
+        [&result, &shared, port = coord->web_port(), with_report = config.poll_web_report] {
+          httplib::Client web("127.0.0.1", port);
+          auto next = Clock::now();
+          while (!shared.stop.load()) {
+            std::vector<std::string> paths = {"/runs/1", "/api/runs/1", "/metrics"};
+            if (with_report) paths.push_back("/runs/1/report");
+            for (const std::string& path : paths) {
+              auto res = web.Get(path);
+              if (!res || res->status != 200) ++result.web_poll_failures;
+            }
+            ++result.web_polls;
+            next += std::chrono::seconds(1);
+            std::unique_lock lock(shared.mu);
+            shared.cv.wait_until(lock, next, [&] { return shared.stop.load(); });
+          }
+        });
+  }
   result.register_s = std::chrono::duration<double>(window_start - reg_start).count();
   result.rss_registered_kib = RssKiB();
   result.coord_rss_registered_kib = coord->RssKiB();
@@ -604,6 +652,8 @@ absl::StatusOr<PointResult> RunPoint(const Config& config, int n_agents, const s
     shared.stop = true;
   }
   const auto window_end = Clock::now();
+  shared.cv.notify_all();
+  if (poller.joinable()) poller.join();
   result.cpu_s += CpuSeconds();
   result.coord_cpu_s += coord->CpuSeconds();
   result.coord_rss_after_kib = coord->RssKiB();
@@ -696,6 +746,8 @@ nlohmann::json ToJson(const PointResult& r) {
           {"units_done", r.units_done},
           {"measurements_acked", r.measurements_acked},
           {"ingest_per_s", r.ingest_per_s},
+          {"web_polls", r.web_polls},
+          {"web_poll_failures", r.web_poll_failures},
           {"leases", r.leases},
           {"lease_p50_ms", r.lease_p50_ms},
           {"lease_p99_ms", r.lease_p99_ms},
@@ -776,6 +828,14 @@ int Main(int argc, char** argv) {
   app.add_option("--heartbeat-ms", config.heartbeat_ms, "heartbeat interval told to agents")
       ->check(CLI::Range(100, 60000));
   app.add_option("--keep-dir", config.keep_dir, "write the databases here and keep them");
+  app.add_flag(
+      "--poll-web", config.poll_web,
+      "serve the coordinator's web pages and, during the window, fetch the run's page, "
+      "its JSON and /metrics once a second, as a browser on the run's page and a Prometheus "
+      "scraper do (the cost of watching)");
+  app.add_flag("--poll-web-report", config.poll_web_report,
+               "with --poll-web: also fetch the run's results page (the report library's, "
+               "rebuilt at most every 10 s) every second");
   app.add_flag("--json", config.json, "print JSON instead of a table");
   app.add_flag("!--no-deadlock-detection", config.deadlock_detection,
                "turn off abseil's mutex deadlock detection (gRPC's mutexes are abseil's; "
@@ -836,6 +896,6 @@ int Main(int argc, char** argv) {
 }  // namespace ladder::bench
 
 int main(int argc, char** argv) {
-  if (argc == 8 && std::string(argv[1]) == "--serve") return ladder::bench::Serve(argv);
+  if (argc == 9 && std::string(argv[1]) == "--serve") return ladder::bench::Serve(argv);
   return ladder::bench::Main(argc, argv);
 }

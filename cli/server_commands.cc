@@ -304,6 +304,12 @@ void RunLocal(LocalFlags flags) {
       if (final_summary->cells_failed() > 0) exit_code = ExitCode::kCellsFailed;
     }
   }
+  if (pages && submitted.ok() && !interrupted) {
+    // The reason to pass --http: the finished run's pages stay up to be read.
+    std::cerr << "the pages stay up at " << pages->url() << " until Ctrl-C\n";
+    while (!interrupted) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    interrupted = false;  // the run itself finished: exit with its status
+  }
   {
     std::lock_guard lock(mu);
     for (auto& a : agents) a->Stop(agent::StopMode::kRelease);

@@ -94,11 +94,12 @@ std::string RunPage(int64_t run_id) {
                    "</h1><div id=\"summary\"></div><h2>Failed cells</h2><div id=\"failed\"></div>"
                    "<h2>Results</h2><p class=\"muted\">The same page as <code>ladder report ",
                    id,
-                   "</code>, redrawn as results land; every interval is provisional until the run "
-                   "is done. <a href=\"/runs/",
-                   id, "/report\">Open it alone</a>.</p><iframe id=\"report\" src=\"/runs/", id,
-                   "/report\" title=\"results\"></iframe>"),
-      absl::StrCat("const RUN=", id, ";", R"js(
+                   "</code>, redrawn as results land (at most every 10 s); every interval is "
+                   "provisional until the run is done. <a href=\"/runs/",
+                   id,
+                   "/report\">Open it alone</a>.</p><iframe id=\"report\" src=\"about:blank\" "
+                   "title=\"results\"></iframe>"),
+      absl::StrCat("const RUN=", id, ";const LIVE_CELLS=2000;", R"js(
 let shown=null;
 poll(async()=>{const r=await getJson('/api/runs/'+RUN);
   document.getElementById('title').textContent='Run '+RUN+' · '+r.matrix_name;
@@ -114,8 +115,13 @@ poll(async()=>{const r=await getJson('/api/runs/'+RUN);
   const f=el('ul');for(const reason of (r.failure_reasons||[]))f.appendChild(el('li',reason));
   if(!f.childNodes.length)f.appendChild(el('li','none','muted'));
   document.getElementById('failed').replaceChildren(f);
+  // A results page of thousands of cells is megabytes: built when asked for, not live.
+  const frame=document.getElementById('report');if(!frame)return;
+  if(Number(r.cells_total)>LIVE_CELLS){frame.replaceWith(link('/runs/'+RUN+'/report',
+    'results page ('+r.cells_total+' cells: opened on request)'));return;}
   const key=r.measurements+'/'+r.state;
-  if(shown!==null&&shown!==key)document.getElementById('report').src='/runs/'+RUN+'/report?'+Date.now();
+  if(shown===null&&frame.src==='about:blank')frame.src='/runs/'+RUN+'/report';
+  else if(shown!==null&&shown!==key)frame.src='/runs/'+RUN+'/report?'+Date.now();
   shown=key;});
 )js"));
 }

@@ -5,6 +5,9 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <chrono>
+#include <map>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -82,6 +85,15 @@ struct WebServer::Impl {
   int port = 0;
   bool tls = false;
   bool token_required = false;  // beyond loopback: always
+
+  struct CachedReport {
+    std::string state;  // each run's state and measurement count when it was built
+    std::chrono::steady_clock::time_point built;
+    std::string html;
+  };
+  static constexpr std::chrono::seconds kReportRefresh{10};
+  std::mutex cache_mu;
+  std::map<std::string, CachedReport> report_cache;  // by run ids
 
   // Every request: the token check, then the handler.
   bool Admit(const httplib::Request& req, httplib::Response& res) {
@@ -183,20 +195,42 @@ struct WebServer::Impl {
     // The report library's page for one run (or two, compared): one implementation of every
     // table and chart, with a banner while a run is still running.
     auto report = [this](std::vector<int64_t> ids, httplib::Response& res) {
+      std::string key, state;
+      std::string banners;
+      for (int64_t id : ids) {
+        auto run = coordinator->GetRun(id);
+        if (!run.ok()) return Fail(res, run.status());
+        absl::StrAppend(&key, id, ",");
+        absl::StrAppend(&state, run->state(), ":", run->measurements(), ",");
+        if (run->state() != "done" && run->state() != "cancelled") {
+          banners += ProvisionalBanner(run->cells_done(), run->cells_total());
+        }
+      }
+      // One build per page per kReportRefresh at most while results land, however many
+      // viewers: building it reads every measurement of the run.
+      const auto now = std::chrono::steady_clock::now();
+      {
+        std::lock_guard lock(cache_mu);
+        auto it = report_cache.find(key);
+        if (it != report_cache.end() &&
+            (it->second.state == state ||
+             (!banners.empty() && now - it->second.built < kReportRefresh))) {
+          res.set_content(it->second.html, "text/html; charset=utf-8");
+          return;
+        }
+      }
       auto reader = Reader();
       if (!reader.ok()) return Fail(res, reader.status());
       auto built = report::BuildReport(**reader, ids);
       if (!built.ok()) return Fail(res, built.status());
       std::string html = report::RenderHtml(*built);
-      std::string banners;
-      for (int64_t id : ids) {
-        auto run = coordinator->GetRun(id);
-        if (run.ok() && run->state() != "done" && run->state() != "cancelled") {
-          banners += ProvisionalBanner(run->cells_done(), run->cells_total());
-        }
-      }
       if (const size_t body = html.find("<body>"); !banners.empty() && body != std::string::npos) {
         html.insert(body + 6, banners);
+      }
+      {
+        std::lock_guard lock(cache_mu);
+        if (report_cache.size() > 64) report_cache.clear();
+        report_cache[key] = CachedReport{state, now, html};
       }
       res.set_content(html, "text/html; charset=utf-8");
     };

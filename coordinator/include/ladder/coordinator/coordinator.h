@@ -67,7 +67,7 @@ class Coordinator {
   // (`required`: a listener beyond loopback) asks for tokens. UNAUTHENTICATED / PERMISSION_DENIED.
   absl::Status CheckAdminToken(const std::string& token, bool required);
   // Prometheus' text format (0.0.4): RPCs, ingest, store commits, refusals, revocations, and
-  // sessions / units / runs by state (docs/metrics.md).
+  // sessions / units / runs by state (docs/web.md).
   std::string MetricsText();
 
   // Blocks until Shutdown() is called from another thread.
