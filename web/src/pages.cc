@@ -132,13 +132,13 @@ std::string FleetPage() {
                "boot), newest last.</p><div id=\"sessions\"></div>",
                R"js(
 poll(async()=>{const data=await getJson('/api/sessions');const t=table(['session','host','state','GPUs',
-  'driver / runtime','engines','labels','attempts live','done','failed','started','last seen']);
+  'driver','ladder build','labels','attempts live','done','failed','started','last seen']);
   t.id='sessions-table';
   for(const s of (data.sessions||[])){let inv={};try{inv=JSON.parse(s.inventory_json||'{}');}catch(e){}
     const sw=inv.software||{};const gpus=(inv.gpus||[]).map(g=>g.name).join(', ')||'cpu only';
-    const rt=[sw.nvidia_driver&&('driver '+sw.nvidia_driver),sw.cuda_runtime&&('CUDA '+sw.cuda_runtime),
-      sw.rocm&&('ROCm '+sw.rocm)].filter(Boolean).join(', ');
-    const engines=Object.keys(sw).filter(k=>/vllm|sglang|llama/.test(k)).map(k=>k+' '+sw[k]).join(', ');
+    const rt=sw.nvidia_driver||[...new Set((inv.gpus||[]).map(g=>g.driver).filter(Boolean))].join(', ');
+    const engines=[sw.ladder,sw.ladder_commit&&String(sw.ladder_commit).slice(0,8),
+      sw.ladder_backends&&('('+sw.ladder_backends+')')].filter(Boolean).join(' ');
     const labels=Object.entries(inv.labels||{}).map(([k,v])=>k+'='+v).join(' ');
     const tr=row([link('/sessions/'+encodeURIComponent(s.session_id),s.session_id.slice(0,8)),s.hostname,
       el('span',s.state,'state-'+s.state),gpus,rt,engines,labels,s.attempts_live||0,s.attempts_done||0,
