@@ -566,6 +566,9 @@ struct Agent::Impl {
           if (f.session_id == session_id) request.add_attempt_ids(f.attempt_id);
         }
       }
+      if (auto pending = spool->TotalPending(); pending.ok()) {
+        request.set_spool_pending_records(*pending);
+      }
       grpc::ClientContext context;
       context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
       Authorize(context, session_id);

@@ -264,6 +264,7 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
                    Metrics* metrics)
       : scheduler_(scheduler),
         auth_(auth),
+        metrics_(metrics),
         options_(options),
         dispatcher_(scheduler, AnswerLease),
         ingestor_(
@@ -440,6 +441,7 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
     std::vector<int64_t> ids(request->attempt_ids().begin(), request->attempt_ids().end());
     auto stop = scheduler_->Heartbeat(request->session_id(), ids);
     if (!stop.ok()) return ToGrpc(stop.status());
+    metrics_->SetSpoolBacklog(request->session_id(), request->spool_pending_records());
     for (int64_t id : *stop) response->add_cancelled_attempt_ids(id);
     return grpc::Status::OK;
   }
@@ -532,6 +534,7 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
 
   Scheduler* scheduler_;
   Authenticator* auth_;
+  Metrics* const metrics_;
   const CoordinatorOptions& options_;
   LeaseDispatcher dispatcher_;
   ReportIngestor ingestor_;

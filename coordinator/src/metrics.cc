@@ -1,5 +1,6 @@
 #include "metrics.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -95,9 +96,30 @@ void Metrics::Observe(Histogram histogram, double value, std::string labels) {
   data.sum += value;
 }
 
+void Metrics::SetSpoolBacklog(const std::string& session_id, int64_t records) {
+  MutexLock lock(&mu_);
+  spool_backlog_[session_id] =
+      Backlog{std::clamp<int64_t>(records, 0, 1000000000000), std::chrono::steady_clock::now()};
+}
+
 std::string Metrics::Render() const {
   std::string out;
   MutexLock lock(&mu_);
+  {
+    const auto now = std::chrono::steady_clock::now();
+    double sum = 0, max = 0;
+    for (const auto& [session, backlog] : spool_backlog_) {
+      if (now - backlog.seen > std::chrono::minutes(2)) continue;
+      sum += static_cast<double>(backlog.records);
+      max = std::max(max, static_cast<double>(backlog.records));
+    }
+    out += RenderGauge("ladder_agent_spool_records",
+                       "Results in agents' spools not yet acknowledged, as their last heartbeats "
+                       "said (sessions heard from in the last two minutes).",
+                       {{"", sum}});
+    out += RenderGauge("ladder_agent_spool_records_max",
+                       "The largest spool backlog one agent reported.", {{"", max}});
+  }
   for (Counter c : {Counter::kRpcs, Counter::kRecordsStored, Counter::kRecordsRefused,
                     Counter::kReportsRejected, Counter::kSessionsRevoked}) {
     const Family f = CounterFamily(c);

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -39,6 +40,9 @@ class Metrics {
   };
 
   void Add(Counter counter, std::string labels = "", double value = 1);
+  // What a session's last heartbeat said its agent's spool holds (ladder_agent_spool_records).
+  // Values are clamped to [0, 1e12]; a session silent for two minutes drops out.
+  void SetSpoolBacklog(const std::string& session_id, int64_t records);
   void Observe(Histogram histogram, double value, std::string labels = "");
 
   // Every family this registry owns, in the text format, HELP and TYPE lines included.
@@ -59,6 +63,11 @@ class Metrics {
   mutable Mutex mu_;
   std::map<std::pair<Counter, std::string>, double> counters_ ABSL_GUARDED_BY(mu_);
   std::map<std::pair<Histogram, std::string>, HistogramData> histograms_ ABSL_GUARDED_BY(mu_);
+  struct Backlog {
+    int64_t records = 0;
+    std::chrono::steady_clock::time_point seen;
+  };
+  std::map<std::string, Backlog> spool_backlog_ ABSL_GUARDED_BY(mu_);
 };
 
 // A gauge family rendered by the caller: HELP, TYPE and one sample per label set.

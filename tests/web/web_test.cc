@@ -152,6 +152,9 @@ TEST(Web, ThePagesFollowARunAndAgreeWithTheDatabase) {
   EXPECT_EQ(samples.at("ladder_sessions{state=\"active\"}"), 3);
   EXPECT_EQ(samples.at("ladder_runs{state=\"done\"}"), 1);
   EXPECT_EQ(samples.count("ladder_units{state=\"queued\"}"), 0u);  // no open run
+  // The agents' spool backlog, from their heartbeats: a count, never negative.
+  EXPECT_GE(samples.at("ladder_agent_spool_records"), 0);
+  EXPECT_GE(samples.at("ladder_agent_spool_records"), samples.at("ladder_agent_spool_records_max"));
   EXPECT_EQ(samples.at("ladder_rpc_duration_seconds_count{method=\"Lease\"}"),
             samples.at("ladder_rpcs_total{method=\"Lease\",code=\"OK\"}"));
 
