@@ -22,8 +22,9 @@ struct CompareFlags {
   std::string db, db_a, db_b;
   std::string metric, by, fail_on;
   double threshold_percent = 2.0;
+  double host_drift_percent = 100 * report::kDefaultHostDrift;
   bool higher_is_better = false, lower_is_better = false;
-  bool json = false;
+  bool json = false, per_cell = false;
 };
 
 }  // namespace
@@ -38,10 +39,15 @@ void AddCompareCommand(CLI::App& app) {
       "session means (df from sessions, shown), and a verdict against --threshold: slower or "
       "faster only when the whole interval lies beyond ±threshold, no change only when it lies "
       "within, inconclusive otherwise. Times are better lower, rates (/s) higher.\n"
+      "The matrix verdict judges all cells as one family (Holm): the chance of any false "
+      "slower or faster among them stays under 5 %, where per cell it is 5 % for each cell and "
+      "a 200-cell A/A pair fails a gate about half the time. --fail-on acts on it.\n"
+      "When both runs ran on one host, the interval cannot see the host's drift between them: "
+      "the band widens by --host-drift; a paired axis in one run is the design that can tell.\n"
       "  ladder compare 3 4 --db results.db\n"
       "  ladder compare 1 1 --db-a base.db --db-b tonight.db --fail-on slower   # CI gate\n"
-      "Exit 0; 5 when a cell's verdict is one named by --fail-on; 2 for bad input. "
-      "See docs/statistics.md.");
+      "Exit 0; 5 when a cell's matrix verdict (with --per-cell: its own verdict) is one named "
+      "by --fail-on; 2 for bad input. See docs/statistics.md.");
   cmd->add_option("A", flags->run_a, "baseline run id (or `latest`)")->required();
   cmd->add_option("B", flags->run_b, "run id to judge against A (or `latest`)")->required();
   cmd->add_option("--db", flags->db,
@@ -65,7 +71,16 @@ void AddCompareCommand(CLI::App& app) {
   cmd->add_option("--fail-on", flags->fail_on,
                   "exit 5 when any cell's verdict is one of these, comma-separated: slower, "
                   "faster, inconclusive, no-change");
-  cmd->add_flag("--json", flags->json, "JSON output (rows with ratio, interval, df, verdict)");
+  cmd->add_flag("--per-cell", flags->per_cell,
+                "--fail-on acts on each cell's own verdict, not the matrix verdict (each cell's "
+                "false-alarm rate is 5 %, the matrix's grows with its cells)");
+  cmd->add_option("--host-drift", flags->host_drift_percent,
+                  "when every session of both runs ran on one host: the drift allowance in % "
+                  "added to the band (default 20, the largest A/A change measured on a busy host; "
+                  "0 trusts the interval as is)")
+      ->check(CLI::Range(0.0, 99.0));
+  cmd->add_flag("--json", flags->json,
+                "JSON output (rows with ratio, interval, df, verdict, matrix_verdict, p-values)");
   cmd->callback([flags] {
     std::set<std::string> fail_on;
     for (std::string v : SplitList(flags->fail_on)) {
@@ -98,6 +113,7 @@ void AddCompareCommand(CLI::App& app) {
     options.metric = flags->metric;
     options.by = SplitList(flags->by);
     options.threshold = flags->threshold_percent / 100.0;
+    options.host_drift = flags->host_drift_percent / 100.0;
     if (flags->higher_is_better) options.direction = report::Direction::kHigherIsBetter;
     if (flags->lower_is_better) options.direction = report::Direction::kLowerIsBetter;
     auto comparison = report::CompareTwoRuns(ref_a, ref_b, options);
@@ -116,10 +132,12 @@ void AddCompareCommand(CLI::App& app) {
     }
     std::vector<std::string> failing;
     for (const auto& row : comparison->rows) {
-      if (fail_on.count(row.verdict)) failing.push_back(row.key + ": " + row.verdict);
+      const std::string& verdict = flags->per_cell ? row.verdict : row.matrix_verdict;
+      if (fail_on.count(verdict)) failing.push_back(row.key + ": " + verdict);
     }
     if (!failing.empty()) {
-      std::cerr << "compare: " << failing.size() << " cell(s) with a verdict named by --fail-on";
+      std::cerr << "compare: " << failing.size() << " cell(s) with a "
+                << (flags->per_cell ? "per-cell" : "matrix") << " verdict named by --fail-on";
       for (const auto& f : failing) std::cerr << "\n  " << f;
       std::cerr << "\n";
       ExitWith(ExitCode::kVerdict);

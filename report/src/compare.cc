@@ -150,12 +150,33 @@ std::string SpreadFlag(const CompareRow& r, const std::string& label_a,
                       ") is larger than the difference between the runs (", PercentText(diff), ")");
 }
 
+// ClassifyChange with the host's drift added to the band: beyond ±(h + drift) for a change,
+// within ±(h − drift) for none (impossible once drift ≥ h).
+stats::ChangeClass ClassifyAllowingDrift(const stats::Interval& ratio, double threshold,
+                                         double drift) {
+  const stats::ChangeClass wide = stats::ClassifyChange(ratio, threshold + drift);
+  if (wide == stats::ChangeClass::kAbove || wide == stats::ChangeClass::kBelow) return wide;
+  if (drift < threshold &&
+      stats::ClassifyChange(ratio, threshold - drift) == stats::ChangeClass::kWithin) {
+    return stats::ChangeClass::kWithin;
+  }
+  return stats::ChangeClass::kStraddles;
+}
+
+bool IsChange(const std::string& verdict) {
+  return verdict == "slower" || verdict == "faster" || verdict == "higher" || verdict == "lower";
+}
+
 }  // namespace
 
 absl::Status CompareOptions::Validate() const {
   if (!(threshold >= 0 && threshold < 1)) {
     return absl::InvalidArgumentError(
         absl::StrCat("--threshold must be in [0, 1), got ", threshold));
+  }
+  if (!(host_drift >= 0 && host_drift < 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--host-drift must be in [0, 1), got ", host_drift));
   }
   if (!(confidence > 0 && confidence < 1)) {
     return absl::InvalidArgumentError(
@@ -208,6 +229,16 @@ absl::StatusOr<RunComparison> CompareTwoRuns(const RunRef& a, const RunRef& b,
                        "') is better: pass --higher-is-better or --lower-is-better"));
     }
   }
+  // Sessions on one host ran side by side (`ladder local`, or agents sharing a machine): their
+  // spread is not what changes on that host between two runs minutes apart (load, clocks,
+  // temperature), so the interval is too narrow for a verdict between runs. The band widens by
+  // the drift allowance instead.
+  if (da.hosts.size() == 1 && rb.hosts.size() == 1 &&
+      da.hosts.begin()->first == rb.hosts.begin()->first) {
+    out.one_host = da.hosts.begin()->second;
+    out.host_drift = options.host_drift;
+  }
+  out.band = options.threshold + out.host_drift;
   for (const auto& key : da.order) {
     auto other = rb.groups.find(key);
     if (other == rb.groups.end()) {
@@ -223,6 +254,7 @@ absl::StatusOr<RunComparison> CompareTwoRuns(const RunRef& a, const RunRef& b,
     row.n_a = static_cast<int64_t>(ga.observations.size());
     row.n_b = static_cast<int64_t>(gb.observations.size());
     row.mean_a = row.mean_b = row.spread_a = row.spread_b = kNaN;
+    row.p_band = row.p_holm = kNaN;
     auto ma = SessionMeans(ga);
     auto mb = SessionMeans(gb);
     if (!ma.ok() || !mb.ok()) {
@@ -233,7 +265,8 @@ absl::StatusOr<RunComparison> CompareTwoRuns(const RunRef& a, const RunRef& b,
       auto ratio = stats::UnpairedLogRatioInterval(*ma, *mb, options.confidence);
       if (ratio.ok()) {
         row.ratio = *ratio;
-        row.change = stats::ClassifyChange(*ratio, options.threshold);
+        row.change = ClassifyAllowingDrift(*ratio, options.threshold, out.host_drift);
+        row.p_band = stats::BandExceedancePValue(*ratio, out.band);
         const double diff = std::fabs(std::log(ratio->estimate));
         row.spread_exceeds_difference = (std::isfinite(row.spread_a) && row.spread_a > diff) ||
                                         (std::isfinite(row.spread_b) && row.spread_b > diff);
@@ -248,6 +281,19 @@ absl::StatusOr<RunComparison> CompareTwoRuns(const RunRef& a, const RunRef& b,
   for (const auto& key : rb.order) {
     if (!da.groups.count(key)) out.only_b.push_back(key);
   }
+  std::vector<double> p;
+  for (const auto& row : out.rows) p.push_back(row.p_band);
+  const std::vector<double> holm = stats::HolmAdjust(p);
+  for (std::size_t i = 0; i < out.rows.size(); ++i) {
+    CompareRow& row = out.rows[i];
+    row.p_holm = holm[i];
+    out.cells_judged += row.ratio.has_value();
+    row.matrix_verdict = row.verdict;
+    if (IsChange(row.verdict) && !(row.p_holm < 1 - options.confidence)) {
+      row.matrix_verdict = "inconclusive";
+    }
+    ++out.matrix_verdicts[row.matrix_verdict];
+  }
   if (out.rows.empty()) {
     return absl::FailedPreconditionError(absl::StrCat(a.label, " and ", b.label,
                                                       " share no measured cell (matched on ",
@@ -257,17 +303,16 @@ absl::StatusOr<RunComparison> CompareTwoRuns(const RunRef& a, const RunRef& b,
     out.notes.push_back(absl::StrCat(out.only_a.size(), " cell(s) measured only in ", a.label, ", ",
                                      out.only_b.size(), " only in ", b.label, ": not compared"));
   }
-  // Sessions on one host ran side by side (`ladder local`, or agents sharing a machine): their
-  // spread is not what changes on that host between two runs minutes apart, so the interval can
-  // be too narrow for a verdict between runs. Said, not hidden; the verdicts stay Welch's.
-  if (da.hosts.size() == 1 && rb.hosts.size() == 1 &&
-      da.hosts.begin()->first == rb.hosts.begin()->first) {
-    out.one_host = da.hosts.begin()->second;
+  if (!out.one_host.empty()) {
     out.notes.push_back(absl::StrCat(
         "⚠ every session of both runs ran on one host (", out.one_host,
         "): the interval covers the spread between sessions within a run, not the drift of that "
-        "host between the runs (load, clocks, temperature); run an A/A pair there to see that "
-        "drift before trusting a faster or slower verdict"));
+        "host between the runs (load, clocks, temperature), so the verdicts judge against ±",
+        FormatDf(100 * out.band), " % (the ±", FormatDf(100 * options.threshold),
+        " % band widened by a ", FormatDf(100 * out.host_drift),
+        " % drift allowance, --host-drift; 0 trusts the interval as is). For a verdict on one "
+        "host, run both variants as a paired axis of one run, interleaved in every session "
+        "(`pair:` in the matrix, docs/matrix-format.md), and read it with `ladder report`"));
   }
   if (by_given) {
     out.notes.push_back(absl::StrCat("cells matched on ", absl::StrJoin(by, ", "),
@@ -288,7 +333,20 @@ std::string ComparisonMethodText(const RunComparison& c) {
       "(sessions are the unit of replication across runs; df shown). Verdict against ±",
       band,
       " %: slower or faster only when the whole interval lies beyond the band, no change only "
-      "when it lies within it, inconclusive otherwise (more sessions would tell).");
+      "when it lies within it, inconclusive otherwise (more sessions would tell). ",
+      MatrixGuaranteeText(c));
+}
+
+std::string MatrixGuaranteeText(const RunComparison& c) {
+  const std::string alpha = FormatDf(100 * (1 - c.confidence));
+  return absl::StrCat(
+      "The matrix verdict judges the ", c.cells_judged,
+      " cells as one family (Holm's step-down on each cell's band test): the chance of any "
+      "false slower or faster among them is at most ",
+      alpha, " %, where the per-cell verdict holds ", alpha,
+      " % for each cell alone; a per-cell slower or faster that does not survive it is "
+      "inconclusive over the matrix. No change needs no adjustment (every cell within the band "
+      "at once is an intersection-union test).");
 }
 
 std::string RenderComparisonMarkdown(const RunComparison& c) {
@@ -296,8 +354,9 @@ std::string RenderComparisonMarkdown(const RunComparison& c) {
                                  ComparisonMethodText(c), "\n\n");
   const std::string unit = c.unit.empty() ? "" : " " + c.unit;
   out += absl::StrCat("| cell | sessions A/B | A", unit, " | B", unit,
-                      " | ratio B/A | change | 95 % interval (df) | verdict | flags |\n");
-  out += "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
+                      " | ratio B/A | change | 95 % interval (df) | verdict | matrix verdict | "
+                      "flags |\n");
+  out += "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
   for (const auto& r : c.rows) {
     std::string interval = "-";
     if (r.ratio) {
@@ -305,19 +364,25 @@ std::string RenderComparisonMarkdown(const RunComparison& c) {
     }
     std::string flags = SpreadFlag(r, c.label_a, c.label_b);
     if (!r.error.empty()) flags = r.error;
-    out += absl::StrCat("| ", r.key, " | ", r.sessions_a, "/", r.sessions_b, " | ",
-                        FormatNumber(r.mean_a), " | ", FormatNumber(r.mean_b), " | ",
-                        r.ratio ? FormatNumber(r.ratio->estimate) : "-", " | ",
-                        r.ratio ? FormatChange(r.ratio->estimate) : "-", " | ", interval, " | ",
-                        r.verdict, " | ", flags.empty() ? " " : flags, " |\n");
+    out += absl::StrCat(
+        "| ", r.key, " | ", r.sessions_a, "/", r.sessions_b, " | ", FormatNumber(r.mean_a), " | ",
+        FormatNumber(r.mean_b), " | ", r.ratio ? FormatNumber(r.ratio->estimate) : "-", " | ",
+        r.ratio ? FormatChange(r.ratio->estimate) : "-", " | ", interval, " | ", r.verdict, " | ",
+        r.matrix_verdict, " | ", flags.empty() ? " " : flags, " |\n");
   }
-  std::vector<std::string> counts;
-  for (const char* v :
-       {"slower", "faster", "higher", "lower", "no change", "inconclusive", "n/a"}) {
-    auto it = c.verdicts.find(v);
-    if (it != c.verdicts.end()) counts.push_back(absl::StrCat(it->second, " ", v));
-  }
-  out += absl::StrCat("\n", c.rows.size(), " cells compared: ", absl::StrJoin(counts, ", "), ".\n");
+  const auto counts = [](const std::map<std::string, int64_t>& verdicts) {
+    std::vector<std::string> out;
+    for (const char* v :
+         {"slower", "faster", "higher", "lower", "no change", "inconclusive", "n/a"}) {
+      auto it = verdicts.find(v);
+      if (it != verdicts.end()) out.push_back(absl::StrCat(it->second, " ", v));
+    }
+    return absl::StrJoin(out, ", ");
+  };
+  out += absl::StrCat("\n", c.rows.size(), " cells compared. Per cell: ", counts(c.verdicts),
+                      ". Over the matrix (Holm, any false slower or faster among the ",
+                      c.cells_judged, " cells judged ≤ ", FormatDf(100 * (1 - c.confidence)),
+                      " %): ", counts(c.matrix_verdicts), ".\n");
   for (const auto& n : c.notes) out += "Note: " + n + ".\n";
   return out;
 }
@@ -336,6 +401,9 @@ nlohmann::json ToJson(const RunComparison& c) {
                           {"spread_a", num(r.spread_a)},
                           {"spread_b", num(r.spread_b)},
                           {"verdict", r.verdict},
+                          {"matrix_verdict", r.matrix_verdict},
+                          {"p_band", num(r.p_band)},
+                          {"p_holm", num(r.p_holm)},
                           {"band", std::string(stats::ChangeClassName(r.change))},
                           {"spread_exceeds_difference", r.spread_exceeds_difference}};
     if (r.ratio) {
@@ -360,6 +428,14 @@ nlohmann::json ToJson(const RunComparison& c) {
           {"only_a", c.only_a},
           {"only_b", c.only_b},
           {"verdicts", c.verdicts},
+          {"matrix",
+           {{"method", "holm"},
+            {"family_error_rate", 1 - c.confidence},
+            {"cells_judged", c.cells_judged},
+            {"verdicts", c.matrix_verdicts},
+            {"guarantee", MatrixGuaranteeText(c)}}},
+          {"band", c.band},
+          {"host_drift", c.one_host.empty() ? nlohmann::json() : nlohmann::json(c.host_drift)},
           {"notes", c.notes},
           {"one_host", c.one_host.empty() ? nlohmann::json() : nlohmann::json(c.one_host)}};
 }

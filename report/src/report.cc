@@ -640,8 +640,8 @@ std::vector<Section> BuildSections(const Report& report) {
     s.anchor = absl::StrCat("compare-", c.run_a, "-", c.run_b);
     s.paragraphs.push_back(ComparisonMethodText(c));
     const std::string unit = c.unit.empty() ? "" : " " + c.unit;
-    s.table.header = {"cell",   "sessions A/B",       "A" + unit, "B" + unit, "ratio B/A",
-                      "change", "95 % interval (df)", "verdict",  "flags"};
+    s.table.header = {"cell",   "sessions A/B",       "A" + unit, "B" + unit,       "ratio B/A",
+                      "change", "95 % interval (df)", "verdict",  "matrix verdict", "flags"};
     int64_t flagged = 0;
     for (const auto& r : c.rows) {
       std::string interval = "-";
@@ -659,19 +659,24 @@ std::vector<Section> BuildSections(const Report& report) {
         ++flagged;
       }
       if (!r.error.empty()) flags = r.error;
-      s.table.rows.push_back(
-          {r.key, absl::StrCat(r.sessions_a, "/", r.sessions_b), FormatNumber(r.mean_a),
-           FormatNumber(r.mean_b), r.ratio ? FormatNumber(r.ratio->estimate) : "-",
-           r.ratio ? FormatChange(r.ratio->estimate) : "-", interval, r.verdict, flags});
+      s.table.rows.push_back({r.key, absl::StrCat(r.sessions_a, "/", r.sessions_b),
+                              FormatNumber(r.mean_a), FormatNumber(r.mean_b),
+                              r.ratio ? FormatNumber(r.ratio->estimate) : "-",
+                              r.ratio ? FormatChange(r.ratio->estimate) : "-", interval, r.verdict,
+                              r.matrix_verdict, flags});
       s.table.row_cells.push_back(r.key);
       s.table.row_flagged.push_back(!flags.empty());
     }
-    std::vector<std::string> counts;
+    std::vector<std::string> counts, matrix_counts;
     for (const auto& [verdict, n] : c.verdicts) counts.push_back(absl::StrCat(n, " ", verdict));
+    for (const auto& [verdict, n] : c.matrix_verdicts) {
+      matrix_counts.push_back(absl::StrCat(n, " ", verdict));
+    }
     s.paragraphs.push_back(
-        absl::StrCat(c.rows.size(), " cells compared: ", absl::StrJoin(counts, ", "), ". ", flagged,
-                     " flagged where a run's sessions differ more than the "
-                     "runs do."));
+        absl::StrCat(c.rows.size(), " cells compared. Per cell: ", absl::StrJoin(counts, ", "),
+                     ". Over the matrix (Holm over ", c.cells_judged,
+                     " cells): ", absl::StrJoin(matrix_counts, ", "), ". ", flagged,
+                     " flagged where a run's sessions differ more than the runs do."));
     for (const auto& n : c.notes) s.paragraphs.push_back("Note: " + n + ".");
     out.push_back(std::move(s));
   }

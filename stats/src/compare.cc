@@ -1,5 +1,6 @@
 #include "ladder/stats/compare.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -82,6 +83,42 @@ std::string_view ChangeClassName(ChangeClass c) {
       break;
   }
   return "straddles";
+}
+
+double BandExceedancePValue(const Interval& ratio, double threshold) {
+  if (ratio.bounds == Boundedness::kUnbounded || !(ratio.lower > 0.0) ||
+      !std::isfinite(ratio.upper) || !(threshold >= 0.0 && threshold < 1.0)) {
+    return 1.0;
+  }
+  const double lo = std::log(ratio.lower);
+  const double hi = std::log(ratio.upper);
+  const double d = 0.5 * (lo + hi);
+  const double up = std::log1p(threshold);
+  const double down = std::log1p(-threshold);
+  const double t = TwoSidedT(ratio.confidence, ratio.df);
+  const double se = std::isfinite(t) && t > 0.0 ? (hi - lo) / (2.0 * t) : 0.0;
+  if (!(se > 0.0)) return d > up || d < down ? 0.0 : 1.0;
+  const double p_above = StudentTCdf((up - d) / se, ratio.df);  // by symmetry: no cancellation
+  const double p_below = StudentTCdf((d - down) / se, ratio.df);
+  return std::min(1.0, 2.0 * std::min(p_above, p_below));
+}
+
+std::vector<double> HolmAdjust(std::span<const double> p_values) {
+  std::vector<double> out(p_values.size(), std::nan(""));
+  std::vector<std::size_t> order;
+  for (std::size_t i = 0; i < p_values.size(); ++i) {
+    if (!std::isnan(p_values[i])) order.push_back(i);
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return p_values[a] < p_values[b]; });
+  const double m = static_cast<double>(order.size());
+  double running = 0.0;
+  for (std::size_t j = 0; j < order.size(); ++j) {
+    const double scaled = std::min(1.0, (m - static_cast<double>(j)) * p_values[order[j]]);
+    running = std::max(running, scaled);
+    out[order[j]] = running;
+  }
+  return out;
 }
 
 }  // namespace ladder::stats

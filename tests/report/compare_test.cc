@@ -6,12 +6,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <string>
 
 #include "ladder/db/store.h"
 #include "ladder/report/report.h"
+#include "ladder/stats/compare.h"
 #include "process.h"
 #include "synthetic_run.h"
 
@@ -128,28 +130,126 @@ TEST_F(CompareTest, PlantedDifferencesGetTheRightVerdicts) {
             "B/A: ratio of the runs' geometric means of session means");
 }
 
-TEST_F(CompareTest, RunsWhoseSessionsAllSharedOneHostSaySoWithoutChangingTheVerdicts) {
+// Sessions on one host (`ladder local`) do not sample that host's drift between two runs: the
+// verdicts judge against the band widened by the drift allowance, and say how to get a verdict.
+TEST_F(CompareTest, OnOneHostTheBandWidensByTheDriftAllowance) {
   auto store = OpenStore("results.db");
-  SyntheticOptions options;
-  options.one_host = true;
-  options.value = [](const CellAxes& a, int s, int p, int r) {
-    return Value(a, s, p, r, 1, 1.0, 0.003);
+  const auto local_run = [&](uint64_t salt, double factor) {
+    SyntheticOptions options;
+    options.one_host = true;
+    options.value = [=](const CellAxes& a, int s, int p, int r) {
+      return Value(a, s, p, r, salt, factor, 0.003);
+    };
+    return BuildSyntheticRun(*store, kCompareYaml, options);
   };
-  const int64_t local_a = BuildSyntheticRun(*store, kCompareYaml, options);
-  options.value = [](const CellAxes& a, int s, int p, int r) {
-    return Value(a, s, p, r, 2, 1.05, 0.003);
-  };
-  const int64_t local_b = BuildSyntheticRun(*store, kCompareYaml, options);
+  const int64_t base = local_run(1, 1.0);
+  const int64_t five = local_run(2, 1.05);
+  const int64_t big = local_run(3, 1.35);
+  const int64_t same = local_run(4, 1.0);
   auto db = Reader("results.db");
-  const RunComparison c = Compare(*db, local_a, local_b);
+  const RunComparison c = Compare(*db, base, five);
   EXPECT_EQ(c.one_host, "bench-1");
+  EXPECT_DOUBLE_EQ(c.host_drift, report::kDefaultHostDrift);
+  EXPECT_DOUBLE_EQ(c.band, 0.02 + report::kDefaultHostDrift);
+  ExpectAll(c, "inconclusive");  // 5 % is within what the host itself moves
+  for (const auto& row : c.rows)
+    EXPECT_GT(row.ratio->lower, 1.02) << row.key;  // Welch alone: slower
   ASSERT_FALSE(c.notes.empty());
   EXPECT_NE(c.notes.back().find("every session of both runs ran on one host (bench-1)"),
             std::string::npos);
-  ExpectAll(c, "slower");  // the note informs; Welch's verdicts stay
-  EXPECT_EQ(report::ToJson(c)["one_host"], "bench-1");
+  EXPECT_NE(c.notes.back().find("paired axis of one run"), std::string::npos);
+  const nlohmann::json j = report::ToJson(c);
+  EXPECT_EQ(j["one_host"], "bench-1");
+  EXPECT_DOUBLE_EQ(j["host_drift"].get<double>(), report::kDefaultHostDrift);
   EXPECT_NE(report::RenderComparisonMarkdown(c).find("drift of that host between the runs"),
             std::string::npos);
+  ExpectAll(Compare(*db, base, big), "slower");         // 35 % is beyond ±22 %
+  ExpectAll(Compare(*db, base, same), "inconclusive");  // an A/A pair: not "no change" either
+  CompareOptions trusting;
+  trusting.host_drift = 0;  // the interval as is
+  ExpectAll(Compare(*db, base, five, trusting), "slower");
+  EXPECT_TRUE(Compare(*db, base, five, trusting).notes.back().find("one host") !=
+              std::string::npos);
+  // Runs on different hosts are untouched by the allowance.
+  auto fleet_store = OpenStore("fleet.db");
+  const int64_t fleet_a = Run(*fleet_store, 5, 1.0);
+  const int64_t fleet_b = Run(*fleet_store, 6, 1.05);
+  auto db2 = Reader("fleet.db");
+  const RunComparison fleet = Compare(*db2, fleet_a, fleet_b);
+  EXPECT_TRUE(fleet.one_host.empty());
+  EXPECT_DOUBLE_EQ(fleet.band, 0.02);
+  ExpectAll(fleet, "slower");
+  CompareOptions bad;
+  bad.host_drift = -0.1;
+  EXPECT_EQ(
+      CompareTwoRuns({db2.get(), fleet_a, "A"}, {db2.get(), fleet_b, "B"}, bad).status().code(),
+      absl::StatusCode::kInvalidArgument);
+}
+
+// The matrix verdict: 50 cells on a fleet with 1 % between sessions, one cell 20 % slower and one
+// 5.5 % slower (alone, slower; one of 50, not). Each cell's band test p-value is adjusted by Holm
+// over the 50; a faster/slower survives only when the adjusted p is below 5 %.
+TEST_F(CompareTest, TheMatrixVerdictAdjustsEveryCellsTestForTheFamily) {
+  constexpr const char* kWide = R"(name: compare-wide
+runner: kernel
+axes:
+  depth: [1024, 1280, 1536, 1792, 2048, 2304, 2560, 2816, 3072, 3328, 3584, 3840, 4096, 4352, 4608, 4864, 5120, 5376, 5632, 5888, 6144, 6400, 6656, 6912, 7168]
+  path: [2d, 3d]
+pair: [path]
+replicates: {sessions: 5, processes: 2, rounds: 3}
+metric: time_us
+)";
+  auto store = OpenStore("results.db");
+  const auto run = [&](uint64_t salt, bool planted) {
+    SyntheticOptions options;
+    options.value = [=](const CellAxes& a, int s, int p, int r) {
+      double factor = 1.0;
+      if (planted && a.at("path") == "2d" && a.at("depth") == "1024") factor = 1.20;
+      if (planted && a.at("path") == "2d" && a.at("depth") == "2048") factor = 1.055;
+      return Value(a, s, p, r, salt, factor, 0.01);
+    };
+    return BuildSyntheticRun(*store, kWide, options);
+  };
+  const int64_t a = run(11, false);
+  const int64_t b = run(12, true);
+  auto db = Reader("results.db");
+  const RunComparison c = Compare(*db, a, b);
+  ASSERT_EQ(c.rows.size(), 50u);
+  EXPECT_EQ(c.cells_judged, 50);
+  std::vector<double> p;
+  for (const auto& row : c.rows) p.push_back(row.p_band);
+  const std::vector<double> holm = stats::HolmAdjust(p);
+  int demoted = 0;
+  for (std::size_t i = 0; i < c.rows.size(); ++i) {
+    const auto& row = c.rows[i];
+    EXPECT_DOUBLE_EQ(row.p_holm, holm[i]) << row.key;
+    EXPECT_GE(row.p_holm, row.p_band) << row.key;
+    const bool change = row.verdict == "slower" || row.verdict == "faster";
+    EXPECT_EQ(change, row.p_band < 0.05) << row.key << " p " << row.p_band;  // one test
+    if (change && row.p_holm >= 0.05) {
+      EXPECT_EQ(row.matrix_verdict, "inconclusive") << row.key;
+      ++demoted;
+    } else {
+      EXPECT_EQ(row.matrix_verdict, row.verdict) << row.key;
+    }
+  }
+  EXPECT_EQ(c.rows[0].key, "depth=1024,path=2d");
+  EXPECT_EQ(c.rows[0].matrix_verdict, "slower");  // 20 %: slower over the matrix too
+  const auto marginal = std::find_if(c.rows.begin(), c.rows.end(),
+                                     [](const auto& r) { return r.key == "depth=2048,path=2d"; });
+  ASSERT_NE(marginal, c.rows.end());
+  EXPECT_EQ(marginal->verdict, "slower") << marginal->p_band;  // alone it would fail a gate
+  EXPECT_EQ(marginal->matrix_verdict, "inconclusive") << marginal->p_holm;
+  EXPECT_GE(demoted, 1);
+  const std::string md = report::RenderComparisonMarkdown(c);
+  EXPECT_NE(md.find("| matrix verdict |"), std::string::npos);
+  EXPECT_NE(md.find("Over the matrix (Holm, any false slower or faster among the 50 cells judged"),
+            std::string::npos)
+      << md;
+  const nlohmann::json j = report::ToJson(c);
+  EXPECT_EQ(j["matrix"]["cells_judged"], 50);
+  EXPECT_EQ(j["matrix"]["method"], "holm");
+  EXPECT_EQ(j["rows"][0]["matrix_verdict"], "slower");
 }
 
 TEST_F(CompareTest, ForARateHigherIsFaster) {

@@ -240,6 +240,15 @@ TEST_F(ReportTest, TwoRunsOfTheSameMatrixGetAReproducibilityTable) {
   EXPECT_EQ(gate.exit_code, 5) << gate.out << gate.err;
   auto bad = RunCommand({LadderBinary(), "compare", "1", "2", "--db", db_, "--fail-on", "worse"});
   EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  // The same gate on each cell's own verdict; a drift allowance out of range is bad input.
+  auto per_cell = RunCommand({LadderBinary(), "compare", "1", "2", "--db", db_, "--threshold", "0",
+                              "--fail-on", "inconclusive", "--per-cell"});
+  EXPECT_EQ(per_cell.exit_code, 5) << per_cell.out << per_cell.err;
+  EXPECT_NE(per_cell.err.find("per-cell verdict named by --fail-on"), std::string::npos)
+      << per_cell.err;
+  auto drift =
+      RunCommand({LadderBinary(), "compare", "1", "2", "--db", db_, "--host-drift", "150"});
+  EXPECT_EQ(drift.exit_code, 2) << drift.err;
 }
 
 // Query's CSV keeps every digit and has the interval columns; export's keeps every digit.

@@ -9,6 +9,16 @@
 // verdict against the band 1 ± threshold (VerdictText): "slower" / "faster" only when the whole
 // interval lies beyond the band, "no change" only when it lies within, else "inconclusive".
 //
+// Over the matrix: each judged cell's band test gives a p-value (stats::BandExceedancePValue) and
+// Holm's adjustment over the cells judged gives `matrix_verdict`: a faster/slower verdict that
+// survives it keeps the probability of ANY false faster/slower verdict among those cells at or
+// below 1 − confidence, where the per-cell verdict keeps it per cell. "no change" is the same in
+// both: claiming every cell is within the band at once is an intersection-union test, which needs
+// no adjustment. `ladder compare --fail-on` acts on the matrix verdict unless told --per-cell.
+//
+// On one host (every session of both runs on one machine) the interval does not see the host's
+// drift between the runs; the verdicts then judge against the band widened by `host_drift`.
+//
 // Read-only over the databases; thread safety as AnalyzeRun. Errors: NotFound for an unknown run,
 // InvalidArgument for an unknown metric or axis, runs with different metrics or units, or a
 // direction that cannot be told from the unit; statistics that cannot be computed for one cell
@@ -31,6 +41,12 @@
 
 namespace ladder::report {
 
+// The drift allowance on one host when none is given: the largest change of one cell between two
+// A/A runs of the CPU demo on one busy 2-core machine (6 runs, 15 pairs, 2026-12-06: 18.9 %;
+// docs/statistics.md, "Two runs on one host"), rounded up. A quiet GPU host drifts less: measure
+// yours with an A/A pair and pass it (`--host-drift`).
+inline constexpr double kDefaultHostDrift = 0.20;
+
 struct CompareOptions {
   std::string metric;           // empty: run A's metric (run B must have it too)
   std::vector<std::string> by;  // axes to match on; empty: every axis (both runs must share them)
@@ -39,6 +55,9 @@ struct CompareOptions {
   // kUnknown: from the metric's unit (DirectionOfUnit); a unit that says nothing is an error
   // unless a direction is given here.
   Direction direction = Direction::kUnknown;
+  // On one host: slower/faster only beyond ±(threshold + host_drift), no change only within
+  // ±(threshold − host_drift) (never, when host_drift ≥ threshold). 0 trusts the interval as is.
+  double host_drift = kDefaultHostDrift;
   absl::Status Validate() const;
 };
 
@@ -63,6 +82,11 @@ struct CompareRow {
   std::string error;                     // why there is no ratio
   stats::ChangeClass change = stats::ChangeClass::kStraddles;
   std::string verdict;  // VerdictText; "n/a" without a ratio
+  // The band test's p-value (NaN without a ratio), and Holm's adjustment of it over the cells
+  // judged; matrix_verdict is `verdict`, except that a faster/slower whose adjusted p is not below
+  // 1 − confidence becomes "inconclusive".
+  double p_band = 0, p_holm = 0;
+  std::string matrix_verdict;
   // True when a run's session-to-session spread exceeds the difference between the runs
   // (|log ratio|): the difference is smaller than what separates two sessions of one run.
   bool spread_exceeds_difference = false;
@@ -76,9 +100,14 @@ struct RunComparison {
   std::string direction_source;  // "unit" or "given"
   double threshold = 0.02, confidence = 0.95;
   std::vector<std::string> by;
-  std::vector<CompareRow> rows;             // cells in both runs, in run A's cell order
-  std::vector<std::string> only_a, only_b;  // keys measured in one run only
-  std::map<std::string, int64_t> verdicts;  // verdict -> rows
+  std::vector<CompareRow> rows;                    // cells in both runs, in run A's cell order
+  std::vector<std::string> only_a, only_b;         // keys measured in one run only
+  std::map<std::string, int64_t> verdicts;         // verdict -> rows
+  std::map<std::string, int64_t> matrix_verdicts;  // matrix_verdict -> rows
+  int64_t cells_judged = 0;                        // rows with a ratio: Holm's family
+  // The band the verdicts judged against: threshold, or threshold + host_drift on one host.
+  double band = 0.02;
+  double host_drift = 0;  // applied (0 unless one_host)
   std::vector<std::string> notes;
   // The hostname when every session of both runs ran on one host (empty otherwise): a note says
   // that the interval then does not cover that host's drift between the runs.
@@ -90,6 +119,9 @@ absl::StatusOr<RunComparison> CompareTwoRuns(const RunRef& a, const RunRef& b,
 
 // A short paragraph saying what the table shows and how verdicts are decided.
 std::string ComparisonMethodText(const RunComparison& comparison);
+
+// What the matrix verdict guarantees, over how many cells (part of the method text).
+std::string MatrixGuaranteeText(const RunComparison& comparison);
 
 // Markdown: a heading, the method, a table (cell, sessions A/B, mean A/B, ratio B/A, change,
 // interval with df, verdict, flags) and a summary line of verdict counts.

@@ -9,6 +9,7 @@
 
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "ladder/stats/interval.h"
@@ -37,5 +38,23 @@ absl::StatusOr<Interval> UnpairedLogRatioInterval(std::span<const double> sessio
 enum class ChangeClass { kAbove, kBelow, kWithin, kStraddles };
 ChangeClass ClassifyChange(const Interval& ratio, double threshold);
 std::string_view ChangeClassName(ChangeClass c);  // "above", "below", "within", "straddles"
+
+// The test behind kAbove / kBelow as a p-value, so that many cells can be judged as one family.
+// For an interval of the log-t form exp(d ± t(ν)·se) (UnpairedLogRatioInterval,
+// PairedRatioInterval; d is the midpoint of the log bounds):
+//   p = min(1, 2 · min(P(T_ν ≥ (d − log(1 + h)) / se), P(T_ν ≤ (d − log(1 − h)) / se))),
+// so p < 1 − confidence exactly when ClassifyChange(ratio, h) is kAbove or kBelow. The factor 2
+// makes one test per cell cover both directions: under a true ratio inside the band, a verdict
+// either way has probability ≤ 1 − confidence. A point interval (se = 0) gives 0 beyond the band
+// and 1 inside it; an unbounded interval, or h ≥ 1, gives 1.
+double BandExceedancePValue(const Interval& ratio, double threshold);
+
+// Holm's step-down adjustment of m p-values (Holm 1979): with p_(1) ≤ … ≤ p_(m),
+//   adjusted_(i) = max over j ≤ i of min(1, (m − j + 1) · p_(j)),
+// returned in the input's order. Rejecting every test whose adjusted p is below α keeps the
+// probability of any false rejection in the family at or below α whatever the dependence
+// between the tests (cells measured in the same sessions are correlated). NaN p-values are
+// not tests: they stay NaN and do not count in m.
+std::vector<double> HolmAdjust(std::span<const double> p_values);
 
 }  // namespace ladder::stats
