@@ -586,6 +586,8 @@ class SyntheticRecipe final : public Recipe {
         {"fault_stall_request", ParamType::kNonNegativeInteger, false,
          "--stall-request N: completion request N waits fault_stall_ms before it is served"},
         {"fault_stall_ms", ParamType::kNonNegativeInteger, false, "--stall-ms"},
+        {"fault_slow_steps_percent", ParamType::kNonNegativeInteger, false,
+         "--slow-steps-percent N: every decode step takes N % longer (a planted slowdown)"},
     };
     return kParams;
   }
@@ -658,6 +660,7 @@ class SyntheticRecipe final : public Recipe {
     if (GetBool(params, "fault_malformed_json").value_or(false)) argv.emplace_back("--malformed");
     AddInt(argv, params, "fault_stall_request", "--stall-request");
     AddInt(argv, params, "fault_stall_ms", "--stall-ms");
+    AddInt(argv, params, "fault_slow_steps_percent", "--slow-steps-percent");
 
     out.endpoints.base_url = BaseUrl(context);
     out.endpoints.version_path = "/version";

@@ -53,6 +53,9 @@ void AddSyntheticEngineFlags(CLI::App& app, SyntheticEngineOptions& o) {
   app.add_option("--stall-request", o.stall_request,
                  "Fault: completion request N (0-based) waits --stall-ms before being scheduled");
   app.add_option("--stall-ms", o.stall_ms, "Fault: how long --stall-request waits");
+  app.add_option("--slow-steps-percent", o.slow_steps_percent,
+                 "Fault: every decode step spins this much longer (percent of its own time), "
+                 "a planted slowdown for A/B designs whose answer is known");
 }
 
 }  // namespace ladder::engines

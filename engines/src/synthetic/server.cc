@@ -28,6 +28,15 @@
 namespace ladder::engines {
 namespace {
 
+double ThreadCpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+}  // namespace
+namespace {
+
 using internal::Cat;
 using synthetic::AcceptanceCurve;
 using synthetic::AttentionEvent;
@@ -74,6 +83,9 @@ absl::Status SyntheticEngineOptions::Validate() const {
   if (max_batch < 1 || max_batch > 1024) return bad("--max-batch", "must be in 1..1024");
   if (attention_backend.empty()) return bad("--attention-backend", "must not be empty");
   if (stall_ms < 0) return bad("--stall-ms", "must be >= 0");
+  if (slow_steps_percent < 0 || slow_steps_percent > 1000) {
+    return bad("--slow-steps-percent", "must be in 0..1000");
+  }
   if (device != "cpu" && device != "cuda" && device != "auto") {
     return bad("--device", Cat("expected cpu, cuda or auto, got \"", device, "\""));
   }
@@ -545,6 +557,7 @@ class SyntheticEngine::Impl {
 
   // One batched step for `active`.
   absl::Status Step(std::vector<std::shared_ptr<Job>>& active) {
+    const double step_cpu_start = ThreadCpuSeconds();
     const int k = options_.spec_k;
     auto observer = [this](const AttentionEvent& e) { OnAttention(e); };
     // Admit: the approximated prefill (random KV up to depth - 1) for requests new this step.
@@ -626,6 +639,15 @@ class SyntheticEngine::Impl {
       rows.push_back(std::move(r));
     }
     ASSIGN_OR_RETURN(auto verified, model_->TargetStepBatch(seqs, rows, observer));
+    if (options_.slow_steps_percent > 0) {
+      // A planted slowdown, as a slower build would be: more work on this thread's CPU, in
+      // proportion to the step's own CPU time. Counted in CPU time, not wall time, so that on a
+      // busy machine it is slowed by contention as the step itself is, and not more.
+      const double work = ThreadCpuSeconds() - step_cpu_start;
+      const double until = step_cpu_start + work * (1.0 + options_.slow_steps_percent / 100.0);
+      while (ThreadCpuSeconds() < until) {
+      }
+    }
     {
       MutexLock mlock(&metrics_mu_);
       batch_steps_ += 1;

@@ -79,6 +79,9 @@ struct SyntheticEngineOptions {
   bool malformed = false;         // completions answer with invalid JSON
   int stall_request = -1;         // completion request N (0-based) waits stall_ms first
   int stall_ms = 0;               // ... before it is scheduled: the others go on meanwhile
+  // Every decode step takes this much longer (percent of its own time): a planted slowdown, the
+  // "slower build" of an A/B whose answer is known (docs/statistics.md, "Two runs on one host").
+  int slow_steps_percent = 0;
 
   // InvalidArgument naming the offending field.
   absl::Status Validate() const;
