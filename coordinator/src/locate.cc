@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_format.h"
 #include "ladder/stats/adaptive.h"
+#include "ladder/stats/summary.h"
 
 namespace ladder::coordinator {
 namespace {
@@ -58,6 +59,12 @@ LocateStep DecideLocateStep(const LocateConfig& config, const std::vector<Locate
             "probe at %s: ratio %s from one session covers only "
             "within-session noise",
             Depth(*current_probe), Ratio(r));
+      } else if (r.n_units < stats::kMinSessionsForInterval) {
+        // A probe decided on a t(1) interval covered 91.6 % (docs/statistics.md, "Adaptive
+        // designs"); from 3 sessions on, 94.6 %.
+        why = absl::StrFormat("probe at %s: ratio %s from %d sessions; a probe is decided from %d",
+                              Depth(*current_probe), Ratio(r), static_cast<int>(r.n_units),
+                              static_cast<int>(stats::kMinSessionsForInterval));
       } else if (stats::ClassifyProbe(r) == stats::ProbeVerdict::kUndecided) {
         why = absl::StrFormat("probe at %s: ratio %s neither excludes 1 nor lies within 1 ± 1 %%",
                               Depth(*current_probe), Ratio(r));

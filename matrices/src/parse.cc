@@ -714,7 +714,7 @@ absl::Status Parser::ParseLocate(const Entry& entry, Matrix& m) {
                              m.aa_control->as, locate.pair_axis));
   }
   locate.max_sessions = static_cast<int>(
-      std::min<int64_t>(internal::kMaxSessions, std::max(2, 2 * m.replicates.sessions)));
+      std::min<int64_t>(internal::kMaxSessions, std::max(3, 2 * m.replicates.sessions)));
   const Entry* axis_field = nullptr;
   for (const Entry& field : fields) {
     const std::string path = Field("locate", field.key);

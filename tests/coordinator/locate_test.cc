@@ -61,13 +61,21 @@ TEST(LocateStep, ProbesTheLog2MidpointOfTheFirstSignChange) {
 }
 
 TEST(LocateStep, AnUndecidedProbeGetsAnotherSessionUntilTheBudget) {
-  const std::vector<LocateRung> rungs = {Rung(2048, 0.9, 0.01), Rung(2816, 0.99, 0.03, 2),
+  const std::vector<LocateRung> rungs = {Rung(2048, 0.9, 0.01), Rung(2816, 0.99, 0.03, 3),
                                          Rung(4096, 1.1, 0.01)};
   auto step = DecideLocateStep(Config(), rungs, 2816.0);
   EXPECT_EQ(step.action, LocateAction::kAddSession) << step.reason;
   EXPECT_EQ(step.depth, 2816);
-  EXPECT_EQ(step.sessions, 2);
-  EXPECT_NE(step.reason.find("neither excludes 1 nor lies within 1 ± 1 %: session 3 of at most 4"),
+  EXPECT_EQ(step.sessions, 3);
+  EXPECT_NE(step.reason.find("neither excludes 1 nor lies within 1 ± 1 %: session 4 of at most 4"),
+            std::string::npos)
+      << step.reason;
+  // Two sessions never decide a probe, however clear their interval looks.
+  const std::vector<LocateRung> two = {Rung(2048, 0.9, 0.01), Rung(2816, 0.8, 0.01, 2),
+                                       Rung(4096, 1.1, 0.01)};
+  step = DecideLocateStep(Config(), two, 2816.0);
+  EXPECT_EQ(step.action, LocateAction::kAddSession) << step.reason;
+  EXPECT_NE(step.reason.find("from 2 sessions; a probe is decided from 3: session 3 of at most 4"),
             std::string::npos)
       << step.reason;
 

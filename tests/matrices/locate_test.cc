@@ -62,7 +62,7 @@ pair: [path]
 locate: {axis: depth}
 )");
   ASSERT_TRUE(m.locate.has_value());
-  EXPECT_EQ(m.locate->max_sessions, 2);  // one session cannot decide a probe
+  EXPECT_EQ(m.locate->max_sessions, 3);  // a probe is decided from 3 sessions
 }
 
 TEST(MatrixLocate, ErrorsNameLocationAndField) {

@@ -18,9 +18,11 @@ namespace ladder::stats {
 bool NeedsMoreSessions(const Interval& ratio, double target_relative_half_width);
 
 // The precision rule's measure of a cell group: the widest relative half-width among the
-// PairedRatioInterval of each of `comparisons`. An interval that cannot be computed, or that
-// rests on one session (scope kWithinSessionOnly: it says nothing about the spread between
-// sessions), counts as infinitely wide. 0 for no comparisons.
+// PairedRatioInterval of each of `comparisons`. An interval that cannot be computed, that rests
+// on one session (scope kWithinSessionOnly: it says nothing about the spread between sessions),
+// or on fewer than kMinSessionsForInterval (3) sessions, counts as infinitely wide: a precision
+// run never stops on a t(1) interval, whose coverage after stopping falls to ~90 %. 0 for no
+// comparisons.
 double WidestRatioHalfWidth(std::span<const PairedSample> comparisons);
 
 // `sample` without the observations of sessions that measured one arm only (a session whose other
