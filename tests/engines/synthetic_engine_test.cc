@@ -273,5 +273,29 @@ TEST(SyntheticEngine, MaxBatchOneServesOneRequestAtATime) {
   EXPECT_EQ(MetricValue(*s.client, "ladder:batch_sequences_total"), 24);
 }
 
+// The planted slowdown (fault_slow_steps_percent) changes how long a step takes, never what it
+// computes: the same prompt gives the same text. Its size is measured, not asserted here
+// (docs/statistics.md, "Two runs on one host"); out-of-range values are refused.
+TEST(SyntheticEngine, PlantedSlowdownKeepsTheTokensAndIsValidated) {
+  std::vector<std::string> texts;
+  for (int percent : {0, 50}) {
+    CapturedLog log;
+    SyntheticEngineOptions options;
+    options.slow_steps_percent = percent;
+    Served s = Serve(options, log);
+    ASSERT_NE(s.engine, nullptr);
+    texts.push_back(Complete(s.engine->port(), MakePrompt(256, 1, 0, 1024), 16));
+    s.engine->Stop();
+  }
+  EXPECT_NE(texts[0], "<failed>");
+  EXPECT_EQ(texts[0], texts[1]);
+  SyntheticEngineOptions bad;
+  bad.slow_steps_percent = 1001;
+  EXPECT_EQ(bad.Validate().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.Validate().message(), HasSubstr("--slow-steps-percent"));
+  bad.slow_steps_percent = -1;
+  EXPECT_EQ(bad.Validate().code(), absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace ladder::engines
