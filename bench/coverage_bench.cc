@@ -76,23 +76,27 @@ nlohmann::json Robustness(const Options& o) {
         "| disturbance | sessions | coverage of 0.7 [CP 95 %%] | A/A false positives [CP 95 %%] "
         "| median half-width |\n| --- | --- | --- | --- | --- |\n");
   }
+  // One table row, to the JSON and (unless --json) as Markdown.
+  const auto emit = [&](const char* table, const char* name, int sessions, const auto& row) {
+    out[table].push_back(
+        {{"disturbance", name},
+         {"sessions", sessions},
+         {"coverage", ProportionJson(row.covered, o.experiments)},
+         {"aa_false_positives", ProportionJson(row.false_positives, o.experiments)},
+         {"median_half_width", row.median_half_width},
+         {"failed", row.failed}});
+    if (!o.json) {
+      std::printf("| %s | %d | %s | %s | %.2f %% |\n", name, sessions,
+                  PercentWithInterval(row.covered, o.experiments).c_str(),
+                  PercentWithInterval(row.false_positives, o.experiments).c_str(),
+                  100 * row.median_half_width);
+    }
+  };
   std::uint64_t seed = o.seed * 1000003 + 5000;
   for (const auto& s : stats::testing::RobustnessScenarios()) {
     for (int sessions : {3, 5, 10}) {
-      const auto row = stats::testing::PairedRobustnessRow(s.d, sessions, o.experiments, ++seed);
-      out["paired"].push_back(
-          {{"disturbance", s.name},
-           {"sessions", sessions},
-           {"coverage", ProportionJson(row.covered, o.experiments)},
-           {"aa_false_positives", ProportionJson(row.false_positives, o.experiments)},
-           {"median_half_width", row.median_half_width},
-           {"failed", row.failed}});
-      if (!o.json) {
-        std::printf("| %s | %d | %s | %s | %.2f %% |\n", s.name, sessions,
-                    PercentWithInterval(row.covered, o.experiments).c_str(),
-                    PercentWithInterval(row.false_positives, o.experiments).c_str(),
-                    100 * row.median_half_width);
-      }
+      emit("paired", s.name, sessions,
+           stats::testing::PairedRobustnessRow(s.d, sessions, o.experiments, ++seed));
     }
   }
   if (!o.json) {
@@ -105,20 +109,8 @@ nlohmann::json Robustness(const Options& o) {
   for (const auto& s : stats::testing::RobustnessScenarios()) {
     if (s.bad || s.d.order == stats::testing::ArmOrder::kArmBlocks) continue;
     for (int sessions : {3, 5, 10}) {
-      const auto row = stats::testing::UnpairedRobustnessRow(s.d, sessions, o.experiments, ++seed);
-      out["unpaired"].push_back(
-          {{"disturbance", s.name},
-           {"sessions", sessions},
-           {"coverage", ProportionJson(row.covered, o.experiments)},
-           {"aa_false_positives", ProportionJson(row.false_positives, o.experiments)},
-           {"median_half_width", row.median_half_width},
-           {"failed", row.failed}});
-      if (!o.json) {
-        std::printf("| %s | %d | %s | %s | %.2f %% |\n", s.name, sessions,
-                    PercentWithInterval(row.covered, o.experiments).c_str(),
-                    PercentWithInterval(row.false_positives, o.experiments).c_str(),
-                    100 * row.median_half_width);
-      }
+      emit("unpaired", s.name, sessions,
+           stats::testing::UnpairedRobustnessRow(s.d, sessions, o.experiments, ++seed));
     }
   }
   out["seconds"] = Seconds(began);
