@@ -19,6 +19,7 @@
 #include "ladder/engines/engine_version.h"
 #include "ladder/engines/load.h"
 #include "ladder/matrices/matrix.h"
+#include "ladder/runner/validate.h"
 #include "ladder/status_macros.h"
 #include "message.h"
 #include "params.h"
