@@ -1,0 +1,3 @@
+#include "ladder/command/output.h"
+
+#include <gtest/gtest.h>
