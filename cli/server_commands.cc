@@ -147,6 +147,8 @@ struct LocalFlags {
   int64_t max_cells = 0;
   std::string engine_logs;  // each engine's full log goes here (one file per engine process)
   std::string http;         // serve the web pages here while the run goes
+  std::vector<std::string> benches;      // --bench NAME=PATH, for every agent
+  std::vector<std::string> bench_files;  // --bench-file FILE
 };
 
 std::string ReadFileOrFail(const std::string& path) {
@@ -179,11 +181,13 @@ void RunLocal(LocalFlags flags) {
       flags.matrix_path.empty() ? EmbeddedDemoMatrix() : ReadFileOrFail(flags.matrix_path);
   const std::string filename =
       flags.matrix_path.empty() ? "demo-cpu.yaml (built in)" : flags.matrix_path;
+  std::string bench_needed;  // runner: command: the program every agent must have
   {
     matrices::ParseOptions parse_options;
     if (flags.max_cells > 0) parse_options.max_cells = flags.max_cells;
     auto matrix = matrices::ParseMatrix(yaml, filename, parse_options);
     if (!matrix.ok()) Fail(matrix.status(), ExitCode::kBadInput);
+    if (matrix->command) bench_needed = matrix->command->bench;
     // A session runs a cell group once, so `precision` can only add sessions up to its budget
     // when that many agents exist.
     if (flags.agents == 0) {
@@ -251,9 +255,26 @@ void RunLocal(LocalFlags flags) {
       agent_options.lease_wait_ms = 1000;
       agent_options.labels["local_agent"] = std::to_string(i);
       agent_options.engine_log_dir = flags.engine_logs;
+      agent_options.benches = flags.benches;
+      agent_options.bench_files = flags.bench_files;
       auto created = agent::Agent::Create(agent_options);
-      if (!created.ok()) Fail(created.status());
+      if (!created.ok()) {
+        Fail(created.status(), created.status().code() == absl::StatusCode::kInvalidArgument
+                                   ? ExitCode::kBadInput
+                                   : ExitCode::kError);
+      }
       agents.push_back(std::move(*created));
+    }
+    if (!bench_needed.empty()) {
+      const auto names = agents.front()->bench_names();
+      if (std::find(names.begin(), names.end(), bench_needed) == names.end()) {
+        std::string known;
+        for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+        Fail("the matrix runs bench \"" + bench_needed + "\" but its agents have no bench \"" +
+                 bench_needed + "\" (registered: " + (known.empty() ? "none" : known) +
+                 "); give --bench " + bench_needed + "=PATH",
+             ExitCode::kBadInput);
+      }
     }
     for (auto& a : agents) {
       agent_threads.emplace_back([raw = a.get(), &agents_ended] {
@@ -408,6 +429,12 @@ void AddServerCommands(CLI::App& app) {
     cmd->add_option("--tls-key", flags->options.tls_key_file, "client key (mutual TLS)");
     cmd->add_option("--engine-logs", flags->options.engine_log_dir,
                     "keep each engine process's full log in this folder");
+    cmd->add_option("--bench", flags->options.benches,
+                    "NAME=PATH: a program `runner: command` cells may run under NAME "
+                    "(repeatable). Only registered programs run; a matrix names one and gives its "
+                    "arguments (docs/command-runner.md). Advertised as feature bench:NAME");
+    cmd->add_option("--bench-file", flags->options.bench_files,
+                    "a file of NAME=PATH lines (# comments), as --bench");
     cmd->add_option("--gpus", flags->options.gpus,
                     "use only these GPUs of the host, by nvidia-smi / rocm-smi index (0 or 0,1): "
                     "the agent and every process it starts see only them, its inventory lists "
@@ -441,6 +468,10 @@ void AddServerCommands(CLI::App& app) {
     cmd->add_option("--engine-logs", flags->engine_logs,
                     "keep each engine's full log in this folder (as `ladder agent "
                     "--engine-logs`): attempt<A>-unit<U>-arm<I>-proc<P>.log");
+    cmd->add_option("--bench", flags->benches,
+                    "NAME=PATH: a program `runner: command` cells may run (repeatable; as "
+                    "`ladder agent --bench`), e.g. --bench example=build/command/ladder-example-bench");
+    cmd->add_option("--bench-file", flags->bench_files, "a file of NAME=PATH lines, as --bench");
     cmd->add_flag("--json", flags->json, "print the result as JSON");
     cmd->callback([flags] { RunLocal(*flags); });
   }

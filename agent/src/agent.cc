@@ -21,6 +21,9 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "kernel_runner.h"
+#ifdef LADDER_HAVE_COMMAND
+#include "ladder/command/command_runner.h"
+#endif
 #include "ladder/common/time.h"
 #include "ladder/common/utf8.h"
 #include "ladder/proto/tls.h"
@@ -122,6 +125,7 @@ struct Agent::Impl {
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<v1::AgentService::Stub> stub;
   std::map<std::string, std::unique_ptr<runner::Runner>> runners;
+  std::map<std::string, std::string> benches;  // registered programs: name -> absolute path
   std::string join_token;
 
   // Attaches the credential of `sid` (this session's, or an earlier one's from the spool).
@@ -264,6 +268,7 @@ struct Agent::Impl {
         inv->add_features(name);
       }
     }
+    for (const auto& [name, path] : benches) inv->add_features("bench:" + name);
     nlohmann::json labels(options.labels);
     inv->set_labels_json(labels.dump());
     int backoff = 200;
@@ -596,6 +601,7 @@ struct Agent::Impl {
     work.unit_id = lease.unit_id();
     work.run_id = lease.run_id();
     work.runner = lease.runner();
+    work.runner_config = lease.runner_config_json();
     work.processes = lease.processes();
     work.rounds = lease.rounds();
     work.seed = lease.seed();
@@ -857,6 +863,33 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(const AgentOptions& options
   auto kernel = MakeKernelRunner();
   std::string name(kernel->name());
   impl->runners[name] = std::move(kernel);
+#ifdef LADDER_HAVE_COMMAND
+  {
+    command::BenchRegistry registry;
+    for (const auto& flag : options.benches) {
+      if (absl::Status s = registry.Add(flag); !s.ok()) {
+        return absl::InvalidArgumentError(std::string(s.message()));
+      }
+    }
+    for (const auto& file : options.bench_files) {
+      if (absl::Status s = registry.AddFile(file); !s.ok()) {
+        return absl::InvalidArgumentError(std::string(s.message()));
+      }
+    }
+    if (registry.programs().size() > 48) {
+      return absl::InvalidArgumentError("--bench: at most 48 programs per agent");
+    }
+    impl->benches = registry.programs();
+    command::CommandRunnerOptions command_options;
+    command_options.programs = registry.programs();
+    impl->runners["command"] = command::MakeCommandRunner(std::move(command_options));
+  }
+#else
+  if (!options.benches.empty() || !options.bench_files.empty()) {
+    return absl::InvalidArgumentError(
+        "--bench: this ladder was built without the command runner (LADDER_ENGINES=OFF)");
+  }
+#endif
 #ifdef LADDER_HAVE_ENGINES
   {
     // The synthetic engine is this same binary (`ladder engine synthetic`).
@@ -871,6 +904,12 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(const AgentOptions& options
   }
 #endif
   return std::unique_ptr<Agent>(new Agent(std::move(impl)));
+}
+
+std::vector<std::string> Agent::bench_names() const {
+  std::vector<std::string> names;
+  for (const auto& [name, path] : impl_->benches) names.push_back(name);
+  return names;
 }
 
 void Agent::AddRunner(std::unique_ptr<runner::Runner> runner) {

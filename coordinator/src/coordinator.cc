@@ -228,6 +228,7 @@ void FillLease(const coordinator::Lease& l, v1::LeaseResponse* response) {
   response->set_unit_id(l.unit_id);
   response->set_run_id(l.run_id);
   response->set_runner(l.runner);
+  response->set_runner_config_json(l.runner_config);
   response->set_processes(l.processes);
   response->set_rounds(l.rounds);
   response->set_seed(l.seed);

@@ -63,6 +63,18 @@ void AddBackendFeatures(matrices::Matrix& matrix) {
   }
 }
 
+// A command cell runs a program its agent registered: the agent advertises "bench:NAME" for
+// each (`ladder agent --bench NAME=PATH`), so a unit goes only to an agent that has the program,
+// whether or not the matrix lists the feature.
+void AddBenchFeature(matrices::Matrix& matrix) {
+  if (!matrix.command) return;
+  const std::string feature = "bench:" + matrix.command->bench;
+  auto& features = matrix.requirements.features;
+  if (std::find(features.begin(), features.end(), feature) == features.end()) {
+    features.push_back(feature);
+  }
+}
+
 // An engine cell with `tensor_parallel_size: N` needs N GPUs on one host: the engine shards the
 // model over N devices of the agent that runs it. Raises the matrix's `requires.gpu_count` to
 // the largest N among its `fixed` and axis values, so such a cell is never leased to an agent
@@ -223,6 +235,7 @@ absl::StatusOr<SubmitResult> SchedulerImpl::Validate(const std::string& yaml,
   ASSIGN_OR_RETURN(matrices::Expansion expansion, matrices::Expand(matrix, parse_options));
   RETURN_IF_ERROR(runner::ValidateMatrix(matrix, expansion, runners()));
   AddBackendFeatures(matrix);
+  AddBenchFeature(matrix);
   AddTensorParallelGpus(matrix);
   SubmitResult result{0, static_cast<int64_t>(expansion.cells.size()),
                       static_cast<int64_t>(expansion.units.size()), matrix.name, ""};
@@ -241,6 +254,7 @@ absl::StatusOr<SubmitResult> SchedulerImpl::Submit(const std::string& yaml,
   RETURN_IF_ERROR(runner::ValidateMatrix(matrix, expansion, runners()));
   if (matrix.metric.empty()) matrix.metric = runner::DefaultMetric(matrix);
   AddBackendFeatures(matrix);
+  AddBenchFeature(matrix);
   AddTensorParallelGpus(matrix);
   ASSIGN_OR_RETURN(int64_t run_id, store_->CreateRun(yaml, matrix, expansion, clock_->NowMs()));
   // Pick the new run's rows back up from the store so memory and disk agree on ids.
@@ -299,12 +313,34 @@ bool SchedulerImpl::Matches(const OpenRun& run, const SessionEntry& session) con
   return Unmet(run.row.runner, run.requirements, session.row).empty();
 }
 
+const runner::RunnerSchema* CommandSchemaCache::Find(int64_t run_id,
+                                                     const std::string& runner_config) {
+  MutexLock lock(&mu_);
+  auto it = schemas_.find(run_id);
+  if (it != schemas_.end()) return it->second.get();
+  auto config = matrices::RunnerConfigFromJson(
+      nlohmann::json::parse(runner_config, nullptr, /*allow_exceptions=*/false));
+  // A run row whose config does not read back (edited by hand) accepts no records.
+  std::unique_ptr<runner::RunnerSchema> schema;
+  if (config.ok()) schema = std::make_unique<runner::RunnerSchema>(runner::CommandSchema(config->metrics));
+  return (schemas_[run_id] = std::move(schema)).get();
+}
+
+const runner::RunnerSchema* SchedulerImpl::SchemaOf(int64_t run_id, const std::string& runner,
+                                                    const std::string& runner_config) const {
+  if (runner == "command") return command_schemas_->Find(run_id, runner_config);
+  return runners().Find(runner);
+}
+
 db::MetricCheck SchedulerImpl::MetricCheck() const {
-  const runner::RunnerSchemas* schemas = &runners();
-  return [schemas](const std::string& runner, const std::string& metric, const std::string& unit,
-                   double value) -> std::string {
-    const runner::RunnerSchema* schema = schemas->Find(runner);
-    if (schema == nullptr) return absl::StrCat("no runner named ", runner);
+  return [this](const db::AttemptDesign& design, const std::string& metric,
+                const std::string& unit, double value) -> std::string {
+    const std::string& runner = design.runner;
+    const runner::RunnerSchema* schema = SchemaOf(design.run_id, runner, design.runner_config);
+    if (schema == nullptr) {
+      return runner == "command" ? "the run's command configuration does not read back"
+                                 : absl::StrCat("no runner named ", runner);
+    }
     const runner::MetricSpec* spec = schema->FindMetric(metric);
     if (spec == nullptr) {
       return absl::StrCat("the ", runner, " runner reports no metric named \"",
@@ -520,6 +556,7 @@ std::vector<absl::StatusOr<std::optional<Lease>>> SchedulerImpl::LeaseBatchLocke
     lease.unit_id = unit_id;
     lease.run_id = unit.row.run_id;
     lease.runner = run.row.runner;
+    if (!run.row.runner_config.empty()) lease.runner_config = run.row.runner_config.dump();
     lease.cells = std::move(*cells);
     lease.processes = run.row.processes;
     lease.rounds = run.row.rounds;
@@ -717,7 +754,8 @@ std::vector<absl::StatusOr<FinishResult>> SchedulerImpl::FinishBatch(
       const UnitEntry& unit = units_.at(unit_id);
       const OpenRun& run = runs_.at(unit.row.run_id);
       std::vector<std::string> required;
-      if (const runner::RunnerSchema* schema = runners().Find(run.row.runner)) {
+      if (const runner::RunnerSchema* schema =
+              SchemaOf(run.row.id, run.row.runner, run.row.runner_config.dump())) {
         for (const auto& m : schema->metrics) {
           if (m.required) required.push_back(m.name);
         }

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <utility>
@@ -19,6 +20,7 @@
 #include "absl/base/thread_annotations.h"
 #include "ladder/common/mutex.h"
 #include "ladder/coordinator/scheduler.h"
+#include "ladder/runner/schema.h"
 #include "ladder/stats/sample.h"
 #include "work_signal.h"
 
@@ -28,6 +30,19 @@ namespace ladder::coordinator {
 // first appearance.
 std::map<int64_t, std::vector<stats::Observation>> ObservationsByCell(
     const std::vector<db::Observation>& observations);
+
+// The schemas of `runner: command` runs, built once per run from its stored configuration (the
+// declared metrics). Its lock is a leaf: taken under the store's lock by the record check.
+class CommandSchemaCache {
+ public:
+  // nullptr when the configuration does not read back.
+  const runner::RunnerSchema* Find(int64_t run_id, const std::string& runner_config)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  Mutex mu_;
+  std::map<int64_t, std::unique_ptr<runner::RunnerSchema>> schemas_ ABSL_GUARDED_BY(mu_);
+};
 
 class SchedulerImpl final : public Scheduler {
  public:
@@ -107,6 +122,10 @@ class SchedulerImpl final : public Scheduler {
   void AddRunLocked(const db::RunRow& run) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool Matches(const OpenRun& run, const SessionEntry& session) const;
   const runner::RunnerSchemas& runners() const;
+  // The schema a run's records are checked against: the built-in runner's, or the one a command
+  // run's declared metrics make. nullptr for an unknown runner or an unreadable configuration.
+  const runner::RunnerSchema* SchemaOf(int64_t run_id, const std::string& runner,
+                                       const std::string& runner_config) const;
   // Whether a metric and unit are what the runner declares (the store's record check).
   db::MetricCheck MetricCheck() const;
   // Submit's warning: unmet requirements, else fewer matching agents than the design's sessions.
@@ -189,6 +208,9 @@ class SchedulerImpl final : public Scheduler {
   db::Store* const store_;
   const Clock* const clock_;
   const SchedulerOptions options_;
+  // Shared with the record checks the store runs (MetricCheck), which outlive no scheduler.
+  const std::unique_ptr<CommandSchemaCache> command_schemas_ =
+      std::make_unique<CommandSchemaCache>();
 
   WorkSignal work_available_;
   // Taken before work_available_'s own mutex when both are held.

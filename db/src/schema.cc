@@ -303,6 +303,12 @@ ALTER TABLE sessions ADD COLUMN registration_nonce_hash TEXT NOT NULL DEFAULT ''
 ALTER TABLE sessions ADD COLUMN called_in INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX sessions_by_credential ON sessions(credential_hash) WHERE credential_hash <> '';
 )sql",
+      // v9: a `runner: command` run's program and declared metrics (matrices::RunnerConfigToJson:
+      // {"command": {...}, "metrics": [...]}); '{}' for the built-in runners. The coordinator
+      // checks records against these metrics and sends the command with each lease.
+      R"sql(
+ALTER TABLE runs ADD COLUMN runner_config TEXT NOT NULL DEFAULT '{}';
+)sql",
   };
   return migrations;
 }

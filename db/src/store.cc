@@ -93,8 +93,8 @@ absl::StatusOr<int64_t> Store::CreateRun(const std::string& yaml, const matrices
         db::Statement * insert,
         db.Cached(
             "INSERT INTO runs(matrix_id, state, runner, metric, max_attempts, processes, rounds, "
-            "sessions, requires, axes, pair_axes, created_at, precision, locate) "
-            "VALUES (?1, 'queued', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"));
+            "sessions, requires, axes, pair_axes, created_at, precision, locate, runner_config) "
+            "VALUES (?1, 'queued', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"));
     insert->Bind(1, matrix_id)
         .Bind(2, matrix.runner)
         .Bind(3, matrix.metric)
@@ -111,7 +111,8 @@ absl::StatusOr<int64_t> Store::CreateRun(const std::string& yaml, const matrices
                                        {"max_sessions", matrix.precision->max_sessions}}
                             .dump()
                       : std::string("{}"))
-        .Bind(13, matrices::LocateToJson(matrix).dump());
+        .Bind(13, matrices::LocateToJson(matrix).dump())
+        .Bind(14, matrices::RunnerConfigToJson(matrix).dump());
     RETURN_IF_ERROR(insert->Run());
   }
   const int64_t run_id = db.LastInsertRowId();
@@ -172,7 +173,8 @@ absl::StatusOr<SchedulingSnapshot> Store::LoadSchedulingState() {
         db::Statement stmt,
         db.Prepare("SELECT id, state, runner, metric, max_attempts, processes, rounds, sessions, "
                    "requires, "
-                   "pair_axes, precision, locate FROM runs WHERE state IN ('queued','running') "
+                   "pair_axes, precision, locate, runner_config FROM runs "
+                   "WHERE state IN ('queued','running') "
                    "ORDER BY id"));
     while (true) {
       ASSIGN_OR_RETURN(bool row, stmt.Step());
@@ -190,6 +192,7 @@ absl::StatusOr<SchedulingSnapshot> Store::LoadSchedulingState() {
       run.pair_axes = ParseJsonOr(stmt.Text(9), nlohmann::json::array());
       run.precision = ParseJsonOr(stmt.Text(10), nlohmann::json::object());
       run.locate = ParseJsonOr(stmt.Text(11), nlohmann::json::object());
+      run.runner_config = ParseJsonOr(stmt.Text(12), nlohmann::json::object());
       snapshot.open_runs.push_back(std::move(run));
     }
   }
@@ -537,8 +540,8 @@ absl::StatusOr<AttemptDesign> Store::LoadAttemptDesignLocked(int64_t attempt_id)
   db::Database& db = *db_;
   ASSIGN_OR_RETURN(
       db::Statement * lookup,
-      db.Cached("SELECT a.session_id, u.run_id, u.id, r.runner, r.processes, r.rounds "
-                "FROM attempts a JOIN units u ON u.id = a.unit_id JOIN runs r ON r.id = u.run_id "
+      db.Cached("SELECT a.session_id, u.run_id, u.id, r.runner, r.processes, r.rounds, "
+                "r.runner_config FROM attempts a JOIN units u ON u.id = a.unit_id JOIN runs r ON r.id = u.run_id "
                 "WHERE a.id = ?1"));
   lookup->Reset();
   lookup->Bind(1, attempt_id);
@@ -552,6 +555,7 @@ absl::StatusOr<AttemptDesign> Store::LoadAttemptDesignLocked(int64_t attempt_id)
   design.runner = lookup->Text(3);
   design.processes = static_cast<int>(lookup->Int(4));
   design.rounds = static_cast<int>(lookup->Int(5));
+  design.runner_config = lookup->Text(6);
   lookup->Reset();
   ASSIGN_OR_RETURN(db::Statement * cells,
                    db.Cached("SELECT cell_id FROM unit_cells WHERE unit_id = ?1"));
@@ -690,7 +694,7 @@ absl::StatusOr<ReportOutcome> Store::ReportLocked(const std::string& session_id,
       continue;
     }
     if (check) {
-      if (std::string why = check(info->design.runner, m.metric, m.unit, m.value); !why.empty()) {
+      if (std::string why = check(info->design, m.metric, m.unit, m.value); !why.empty()) {
         refuse(m.uuid, std::move(why));
         continue;
       }

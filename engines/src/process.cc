@@ -421,11 +421,23 @@ absl::StatusOr<std::unique_ptr<EngineProcess>> EngineProcess::Start(const Launch
     close(out_pipe[1]);
     return absl::InternalError(Cat("engine launch: pipe: ", ErrnoText(err)));
   }
+  int stdout_fd = -1;
+  if (!options.stdout_file.empty()) {
+    stdout_fd = open(options.stdout_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (stdout_fd < 0) {
+      int err = errno;
+      for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) close(fd);
+      return absl::InternalError(
+          Cat("engine launch: cannot create ", options.stdout_file, ": ", ErrnoText(err)));
+    }
+  }
   pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) {
     int err = errno;
-    for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) close(fd);
+    for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1], stdout_fd}) {
+      if (fd >= 0) close(fd);
+    }
     return absl::InternalError(Cat("engine launch: fork: ", ErrnoText(err)));
   }
   if (pid == 0) {
@@ -438,7 +450,7 @@ absl::StatusOr<std::unique_ptr<EngineProcess>> EngineProcess::Start(const Launch
     signal(SIGPIPE, SIG_DFL);
     int devnull = open("/dev/null", O_RDONLY);
     if (devnull >= 0) dup2(devnull, 0);
-    dup2(out_pipe[1], 1);
+    dup2(stdout_fd >= 0 ? stdout_fd : out_pipe[1], 1);
     dup2(out_pipe[1], 2);
     for (long fd = 3; fd < max_fd; ++fd) {
       if (fd != err_pipe[1]) close(static_cast<int>(fd));
@@ -450,6 +462,7 @@ absl::StatusOr<std::unique_ptr<EngineProcess>> EngineProcess::Start(const Launch
     _exit(127);
   }
   setpgid(pid, pid);  // also from the parent, so a kill right after Start reaches the group
+  if (stdout_fd >= 0) close(stdout_fd);
   close(out_pipe[1]);
   close(err_pipe[1]);
   int child_errno = 0;

@@ -38,7 +38,8 @@ namespace {
 constexpr std::string_view kTopKeys[] = {"name",         "description", "runner",    "axes",
                                          "fixed",        "exclude",     "pair",      "together",
                                          "replicates",   "requires",    "metric",    "seed",
-                                         "max_attempts", "aa_control",  "precision", "locate"};
+                                         "max_attempts", "aa_control",  "precision", "locate",
+                                         "command",      "metrics"};
 constexpr std::string_view kReplicateKeys[] = {"sessions", "processes", "rounds"};
 constexpr std::string_view kRequiresKeys[] = {"gpu_vendor", "gpu_name", "gpu_count",
                                               "min_gpu_memory_mib", "features"};
@@ -46,7 +47,14 @@ constexpr std::string_view kAAControlKeys[] = {"axis", "of", "as"};
 constexpr std::string_view kPrecisionKeys[] = {"ratio_half_width", "max_sessions"};
 constexpr std::string_view kLocateKeys[] = {"axis", "where", "resolution", "min_step",
                                             "max_sessions"};
-constexpr std::string_view kRunners[] = {"kernel", "engine"};
+constexpr std::string_view kRunners[] = {"kernel", "engine", "command"};
+constexpr std::string_view kCommandKeys[] = {"bench",     "args",      "format",        "start",
+                                             "timeout_s", "extra_env", "probe_patterns"};
+constexpr std::string_view kCommandFormats[] = {"jsonl", "gbench", "nvbench", "llama-bench"};
+constexpr std::string_view kCommandStarts[] = {"per_process", "per_round"};
+constexpr std::string_view kMetricKeys[] = {"unit", "better", "range", "required"};
+constexpr std::string_view kMetricBetter[] = {"lower", "higher"};
+constexpr std::string_view kMetricRanges[] = {"positive", "non_negative", "share", "at_least_one"};
 constexpr std::string_view kGpuVendors[] = {"nvidia", "amd", "any"};
 // Parameters that must be positive integers wherever they appear (axes or fixed).
 constexpr std::string_view kPositiveIntegerParams[] = {"depth",      "query_rows", "num_seqs",
@@ -219,6 +227,11 @@ class Parser {
   absl::Status ParseAAControl(const Entry& entry, Matrix& m);
   absl::Status ParsePrecision(const Entry& entry, Matrix& m);
   absl::Status ParseLocate(const Entry& entry, Matrix& m);
+  absl::Status ParseCommand(const Entry& entry, Matrix& m);
+  absl::Status ParseMetrics(const Entry& entry, Matrix& m);
+  // Every placeholder of `text` (at `mark`, field `path`) names a parameter or a built-in.
+  absl::Status CheckTemplate(const std::string& text, const YAML::Mark& mark,
+                             const std::string& path, const Matrix& m) const;
   absl::Status CheckExclusions(const Matrix& m);
 
   const Axis* FindAxis(const Matrix& m, std::string_view name) const {
@@ -687,6 +700,234 @@ absl::Status Parser::ParsePrecision(const Entry& entry, Matrix& m) {
   return absl::OkStatus();
 }
 
+absl::Status Parser::CheckTemplate(const std::string& text, const YAML::Mark& mark,
+                                   const std::string& path, const Matrix& m) const {
+  auto names = TemplatePlaceholders(text);
+  if (!names.ok()) return Error(mark, path, std::string(names.status().message()));
+  for (const std::string& name : *names) {
+    const bool builtin = std::find(std::begin(kCommandBuiltins), std::end(kCommandBuiltins),
+                                   name) != std::end(kCommandBuiltins);
+    if (builtin) {
+      if (name == "round" && m.command->start == CommandSpec::Start::kPerProcess) {
+        return Error(mark, path,
+                     "{round} is known only with start: per_round (with per_process one start "
+                     "reports every round: pass {rounds})");
+      }
+      continue;
+    }
+    if (FindAxis(m, name) != nullptr || m.fixed.count(name) > 0) continue;
+    std::vector<std::string> known = AxisNames(m);
+    for (const auto& [key, value] : m.fixed) known.push_back(key);
+    for (std::string_view b : kCommandBuiltins) known.emplace_back(b);
+    return Error(mark, path,
+                 fmt::format("{{{}}} is neither an axis, a fixed parameter nor a built-in{}; "
+                             "known: {}",
+                             name, Suggest(name, known), Join(known)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Parser::ParseCommand(const Entry& entry, Matrix& m) {
+  ASSIGN_OR_RETURN(const std::vector<Entry> fields,
+                   ReadMapping(entry.value, entry.key_mark, "command", kCommandKeys));
+  m.command = CommandSpec{};
+  CommandSpec& c = *m.command;
+  Remember(m, "command", entry.key_mark);
+  const Entry* args = nullptr;
+  const Entry* env = nullptr;
+  bool has_bench = false;
+  for (const Entry& field : fields) {
+    const std::string path = Field("command", field.key);
+    Remember(m, path, field.where());
+    if (field.key == "bench") {
+      ASSIGN_OR_RETURN(c.bench, ReadString(field, path));
+      if (!IsBenchName(c.bench)) {
+        return Error(field.where(), path,
+                     fmt::format("\"{}\" is not a bench name; names match [a-z0-9_.-]{{1,57}} "
+                                 "(the NAME of the agent's --bench NAME=PATH)",
+                                 c.bench));
+      }
+      has_bench = true;
+    } else if (field.key == "args") {
+      args = &field;
+    } else if (field.key == "format" || field.key == "start") {
+      ASSIGN_OR_RETURN(std::string value, ReadString(field, path));
+      const bool is_format = field.key == "format";
+      const std::vector<std::string_view> allowed =
+          is_format ? std::vector<std::string_view>(std::begin(kCommandFormats),
+                                                    std::end(kCommandFormats))
+                    : std::vector<std::string_view>(std::begin(kCommandStarts),
+                                                    std::end(kCommandStarts));
+      if (std::find(allowed.begin(), allowed.end(), value) == allowed.end()) {
+        return Error(field.where(), path,
+                     fmt::format("unknown {} \"{}\"{}; expected one of: {}", field.key, value,
+                                 Suggest(value, allowed), fmt::join(allowed, ", ")));
+      }
+      if (is_format) {
+        c.format = value;
+      } else {
+        c.start = value == "per_round" ? CommandSpec::Start::kPerRound
+                                       : CommandSpec::Start::kPerProcess;
+      }
+    } else if (field.key == "timeout_s") {
+      ASSIGN_OR_RETURN(const Value v, ReadValue(field.value, field.key_mark, path));
+      if (!v.is_number() || !(v.get<double>() > 0) || v.get<double>() > 86400) {
+        return Error(field.where(), path,
+                     fmt::format("expected seconds in (0, 86400], got {}", Shown(field.value)));
+      }
+      c.timeout_s = v.get<double>();
+    } else if (field.key == "extra_env") {
+      env = &field;
+    } else if (field.key == "probe_patterns") {
+      ASSIGN_OR_RETURN(const auto items, ReadStringList(field, path));
+      for (size_t i = 0; i < items.size(); ++i) {
+        if (items[i].first.empty() || items[i].first.size() > 256) {
+          return Error(items[i].second, Item(path, i), "a probe pattern is 1 to 256 bytes");
+        }
+        c.probe_patterns.push_back(items[i].first);
+      }
+    }
+  }
+  if (!has_bench) {
+    return Error(entry.where(), "command",
+                 "missing required key \"bench\" (the NAME of a program an agent registered "
+                 "with --bench NAME=PATH)");
+  }
+  // Templates are checked once the start policy is known ({round} depends on it).
+  if (args != nullptr) {
+    if (!args->value.IsSequence()) {
+      return Error(args->where(), "command.args",
+                   fmt::format("expected a list of arguments, got {}", Shown(args->value)));
+    }
+    for (size_t i = 0; i < args->value.size(); ++i) {
+      const YAML::Node item = args->value[i];
+      const YAML::Mark mark = Where(item, args->where());
+      const std::string path = Item("command.args", i);
+      if (!item.IsScalar()) {
+        return Error(mark, path, fmt::format("expected an argument (a scalar), got {}",
+                                             KindName(item)));
+      }
+      if (item.Scalar().size() > 4096) return Error(mark, path, "an argument is at most 4096 bytes");
+      RETURN_IF_ERROR(CheckTemplate(item.Scalar(), mark, path, m));
+      Remember(m, path, mark);
+      c.args.push_back(item.Scalar());
+    }
+  }
+  if (env != nullptr) {
+    ASSIGN_OR_RETURN(const std::vector<Entry> vars,
+                     ReadAnyMapping(env->value, env->key_mark, "command.extra_env"));
+    for (const Entry& var : vars) {
+      const std::string path = Field("command.extra_env", var.key);
+      if (!IsIdentifier(var.key)) {
+        return Error(var.key_mark, path, "environment names match [A-Za-z_][A-Za-z0-9_]*");
+      }
+      if (!var.value.IsScalar()) {
+        return Error(var.where(), path,
+                     fmt::format("expected a value (a scalar), got {}", KindName(var.value)));
+      }
+      RETURN_IF_ERROR(CheckTemplate(var.value.Scalar(), var.where(), path, m));
+      Remember(m, path, var.key_mark);
+      c.extra_env[var.key] = var.value.Scalar();
+    }
+  }
+  if (c.format == "nvbench" && c.start == CommandSpec::Start::kPerProcess &&
+      m.replicates.rounds > 1) {
+    return Error(entry.where(), "command",
+                 fmt::format("format nvbench reports one value per start (nvbench summarises its "
+                             "samples): with {} rounds give start: per_round",
+                             m.replicates.rounds));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Parser::ParseMetrics(const Entry& entry, Matrix& m) {
+  ASSIGN_OR_RETURN(const std::vector<Entry> names,
+                   ReadAnyMapping(entry.value, entry.key_mark, "metrics"));
+  Remember(m, "metrics", entry.key_mark);
+  for (const Entry& named : names) {
+    const std::string path = Field("metrics", named.key);
+    const std::string& name = named.key;
+    const bool valid_name =
+        !name.empty() && name.size() <= 64 && name[0] >= 'a' && name[0] <= 'z' &&
+        std::all_of(name.begin(), name.end(), [](char ch) {
+          return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_';
+        });
+    if (!valid_name) {
+      return Error(named.key_mark, path,
+                   fmt::format("\"{}\" is not a metric name; names match [a-z][a-z0-9_]{{0,63}}",
+                               name));
+    }
+    ASSIGN_OR_RETURN(const std::vector<Entry> fields,
+                     ReadMapping(named.value, named.key_mark, path, kMetricKeys));
+    MetricDeclaration d;
+    d.name = name;
+    bool has_unit = false, has_better = false;
+    for (const Entry& field : fields) {
+      const std::string fpath = Field(path, field.key);
+      if (field.key == "unit") {
+        ASSIGN_OR_RETURN(d.unit, ReadString(field, fpath));
+        const bool printable = std::all_of(d.unit.begin(), d.unit.end(), [](char ch) {
+          return ch > ' ' && ch < 0x7f && ch != ',' && ch != '"';
+        });
+        if (d.unit.empty() || d.unit.size() > 16 || !printable) {
+          return Error(field.where(), fpath,
+                       "a unit is 1 to 16 printable ASCII characters without spaces, commas or "
+                       "quotes, e.g. us, tok/s, 1");
+        }
+        has_unit = true;
+      } else if (field.key == "better" || field.key == "range") {
+        ASSIGN_OR_RETURN(std::string value, ReadString(field, fpath));
+        const bool is_better = field.key == "better";
+        const std::vector<std::string_view> allowed =
+            is_better ? std::vector<std::string_view>(std::begin(kMetricBetter),
+                                                      std::end(kMetricBetter))
+                      : std::vector<std::string_view>(std::begin(kMetricRanges),
+                                                      std::end(kMetricRanges));
+        const auto it = std::find(allowed.begin(), allowed.end(), value);
+        if (it == allowed.end()) {
+          return Error(field.where(), fpath,
+                       fmt::format("unknown {} \"{}\"{}; expected one of: {}", field.key, value,
+                                   Suggest(value, allowed), fmt::join(allowed, ", ")));
+        }
+        const auto index = it - allowed.begin();
+        if (is_better) {
+          d.better = index == 0 ? MetricDeclaration::Better::kLower
+                                : MetricDeclaration::Better::kHigher;
+          has_better = true;
+        } else {
+          d.range = static_cast<MetricDeclaration::Range>(index);
+        }
+      } else if (field.key == "required") {
+        ASSIGN_OR_RETURN(const Value v, ReadValue(field.value, field.key_mark, fpath));
+        if (!v.is_boolean()) {
+          return Error(field.where(), fpath,
+                       fmt::format("expected true or false, got {}", Shown(field.value)));
+        }
+        d.required = v.get<bool>();
+      }
+    }
+    if (!has_unit || !has_better) {
+      return Error(named.where(), path,
+                   fmt::format("missing required key \"{}\" (every metric says its unit and "
+                               "which way is better: {{unit: us, better: lower}})",
+                               has_unit ? "better" : "unit"));
+    }
+    Remember(m, path, named.key_mark);
+    m.metrics.push_back(std::move(d));
+  }
+  if (m.metrics.empty()) {
+    return Error(entry.where(), "metrics", "declare at least one metric");
+  }
+  if (m.metrics.size() > 64) return Error(entry.where(), "metrics", "at most 64 metrics");
+  if (std::none_of(m.metrics.begin(), m.metrics.end(),
+                   [](const MetricDeclaration& d) { return d.required; })) {
+    return Error(entry.where(), "metrics",
+                 "at least one metric must be required: an attempt is done when every "
+                 "(cell, process, round) holds its required metrics");
+  }
+  return absl::OkStatus();
+}
+
 // `locate` needs what a crossover search needs: one pair axis with exactly the two arms whose
 // ratio is tracked, and a numeric axis (values > 0, since probes are log2-midpoints) with at least
 // two rungs to bracket between.
@@ -1056,6 +1297,23 @@ absl::StatusOr<Matrix> Parser::Parse(std::string_view yaml) {
   if (const Entry* e = optional("aa_control")) RETURN_IF_ERROR(ParseAAControl(*e, m));
   if (const Entry* e = optional("precision")) RETURN_IF_ERROR(ParsePrecision(*e, m));
   if (const Entry* e = optional("locate")) RETURN_IF_ERROR(ParseLocate(*e, m));
+  for (std::string_view key : {"command", "metrics"}) {
+    const Entry* e = optional(key);
+    if (m.runner == "command" && e == nullptr) {
+      return Error(find("runner")->where(), "runner",
+                   fmt::format("runner: command needs `{}` (docs/command-runner.md)", key));
+    }
+    if (m.runner != "command" && e != nullptr) {
+      return Error(e->key_mark, key,
+                   fmt::format("`{}` belongs to runner: command; the {} runner has its own "
+                               "metrics and parameters",
+                               key, m.runner));
+    }
+  }
+  if (m.runner == "command") {
+    RETURN_IF_ERROR(ParseMetrics(*optional("metrics"), m));
+    RETURN_IF_ERROR(ParseCommand(*optional("command"), m));
+  }
   RETURN_IF_ERROR(CheckExclusions(m));
 
   // Canonicalise exclusion values to the axis's own values (e.g. "1024" quoted -> 1024).

@@ -77,6 +77,28 @@ Direction DirectionOfUnit(const std::string& unit) {
   return Direction::kUnknown;
 }
 
+Direction DirectionOfMetric(db::Database& db, int64_t run_id, const std::string& metric,
+                            const std::string& unit) {
+  auto stmt = db.Prepare(
+      "SELECT m.yaml FROM runs r JOIN matrices m ON m.id = r.matrix_id WHERE r.id = ?1");
+  if (stmt.ok()) {
+    stmt->Bind(1, run_id);
+    auto row = stmt->Step();
+    if (row.ok() && *row) {
+      auto matrix = matrices::ParseMatrix(stmt->Text(0), "stored matrix");
+      if (matrix.ok()) {
+        for (const auto& d : matrix->metrics) {
+          if (d.name != metric) continue;
+          return d.better == matrices::MetricDeclaration::Better::kHigher
+                     ? Direction::kHigherIsBetter
+                     : Direction::kLowerIsBetter;
+        }
+      }
+    }
+  }
+  return DirectionOfUnit(unit);
+}
+
 std::string DirectionText(Direction direction) {
   switch (direction) {
     case Direction::kHigherIsBetter:
@@ -410,7 +432,7 @@ absl::StatusOr<RunAnalysis> AnalyzeRun(db::Database& db, int64_t run_id,
                                                      "'; it has: ", absl::StrJoin(metrics, ", ")));
     }
   }
-  info.direction = DirectionOfUnit(info.unit);
+  info.direction = DirectionOfMetric(db, run_id, info.metric, info.unit);
 
   // Cells, with failure state and reasons.
   std::map<int64_t, size_t> cell_index;

@@ -221,8 +221,8 @@ absl::StatusOr<RunComparison> CompareTwoRuns(const RunRef& a, const RunRef& b,
   out.direction = options.direction;
   out.direction_source = "given";
   if (out.direction == Direction::kUnknown) {
-    out.direction = DirectionOfUnit(out.unit);
-    out.direction_source = "unit";
+    out.direction = DirectionOfMetric(*a.db, a.run_id, out.metric, out.unit);
+    out.direction_source = DirectionOfUnit(out.unit) == out.direction ? "unit" : "matrix";
     if (out.direction == Direction::kUnknown) {
       return absl::InvalidArgumentError(
           absl::StrCat("cannot tell whether higher or lower ", out.metric, " (unit '", out.unit,

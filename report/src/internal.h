@@ -1,6 +1,7 @@
 // Helpers shared by the analysis, report and verify sources. Not part of the public API.
 #pragma once
 
+#include <cstdint>
 #include <limits>
 #include <optional>
 #include <string>
@@ -14,6 +15,11 @@
 #include "ladder/stats/interval.h"
 
 namespace ladder::report {
+
+// Which way `metric` of run `run_id` is better: as its matrix declares it (`runner: command`'s
+// `metrics: {NAME: {better: ...}}`), else guessed from `unit` (DirectionOfUnit).
+Direction DirectionOfMetric(db::Database& db, int64_t run_id, const std::string& metric,
+                            const std::string& unit);
 
 // Not a number: a statistic that does not exist (no interval, no sessions).
 inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();

@@ -144,7 +144,33 @@ const RunnerSchemas& BuiltinMetricSchemas() {
   return schemas;
 }
 
+RunnerSchema CommandSchema(const std::vector<matrices::MetricDeclaration>& metrics) {
+  RunnerSchema schema;
+  schema.name = "command";
+  for (const auto& d : metrics) {
+    MetricRange range;
+    range.max = 1e18;
+    switch (d.range) {
+      case matrices::MetricDeclaration::Range::kPositive:
+        range.kind = MetricRange::Kind::kPositive;
+        break;
+      case matrices::MetricDeclaration::Range::kNonNegative:
+        range.kind = MetricRange::Kind::kNonNegative;
+        break;
+      case matrices::MetricDeclaration::Range::kShare:
+        range.kind = MetricRange::Kind::kShare;
+        break;
+      case matrices::MetricDeclaration::Range::kAtLeastOne:
+        range.kind = MetricRange::Kind::kAtLeastOne;
+        break;
+    }
+    schema.metrics.push_back(MetricSpec{d.name, d.unit, d.required, range});
+  }
+  return schema;
+}
+
 std::string DefaultMetric(const matrices::Matrix& matrix) {
+  if (matrix.runner == "command") return matrix.metrics.empty() ? "" : matrix.metrics[0].name;
   if (matrix.runner != "engine") return "time_us";
   for (const char* load_param : {"concurrency", "request_rate"}) {
     if (matrix.fixed.count(load_param) > 0) return "load_output_tok_s";

@@ -6,6 +6,7 @@
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "ladder/runner/environment.h"
 
 namespace ladder::runner {
 namespace {
@@ -48,6 +49,29 @@ std::string ParamOf(const absl::Status& status) {
 
 absl::Status ValidateMatrix(const matrices::Matrix& matrix, const matrices::Expansion& expansion,
                             const RunnerSchemas& schemas) {
+  if (matrix.runner == "command") {
+    // The parser checked the command's shape and that every placeholder names a parameter or a
+    // built-in of every cell; what is left is what the agent owns.
+    if (matrix.command) {
+      for (const auto& [name, value] : matrix.command->extra_env) {
+        if (IsAgentOwnedEnvironment(name)) {
+          const std::string path = absl::StrCat("command.extra_env.", name);
+          return absl::InvalidArgumentError(absl::StrCat(
+              At(matrix, path), ": ", path, ": ", name,
+              " is the agent's (it pins the program to the agent's GPUs); a matrix cannot set it"));
+        }
+      }
+    }
+    const RunnerSchema schema = CommandSchema(matrix.metrics);
+    if (!matrix.metric.empty() && schema.FindMetric(matrix.metric) == nullptr) {
+      std::vector<std::string> names;
+      for (const auto& m : schema.metrics) names.push_back(m.name);
+      return absl::InvalidArgumentError(absl::StrCat(
+          At(matrix, "metric"), ": metric: the matrix declares no metric \"", matrix.metric,
+          "\" under `metrics`; it declares: ", absl::StrJoin(names, ", ")));
+    }
+    return absl::OkStatus();
+  }
   const RunnerSchema* schema = schemas.Find(matrix.runner);
   if (schema == nullptr) {
     return absl::InvalidArgumentError(

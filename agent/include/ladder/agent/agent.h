@@ -43,6 +43,11 @@ struct AgentOptions {
   std::string fake_gpus_json;  // test hook: replaces detected GPUs (JSON array)
   std::string ladder_binary;   // runs `ladder engine synthetic`; default /proc/self/exe
   std::string engine_log_dir;  // full engine logs go here when set
+  // `--bench NAME=PATH` (repeatable) and `--bench-file FILE`: the programs `runner: command`
+  // cells may run, and nothing else (command::BenchRegistry checks them at Create: a bad one is
+  // InvalidArgument). Each is advertised as the feature "bench:NAME".
+  std::vector<std::string> benches;
+  std::vector<std::string> bench_files;
   // Security: the join token is read from a file (never the command line, never logged).
   std::string token_file;
   bool tls = false;           // TLS with the system's roots (implied by tls_ca_file)
@@ -68,6 +73,9 @@ class Agent {
   absl::Status Run();
   void Stop(StopMode mode) noexcept;
   const std::string& session_id() const;
+
+  // The names of the programs registered with --bench / --bench-file, sorted.
+  std::vector<std::string> bench_names() const;
 
   // Adds or replaces a runner (the kernel runner is built in).
   void AddRunner(std::unique_ptr<runner::Runner> runner);

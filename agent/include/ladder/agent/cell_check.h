@@ -17,7 +17,7 @@ namespace ladder::agent {
 const runner::RunnerSchemas& RunnerSchemasWithChecks();
 
 // InvalidArgument naming the parameter when `runner` ("kernel" or "engine") would refuse the
-// cell; Unimplemented for a runner this binary does not have.
+// cell; OK for any "command" cell; Unimplemented for a runner this binary does not have.
 absl::Status CheckCellParams(const std::string& runner, const nlohmann::json& params);
 
 }  // namespace ladder::agent

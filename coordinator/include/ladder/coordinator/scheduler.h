@@ -57,6 +57,7 @@ struct Lease {
   int64_t unit_id = 0;
   int64_t run_id = 0;
   std::string runner;
+  std::string runner_config;  // runner: command: the program and metrics (JSON); else ""
   std::vector<db::CellRow> cells;
   int processes = 1;
   int rounds = 1;

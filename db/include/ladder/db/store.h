@@ -66,6 +66,9 @@ struct RunRow {
   nlohmann::json pair_axes = nlohmann::json::array();
   nlohmann::json precision = nlohmann::json::object();  // {} or {ratio_half_width, max_sessions}
   nlohmann::json locate = nlohmann::json::object();     // matrices::LocateToJson's object
+  // runner: command: matrices::RunnerConfigToJson's object (the program, the declared metrics);
+  // {} for the built-in runners.
+  nlohmann::json runner_config = nlohmann::json::object();
 };
 
 struct Observation {
@@ -152,6 +155,7 @@ struct AttemptDesign {
   int64_t run_id = 0;
   int64_t unit_id = 0;
   std::string runner;
+  std::string runner_config;  // runs.runner_config as stored (JSON text; "{}" for built-ins)
   int processes = 1;
   int rounds = 1;
   std::vector<int64_t> cell_ids;  // sorted
@@ -160,8 +164,10 @@ struct AttemptDesign {
 
 // Why a measurement's metric, unit or value is not one its runner declares ("" when it is): an
 // unknown metric, another unit, a value outside the metric's range. The coordinator supplies it
-// from the runner schemas (db does not know the runners).
-using MetricCheck = std::function<std::string(const std::string& runner, const std::string& metric,
+// from the runner schemas and, for runner: command, the run's declared metrics (`design`'s
+// runner_config); db does not know the runners. Called under the store's lock: it must not call
+// back into the store.
+using MetricCheck = std::function<std::string(const AttemptDesign& design, const std::string& metric,
                                               const std::string& unit, double value)>;
 
 // Caps on what one evidence record may carry.

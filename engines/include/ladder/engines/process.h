@@ -34,6 +34,10 @@ struct ProcessOptions {
   std::chrono::milliseconds kill_grace{10'000};  // SIGTERM -> SIGKILL
   // When set, every output line is also appended to this file (created, truncated).
   std::string log_file;
+  // When set, the child's stdout goes to this file (created, truncated, mode 0600) instead of
+  // the pipe, byte for byte; only its stderr is scanned and kept in the tail. For programs whose
+  // stdout is a document to parse (the command runner), not a log.
+  std::string stdout_file;
 };
 
 // What the log has shown so far.

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -74,6 +75,56 @@ struct Locate {
   int max_sessions = 0;              // paired sessions per probe, at most (>= replicates.sessions)
 };
 
+// `runner: command`: one metric the program reports, as the matrix declares it (`metrics:`). The
+// store refuses any other metric and any value outside `range`; `report` and `compare` read
+// `better` from here instead of guessing it from the unit.
+struct MetricDeclaration {
+  enum class Better { kLower, kHigher };
+  enum class Range { kPositive, kNonNegative, kShare, kAtLeastOne };
+  std::string name;  // [a-z][a-z0-9_]{0,63}
+  std::string unit;  // 1-16 printable ASCII characters, e.g. "us", "tok/s", "1"
+  Better better = Better::kLower;
+  Range range = Range::kPositive;
+  bool required = true;  // every (cell, process, round) must hold it for an attempt to be done
+};
+
+// `runner: command`: which registered program a cell runs and how its output is read
+// (docs/command-runner.md). Executables never come from the matrix: `bench` names a program the
+// agent's operator registered (`ladder agent --bench NAME=PATH`); the matrix gives its arguments.
+struct CommandSpec {
+  // How program starts map onto the design's processes and rounds.
+  enum class Start {
+    kPerProcess,  // one start per cell and process; the program reports every round
+    kPerRound,    // one start per cell, process and round; the program reports one value each
+  };
+  std::string bench;  // IsBenchName: a name the agent registered
+  // argv after the program, each item rendered per start: "{name}" is the cell's parameter
+  // `name` (axes and fixed) or a built-in (process, round, rounds, seed, out); "{{" and "}}" are
+  // literal braces. No shell is involved.
+  std::vector<std::string> args;
+  std::string format = "jsonl";  // jsonl | gbench | nvbench | llama-bench
+  Start start = Start::kPerProcess;
+  double timeout_s = 600;                       // per start, (0, 86400]
+  std::map<std::string, std::string> extra_env;  // values rendered like args
+  std::vector<std::string> probe_patterns;       // literal substrings counted in the output
+};
+
+// [a-z0-9_.-]{1,57}: a registered program's name. Agents advertise each as the feature
+// "bench:NAME" (features are at most 64 characters of [a-z0-9_:.-]).
+bool IsBenchName(std::string_view name);
+
+// The built-in placeholders of CommandSpec::args and extra_env values.
+inline constexpr std::string_view kCommandBuiltins[] = {"process", "round", "rounds", "seed", "out"};
+
+// The names of the placeholders in one template, in order ("{depth}" -> "depth"), or
+// InvalidArgument for an unclosed "{", a stray "}" or an empty or invalid name.
+absl::StatusOr<std::vector<std::string>> TemplatePlaceholders(std::string_view text);
+// Renders a template: each "{name}" replaced by `lookup(name)`; NotFound naming the first name
+// `lookup` cannot resolve (it returns nullopt).
+absl::StatusOr<std::string> RenderTemplate(
+    std::string_view text,
+    const std::function<std::optional<std::string>(std::string_view name)>& lookup);
+
 // Where a field is written in the matrix document, 1-based.
 struct SourceLocation {
   int line = 0;
@@ -83,7 +134,7 @@ struct SourceLocation {
 struct Matrix {
   std::string name;  // [A-Za-z0-9_.-]+
   std::string description;
-  std::string runner;      // "kernel" or "engine"
+  std::string runner;      // "kernel", "engine" or "command"
   std::vector<Axis> axes;  // in declaration order
   std::map<std::string, Value> fixed;
   std::vector<std::map<std::string, Value>> exclude;  // partial cells to drop
@@ -99,6 +150,9 @@ struct Matrix {
   // right after `aa_control->of`. Exclusions naming `of` on that axis also drop the A/A arm.
   std::optional<Precision> precision;
   std::optional<Locate> locate;
+  // `runner: command` only (required there, refused elsewhere): the program and its metrics.
+  std::optional<CommandSpec> command;
+  std::vector<MetricDeclaration> metrics;  // in declaration order
   // The document the matrix was parsed from (the `filename` of ParseMatrix) and where its
   // fields are written, by path: "runner", "metric", "fixed.NAME", "axes.NAME",
   // "axes.NAME[i]". Lets later checks (the runners' parameter checks) report file:line:col.
@@ -190,6 +244,18 @@ struct LocateConfig {
 // The one encoding, both ways. ToJson: `{}` for a matrix without `locate`. FromJson: NotFound
 // for `{}` (no locate), InvalidArgument when a field is missing or of the wrong type.
 nlohmann::json LocateToJson(const Matrix& matrix);
+// What a run of a `runner: command` matrix stores (runs.runner_config) and each lease carries to
+// the agent (LeaseResponse.runner_config_json): {"command": {...}, "metrics": [...]}, the one
+// encoding, both ways. ToJson: `{}` for the built-in runners. FromJson: NotFound for `{}`,
+// InvalidArgument for a field missing or of the wrong type (a config no parser produced).
+nlohmann::json RunnerConfigToJson(const Matrix& matrix);
+struct RunnerConfig {
+  CommandSpec command;
+  std::vector<MetricDeclaration> metrics;
+};
+absl::StatusOr<RunnerConfig> RunnerConfigFromJson(const nlohmann::json& json);
+std::string_view BetterName(MetricDeclaration::Better better);  // "lower" | "higher"
+std::string_view RangeName(MetricDeclaration::Range range);     // "positive", "non_negative", ...
 absl::StatusOr<LocateConfig> LocateFromJson(const nlohmann::json& json);
 
 // The seed a matrix gets when its YAML has no `seed`: the 64-bit FNV-1a hash of its name.

@@ -97,7 +97,7 @@ struct RunComparison {
   int64_t run_a = 0, run_b = 0;
   std::string metric, unit;
   Direction direction = Direction::kUnknown;
-  std::string direction_source;  // "unit" or "given"
+  std::string direction_source;  // "unit", "matrix" (its declared `better`) or "given"
   double threshold = 0.02, confidence = 0.95;
   std::vector<std::string> by;
   std::vector<CompareRow> rows;                    // cells in both runs, in run A's cell order

@@ -37,7 +37,9 @@ struct UnitWork {
   int64_t attempt_id = 0;
   int64_t unit_id = 0;
   int64_t run_id = 0;
-  std::string runner;  // "kernel" or "engine"
+  std::string runner;  // "kernel", "engine" or "command"
+  // runner "command": matrices::RunnerConfigToJson's text (the program and its metrics); else "".
+  std::string runner_config;
   std::vector<CellWork> cells;
   int processes = 1;
   int rounds = 1;

@@ -79,9 +79,15 @@ class RunnerSchemas {
 // The metric schemas of the built-in runners (kernel, engine), without parameter checks.
 const RunnerSchemas& BuiltinMetricSchemas();
 
+// The schema of a `runner: command` run, named "command": the metrics its matrix declares, each
+// with its declared unit and range (every range at most 1e18) and no parameter check (the
+// program's parameters are the matrix author's; the argv is rendered, never run by a shell).
+RunnerSchema CommandSchema(const std::vector<matrices::MetricDeclaration>& metrics);
+
 // The primary metric of a matrix that names none: what every one of its cells records.
 // kernel: time_us; engine: load_output_tok_s where cells are load cells (a `concurrency` or
-// `request_rate` axis or fixed value: they send no batch-1 requests), else decode_tok_s.
+// `request_rate` axis or fixed value: they send no batch-1 requests), else decode_tok_s;
+// command: the first metric the matrix declares.
 std::string DefaultMetric(const matrices::Matrix& matrix);
 
 // [a-z][a-z0-9_]{0,63}: safe in CSV, SQL identifiers of reports, file names and HTML.

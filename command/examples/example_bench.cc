@@ -1,0 +1,82 @@
+// ladder-example-bench: a benchmark program of ladder's own that meets the command runner's
+// result contract, for matrices/examples/command-cpu.yaml and docs/command-runner.md.
+//
+// It times sorting `--size` random 64-bit integers with one of three algorithms, `--rounds`
+// times, and prints one JSON line per round on stdout:
+//   {"metric": "time_us", "value": 812.5, "round": 0}
+// plus one {"evidence": {...}} line saying what it ran. Anything else it prints is ignored by
+// ladder. Exit status 0 on success, 2 on bad arguments.
+//
+//   ladder-example-bench --method std_sort --size 100000 --rounds 3
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+int Usage(const char* why) {
+  std::fprintf(stderr,
+               "ladder-example-bench: %s\n"
+               "usage: ladder-example-bench --method std_sort|stable_sort|heap_sort --size N "
+               "[--rounds R] [--seed S]\n",
+               why);
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string method = "std_sort";
+  long long size = 100000;
+  long long rounds = 1;
+  unsigned long long seed = 1;
+  for (int i = 1; i < argc; ++i) {
+    const bool has_value = i + 1 < argc;
+    if (std::strcmp(argv[i], "--method") == 0 && has_value) {
+      method = argv[++i];
+    } else if (std::strcmp(argv[i], "--size") == 0 && has_value) {
+      size = std::atoll(argv[++i]);
+    } else if (std::strcmp(argv[i], "--rounds") == 0 && has_value) {
+      rounds = std::atoll(argv[++i]);
+    } else if (std::strcmp(argv[i], "--seed") == 0 && has_value) {
+      seed = std::strtoull(argv[++i], nullptr, 10);
+    } else {
+      return Usage((std::string("unknown argument ") + argv[i]).c_str());
+    }
+  }
+  if (size < 1 || size > 100000000) return Usage("--size: 1 to 100000000");
+  if (rounds < 1 || rounds > 100000) return Usage("--rounds: 1 to 100000");
+  if (method != "std_sort" && method != "stable_sort" && method != "heap_sort") {
+    return Usage("--method: std_sort, stable_sort or heap_sort");
+  }
+  std::printf("{\"evidence\": {\"method\": \"%s\", \"size\": %lld, \"compiler\": \"%s\"}}\n",
+              method.c_str(), size, __VERSION__);
+  std::mt19937_64 random(seed);
+  std::vector<uint64_t> data(static_cast<size_t>(size));
+  for (long long round = 0; round < rounds; ++round) {
+    for (auto& x : data) x = random();
+    const auto start = std::chrono::steady_clock::now();
+    if (method == "std_sort") {
+      std::sort(data.begin(), data.end());
+    } else if (method == "stable_sort") {
+      std::stable_sort(data.begin(), data.end());
+    } else {
+      std::make_heap(data.begin(), data.end());
+      std::sort_heap(data.begin(), data.end());
+    }
+    const double us =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+    if (!std::is_sorted(data.begin(), data.end())) {
+      std::fprintf(stderr, "ladder-example-bench: the result is not sorted\n");
+      return 1;
+    }
+    std::printf("{\"metric\": \"time_us\", \"value\": %.3f, \"round\": %lld}\n", us, round);
+  }
+  return 0;
+}

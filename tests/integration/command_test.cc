@@ -1,0 +1,227 @@
+// `runner: command` end to end on loopback: `ladder local` (a real coordinator and real agents over
+// gRPC, a real SQLite file) runs programs registered with --bench. The example program meets the
+// result contract; small shell scripts play the programs that crash, hang, print garbage, print
+// an undeclared metric or a value out of range, or print nothing. Each failure must fail its cell
+// with the reason in the database and count nothing.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "fleet.h"
+#include "process.h"
+
+namespace ladder::testing {
+namespace {
+
+// A paired A/B of the example program: 2 sizes x 2 methods, 3 sessions x 2 processes x 2 rounds.
+constexpr const char* kExampleMatrix = R"(
+name: command-example
+runner: command
+command:
+  bench: example
+  args: ["--method", "{method}", "--size", "{size}", "--rounds", "{rounds}", "--seed", "{seed}"]
+  timeout_s: 120
+metrics:
+  time_us: {unit: us, better: lower}
+axes:
+  size: [2000, 20000]
+  method: [std_sort, heap_sort]
+pair: [method]
+together: [size]
+replicates: {sessions: 3, processes: 2, rounds: 2}
+)";
+
+std::string WriteScript(const TempDir& dir, const std::string& name, const std::string& body) {
+  const std::string path = dir.File(name);
+  WriteFile(path, "#!/bin/sh\n" + body);
+  chmod(path.c_str(), 0755);
+  return path;
+}
+
+// One cell, one session, one attempt: the run fails on its first bad start.
+std::string OneCellMatrix(const std::string& extra_command = "",
+                          const std::string& metrics = "time_us: {unit: us, better: lower}",
+                          const std::string& args = "[\"{depth}\"]") {
+  return "name: command-fault\nrunner: command\ncommand:\n  bench: prog\n  args: " + args +
+         "\n" + extra_command + "metrics:\n  " + metrics +
+         "\naxes:\n  depth: [7]\nreplicates: {sessions: 1, processes: 1, rounds: 2}\n"
+         "max_attempts: 1\n";
+}
+
+struct LocalRun {
+  CommandResult result;
+  std::string db;
+};
+
+LocalRun RunLocal(const TempDir& dir, const std::string& matrix, const std::string& bench) {
+  WriteFile(dir.File("m.yaml"), matrix);
+  LocalRun run;
+  run.db = dir.File("ladder.db");
+  run.result = RunCommand({LadderBinary(), "local", dir.File("m.yaml"), "--db", run.db, "--agents",
+                           "3", "--bench", bench},
+                          std::chrono::seconds(280));
+  return run;
+}
+
+std::string FailureReasons(const std::string& db) {
+  return QueryText(db, "SELECT group_concat(reason, ' | ') FROM attempts WHERE state = 'failed'");
+}
+
+TEST(Command, ExampleProgramRunsThroughCoordinatorAndAgents) {
+  TempDir dir;
+  auto run = RunLocal(dir, kExampleMatrix, "example=" + std::string(LADDER_EXAMPLE_BENCH));
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.out << run.result.err;
+  EXPECT_NE(run.result.out.find("4 of 4 cells done, 0 failed"), std::string::npos)
+      << run.result.out;
+  ExpectExactlyOnce(run.db, 1, 12);  // 3 sessions x 2 processes x 2 rounds
+  // One start per cell and process, each with its rendered argv; the program's own evidence kept.
+  EXPECT_EQ(QueryInt(run.db, "SELECT COUNT(*) FROM evidence WHERE kind = 'command_start'"), 24);
+  EXPECT_EQ(QueryText(run.db,
+                      "SELECT json_extract(e.value, '$.argv[2]') FROM evidence e JOIN cells c ON "
+                      "c.id = e.cell_id WHERE e.kind = 'command_start' AND "
+                      "json_extract(c.axes, '$.method') = 'heap_sort' LIMIT 1"),
+            "heap_sort");
+  EXPECT_EQ(QueryInt(run.db, "SELECT COUNT(*) FROM evidence WHERE kind = 'program_evidence' AND "
+                             "json_extract(value, '$.size') = 20000"),
+            12);
+  // The report reads `better` from the matrix and pairs the arms.
+  auto report = RunCommand({LadderBinary(), "report", "1", "--db", run.db});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  EXPECT_NE(report.out.find("method heap_sort vs std_sort"), std::string::npos) << report.out;
+  EXPECT_NE(report.out.find("lower is better"), std::string::npos) << report.out;
+}
+
+TEST(Command, ValidateAndLocalRefuseTheSameBadMatrices) {
+  TempDir dir;
+  const std::string prog = WriteScript(dir, "prog.sh", "echo '{\"metric\": \"time_us\", \"value\": 1}'\n");
+  struct Case {
+    std::string matrix;
+    std::string expected;
+  };
+  const std::string metric = "time_us: {unit: us, better: lower}";
+  const std::vector<Case> cases = {
+      {OneCellMatrix("", metric, "[\"{dpeth}\"]"), "{dpeth} is neither an axis"},
+      {"name: x\nrunner: command\ncommand: {bench: prog}\nmetrics:\n  " + metric +
+           "\naxes: {depth: [1]}\nmetric: time_ms\n",
+       "declares no metric \"time_ms\""},
+      {"name: x\nrunner: command\ncommand: {bench: prog}\naxes: {depth: [1]}\n", "needs `metrics`"},
+      {OneCellMatrix("", "time_us: {unit: us}"), "missing required key \"better\""},
+      {OneCellMatrix("  extra_env: {CUDA_VISIBLE_DEVICES: \"1\"}\n"), "is the agent's"},
+      {OneCellMatrix("", metric, "[\"{round}\"]"), "{round} is known only with start: per_round"},
+  };
+  for (const auto& c : cases) {
+    const std::string& matrix = c.matrix;
+    WriteFile(dir.File("bad.yaml"), matrix);
+    auto validate = RunCommand({LadderBinary(), "validate", dir.File("bad.yaml")});
+    EXPECT_EQ(validate.exit_code, 2) << matrix << validate.out << validate.err;
+    EXPECT_NE(validate.err.find(c.expected), std::string::npos) << matrix << validate.err;
+    EXPECT_NE(validate.err.find("bad.yaml:"), std::string::npos) << validate.err;
+    auto local = RunCommand({LadderBinary(), "local", dir.File("bad.yaml"), "--db",
+                             dir.File("bad.db"), "--bench", "prog=" + prog});
+    EXPECT_EQ(local.exit_code, 2) << matrix << local.out << local.err;
+    EXPECT_NE(local.err.find(c.expected), std::string::npos) << matrix << local.err;
+  }
+  // A bench none of its agents has: `local` says so before it starts anything.
+  WriteFile(dir.File("m.yaml"), OneCellMatrix());
+  auto missing = RunCommand({LadderBinary(), "local", dir.File("m.yaml"), "--db", dir.File("b.db"),
+                        "--bench", "other=" + prog});
+  EXPECT_EQ(missing.exit_code, 2) << missing.out << missing.err;
+  EXPECT_NE(missing.err.find("no bench \"prog\""), std::string::npos) << missing.err;
+  // A --bench that is no program is bad input too.
+  auto not_a_program = RunCommand({LadderBinary(), "local", dir.File("m.yaml"), "--db",
+                                   dir.File("c.db"), "--bench", "prog=" + dir.File("absent")});
+  EXPECT_EQ(not_a_program.exit_code, 2) << not_a_program.err;
+}
+
+struct Fault {
+  std::string name;
+  std::string script;
+  std::string expected_reason;
+  std::string extra_command = "";
+};
+
+TEST(Command, ProgramsThatMisbehaveFailTheirCellWithTheReasonAndCountNothing) {
+  const std::vector<Fault> faults = {
+      {"crashes", "echo '{\"metric\": \"time_us\", \"value\": 3}'\nkill -SEGV $$\n",
+       "killed by signal 11"},
+      {"exits non-zero", "echo 'cannot open device' >&2\nexit 3\n", "exited with status 3"},
+      {"hangs", "echo started\nexec sleep 100000\n", "ran past its timeout_s of 1 s",
+       "  timeout_s: 1\n"},
+      {"prints garbage", "printf '\\377\\376 not json {\\n'\nhead -c 3000 /dev/urandom | tr -d '\\n'\n",
+       "printed no value of time_us"},
+      {"prints an undeclared metric",
+       "echo '{\"metric\": \"time_us\", \"value\": 3}'\necho '{\"metric\": \"speed\", \"value\": 1}'\n",
+       "printed metric \"speed\", which the matrix does not declare"},
+      {"prints a value out of range", "echo '{\"metric\": \"time_us\", \"value\": -4}'\n",
+       "time_us = -4 is out of range"},
+      {"never prints", "exit 0\n", "printed no value of time_us"},
+      {"prints too few rounds", "echo '{\"metric\": \"time_us\", \"value\": 3}'\n",
+       "printed 1 of 2 rounds of time_us"},
+      {"prints a round outside the design",
+       "echo '{\"metric\": \"time_us\", \"value\": 3, \"round\": 5}'\n", "printed round 5 of time_us"},
+  };
+  for (const Fault& fault : faults) {
+    SCOPED_TRACE(fault.name);
+    TempDir dir;
+    const std::string prog = WriteScript(dir, "prog.sh", fault.script);
+    auto run = RunLocal(dir, OneCellMatrix(fault.extra_command), "prog=" + prog);
+    EXPECT_EQ(run.result.exit_code, 4) << run.result.out << run.result.err;
+    const std::string reasons = FailureReasons(run.db);
+    EXPECT_NE(reasons.find(fault.expected_reason), std::string::npos) << reasons;
+    EXPECT_EQ(QueryInt(run.db, "SELECT COUNT(*) FROM valid_measurements"), 0);
+    // The evidence says why, next to the output's tail.
+    EXPECT_GE(QueryInt(run.db, "SELECT COUNT(*) FROM evidence WHERE kind = 'failure'"), 1);
+    EXPECT_GE(QueryInt(run.db, "SELECT COUNT(*) FROM evidence WHERE kind = 'log_tail'"), 1);
+    EXPECT_EQ(QueryInt(run.db, "SELECT COUNT(*) FROM evidence WHERE NOT json_valid(value)"), 0);
+  }
+}
+
+TEST(Command, PerRoundStartsOneProgramPerRoundAndCountsProbes) {
+  TempDir dir;
+  // The program says which round it is and prints the study's probe on stderr for depth 8 only.
+  const std::string prog = WriteScript(
+      dir, "prog.sh",
+      "[ \"$1\" = 8 ] && echo PROBE_3D_SPEC_ACTIVE >&2\n"
+      "echo \"{\\\"metric\\\": \\\"time_us\\\", \\\"value\\\": $(( $2 + 1 ))}\"\n"
+      "echo \"{\\\"metric\\\": \\\"calls\\\", \\\"value\\\": $ENV_DEPTH}\"\n");
+  const std::string matrix = R"(
+name: command-per-round
+runner: command
+command:
+  bench: prog
+  args: ["{depth}", "{round}"]
+  start: per_round
+  extra_env: {ENV_DEPTH: "{depth}"}
+metrics:
+  time_us: {unit: us, better: lower}
+  calls: {unit: "1", better: higher, range: non_negative, required: false}
+axes:
+  depth: [4, 8]
+replicates: {sessions: 1, processes: 2, rounds: 3}
+)";
+  auto run = RunLocal(dir, matrix, "prog=" + prog);
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.out << run.result.err;
+  // One start per (cell, process, round); the value the program printed is its round + 1.
+  EXPECT_EQ(QueryInt(run.db, "SELECT COUNT(*) FROM evidence WHERE kind = 'command_start'"), 12);
+  EXPECT_EQ(QueryInt(run.db, "SELECT COUNT(*) FROM valid_measurements WHERE metric = 'time_us' "
+                             "AND value != round + 1"),
+            0);
+  EXPECT_EQ(QueryInt(run.db, "SELECT COUNT(*) FROM valid_measurements m JOIN cells c ON "
+                             "c.id = m.cell_id WHERE m.metric = 'calls' AND "
+                             "m.value = json_extract(c.axes, '$.depth')"),
+            12);
+  const std::string probes =
+      "SELECT COALESCE(SUM(json_extract(e.value, '$.PROBE_3D_SPEC_ACTIVE')), 0) FROM evidence e "
+      "JOIN cells c ON c.id = e.cell_id WHERE e.kind = 'probe_counts' AND "
+      "json_extract(c.axes, '$.depth') = ";
+  EXPECT_EQ(QueryInt(run.db, probes + "8"), 6);
+  EXPECT_EQ(QueryInt(run.db, probes + "4"), 0);
+}
+
+}  // namespace
+}  // namespace ladder::testing
