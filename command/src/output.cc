@@ -282,13 +282,14 @@ bool IsTimeUnit(std::string_view unit) {
 
 // Fields of a Google Benchmark run that are not user counters.
 bool IsGbenchField(std::string_view key) {
-  static constexpr std::array<std::string_view, 17> kFields = {
+  static constexpr std::array<std::string_view, 19> kFields = {
       "name",           "run_name",         "run_type",
       "repetitions",    "repetition_index", "threads",
       "iterations",     "real_time",        "cpu_time",
       "time_unit",      "family_index",     "per_family_instance_index",
       "aggregate_name", "aggregate_unit",   "label",
-      "error_occurred", "error_message"};
+      "error_occurred", "error_message",    "skipped",
+      "skip_message"};
   return std::find(kFields.begin(), kFields.end(), key) != kFields.end();
 }
 
@@ -327,8 +328,10 @@ absl::StatusOr<ParsedOutput> ParseGoogleBenchmark(std::string_view text) {
           fmt::format("Google Benchmark: {} failed: {}", run_name,
                       message.empty() ? "(no error_message)" : message));
     }
-    // Google Benchmark 1.8's SkipWithMessage: "error_occurred": false with a message; no times.
-    if (entry.contains("error_message")) continue;
+    // SkipWithMessage (json_reporter.cc since 1.8: "skipped": true, "skip_message"): the program
+    // chose not to measure; nothing to read.
+    auto skipped = entry.find("skipped");
+    if (skipped != entry.end() && skipped->is_boolean() && skipped->get<bool>()) continue;
 
     if (std::find(run_names.begin(), run_names.end(), run_name) == run_names.end()) {
       run_names.push_back(run_name);

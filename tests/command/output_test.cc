@@ -367,6 +367,23 @@ TEST(CommandOutput, GbenchSkipsNonFiniteCountersAndRefusesUnknownTimeUnits) {
             std::string::npos);
 }
 
+// Constructed after json_reporter.cc of google/benchmark at 267a1115 (SkipWithMessage writes
+// "skipped": true and "skip_message"; NaN counters are written as NaN): a skipped run is not
+// measured and names no benchmark.
+TEST(CommandOutput, GbenchIgnoresRunsSkippedWithAMessage) {
+  const ParsedOutput out = ParseOk(OutputFormat::kGoogleBenchmark, R"({"benchmarks": [
+      {"name": "BM_Gpu", "run_name": "BM_Gpu", "run_type": "iteration", "repetitions": 1,
+       "repetition_index": 0, "threads": 1, "skipped": true, "skip_message": "no GPU",
+       "iterations": 0, "real_time": 0, "cpu_time": 0, "time_unit": "ns"},
+      {"name": "BM_Cpu", "run_name": "BM_Cpu", "run_type": "iteration", "repetitions": 1,
+       "repetition_index": 0, "threads": 1, "iterations": 9, "real_time": 3, "cpu_time": 2,
+       "time_unit": "ns"}]})");
+  ASSERT_EQ(Named(out, "real_time").size(), 1u);
+  EXPECT_EQ(Named(out, "real_time")[0].value, 3.0);
+  ASSERT_EQ(out.evidence.size(), 1u);
+  EXPECT_EQ(out.evidence[0].value["benchmark"], "BM_Cpu");
+}
+
 // ---- nvbench ---------------------------------------------------------------------------------
 
 TEST(CommandOutput, NvbenchReadsTheMeasuredState) {
