@@ -1,3 +1,5 @@
+// The adapters follow each tool's own printer; tests/command/fixtures/README.md names the source
+// files and commits the field names were checked against, and where each recorded output is from.
 #include "ladder/command/output.h"
 
 #include <algorithm>
@@ -8,7 +10,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
-#include <set>
 #include <string>
 #include <string_view>
 #include <system_error>
