@@ -30,6 +30,9 @@ set(_ladder_header_owners
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(HTTPLIB QUIET IMPORTED_TARGET cpp-httplib)
 pkg_check_modules(WEB_HTTPLIB QUIET IMPORTED_TARGET cpp-httplib)
+if(LADDER_CUDA)
+  find_package(CUDAToolkit QUIET)  # CUDA::cudart, CUDA::cublas
+endif()
 
 add_custom_target(ladder_header_check)
 foreach(_entry IN LISTS _ladder_header_owners)

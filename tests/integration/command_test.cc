@@ -223,5 +223,117 @@ replicates: {sessions: 1, processes: 2, rounds: 3}
   EXPECT_EQ(QueryInt(run.db, probes + "4"), 0);
 }
 
+
+// Each adapter through a real agent: a real Google Benchmark program, and nvbench's and
+// llama-bench's own recorded outputs (tests/command/fixtures/README.md) replayed by a script, the
+// nvbench one written to the {out} file as nvbench's --json writes it.
+TEST(Command, EveryAdapterFillsTheDesignThroughARealAgent) {
+  TempDir dir;
+  {
+    SCOPED_TRACE("gbench");
+    const std::string matrix = R"(
+name: command-gbench
+runner: command
+command:
+  bench: gbench
+  args: ["--benchmark_filter=^BM_Sort/{size}$", "--benchmark_repetitions={rounds}",
+         "--benchmark_format=json", "--benchmark_min_time=0.01"]
+  format: gbench
+metrics:
+  real_time: {unit: us, better: lower}
+  items_per_second: {unit: 1/s, better: higher, required: false}
+axes:
+  size: [1000, 10000]
+replicates: {sessions: 2, processes: 1, rounds: 3}
+)";
+    auto run = RunLocal(dir, matrix, "gbench=" + std::string(LADDER_GBENCH_SORT));
+    ASSERT_EQ(run.result.exit_code, 0) << run.result.out << run.result.err;
+    ExpectExactlyOnce(run.db, 1, 6);
+    // Google Benchmark reports ns; the matrix declares us: sorting 10 000 integers takes more
+    // than a microsecond and less than a second.
+    EXPECT_EQ(QueryInt(run.db, "SELECT COUNT(*) FROM valid_measurements WHERE metric = "
+                               "'real_time' AND unit = 'us' AND value > 1 AND value < 1e6"),
+              12);
+    EXPECT_EQ(QueryInt(run.db, "SELECT COUNT(*) FROM evidence WHERE kind = 'bench_context'"), 4);
+  }
+  const std::string fixtures = LADDER_COMMAND_FIXTURES;
+  {
+    SCOPED_TRACE("nvbench");
+    TempDir nv;
+    const std::string replay = WriteScript(nv, "nvbench.sh", "cp \"$2\" \"$1\"\n");
+    const std::string matrix = R"(
+name: command-nvbench
+runner: command
+command:
+  bench: nvbench
+  args: ["{out}", "{fixture}"]
+  format: nvbench
+  start: per_round
+metrics:
+  gpu_time: {unit: us, better: lower}
+axes:
+  arm: [a, b]
+fixed: {fixture: ")" + fixtures + R"(/nvbench-simple-device0.json"}
+pair: [arm]
+replicates: {sessions: 1, processes: 2, rounds: 2}
+)";
+    auto run = RunLocal(nv, matrix, "nvbench=" + replay);
+    ASSERT_EQ(run.result.exit_code, 0) << run.result.out << run.result.err;
+    ExpectExactlyOnce(run.db, 1, 4);
+    EXPECT_EQ(QueryText(run.db, "SELECT DISTINCT json_extract(value, '$.parsed') FROM evidence "
+                                "WHERE kind = 'command_start'"),
+              "{out}");
+  }
+  {
+    SCOPED_TRACE("llama-bench");
+    TempDir lb;
+    const std::string replay = WriteScript(lb, "llama-bench.sh",
+                                           "echo 'loading model' >&2\ncat \"$1\"\n");
+    const std::string matrix = R"(
+name: command-llama-bench
+runner: command
+command:
+  bench: llama-bench
+  args: ["{fixture}"]
+  format: llama-bench
+metrics:
+  prompt_tok_s: {unit: tok/s, better: higher}
+  gen_tok_s: {unit: tok/s, better: higher}
+  gen_time: {unit: ms, better: lower, required: false}
+axes:
+  fixture: [")" + fixtures + R"(/llama-bench-readme-b5163.jsonl"]
+replicates: {sessions: 1, processes: 1, rounds: 5}
+)";
+    auto run = RunLocal(lb, matrix, "llama-bench=" + replay);
+    ASSERT_EQ(run.result.exit_code, 0) << run.result.out << run.result.err;
+    // Round r is llama-bench's r-th sample: samples_ts[0] of the pp512 test of that README.
+    EXPECT_EQ(QueryText(run.db, "SELECT value FROM valid_measurements WHERE metric = "
+                                "'prompt_tok_s' AND round = 0"),
+              "7155.74");
+    EXPECT_EQ(QueryInt(run.db, "SELECT COUNT(*) FROM valid_measurements WHERE metric = 'gen_time' "
+                               "AND unit = 'ms'"),
+              5);
+  }
+  {
+    SCOPED_TRACE("an adapter's ambiguity is the cell's failure");
+    TempDir amb;
+    const std::string replay = WriteScript(amb, "gbench.sh", "cat \"$1\"\n");
+    const std::string matrix = R"(
+name: command-ambiguous
+runner: command
+command: {bench: gbench, args: ["{fixture}"], format: gbench}
+metrics:
+  real_time: {unit: ns, better: lower}
+axes:
+  fixture: [")" + fixtures + R"(/gbench-two-benchmarks.json"]
+max_attempts: 1
+)";
+    auto run = RunLocal(amb, matrix, "gbench=" + replay);
+    EXPECT_EQ(run.result.exit_code, 4) << run.result.out << run.result.err;
+    EXPECT_NE(FailureReasons(run.db).find("--benchmark_filter"), std::string::npos)
+        << FailureReasons(run.db);
+  }
+}
+
 }  // namespace
 }  // namespace ladder::testing
