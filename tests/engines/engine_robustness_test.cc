@@ -48,6 +48,15 @@ class StandIn {
   explicit StandIn(std::string mode) : mode_(std::move(mode)) {
     ok_ = RecordedEvents("plain-fa-on-stream-seed1.sse");     // 64 text events, final, [DONE]
     error_ = RecordedEvents("plain-fa-on-stream-seed2.sse");  // ends in the server's error event
+    // GET /props as tools/server/README.md at 82bb48500 (b10309) documents it, abridged to the
+    // keys the runner reads: one slot of 1024 tokens.
+    server_.Get("/props", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content(
+          R"json({"default_generation_settings":{"id":0,"id_task":-1,"n_ctx":1024,)json"
+          R"json("speculative":false,"is_processing":false},"total_slots":1,)json"
+          R"json("build_info":"b(build number)-(build commit hash)","is_sleeping":false})json",
+          "application/json");
+    });
     server_.Get("/health", [](const httplib::Request&, httplib::Response& res) {
       res.set_content("{\"status\":\"ok\"}", "application/json");
     });
@@ -332,6 +341,72 @@ TEST(EngineRobustness, AcceptanceFromCountersAndSpeculationCheckedBothWays) {
     EXPECT_THAT(s.message(), HasSubstr("speculation is off but the engine drafted 8 tokens"));
     EXPECT_EQ(sink.Count("speculation_while_off"), 1);
   }
+}
+
+// The llama.cpp recipe's rendering for a running server (the stand-in): what it expects /props
+// to report, without a process to start.
+class RunningLlamaCpp final : public Recipe {
+ public:
+  explicit RunningLlamaCpp(std::string url) : url_(std::move(url)) {}
+  std::string_view name() const override { return "llama-standin"; }
+  const std::vector<ParamSpec>& parameters() const override {
+    return (*FindBuiltinRecipe("llama.cpp"))->parameters();
+  }
+  absl::StatusOr<RenderedEngine> Render(const nlohmann::json& params,
+                                        const RecipeContext& context) const override {
+    nlohmann::json cell = params;
+    cell["engine"] = "llama.cpp";
+    auto r = (*FindBuiltinRecipe("llama.cpp"))->Render(cell, context);
+    if (!r.ok()) return r;
+    r->launch.reset();
+    r->restartability = Restartability::kExternal;
+    r->endpoints.base_url = url_;
+    return r;
+  }
+
+ private:
+  std::string url_;
+};
+
+// A cell that asks a 4096-token context of a llama-server whose /props reports 1024 (a --fit
+// that shrank it, a LLAMA_ARG_CTX_SIZE): the cell fails before a request is measured, with both
+// values, and the evidence holds what the engine reported.
+TEST(EngineRobustness, ConfigurationOtherThanTheCellsFailsWithBothValues) {
+  StandIn server("ok");
+  StrictSink sink;
+  runner::UnitWork unit;
+  unit.attempt_id = 1;
+  unit.unit_id = 1;
+  unit.runner = "engine";
+  unit.processes = 1;
+  unit.rounds = 1;
+  unit.seed = 7;
+  unit.cells.push_back(runner::CellWork{1,
+                                        "depth=512",
+                                        {{"engine", "llama-standin"},
+                                         {"model", "/m.gguf"},
+                                         {"engine_version", "b10309"},
+                                         {"max_model_len", 4096},
+                                         {"depth", 512},
+                                         {"warmup", "none"}}});
+  EngineRunnerOptions options;
+  options.version_detection = VersionDetection::kOff;
+  options.health_poll_interval = std::chrono::milliseconds(20);
+  options.extra_recipes.push_back(std::make_shared<RunningLlamaCpp>(server.url()));
+  EngineRunner runner(options);
+  absl::Status s = runner.Run(unit, sink);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.message(), HasSubstr("n_ctx: the cell asked 4096, the engine reports 1024"));
+  EXPECT_EQ(server.requests(), 0);
+  EXPECT_EQ(sink.Count("engine_config_mismatch"), 1);
+  EXPECT_EQ(sink.Count("failure"), 1);
+  // With the context it asked matching, the same server serves the cell.
+  unit.cells[0].params["max_model_len"] = 1000;  // padded to 1024 by llama.cpp
+  StrictSink ok_sink;
+  absl::Status ok = runner.Run(unit, ok_sink);
+  ASSERT_TRUE(ok.ok()) << ok;
+  EXPECT_EQ(ok_sink.Count("engine_config"), 1);
 }
 
 }  // namespace
