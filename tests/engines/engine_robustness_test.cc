@@ -75,6 +75,18 @@ class StandIn {
             "text/plain");
         return;
       }
+      if (mode_ == "sglang_steps") {
+        // SGLang's counters (sglang#25689): every token after a request's first, one per verify
+        // step (nothing accepted: a mean acceptance length of exactly 1).
+        res.set_content("# TYPE sglang:spec_verify_calls_total counter\n"
+                        "sglang:spec_verify_calls_total{model_name=\"m\"} " +
+                            std::to_string(steps_.load()) +
+                            "\n# TYPE sglang:generation_tokens_total counter\n"
+                            "sglang:generation_tokens_total{model_name=\"m\"} " +
+                            std::to_string(tokens_.load()) + "\n",
+                        "text/plain");
+        return;
+      }
       res.set_content(Recorded("plain-fa-on-metrics-after.txt"), "text/plain");
     });
     server_.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
@@ -119,7 +131,14 @@ class StandIn {
 
   void Serve(httplib::Response& res, int n, int max_tokens) {
     std::vector<std::string> events = OkStream(std::min(max_tokens, 64));
-    if (mode_ == "ok" || mode_ == "drafts" || mode_ == "no_drafts") return Stream(res, events);
+    if (mode_ == "sglang_steps") {
+      const int tokens = std::min(max_tokens, 64);
+      tokens_ += tokens;
+      steps_ += tokens - 1;
+    }
+    if (mode_ == "ok" || mode_ == "drafts" || mode_ == "no_drafts" || mode_ == "sglang_steps") {
+      return Stream(res, events);
+    }
     if (mode_ == "error_event_first_two") return Stream(res, n < 2 ? error_ : events);
     if (mode_ == "error_event_always") return Stream(res, error_);
     if (mode_ == "invalid_utf8_text") {
@@ -158,6 +177,8 @@ class StandIn {
   std::string mode_;
   std::vector<std::string> ok_, error_;
   std::atomic<int> requests_{0};
+  std::atomic<int> tokens_{0};  // "sglang_steps": tokens served and verify steps taken
+  std::atomic<int> steps_{0};
   httplib::Server server_;
   int port_ = 0;
   std::thread thread_;
@@ -407,6 +428,66 @@ TEST(EngineRobustness, ConfigurationOtherThanTheCellsFailsWithBothValues) {
   absl::Status ok = runner.Run(unit, ok_sink);
   ASSERT_TRUE(ok.ok()) << ok;
   EXPECT_EQ(ok_sink.Count("engine_config"), 1);
+}
+
+// SGLang's recipe for a running server (the stand-in): its counters, without a process.
+class RunningSglang final : public Recipe {
+ public:
+  explicit RunningSglang(std::string url) : url_(std::move(url)) {}
+  std::string_view name() const override { return "sglang-standin"; }
+  const std::vector<ParamSpec>& parameters() const override {
+    return (*FindBuiltinRecipe("sglang"))->parameters();
+  }
+  absl::StatusOr<RenderedEngine> Render(const nlohmann::json& params,
+                                        const RecipeContext& context) const override {
+    nlohmann::json cell = params;
+    cell["engine"] = "sglang";
+    auto r = (*FindBuiltinRecipe("sglang"))->Render(cell, context);
+    if (!r.ok()) return r;
+    r->launch.reset();
+    r->restartability = Restartability::kExternal;
+    r->endpoints.base_url = url_;
+    return r;
+  }
+
+ private:
+  std::string url_;
+};
+
+// The verify-step source: each request's first token is sampled at prefill, not by a verify
+// step, so a cell-round of an 8- and a 64-token request that accepted nothing (70 steps, 72
+// tokens) has a mean acceptance length of exactly 1, not 72 / 70.
+TEST(EngineRobustness, SglangVerifyStepLengthLeavesOutEachRequestsFirstToken) {
+  StandIn server("sglang_steps");
+  StrictSink sink;
+  runner::UnitWork unit;
+  unit.attempt_id = 1;
+  unit.unit_id = 1;
+  unit.runner = "engine";
+  unit.processes = 1;
+  unit.rounds = 2;
+  unit.seed = 7;
+  unit.cells.push_back(runner::CellWork{1,
+                                        "depth=512",
+                                        {{"engine", "sglang-standin"},
+                                         {"model", "m"},
+                                         {"spec", "eagle:3"},
+                                         {"depth", 512},
+                                         {"warmup", "none"}}});
+  EngineRunnerOptions options;
+  options.version_detection = VersionDetection::kOff;
+  options.health_poll_interval = std::chrono::milliseconds(20);
+  options.extra_recipes.push_back(std::make_shared<RunningSglang>(server.url()));
+  EngineRunner runner(options);
+  absl::Status s = runner.Run(unit, sink);
+  ASSERT_TRUE(s.ok()) << s;
+  std::vector<double> length, drafts;
+  for (const auto& m : sink.measurements) {
+    if (m.metric == "mean_acceptance_length") length.push_back(m.value);
+    if (m.metric == "spec_drafts") drafts.push_back(m.value);
+  }
+  EXPECT_EQ(length, std::vector<double>(2, 1.0));
+  EXPECT_EQ(drafts, std::vector<double>(2, 70.0));
 }
 
 }  // namespace
