@@ -5,12 +5,17 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
+#include <chrono>
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include "fixture_files.h"
 #include "ladder/engines/capabilities.h"
 #include "ladder/engines/engine_config.h"
+#include "ladder/engines/engine_version.h"
 #include "ladder/engines/process.h"
 #include "ladder/engines/recipe.h"
 
@@ -71,6 +76,30 @@ TEST(LlamaServerHelp, RefusesTextWithoutOptions) {
   auto caps = ParseLlamaServerHelp("error: unknown argument: --help\n");
   EXPECT_EQ(caps.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(caps.status().message(), HasSubstr("listed no options"));
+}
+
+// The runner's probe runs the binary's --help: here a program that prints b10309's recorded
+// --help as llama-server does, and one whose --help is not llama-server's (cat's options are
+// indented: none in column 0).
+TEST(LlamaServerHelp, DetectRunsTheHelpCommand) {
+  const std::string script = ::testing::TempDir() + "/fake-llama-server";
+  {
+    std::ofstream out(script);
+    out << "#!/bin/sh\ncat '" << LADDER_ENGINE_FIXTURES << "/llama.cpp-b10309-cpu/help.txt'\n";
+  }
+  ASSERT_EQ(chmod(script.c_str(), 0755), 0);
+  RecipeContext c;
+  c.llama_server_executable = script;
+  auto caps = DetectCapabilities("llama.cpp", c, std::chrono::seconds(30));
+  ASSERT_TRUE(caps.ok()) << caps.status();
+  EXPECT_EQ(caps->options.size(), Help("llama.cpp-b10309-cpu").options.size());
+  EXPECT_TRUE(caps->Has("--spec-type"));
+  c.llama_server_executable = "/bin/cat";
+  auto not_llama = DetectCapabilities("llama.cpp", c, std::chrono::seconds(30));
+  EXPECT_EQ(not_llama.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(not_llama.status().message(), HasSubstr("listed no options"));
+  EXPECT_EQ(DetectCapabilities("vllm", c, std::chrono::seconds(1)).status().code(),
+            absl::StatusCode::kNotFound);
 }
 
 // A llama-server built without git history reports build 0: its --help alone decides, and
