@@ -8,21 +8,29 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "ladder/common/mutex.h"
+#include "ladder/common/utf8.h"
+#include "ladder/engines/capabilities.h"
 #include "ladder/engines/client.h"
+#include "ladder/engines/engine_config.h"
 #include "ladder/engines/engine_version.h"
 #include "ladder/engines/load.h"
+#include "ladder/engines/process.h"
 #include "ladder/matrices/matrix.h"
 #include "ladder/runner/validate.h"
 #include "ladder/status_macros.h"
 #include "message.h"
 #include "params.h"
+
+extern char** environ;
 
 namespace ladder::engines {
 
@@ -30,6 +38,8 @@ struct EngineRunner::DetectedVersions {
   Mutex mu;
   // engine -> version, or the reason it could not be read.
   std::map<std::string, absl::StatusOr<std::string>> by_engine ABSL_GUARDED_BY(mu);
+  // engine -> what its --help lists, or the reason it could not be read.
+  std::map<std::string, absl::StatusOr<EngineCapabilities>> capabilities ABSL_GUARDED_BY(mu);
 };
 
 using internal::Cat;
@@ -91,6 +101,9 @@ struct LiveEngine {
   // that they agree (RecordProcessEvidence).
   std::map<int, std::vector<double>> differenced_rates;
   std::map<int, std::vector<double>> stream_rates;
+  // `engine_config` evidence: what the engine reported about its configuration and how it
+  // compared with the cell's; null when the engine reports none.
+  nlohmann::json config;
 };
 
 // Speculation counters read around one cell-round.
@@ -235,6 +248,7 @@ class UnitRun {
   // the agent's configuration already says which version is installed.
   void DetectVersion(const std::string& engine, const nlohmann::json& params) {
     if (options_.version_detection == VersionDetection::kOff) return;
+    DetectCapabilities(engine);
     if (internal::GetString(params, "engine_version").has_value()) return;
     if (context_.engine_versions.count(engine) > 0) return;
     if (!VersionCommand(engine, context_).has_value()) return;
@@ -253,6 +267,37 @@ class UnitRun {
                           ? nlohmann::json{{"version", *version}}
                           : nlohmann::json{{"error", std::string(version.status().message())}};
     if (version.ok()) context_.engine_versions[engine] = *version;
+  }
+
+  // Fills context_.capabilities[engine] from the binary's --help (once per runner: an agent's
+  // engines do not change under it), unless the agent's configuration already gives them. The
+  // outcome is `engine_capabilities` evidence; a --help that cannot be read leaves the recipe
+  // on its build-number table, and the evidence says why.
+  void DetectCapabilities(const std::string& engine) {
+    if (context_.capabilities.count(engine) > 0 || capability_probes_.count(engine) > 0) return;
+    if (!HelpCommand(engine, context_).has_value()) return;
+    absl::StatusOr<EngineCapabilities> caps = absl::UnknownError("not read");
+    {
+      MutexLock lock(&versions_.mu);
+      auto it = versions_.capabilities.find(engine);
+      if (it == versions_.capabilities.end()) {
+        it = versions_.capabilities
+                 .emplace(engine, engines::DetectCapabilities(engine, context_,
+                                                              options_.version_timeout))
+                 .first;
+      }
+      caps = it->second;
+    }
+    if (caps.ok()) {
+      int removed = 0;
+      for (const EngineOption& o : caps->options) removed += o.removed ? 1 : 0;
+      capability_probes_[engine] = {{"source", caps->source},
+                                    {"options", caps->options.size()},
+                                    {"removed_options", removed}};
+      context_.capabilities[engine] = *std::move(caps);
+    } else {
+      capability_probes_[engine] = {{"error", std::string(caps.status().message())}};
+    }
   }
 
   absl::Status BuildArms() {
@@ -468,7 +513,62 @@ class UnitRun {
     raw->start_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
     auto version = raw->client->Version();
     raw->version = version.ok() ? *version : raw->rendered.engine_version;
+    RETURN_IF_ERROR(CheckEngineConfig(*raw, context));
     return raw;
+  }
+
+  // Reads the running engine's own report of its configuration and compares it with what the
+  // recipe expects (engine_config.h). A value that differs fails the arm, naming both, after
+  // `engine_config` and `engine_config_mismatch` evidence for each of its cells: the engine
+  // is not running the cell's configuration, so nothing it measured would be that cell's.
+  absl::Status CheckEngineConfig(LiveEngine& engine, const std::string& context) {
+    const RenderedEngine& re = engine.rendered;
+    if (re.endpoints.config_path.empty()) return absl::OkStatus();
+    nlohmann::json value = {{"path", re.endpoints.config_path}, {"expected", re.expected_config}};
+    nlohmann::json report;
+    absl::StatusOr<std::string> body =
+        engine.client->Get(re.endpoints.config_path, std::chrono::seconds(10));
+    if (!body.ok()) {
+      value["error"] = std::string(body.status().message());
+    } else {
+      report = nlohmann::json::parse(*body, nullptr, /*allow_exceptions=*/false);
+      if (report.is_discarded() || !report.is_object()) {
+        value["error"] = Cat("not a JSON object: ", ToValidUtf8(body->substr(0, 120)));
+        report = nullptr;
+      }
+    }
+    const nlohmann::json reported = ReportedConfig(re.engine, report);
+    const ConfigCheck check = CheckConfig(re.expected_config, reported);
+    value["reported"] = reported;
+    value["mismatches"] = check.mismatches;
+    value["not_verifiable"] = check.not_verifiable;
+    engine.config = value;
+    if (check.ok()) return absl::OkStatus();
+    std::vector<std::string> what;
+    for (const auto& m : check.mismatches) {
+      const nlohmann::json& want = m["expected"];
+      std::string asked = want.dump();
+      if (want.is_object() && want.contains("min") && want.contains("max")) {
+        asked = want["min"] == want["max"] ? want["min"].dump()
+                                           : Cat(want["min"].dump(), " to ", want["max"].dump());
+      }
+      what.push_back(Cat(m["name"].get<std::string>(), ": the cell asked ", asked,
+                         ", the engine reports ", m["reported"].dump()));
+    }
+    for (int c : engine.arm->cells) {
+      const int64_t id = unit_.cells[c].cell_id;
+      RETURN_IF_ERROR(
+          sink_.RecordEvidence(Evidence{id, engine.process_index, "engine_config", value}));
+      RETURN_IF_ERROR(sink_.RecordEvidence(
+          Evidence{id, engine.process_index, "engine_config_mismatch", check.mismatches}));
+    }
+    return FailWithLog(
+        engine, -1,
+        absl::FailedPreconditionError(Cat(
+            context, ": the running engine's configuration is not the cell's (",
+            re.endpoints.config_path, "): ", absl::StrJoin(what, "; "),
+            "; check --fit, the agent's environment (LLAMA_ARG_* are removed unless extra_env "
+            "sets them) and extra_args")));
   }
 
   // Untimed generations before the first measured one: a fresh engine process pays first-use
@@ -894,9 +994,13 @@ class UnitRun {
       const double generated =
           readings.steps_after->num_accepted_tokens - readings.steps_before->num_accepted_tokens;
       drafts = steps;
-      if (steps > 0) {
+      // Each request's first token is sampled at prefill, not by a verify step: the cell's two
+      // requests add two tokens no step produced.
+      constexpr double kRequestsPerCellRound = 2;
+      if (steps > 0 && generated >= kRequestsPerCellRound) {
         RETURN_IF_ERROR(RecordMetric(id, p, r, "spec_drafts", steps, "1"));
-        RETURN_IF_ERROR(RecordMetric(id, p, r, "mean_acceptance_length", generated / steps, "tok"));
+        RETURN_IF_ERROR(RecordMetric(id, p, r, "mean_acceptance_length",
+                                     (generated - kRequestsPerCellRound) / steps, "tok"));
       }
       draft_tokens = steps > 0 ? std::optional<double>() : std::optional<double>(0.0);
     }
@@ -918,6 +1022,12 @@ class UnitRun {
       if (!source.empty()) {
         RETURN_IF_ERROR(sink_.RecordEvidence(Evidence{id, p, "acceptance_source", source}));
       } else if (re.spec_k > 0) {
+        // Whether the engine drafted at all cannot be told: "not verifiable", never zero. The
+        // report shows it as a flag on the cell.
+        RETURN_IF_ERROR(sink_.RecordEvidence(Evidence{
+            id, p, "speculation_not_verifiable",
+            Cat(re.engine, " reported no per-request or per-cell speculation counts: whether "
+                           "this cell drafted is not verifiable")}));
         RETURN_IF_ERROR(sink_.RecordEvidence(Evidence{
             id,
             p,
@@ -985,6 +1095,33 @@ class UnitRun {
       process_info["spec_model_ignored"] = re.ignored_spec_model;  // speculation off
     }
     if (re.spec_off_pinned) process_info["spec_off_pinned"] = true;
+    if (!re.rendered_from.empty()) process_info["rendered_from"] = re.rendered_from;
+    if (!re.pinned.empty()) process_info["pinned"] = re.pinned;
+    if (!re.render_notes.empty()) process_info["notes"] = re.render_notes;
+    if (re.launch.has_value()) {
+      // The agent's variables that did not reach the engine (LLAMA_ARG_*), and those of the
+      // engine's own that did (VLLM_*, SGLANG_*): either can change what it runs.
+      nlohmann::json dropped = nlohmann::json::array();
+      nlohmann::json inherited = nlohmann::json::object();
+      const std::vector<std::string> child = ChildEnvironment(*re.launch, environ);
+      for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+        std::string_view entry(*e);
+        std::string key(entry.substr(0, entry.find('=')));
+        for (const std::string& prefix : re.launch->env_unset_prefixes) {
+          if (key.rfind(prefix, 0) == 0 &&
+              std::find(child.begin(), child.end(), std::string(entry)) == child.end()) {
+            dropped.push_back(key);
+          }
+        }
+        for (const std::string& prefix : re.recorded_env_prefixes) {
+          if (key.rfind(prefix, 0) == 0 && entry.size() > key.size()) {
+            inherited[key] = ToValidUtf8(entry.substr(key.size() + 1));
+          }
+        }
+      }
+      if (!dropped.empty()) process_info["env_dropped"] = dropped;
+      if (!inherited.empty()) process_info["env_inherited"] = inherited;
+    }
     if (re.launch.has_value()) {
       process_info["argv"] = re.launch->argv;
       nlohmann::json env = nlohmann::json::object();
@@ -1011,6 +1148,13 @@ class UnitRun {
       if (auto probe = probes_.find(re.engine); probe != probes_.end()) {
         RETURN_IF_ERROR(
             sink_.RecordEvidence(Evidence{id, p, "engine_version_detected", probe->second}));
+      }
+      if (auto caps = capability_probes_.find(re.engine); caps != capability_probes_.end()) {
+        RETURN_IF_ERROR(
+            sink_.RecordEvidence(Evidence{id, p, "engine_capabilities", caps->second}));
+      }
+      if (!engine.config.is_null()) {
+        RETURN_IF_ERROR(sink_.RecordEvidence(Evidence{id, p, "engine_config", engine.config}));
       }
       RETURN_IF_ERROR(sink_.RecordEvidence(Evidence{id, p, "engine_process", process_info}));
       RETURN_IF_ERROR(sink_.RecordEvidence(Evidence{id, p, "restartable", restartable}));
@@ -1076,6 +1220,8 @@ class UnitRun {
   EngineRunner::DetectedVersions& versions_;
   RecipeContext context_;  // the agent's, plus the versions detected for this unit's engines
   std::map<std::string, nlohmann::json> probes_;  // engine -> {"version"} or {"error"}
+  // engine -> {"source", "options"} or {"error"}: how its --help was read.
+  std::map<std::string, nlohmann::json> capability_probes_;
   const UnitWork& unit_;
   MeasurementSink& sink_;
   std::vector<Arm> arms_;  // stable after BuildArms (LiveEngine points into it)

@@ -1,13 +1,15 @@
 #include "ladder/engines/engine_version.h"
 
-#include "ladder/common/utf8.h"
-
 #include <cctype>
+#include <optional>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/str_join.h"
 #include "ladder/common/utf8.h"
 #include "ladder/engines/process.h"
+#include "ladder/status_macros.h"
 #include "message.h"
 
 namespace ladder::engines {
@@ -63,6 +65,12 @@ std::optional<int> LlamaCppBuild(std::string_view version) {
   return build;
 }
 
+std::optional<int> KnownLlamaCppBuild(std::string_view version) {
+  std::optional<int> build = LlamaCppBuild(version);
+  if (build.has_value() && *build <= 1) return std::nullopt;
+  return build;
+}
+
 absl::StatusOr<std::string> ParseEngineVersion(std::string_view engine, std::string_view output) {
   if (engine == "llama.cpp") {
     // "version: 7100 (c49daff5b)" or, in later builds, "version: 0.1.2-dev (build 10513, ...)".
@@ -106,18 +114,26 @@ std::optional<LaunchSpec> VersionCommand(std::string_view engine, const RecipeCo
   return spec;
 }
 
-absl::StatusOr<std::string> DetectEngineVersion(std::string_view engine,
-                                                const RecipeContext& context,
-                                                std::chrono::milliseconds timeout) {
-  std::optional<LaunchSpec> spec = VersionCommand(engine, context);
-  if (!spec.has_value()) return ParseEngineVersion(engine, "");
+namespace {
+
+// Runs `spec` to its end and returns its output (stdout and stderr, lines joined by '\n') and
+// how it ended. Unavailable when it cannot start or outlives `timeout`.
+struct CommandOutput {
+  std::string text;
+  std::string how;
+};
+absl::StatusOr<CommandOutput> RunToEnd(std::string_view engine, const LaunchSpec& spec_in,
+                                       std::string_view what, std::chrono::milliseconds timeout,
+                                       size_t max_lines) {
+  const LaunchSpec* spec = &spec_in;
   ProcessOptions options;
   options.probe_patterns.clear();
   options.kill_grace = std::chrono::milliseconds(500);
+  options.tail_lines = max_lines;
   auto process = EngineProcess::Start(*spec, options);
   if (!process.ok()) {
-    return absl::UnavailableError(Cat(engine, ": cannot run ", spec->argv[0],
-                                      " for its version: ", process.status().message()));
+    return absl::UnavailableError(Cat(engine, ": cannot run ", spec->argv[0], " for its ", what,
+                                      ": ", process.status().message()));
   }
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   std::optional<ExitInfo> exit;
@@ -131,13 +147,48 @@ absl::StatusOr<std::string> DetectEngineVersion(std::string_view engine,
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   // DescribeExit first: it waits until the reader has taken the last lines.
-  std::string how = (*process)->DescribeExit(*exit);
-  std::string output = absl::StrJoin((*process)->LogTail(), "\n");
-  auto version = ParseEngineVersion(engine, output);
+  CommandOutput out;
+  out.how = (*process)->DescribeExit(*exit);
+  out.text = absl::StrJoin((*process)->LogTail(), "\n");
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> DetectEngineVersion(std::string_view engine,
+                                                const RecipeContext& context,
+                                                std::chrono::milliseconds timeout) {
+  std::optional<LaunchSpec> spec = VersionCommand(engine, context);
+  if (!spec.has_value()) return ParseEngineVersion(engine, "");
+  ASSIGN_OR_RETURN(CommandOutput output, RunToEnd(engine, *spec, "version", timeout, 200));
+  auto version = ParseEngineVersion(engine, output.text);
   if (!version.ok()) {
-    return absl::UnavailableError(Cat(version.status().message(), " (", how, ")"));
+    return absl::UnavailableError(Cat(version.status().message(), " (", output.how, ")"));
   }
   return version;
+}
+
+std::optional<LaunchSpec> HelpCommand(std::string_view engine, const RecipeContext& context) {
+  if (engine != "llama.cpp") return std::nullopt;
+  LaunchSpec spec;
+  spec.argv = {context.llama_server_executable, "--help"};
+  return spec;
+}
+
+absl::StatusOr<EngineCapabilities> DetectCapabilities(std::string_view engine,
+                                                      const RecipeContext& context,
+                                                      std::chrono::milliseconds timeout) {
+  std::optional<LaunchSpec> spec = HelpCommand(engine, context);
+  if (!spec.has_value()) {
+    return absl::NotFoundError(Cat(engine, ": its --help is not read"));
+  }
+  // b10309's --help is 600 lines; keep far more than any build prints.
+  ASSIGN_OR_RETURN(CommandOutput output, RunToEnd(engine, *spec, "--help", timeout, 20000));
+  auto caps = ParseLlamaServerHelp(output.text);
+  if (!caps.ok()) {
+    return absl::UnavailableError(Cat(caps.status().message(), " (", output.how, ")"));
+  }
+  return caps;
 }
 
 }  // namespace ladder::engines

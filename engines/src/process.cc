@@ -189,15 +189,59 @@ BackendLine ParseBackendLine(std::string_view line) {
   // prevent mixed-backend numerical divergence." in 0.19; "... FA4 not available, forcing
   // TRITON_ATTN backend." from about 0.25). Only an upper-case backend name counts: "Forcing kv
   // cache block size to 64 for FlashMLA backend." forces a block size, not a backend.
+  // The name may end the sentence ("... FA4 not available, forcing TRITON_ATTN." in a user's
+  // log of vLLM 0.2x): its full stop is no part of it.
+  auto without_stop = [](std::string_view token) {
+    while (!token.empty() && (token.back() == '.' || token.back() == ',' || token.back() == ';' ||
+                              token.back() == ':')) {
+      token.remove_suffix(1);
+    }
+    return token;
+  };
   for (std::string_view word : {"Forcing ", "forcing "}) {
     if (size_t at = line.find(word); at != std::string_view::npos) {
-      std::string_view token = TokenAt(line, at + word.size());
+      std::string_view token = without_stop(TokenAt(line, at + word.size()));
       if (IsUpperIdentifier(token)) {
         out.forced = std::string(token);
         break;
       }
     }
   }
+  // SGLang replacing a requested backend (python/sglang/srt/server_args.py at 469c63e5):
+  // "FlashAttention3 only supports fp8_e4m3 if using FP8; Setting attention backend to
+  // triton.", "The current platform does not support Intel AMX, will fallback to torch_native
+  // backend." Its names are lower case.
+  if (out.forced.empty()) {
+    for (std::string_view word : {"Setting attention backend to ", "will fallback to "}) {
+      if (size_t at = line.find(word); at != std::string_view::npos) {
+        std::string_view token = without_stop(TokenAt(line, at + word.size()));
+        const bool names_backend =
+            word[0] == 'S' ||
+            line.substr(at + word.size() + token.size()).rfind(" backend", 0) == 0;
+        if (!token.empty() && names_backend) {
+          out.forced = std::string(token);
+          break;
+        }
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> ChildEnvironment(const LaunchSpec& spec, const char* const* parent) {
+  std::vector<std::string> out;
+  std::set<std::string> removed(spec.env_unset.begin(), spec.env_unset.end());
+  for (const auto& [key, value] : spec.env) removed.insert(key);
+  for (const char* const* e = parent; e != nullptr && *e != nullptr; ++e) {
+    std::string_view entry(*e);
+    std::string_view key = entry.substr(0, entry.find('='));
+    if (removed.count(std::string(key)) != 0) continue;
+    const bool by_prefix =
+        std::any_of(spec.env_unset_prefixes.begin(), spec.env_unset_prefixes.end(),
+                    [&](const std::string& prefix) { return key.rfind(prefix, 0) == 0; });
+    if (!by_prefix) out.emplace_back(entry);
+  }
+  for (const auto& [key, value] : spec.env) out.push_back(Cat(key, "=", value));
   return out;
 }
 
@@ -392,15 +436,7 @@ absl::StatusOr<std::unique_ptr<EngineProcess>> EngineProcess::Start(const Launch
     return absl::InvalidArgumentError("engine launch: empty argv");
   }
   // Everything the child needs is prepared before fork: after fork only async-signal-safe calls.
-  std::vector<std::string> env_strings;
-  std::set<std::string> removed(spec.env_unset.begin(), spec.env_unset.end());
-  for (const auto& [key, value] : spec.env) removed.insert(key);
-  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-    std::string_view entry(*e);
-    std::string key(entry.substr(0, entry.find('=')));
-    if (removed.count(key) == 0) env_strings.emplace_back(entry);
-  }
-  for (const auto& [key, value] : spec.env) env_strings.push_back(Cat(key, "=", value));
+  std::vector<std::string> env_strings = ChildEnvironment(spec, environ);
   std::vector<char*> envp;
   for (auto& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);

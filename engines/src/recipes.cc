@@ -1,8 +1,12 @@
 // The built-in recipes. Each maps cell parameters onto one engine's command line; see
 // docs/engines.md for the table of parameters and flags.
+#include <algorithm>
 #include <cctype>
+#include <initializer_list>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/strings/str_format.h"
@@ -38,23 +42,37 @@ constexpr char kVllmBackendEnv[] = "VLLM_ATTENTION_BACKEND";
 // deprecated then and removed after 0.14.0 (vllm#32812): later builds ignore it silently.
 constexpr char kVllmFirstVersionWithFlag[] = "0.13";
 
-// llama.cpp: `--flash-attn on|off|auto` takes a value (was a bare flag) from about b6327.
-constexpr int kLlamaFirstBuildWithFlashAttnValue = 6327;
-// `--draft-max/--draft-min` became `--spec-draft-n-max/--spec-draft-n-min` (llama.cpp#22397,
-// merged 2026-04-26; confirmed in b9022); the old names now fail at argument parsing.
-constexpr int kLlamaFirstBuildWithSpecDraftFlags = 9022;
-// Draft-model speculation is a `--spec-type draft-*` (llama.cpp#22964, 2026-05-12; confirmed in
-// b9180, the MTP release); from then on a draft model alone does not engage drafting.
-constexpr int kLlamaFirstBuildWithSpecType = 9180;
+// llama.cpp build numbers (`git rev-list --count` of the commit, read in ngxson/llama.cpp, which
+// carries ggml-org/llama.cpp's history). They are used only where the binary's --help was not
+// read, or cannot tell (EAGLE3); docs/engines.md lists each with its commit.
+// `--flash-attn on|off|auto` takes a value (was a bare flag, off by default) from #15434
+// (e81b8e4b7, b6325), which also made flash attention `auto` and all layers on the GPU the
+// defaults.
+constexpr int kLlamaFirstBuildWithFlashAttnValue = 6325;
+// `--draft-max/--draft-min` became `--spec-draft-n-max/--spec-draft-n-min` with #22397
+// (14e733e36, b8955); the old names now fail at argument parsing.
+constexpr int kLlamaFirstBuildWithSpecDraftFlags = 8955;
+// Draft-model speculation is a `--spec-type draft-simple|draft-eagle3` from #22964 (634275fbb,
+// b9131); `draft-mtp` from #22673 (255582687, b9180).
+constexpr int kLlamaFirstBuildWithDraftSimple = 9131;
+constexpr int kLlamaFirstBuildWithDraftMtp = 9180;
+// `draft-eagle3` is listed from b9131 but drafts nothing until #18039 (88a39274e, b9606):
+// before it common/speculative.cpp has `bool has_draft_eagle3 = false; // TODO PR-18039`.
+constexpr int kLlamaFirstBuildWithEagle3 = 9606;
 // `--spec-type` itself (with `none`, the value that pins speculation off) arrived with
-// llama.cpp#18471 (commit 72d3b1898, 2026-01-28, b7864); it took ngram types only until b9180.
+// llama.cpp#18471 (commit 72d3b1898, 2026-01-28, b7864); it took ngram types only until b9131.
 constexpr int kLlamaFirstBuildWithSpecTypeNone = 7864;
 // The host-memory prompt cache, `--cache-ram N` (0 disables it), arrived with llama.cpp#16391
 // (commit d00cbea63, 2025-10-09, b6723). On by default (8192 MiB): before each request the
 // server may copy a slot's whole KV state to host memory, whatever the request's cache_prompt
 // says, which is time in no token's latency (docs/engines.md, "Measured against a real
-// llama.cpp").
+// llama.cpp"). The same commit let a slot draft without cache_prompt: before it
+// tools/server/server.cpp had `return ctx_dft && params.speculative.n_max > 0 &&
+// params.cache_prompt;` in can_speculate(), and ladder sends cache_prompt: false.
 constexpr int kLlamaFirstBuildWithCacheRam = 6723;
+// `--fit on|off` (adjust unset arguments to fit device memory, on by default) from #16653
+// (b1f3a6e5d, b7407).
+constexpr int kLlamaFirstBuildWithFit = 7407;
 
 // The version the rendering assumes: the cell's `engine_version`, else what the runner detected.
 std::string ResolveVersion(const nlohmann::json& params, const RecipeContext& context,
@@ -231,6 +249,10 @@ class VllmRecipe final : public Recipe {
     out.endpoints.version_path = "/version";
     out.endpoints.model = model;
     out.spec_metrics = VllmSpecMetrics();
+    // VLLM_* variables (VLLM_USE_V1, VLLM_FLASH_ATTN_VERSION, ...) change what vLLM runs, but
+    // others are a site's deliberate setup (VLLM_CACHE_ROOT, VLLM_HOST_IP): they reach it and
+    // are recorded (VLLM_ATTENTION_BACKEND, which ladder sets, is handled above).
+    out.recorded_env_prefixes = {"VLLM_"};
     out.start_timeout = StartTimeout(params, 1800);
     return out;
   }
@@ -317,6 +339,15 @@ class SglangRecipe final : public Recipe {
                               spec.method, "\""));
       }
       argv.insert(argv.end(), {"--speculative-algorithm", algorithm});
+      if (algorithm == "NGRAM") {
+        // SGLang's NGRAM sets its top-k from --speculative-ngram-max-bfs-breadth and drafts a
+        // tree of --speculative-num-draft-tokens tokens (server_args.py at 469c63e5,
+        // _handle_speculative_decoding): spec_k is not the chain length it is elsewhere.
+        out.render_notes.push_back(
+            "NGRAM: SGLang drafts a tree (top-k from --speculative-ngram-max-bfs-breadth) of "
+            "--speculative-num-draft-tokens = spec_k + 1 tokens, not a chain of spec_k: compare "
+            "its spec_k with other methods' only as the draft-token budget");
+      }
       if (!spec.model.empty()) {
         argv.insert(argv.end(), {"--speculative-draft-model-path", spec.model});
       }
@@ -346,6 +377,10 @@ class SglangRecipe final : public Recipe {
                         GetString(params, "metric_num_draft_tokens").value_or(""),
                         GetString(params, "metric_num_accepted_tokens").value_or("")};
     out.spec_step_counters = {"sglang:spec_verify_calls", "sglang:generation_tokens"};
+    // SGLANG_* variables change what the server runs (SGLANG_ENABLE_SPEC_V2 turns the overlap
+    // scheduler on for EAGLE, server_args.py at 469c63e5) but the server also sets some itself
+    // and a site may set others on purpose: they reach it, and are recorded.
+    out.recorded_env_prefixes = {"SGLANG_"};
     if (spec.k > 0) {
       out.draft_timings = DraftTimings::kSglangSpecDetails;
       out.endpoints.extra_request_fields = {{"return_spec_tokens_details", true}};
@@ -356,6 +391,96 @@ class SglangRecipe final : public Recipe {
 };
 
 // ---------------------------------------------------------------------------------------------
+// One spelling of a llama-server option and the first build that has it.
+struct Spelling {
+  std::string_view flag;
+  int from = 0;
+};
+
+// What one llama-server offers: from its --help when the runner read it (RecipeContext::
+// capabilities), else from its build number, else (build unknown, no --help) the newest
+// spelling, which an older build refuses at argument parsing rather than measuring something
+// else.
+class LlamaOffers {
+ public:
+  LlamaOffers(const EngineCapabilities* help, std::optional<int> build)
+      : help_(help), build_(build) {}
+
+  const EngineCapabilities* help() const { return help_; }
+  const std::optional<int>& build() const { return build_; }
+
+  // Where a missing option was looked for, for messages.
+  std::string Where() const {
+    if (help_ != nullptr) return "its --help does not list it";
+    return Cat("build b", build_.value_or(0));
+  }
+
+  // The spelling to pass among `spellings` (newest first): the first the --help offers, else
+  // the first the build has, else the newest. NotFound naming the newest spelling and the build
+  // it needs otherwise ("this llama-server has no --spec-type: built before b7864?").
+  absl::StatusOr<std::string> Spell(std::initializer_list<Spelling> spellings) const {
+    int oldest = spellings.begin()->from;
+    for (const Spelling& s : spellings) {
+      oldest = std::min(oldest, s.from);
+      if (help_ != nullptr ? help_->Has(s.flag) : (!build_ || *build_ >= s.from)) {
+        return std::string(s.flag);
+      }
+    }
+    return Missing(spellings.begin()->flag, oldest);
+  }
+  bool Offers(std::initializer_list<Spelling> spellings) const { return Spell(spellings).ok(); }
+
+  absl::Status Missing(std::string_view flag, int from) const {
+    std::string when = from > 0 ? Cat(": built before b", from, "?") : std::string();
+    return absl::FailedPreconditionError(
+        Cat("this llama-server has no ", flag, " (", Where(), ")", when));
+  }
+
+  // --flash-attn takes on|off|auto (b6325 on), rather than being a bare flag.
+  bool FlashAttnTakesValue() const {
+    if (help_ != nullptr) {
+      const EngineOption* fa = help_->Find("--flash-attn");
+      return fa != nullptr && !fa->removed && !fa->value_hint.empty();
+    }
+    return !build_ || *build_ >= kLlamaFirstBuildWithFlashAttnValue;
+  }
+
+  // The values --spec-type takes (empty: no --spec-type).
+  std::vector<std::string> SpecTypes() const {
+    if (help_ != nullptr) {
+      if (!help_->Has("--spec-type")) return {};
+      return help_->Values("--spec-type");
+    }
+    std::vector<std::string> types;
+    if (build_ && *build_ < kLlamaFirstBuildWithSpecTypeNone) return types;
+    types = {"none", "ngram-cache", "ngram-simple", "ngram-map-k", "ngram-map-k4v"};
+    if (!build_ || *build_ >= kLlamaFirstBuildWithDraftSimple) {
+      types.insert(types.end(), {"draft-simple", "draft-eagle3"});
+    }
+    if (!build_ || *build_ >= kLlamaFirstBuildWithDraftMtp) types.emplace_back("draft-mtp");
+    return types;
+  }
+
+ private:
+  const EngineCapabilities* help_;
+  std::optional<int> build_;
+};
+
+bool Contains(const std::vector<std::string>& list, std::string_view value) {
+  return std::find(list.begin(), list.end(), value) != list.end();
+}
+
+// llama.cpp pads a context to a multiple of 256 (src/llama-context.cpp at 82bb48500:
+// `cparams.n_ctx = GGML_PAD(cparams.n_ctx, 256);`; older builds pad less).
+int64_t PadContext(int64_t n) { return (n + 255) / 256 * 256; }
+
+// Pinned when a cell does not say: every layer on the GPU (the default from b6325; 0 before),
+// flash attention on (what `auto`, the default from b6325, picks where the device has it; off
+// before), the draft's p_min 0 (the default from #23269, b9235; 0.75 before).
+constexpr int kPinnedGpuLayers = 999;
+constexpr char kPinnedFlashAttn[] = "on";
+constexpr double kPinnedDraftPMin = 0.0;
+
 class LlamaCppRecipe final : public Recipe {
  public:
   std::string_view name() const override { return "llama.cpp"; }
@@ -368,13 +493,15 @@ class LlamaCppRecipe final : public Recipe {
         kSpecK,
         kSpecModel,
         {"spec_k_min", ParamType::kNonNegativeInteger, false,
-         "--spec-draft-n-min (b9022 on) or --draft-min"},
-        {"spec_p_min", ParamType::kNumber, false, "--spec-draft-p-min (b9022 on) or --draft-p-min"},
-        {"gpu_layers", ParamType::kInteger, false, "--n-gpu-layers"},
+         "--spec-draft-n-min (b8955 on) or --draft-min"},
+        {"spec_p_min", ParamType::kNumber, false,
+         "--spec-draft-p-min (b8955 on) or --draft-p-min; default 0 (pinned)"},
+        {"gpu_layers", ParamType::kInteger, false, "--n-gpu-layers; default 999 (all, pinned)"},
         {"gpu_layers_draft", ParamType::kInteger, false,
-         "--spec-draft-ngl (b9022 on) or --gpu-layers-draft"},
+         "--spec-draft-ngl (b8955 on) or --gpu-layers-draft; default 999 (pinned)"},
         {"flash_attn", ParamType::kString, false,
-         "--flash-attn on|off|auto (b6327 on); before: a bare --flash-attn for on"},
+         "--flash-attn on|off|auto (b6325 on; before: a bare --flash-attn for on); default on "
+         "(pinned)"},
         {"max_model_len", ParamType::kPositiveInteger, false, "--ctx-size"},
         {"prefix_caching", ParamType::kBool, false,
          "default false: --cache-ram 0 (b6723 on); true: the server's prompt cache"},
@@ -397,48 +524,111 @@ class LlamaCppRecipe final : public Recipe {
     out.launch.emplace();
     out.ignored_spec_model = spec.ignored_model;
     out.engine_version = ResolveVersion(params, context, name());
-    // An unknown build renders the newest spelling: a build too old for it fails at argument
-    // parsing, loudly, rather than measuring something else.
-    std::optional<int> build = LlamaCppBuild(out.engine_version);
-    if (!out.engine_version.empty() && !build.has_value()) {
+    if (!out.engine_version.empty() && !LlamaCppBuild(out.engine_version).has_value()) {
       return ParamError(
           name(), "engine_version",
           Cat("expected a build number such as b7100, got \"", out.engine_version, "\""));
     }
-    auto at_least = [&](int first) { return !build.has_value() || *build >= first; };
+    const std::optional<int> build = KnownLlamaCppBuild(out.engine_version);
+    const EngineCapabilities* help = nullptr;
+    if (auto it = context.capabilities.find(std::string(name()));
+        it != context.capabilities.end()) {
+      help = &it->second;
+    }
+    const LlamaOffers offers(help, build);
+    if (help != nullptr) {
+      out.rendered_from = help->source;
+    } else if (build.has_value()) {
+      out.rendered_from = Cat("build b", *build);
+    } else if (!out.engine_version.empty()) {
+      out.rendered_from = Cat("newest spelling (", out.engine_version,
+                              " is no build number: built without its git history?)");
+    } else {
+      out.rendered_from = "newest spelling (build unknown)";
+    }
+    // A cell the binary cannot run as asked is a parameter error of that cell on that agent.
+    auto refuse = [&](std::string_view param, const absl::Status& why) {
+      return ParamError(name(), param, ToStd(why.message()));
+    };
+    auto spell = [&](std::string_view param,
+                     std::initializer_list<Spelling> spellings) -> absl::StatusOr<std::string> {
+      auto flag = offers.Spell(spellings);
+      if (!flag.ok()) return refuse(param, flag.status());
+      return flag;
+    };
+
     std::string model = *GetString(params, "model");
     std::vector<std::string>& argv = out.launch->argv;
-    argv = {context.llama_server_executable, "--model",  model, "--host", context.host, "--port",
-            std::to_string(context.port),    "--metrics"};
-    AddInt(argv, params, "seed", "--seed");
-    AddInt(argv, params, "max_model_len", "--ctx-size");
-    AddInt(argv, params, "gpu_layers", "--n-gpu-layers");
+    ASSIGN_OR_RETURN(std::string model_flag, spell("model", {{"--model"}, {"-m"}}));
+    ASSIGN_OR_RETURN(std::string metrics_flag, spell("engine", {{"--metrics"}}));
+    argv = {context.llama_server_executable, model_flag, model, "--host", context.host, "--port",
+            std::to_string(context.port), metrics_flag};
+    if (auto seed = GetInt(params, "seed")) {
+      ASSIGN_OR_RETURN(std::string flag, spell("seed", {{"--seed"}, {"-s"}}));
+      argv.insert(argv.end(), {flag, std::to_string(*seed)});
+    }
+    std::optional<int64_t> slots = GetInt(params, "parallel");
+    if (!slots.has_value() && !HasLoadParams(params)) slots = 1;
+    if (auto ctx = GetInt(params, "max_model_len")) {
+      ASSIGN_OR_RETURN(std::string flag, spell("max_model_len", {{"--ctx-size"}, {"-c"}}));
+      argv.insert(argv.end(), {flag, std::to_string(*ctx)});
+      // /props reports one slot's context: the whole context only with one slot.
+      if (slots == 1) {
+        out.expected_config["n_ctx"] = {{"min", *ctx}, {"max", PadContext(*ctx)}};
+      }
+    }
+    {
+      std::optional<int64_t> layers = GetInt(params, "gpu_layers");
+      if (!layers.has_value()) {
+        layers = kPinnedGpuLayers;
+        out.pinned["gpu_layers"] = kPinnedGpuLayers;
+      }
+      ASSIGN_OR_RETURN(std::string flag,
+                       spell("gpu_layers", {{"--n-gpu-layers"}, {"--gpu-layers"}, {"-ngl"}}));
+      argv.insert(argv.end(), {flag, std::to_string(*layers)});
+    }
     // One slot for a batch-1 cell: each request then has the whole context, and no other slot's
     // old prompt sits in a unified KV cache (with the prompt cache off, idle slots are not
     // cleared; a second 1K prompt in a 2K context then fails "Context size has been exceeded").
-    if (auto slots = GetInt(params, "parallel")) {
-      argv.insert(argv.end(), {"--parallel", std::to_string(*slots)});
-    } else if (!HasLoadParams(params)) {
-      argv.insert(argv.end(), {"--parallel", "1"});
+    if (slots.has_value()) {
+      ASSIGN_OR_RETURN(std::string flag, spell("parallel", {{"--parallel"}, {"-np"}}));
+      argv.insert(argv.end(), {flag, std::to_string(*slots)});
+      out.expected_config["total_slots"] = *slots;
     }
-    if (!GetBool(params, "prefix_caching").value_or(false) &&
-        at_least(kLlamaFirstBuildWithCacheRam)) {
+    const bool has_cache_ram = offers.Offers({{"--cache-ram", kLlamaFirstBuildWithCacheRam}});
+    if (!GetBool(params, "prefix_caching").value_or(false) && has_cache_ram) {
       argv.insert(argv.end(), {"--cache-ram", "0"});
     }
-    if (auto fa = GetString(params, "flash_attn")) {
-      if (*fa != "on" && *fa != "off" && *fa != "auto") {
-        return ParamError(name(), "flash_attn", Cat("expected on, off or auto, got \"", *fa, "\""));
+    // --fit (on by default from b7407) changes unset arguments (the context, the layers on the
+    // GPU) to fit the device's memory: what the cell asked must be what runs.
+    if (offers.Offers({{"--fit", kLlamaFirstBuildWithFit}})) {
+      argv.insert(argv.end(), {"--fit", "off"});
+      out.pinned["fit"] = "off";
+    }
+    {
+      std::string fa = GetString(params, "flash_attn").value_or("");
+      if (fa.empty()) {
+        fa = kPinnedFlashAttn;
+        out.pinned["flash_attn"] = fa;
       }
-      if (at_least(kLlamaFirstBuildWithFlashAttnValue)) {
-        argv.insert(argv.end(), {"--flash-attn", *fa});
-      } else if (*fa == "on") {
+      if (fa != "on" && fa != "off" && fa != "auto") {
+        return ParamError(name(), "flash_attn", Cat("expected on, off or auto, got \"", fa, "\""));
+      }
+      const bool listed = offers.Offers({{"--flash-attn"}, {"-fa"}});
+      if (listed && offers.FlashAttnTakesValue()) {
+        argv.insert(argv.end(), {"--flash-attn", fa});
+      } else if (fa == "auto") {
+        return refuse("flash_attn",
+                      absl::FailedPreconditionError(Cat(
+                          "\"auto\" needs a llama-server whose --flash-attn takes a value (b",
+                          kLlamaFirstBuildWithFlashAttnValue, " on); this one's is a bare flag (",
+                          offers.help() ? "its --help" : out.rendered_from, ")")));
+      } else if (fa == "on") {
+        if (!listed) return refuse("flash_attn", offers.Missing("--flash-attn", 0));
         argv.emplace_back("--flash-attn");  // older builds: a bare flag, off unless given
-      } else if (*fa == "auto") {
-        return ParamError(name(), "flash_attn",
-                          Cat("\"auto\" needs llama-server b", kLlamaFirstBuildWithFlashAttnValue,
-                              " or later; this is ", out.engine_version));
       }
     }
+    const std::vector<std::string> spec_types = offers.SpecTypes();
     if (spec.k > 0) {
       ASSIGN_OR_RETURN(std::string spec_type, LlamaSpecType(spec.method));
       const bool mtp = spec_type == "draft-mtp";
@@ -446,24 +636,88 @@ class LlamaCppRecipe final : public Recipe {
         return ParamError(name(), "spec_model",
                           "is required with speculation (llama-server drafts with --model-draft)");
       }
-      const bool new_flags = at_least(kLlamaFirstBuildWithSpecDraftFlags);
-      if (at_least(kLlamaFirstBuildWithSpecType)) {
-        argv.insert(argv.end(), {"--spec-type", spec_type});
-      } else if (spec_type != "draft-simple") {
-        return ParamError(name(), "spec_method",
-                          Cat(spec_type, " needs llama-server b", kLlamaFirstBuildWithSpecType,
-                              " or later; this is ", out.engine_version));
+      if (!has_cache_ram) {
+        return refuse("spec",
+                      absl::FailedPreconditionError(Cat(
+                          "this llama-server drafts only for requests with cache_prompt: true "
+                          "(no --cache-ram, ",
+                          offers.Where(), ": built before b", kLlamaFirstBuildWithCacheRam,
+                          ", where can_speculate() required cache_prompt), and ladder sends "
+                          "cache_prompt: false so that every prompt is computed in full; its "
+                          "speculation cells would run the target alone: use b",
+                          kLlamaFirstBuildWithCacheRam, " or later")));
       }
-      // --model-draft (alias -md) is accepted before and after the rename to --spec-draft-model.
-      if (!spec.model.empty()) argv.insert(argv.end(), {"--model-draft", spec.model});
-      argv.insert(argv.end(),
-                  {new_flags ? "--spec-draft-n-max" : "--draft-max", std::to_string(spec.k)});
-      AddInt(argv, params, "spec_k_min", new_flags ? "--spec-draft-n-min" : "--draft-min");
-      AddNumber(argv, params, "spec_p_min", new_flags ? "--spec-draft-p-min" : "--draft-p-min");
-      AddInt(argv, params, "gpu_layers_draft",
-             new_flags ? "--spec-draft-ngl" : "--gpu-layers-draft");
+      const bool draft_types = Contains(spec_types, "draft-simple");
+      if (Contains(spec_types, spec_type)) {
+        argv.insert(argv.end(), {"--spec-type", spec_type});
+      } else if (spec_type != "draft-simple" || draft_types) {
+        const int from = mtp ? kLlamaFirstBuildWithDraftMtp : kLlamaFirstBuildWithDraftSimple;
+        return refuse("spec_method",
+                      absl::FailedPreconditionError(
+                          Cat("this llama-server has no --spec-type ", spec_type, " (",
+                              offers.help() ? "not among the values its --help lists"
+                                            : Cat("build b", build.value_or(0)),
+                              "): built before b", from, "?")));
+      }  // else: before b9131 a draft model alone engages drafting
+      if (spec_type == "draft-eagle3") {
+        if (build.has_value() && *build < kLlamaFirstBuildWithEagle3) {
+          return refuse("spec_method",
+                        absl::FailedPreconditionError(Cat(
+                            "draft-eagle3 drafts from b", kLlamaFirstBuildWithEagle3,
+                            " (llama.cpp#18039); b", *build,
+                            " lists it but loads an EAGLE3 head as a plain draft or drafts "
+                            "nothing")));
+        }
+        if (!build.has_value()) {
+          out.render_notes.push_back(Cat(
+              "draft-eagle3 is listed from b", kLlamaFirstBuildWithDraftSimple,
+              " but drafts only from b", kLlamaFirstBuildWithEagle3,
+              "; this build's number is unknown, so only the speculation check can tell"));
+        }
+      }
+      if (!spec.model.empty()) {
+        ASSIGN_OR_RETURN(std::string flag,
+                         spell("spec_model", {{"--model-draft"}, {"--spec-draft-model"}, {"-md"}}));
+        argv.insert(argv.end(), {flag, spec.model});
+      }
+      ASSIGN_OR_RETURN(std::string n_max,
+                       spell("spec_k", {{"--spec-draft-n-max", kLlamaFirstBuildWithSpecDraftFlags},
+                                        {"--draft-max"}}));
+      argv.insert(argv.end(), {n_max, std::to_string(spec.k)});
+      if (auto k_min = GetInt(params, "spec_k_min")) {
+        ASSIGN_OR_RETURN(
+            std::string flag,
+            spell("spec_k_min",
+                  {{"--spec-draft-n-min", kLlamaFirstBuildWithSpecDraftFlags}, {"--draft-min"}}));
+        argv.insert(argv.end(), {flag, std::to_string(*k_min)});
+      }
+      {
+        std::optional<double> p_min = GetNumber(params, "spec_p_min");
+        if (!p_min.has_value()) {
+          p_min = kPinnedDraftPMin;
+          out.pinned["spec_p_min"] = kPinnedDraftPMin;
+        }
+        ASSIGN_OR_RETURN(
+            std::string flag,
+            spell("spec_p_min",
+                  {{"--spec-draft-p-min", kLlamaFirstBuildWithSpecDraftFlags}, {"--draft-p-min"}}));
+        argv.insert(argv.end(), {flag, FormatNumber(*p_min)});
+      }
+      if (!spec.model.empty()) {
+        std::optional<int64_t> layers = GetInt(params, "gpu_layers_draft");
+        if (!layers.has_value()) {
+          layers = kPinnedGpuLayers;
+          out.pinned["gpu_layers_draft"] = kPinnedGpuLayers;
+        }
+        ASSIGN_OR_RETURN(std::string flag,
+                         spell("gpu_layers_draft",
+                               {{"--spec-draft-ngl", kLlamaFirstBuildWithSpecDraftFlags},
+                                {"--gpu-layers-draft"},
+                                {"-ngld"}}));
+        argv.insert(argv.end(), {flag, std::to_string(*layers)});
+      }
       out.spec_k = spec.k;
-    } else if (at_least(kLlamaFirstBuildWithSpecTypeNone)) {
+    } else if (Contains(spec_types, "none")) {
       // Pinned off: a build whose default turns some drafting on (llama.cpp#28391 proposes
       // ngram-mod by default), or that infers a draft type from the model, must not draft in
       // an arm that measures the target alone.
@@ -471,8 +725,13 @@ class LlamaCppRecipe final : public Recipe {
       out.spec_off_pinned = true;
     }
     RETURN_IF_ERROR(AddExtras(out, params, name()));
+    // LLAMA_ARG_* variables override the flags above (common/arg.cpp: each option's set_env);
+    // one in the agent's environment would change every cell. A cell's own extra_env keeps
+    // the ones it sets.
+    out.launch->env_unset_prefixes = {"LLAMA_ARG_"};
     out.endpoints.base_url = BaseUrl(context);
     out.endpoints.model = model;
+    out.endpoints.config_path = "/props";
     // timings_per_token: llama-server reports draft_n / draft_n_accepted in `timings`, the
     // acceptance source on builds whose /metrics has no speculation counters.
     out.endpoints.extra_request_fields = {{"cache_prompt", false}, {"timings_per_token", true}};

@@ -48,6 +48,15 @@ class StandIn {
   explicit StandIn(std::string mode) : mode_(std::move(mode)) {
     ok_ = RecordedEvents("plain-fa-on-stream-seed1.sse");     // 64 text events, final, [DONE]
     error_ = RecordedEvents("plain-fa-on-stream-seed2.sse");  // ends in the server's error event
+    // GET /props as tools/server/README.md at 82bb48500 (b10309) documents it, abridged to the
+    // keys the runner reads: one slot of 1024 tokens.
+    server_.Get("/props", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content(
+          R"json({"default_generation_settings":{"id":0,"id_task":-1,"n_ctx":1024,)json"
+          R"json("speculative":false,"is_processing":false},"total_slots":1,)json"
+          R"json("build_info":"b(build number)-(build commit hash)","is_sleeping":false})json",
+          "application/json");
+    });
     server_.Get("/health", [](const httplib::Request&, httplib::Response& res) {
       res.set_content("{\"status\":\"ok\"}", "application/json");
     });
@@ -64,6 +73,18 @@ class StandIn {
                 "\nvllm:spec_decode_num_accepted_tokens_total{engine=\"0\"} " +
                 std::to_string(3 * n) + "\n",
             "text/plain");
+        return;
+      }
+      if (mode_ == "sglang_steps") {
+        // SGLang's counters (sglang#25689): every token after a request's first, one per verify
+        // step (nothing accepted: a mean acceptance length of exactly 1).
+        res.set_content("# TYPE sglang:spec_verify_calls_total counter\n"
+                        "sglang:spec_verify_calls_total{model_name=\"m\"} " +
+                            std::to_string(steps_.load()) +
+                            "\n# TYPE sglang:generation_tokens_total counter\n"
+                            "sglang:generation_tokens_total{model_name=\"m\"} " +
+                            std::to_string(tokens_.load()) + "\n",
+                        "text/plain");
         return;
       }
       res.set_content(Recorded("plain-fa-on-metrics-after.txt"), "text/plain");
@@ -110,7 +131,14 @@ class StandIn {
 
   void Serve(httplib::Response& res, int n, int max_tokens) {
     std::vector<std::string> events = OkStream(std::min(max_tokens, 64));
-    if (mode_ == "ok" || mode_ == "drafts" || mode_ == "no_drafts") return Stream(res, events);
+    if (mode_ == "sglang_steps") {
+      const int tokens = std::min(max_tokens, 64);
+      tokens_ += tokens;
+      steps_ += tokens - 1;
+    }
+    if (mode_ == "ok" || mode_ == "drafts" || mode_ == "no_drafts" || mode_ == "sglang_steps") {
+      return Stream(res, events);
+    }
     if (mode_ == "error_event_first_two") return Stream(res, n < 2 ? error_ : events);
     if (mode_ == "error_event_always") return Stream(res, error_);
     if (mode_ == "invalid_utf8_text") {
@@ -149,6 +177,8 @@ class StandIn {
   std::string mode_;
   std::vector<std::string> ok_, error_;
   std::atomic<int> requests_{0};
+  std::atomic<int> tokens_{0};  // "sglang_steps": tokens served and verify steps taken
+  std::atomic<int> steps_{0};
   httplib::Server server_;
   int port_ = 0;
   std::thread thread_;
@@ -332,6 +362,132 @@ TEST(EngineRobustness, AcceptanceFromCountersAndSpeculationCheckedBothWays) {
     EXPECT_THAT(s.message(), HasSubstr("speculation is off but the engine drafted 8 tokens"));
     EXPECT_EQ(sink.Count("speculation_while_off"), 1);
   }
+}
+
+// The llama.cpp recipe's rendering for a running server (the stand-in): what it expects /props
+// to report, without a process to start.
+class RunningLlamaCpp final : public Recipe {
+ public:
+  explicit RunningLlamaCpp(std::string url) : url_(std::move(url)) {}
+  std::string_view name() const override { return "llama-standin"; }
+  const std::vector<ParamSpec>& parameters() const override {
+    return (*FindBuiltinRecipe("llama.cpp"))->parameters();
+  }
+  absl::StatusOr<RenderedEngine> Render(const nlohmann::json& params,
+                                        const RecipeContext& context) const override {
+    nlohmann::json cell = params;
+    cell["engine"] = "llama.cpp";
+    auto r = (*FindBuiltinRecipe("llama.cpp"))->Render(cell, context);
+    if (!r.ok()) return r;
+    r->launch.reset();
+    r->restartability = Restartability::kExternal;
+    r->endpoints.base_url = url_;
+    return r;
+  }
+
+ private:
+  std::string url_;
+};
+
+// A cell that asks a 4096-token context of a llama-server whose /props reports 1024 (a --fit
+// that shrank it, a LLAMA_ARG_CTX_SIZE): the cell fails before a request is measured, with both
+// values, and the evidence holds what the engine reported.
+TEST(EngineRobustness, ConfigurationOtherThanTheCellsFailsWithBothValues) {
+  StandIn server("ok");
+  StrictSink sink;
+  runner::UnitWork unit;
+  unit.attempt_id = 1;
+  unit.unit_id = 1;
+  unit.runner = "engine";
+  unit.processes = 1;
+  unit.rounds = 1;
+  unit.seed = 7;
+  unit.cells.push_back(runner::CellWork{1,
+                                        "depth=512",
+                                        {{"engine", "llama-standin"},
+                                         {"model", "/m.gguf"},
+                                         {"engine_version", "b10309"},
+                                         {"max_model_len", 4096},
+                                         {"depth", 512},
+                                         {"warmup", "none"}}});
+  EngineRunnerOptions options;
+  options.version_detection = VersionDetection::kOff;
+  options.health_poll_interval = std::chrono::milliseconds(20);
+  options.extra_recipes.push_back(std::make_shared<RunningLlamaCpp>(server.url()));
+  EngineRunner runner(options);
+  absl::Status s = runner.Run(unit, sink);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.message(), HasSubstr("n_ctx: the cell asked 4096, the engine reports 1024"));
+  EXPECT_EQ(server.requests(), 0);
+  EXPECT_EQ(sink.Count("engine_config_mismatch"), 1);
+  EXPECT_EQ(sink.Count("failure"), 1);
+  // With the context it asked matching, the same server serves the cell.
+  unit.cells[0].params["max_model_len"] = 1000;  // padded to 1024 by llama.cpp
+  StrictSink ok_sink;
+  absl::Status ok = runner.Run(unit, ok_sink);
+  ASSERT_TRUE(ok.ok()) << ok;
+  EXPECT_EQ(ok_sink.Count("engine_config"), 1);
+}
+
+// SGLang's recipe for a running server (the stand-in): its counters, without a process.
+class RunningSglang final : public Recipe {
+ public:
+  explicit RunningSglang(std::string url) : url_(std::move(url)) {}
+  std::string_view name() const override { return "sglang-standin"; }
+  const std::vector<ParamSpec>& parameters() const override {
+    return (*FindBuiltinRecipe("sglang"))->parameters();
+  }
+  absl::StatusOr<RenderedEngine> Render(const nlohmann::json& params,
+                                        const RecipeContext& context) const override {
+    nlohmann::json cell = params;
+    cell["engine"] = "sglang";
+    auto r = (*FindBuiltinRecipe("sglang"))->Render(cell, context);
+    if (!r.ok()) return r;
+    r->launch.reset();
+    r->restartability = Restartability::kExternal;
+    r->endpoints.base_url = url_;
+    return r;
+  }
+
+ private:
+  std::string url_;
+};
+
+// The verify-step source: each request's first token is sampled at prefill, not by a verify
+// step, so a cell-round of an 8- and a 64-token request that accepted nothing (70 steps, 72
+// tokens) has a mean acceptance length of exactly 1, not 72 / 70.
+TEST(EngineRobustness, SglangVerifyStepLengthLeavesOutEachRequestsFirstToken) {
+  StandIn server("sglang_steps");
+  StrictSink sink;
+  runner::UnitWork unit;
+  unit.attempt_id = 1;
+  unit.unit_id = 1;
+  unit.runner = "engine";
+  unit.processes = 1;
+  unit.rounds = 2;
+  unit.seed = 7;
+  unit.cells.push_back(runner::CellWork{1,
+                                        "depth=512",
+                                        {{"engine", "sglang-standin"},
+                                         {"model", "m"},
+                                         {"spec", "eagle:3"},
+                                         {"depth", 512},
+                                         {"warmup", "none"}}});
+  EngineRunnerOptions options;
+  options.version_detection = VersionDetection::kOff;
+  options.health_poll_interval = std::chrono::milliseconds(20);
+  options.extra_recipes.push_back(std::make_shared<RunningSglang>(server.url()));
+  EngineRunner runner(options);
+  absl::Status s = runner.Run(unit, sink);
+  ASSERT_TRUE(s.ok()) << s;
+  std::vector<double> length, drafts;
+  for (const auto& m : sink.measurements) {
+    if (m.metric == "mean_acceptance_length") length.push_back(m.value);
+    if (m.metric == "spec_drafts") drafts.push_back(m.value);
+  }
+  EXPECT_EQ(length, std::vector<double>(2, 1.0));
+  EXPECT_EQ(drafts, std::vector<double>(2, 70.0));
 }
 
 }  // namespace

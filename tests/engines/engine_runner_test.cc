@@ -160,7 +160,7 @@ class SleeperRecipe final : public Recipe {
                                         const RecipeContext& context) const override {
     RenderedEngine r;
     r.engine = "sleeper";
-    r.launch = LaunchSpec{{"/bin/sleep", "30"}, {}, {}};
+    r.launch = LaunchSpec{{"/bin/sleep", "30"}, {}, {}, {}};
     r.endpoints.base_url = "http://127.0.0.1:" + std::to_string(context.port);
     r.start_timeout = std::chrono::milliseconds(
         static_cast<int64_t>(params.value("start_timeout_s", 1.0) * 1000));

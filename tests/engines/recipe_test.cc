@@ -219,24 +219,32 @@ nlohmann::json LlamaDraftCell(const std::string& version) {
   return cell;
 }
 
-// Before b6327: --flash-attn is a bare flag; drafting is --draft-max / --draft-min.
+// Before b6325 (llama.cpp#15434, e81b8e4b7): --flash-attn is a bare flag and drafting is
+// --draft-max / --draft-min; and before b6723 a slot drafts only for requests with cache_prompt
+// (tools/server/server.cpp at d00cbea63^: `return ctx_dft && params.speculative.n_max > 0 &&
+// params.cache_prompt;`), which ladder sends false: such speculation cells are refused.
 TEST(LlamaCppRecipe, BeforeFlashAttnTookAValue) {
-  RenderedEngine r = Render("llama.cpp", LlamaDraftCell("b6000"));
-  EXPECT_THAT(
-      r.launch->argv,
-      ElementsAre("llama-server", "--model", "/models/target.gguf", "--host", "127.0.0.1", "--port",
-                  "8123", "--metrics", "--ctx-size", "8192", "--n-gpu-layers", "99", "--parallel",
-                  "1", "--flash-attn", "--model-draft", "/models/draft.gguf", "--draft-max", "8",
-                  "--draft-min", "2", "--draft-p-min", "0.5", "--gpu-layers-draft", "99"));
-  nlohmann::json off = LlamaDraftCell("b6000");
+  nlohmann::json off = LlamaDraftCell("b6324");
+  off.erase("spec_model");
+  off["spec_k"] = 0;
+  EXPECT_THAT(Render("llama.cpp", off).launch->argv,
+              ElementsAre("llama-server", "--model", "/models/target.gguf", "--host", "127.0.0.1",
+                          "--port", "8123", "--metrics", "--ctx-size", "8192", "--n-gpu-layers",
+                          "99", "--parallel", "1", "--flash-attn"));
   off["flash_attn"] = "off";
   EXPECT_THAT(Render("llama.cpp", off).launch->argv,
               ::testing::Not(::testing::Contains(::testing::HasSubstr("flash"))));
   off["flash_attn"] = "auto";
-  EXPECT_THAT(RenderError("llama.cpp", off).message(), HasSubstr("needs llama-server b6327"));
+  EXPECT_THAT(RenderError("llama.cpp", off).message(), HasSubstr("b6325 on"));
+  off["engine_version"] = "b6325";  // the first build with the value form
+  EXPECT_THAT(Render("llama.cpp", off).launch->argv, ::testing::Contains("auto"));
+  absl::Status spec = RenderError("llama.cpp", LlamaDraftCell("b6722"));
+  EXPECT_EQ(spec.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(spec.message(), HasSubstr("drafts only for requests with cache_prompt: true"));
+  EXPECT_THAT(spec.message(), HasSubstr("use b6723 or later"));
 }
 
-// b6327 to before b9022: --flash-attn on|off|auto, still --draft-max.
+// b6723 to before b8955: --flash-attn on|off|auto, still --draft-max; --fit off from b7407.
 TEST(LlamaCppRecipe, FlashAttnValueWithTheOldDraftFlags) {
   RenderedEngine r = Render("llama.cpp", LlamaDraftCell("b7100"));
   EXPECT_THAT(r.launch->argv,
@@ -245,38 +253,104 @@ TEST(LlamaCppRecipe, FlashAttnValueWithTheOldDraftFlags) {
                           "99", "--parallel", "1", "--cache-ram", "0", "--flash-attn", "on",
                           "--model-draft", "/models/draft.gguf", "--draft-max", "8", "--draft-min",
                           "2", "--draft-p-min", "0.5", "--gpu-layers-draft", "99"));
+  EXPECT_EQ(r.rendered_from, "build b7100");
+  // The last build before #22397 (14e733e36, b8955) still spells --draft-max.
+  EXPECT_THAT(Render("llama.cpp", LlamaDraftCell("b8954")).launch->argv,
+              ::testing::Contains("--draft-max"));
+  EXPECT_THAT(Render("llama.cpp", LlamaDraftCell("b7407")).launch->argv,
+              ::testing::Contains("--fit"));
+  EXPECT_THAT(Render("llama.cpp", LlamaDraftCell("b7406")).launch->argv,
+              ::testing::Not(::testing::Contains("--fit")));
 }
 
-// b9022 to before b9180: the --spec-draft-* names (llama.cpp#22397), no --spec-type yet.
+// b8955 (llama.cpp#22397, 14e733e36) to before b9131: the --spec-draft-* names, no draft-*
+// --spec-type yet (a draft model alone drafts).
 TEST(LlamaCppRecipe, SpecDraftFlagsAfterTheRename) {
-  RenderedEngine r = Render("llama.cpp", LlamaDraftCell("b9100"));
+  RenderedEngine r = Render("llama.cpp", LlamaDraftCell("b8955"));
   EXPECT_THAT(
       r.launch->argv,
       ElementsAre("llama-server", "--model", "/models/target.gguf", "--host", "127.0.0.1", "--port",
                   "8123", "--metrics", "--ctx-size", "8192", "--n-gpu-layers", "99", "--parallel",
-                  "1", "--cache-ram", "0", "--flash-attn", "on", "--model-draft",
+                  "1", "--cache-ram", "0", "--fit", "off", "--flash-attn", "on", "--model-draft",
                   "/models/draft.gguf", "--spec-draft-n-max", "8", "--spec-draft-n-min", "2",
                   "--spec-draft-p-min", "0.5", "--spec-draft-ngl", "99"));
 }
 
-// b9180 on, and an undetected build: drafting must be asked for with --spec-type, or the target
-// runs alone.
-TEST(LlamaCppRecipe, SpecTypeFromB9180AndForAnUnknownBuild) {
-  for (const std::string version : {"b9180", "b11004", ""}) {
+// b9131 on (llama.cpp#22964, 634275fbb), and an undetected build: drafting must be asked for
+// with --spec-type, or the target runs alone.
+TEST(LlamaCppRecipe, SpecTypeFromB9131AndForAnUnknownBuild) {
+  for (const std::string version : {"b9131", "b11004", ""}) {
     RenderedEngine r = Render("llama.cpp", LlamaDraftCell(version));
     EXPECT_THAT(r.launch->argv,
                 ElementsAre("llama-server", "--model", "/models/target.gguf", "--host", "127.0.0.1",
                             "--port", "8123", "--metrics", "--ctx-size", "8192", "--n-gpu-layers",
-                            "99", "--parallel", "1", "--cache-ram", "0", "--flash-attn", "on",
-                            "--spec-type", "draft-simple", "--model-draft", "/models/draft.gguf",
-                            "--spec-draft-n-max", "8", "--spec-draft-n-min", "2",
-                            "--spec-draft-p-min", "0.5", "--spec-draft-ngl", "99"))
+                            "99", "--parallel", "1", "--cache-ram", "0", "--fit", "off",
+                            "--flash-attn", "on", "--spec-type", "draft-simple", "--model-draft",
+                            "/models/draft.gguf", "--spec-draft-n-max", "8", "--spec-draft-n-min",
+                            "2", "--spec-draft-p-min", "0.5", "--spec-draft-ngl", "99"))
         << version;
   }
   RecipeContext c = Context();
   c.engine_versions["llama.cpp"] = "b8000";  // detected by the runner
   nlohmann::json cell = LlamaDraftCell("");
   EXPECT_THAT(Render("llama.cpp", cell, c).launch->argv, ::testing::Contains("--draft-max"));
+}
+
+// A build without its git history says "version: 0 (unknown)", a shallow clone build 1: their
+// number says nothing, so they get the newest spelling, never the oldest (which would drop
+// --cache-ram 0 and --spec-type none and render flash_attn: off as nothing).
+TEST(LlamaCppRecipe, BuildZeroOrOneIsUnknownNotOldest) {
+  EXPECT_EQ(*ParseEngineVersion("llama.cpp", "version: 0 (unknown)\nbuilt with cc\n"), "b0");
+  for (const std::string version : {"b0", "b1"}) {
+    EXPECT_EQ(KnownLlamaCppBuild(version), std::nullopt);
+    nlohmann::json cell = {{"engine", "llama.cpp"}, {"depth", 1},           {"model", "/m.gguf"},
+                           {"spec", "off"},         {"flash_attn", "off"}, {"engine_version", version}};
+    RenderedEngine r = Render("llama.cpp", cell);
+    EXPECT_THAT(r.launch->argv,
+                ElementsAre("llama-server", "--model", "/m.gguf", "--host", "127.0.0.1", "--port",
+                            "8123", "--metrics", "--n-gpu-layers", "999", "--parallel", "1",
+                            "--cache-ram", "0", "--fit", "off", "--flash-attn", "off",
+                            "--spec-type", "none"))
+        << version;
+    EXPECT_THAT(r.rendered_from, HasSubstr("no build number"));
+  }
+  EXPECT_EQ(KnownLlamaCppBuild("b2"), 2);
+}
+
+// What a cell does not say is pinned, so that no default of the build moves the measurement:
+// every layer on the GPU and flash attention on (defaults from #15434, b6325; 0 and off before),
+// the draft's p_min 0 (from #23269, d14ce3dab, b9235: `float p_min = 0.0f;`, 0.75f before).
+TEST(LlamaCppRecipe, PinsWhatTheCellDoesNotSay) {
+  nlohmann::json cell = {{"engine", "llama.cpp"},     {"depth", 1},
+                         {"model", "/m.gguf"},        {"spec", "draft:4"},
+                         {"spec_model", "/d.gguf"},   {"engine_version", "b9234"}};
+  RenderedEngine r = Render("llama.cpp", cell);
+  EXPECT_THAT(r.launch->argv,
+              ElementsAre("llama-server", "--model", "/m.gguf", "--host", "127.0.0.1", "--port",
+                          "8123", "--metrics", "--n-gpu-layers", "999", "--parallel", "1",
+                          "--cache-ram", "0", "--fit", "off", "--flash-attn", "on", "--spec-type",
+                          "draft-simple", "--model-draft", "/d.gguf", "--spec-draft-n-max", "4",
+                          "--spec-draft-p-min", "0", "--spec-draft-ngl", "999"));
+  EXPECT_EQ(r.pinned, nlohmann::json({{"gpu_layers", 999},
+                                      {"fit", "off"},
+                                      {"flash_attn", "on"},
+                                      {"spec_p_min", 0.0},
+                                      {"gpu_layers_draft", 999}}));
+  EXPECT_THAT(r.launch->env_unset_prefixes, ElementsAre("LLAMA_ARG_"));
+  EXPECT_EQ(r.endpoints.config_path, "/props");
+}
+
+// /props reports one slot's context (padded to 256) and the slots: what a batch-1 cell expects.
+TEST(LlamaCppRecipe, ExpectsTheContextAndSlotsItAsked) {
+  RenderedEngine r = Render("llama.cpp", LlamaDraftCell("b10309"));
+  EXPECT_EQ(r.expected_config,
+            nlohmann::json({{"n_ctx", {{"min", 8192}, {"max", 8192}}}, {"total_slots", 1}}));
+  nlohmann::json cell = LlamaDraftCell("b10309");
+  cell["max_model_len"] = 1000;
+  EXPECT_EQ(Render("llama.cpp", cell).expected_config["n_ctx"],
+            nlohmann::json({{"min", 1000}, {"max", 1024}}));
+  cell["parallel"] = 4;  // a slot has a share of the context: n_ctx is not checked
+  EXPECT_EQ(Render("llama.cpp", cell).expected_config, nlohmann::json({{"total_slots", 4}}));
 }
 
 TEST(LlamaCppRecipe, MtpNeedsNoDraftModelButANewBuild) {
@@ -287,12 +361,30 @@ TEST(LlamaCppRecipe, MtpNeedsNoDraftModelButANewBuild) {
                          {"engine_version", "b9769"}};
   EXPECT_THAT(Render("llama.cpp", cell).launch->argv,
               ElementsAre("llama-server", "--model", "/m.gguf", "--host", "127.0.0.1", "--port",
-                          "8123", "--metrics", "--parallel", "1", "--cache-ram", "0", "--spec-type",
-                          "draft-mtp", "--spec-draft-n-max", "3"));
-  cell["engine_version"] = "b9100";
-  EXPECT_THAT(RenderError("llama.cpp", cell).message(), HasSubstr("needs llama-server b9180"));
+                          "8123", "--metrics", "--n-gpu-layers", "999", "--parallel", "1",
+                          "--cache-ram", "0", "--fit", "off", "--flash-attn", "on", "--spec-type",
+                          "draft-mtp", "--spec-draft-n-max", "3", "--spec-draft-p-min", "0"));
+  cell["engine_version"] = "b9179";
+  EXPECT_THAT(RenderError("llama.cpp", cell).message(),
+              HasSubstr("this llama-server has no --spec-type draft-mtp (build b9179): built "
+                        "before b9180?"));
   cell["engine_version"] = "latest";
   EXPECT_THAT(RenderError("llama.cpp", cell).message(), HasSubstr("a build number"));
+}
+
+// draft-eagle3 is listed from b9131 but drafts from #18039 (88a39274e, b9606): before it
+// common/speculative.cpp has `bool has_draft_eagle3 = false; // TODO PR-18039`.
+TEST(LlamaCppRecipe, Eagle3DraftsFromB9606) {
+  nlohmann::json cell = {{"engine", "llama.cpp"}, {"depth", 1},
+                         {"model", "/m.gguf"},    {"spec", "eagle3:3"},
+                         {"spec_model", "/e.gguf"}, {"engine_version", "b9605"}};
+  EXPECT_THAT(RenderError("llama.cpp", cell).message(), HasSubstr("draft-eagle3 drafts from b9606"));
+  cell["engine_version"] = "b9606";
+  EXPECT_THAT(Render("llama.cpp", cell).launch->argv, ::testing::Contains("draft-eagle3"));
+  cell["engine_version"] = "b0";  // unknown: rendered, with a note that only the check can tell
+  RenderedEngine r = Render("llama.cpp", cell);
+  ASSERT_EQ(r.render_notes.size(), 1u);
+  EXPECT_THAT(r.render_notes[0], HasSubstr("only the speculation check can tell"));
 }
 
 TEST(LlamaCppRecipe, AcceptanceFromCountersElseTimings) {

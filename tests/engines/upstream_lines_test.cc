@@ -101,9 +101,33 @@ TEST(UpstreamLines, Gemma4ForcingLines) {
                    "(head_dim=256, global_head_dim=512). FA4 not available, forcing TRITON_ATTN "
                    "backend."),
             "TRITON_ATTN");
+  // The line as a user's log of vLLM 0.2x shows it (quoted in the source index, with the
+  // OutOfResources it led to on Turing): the name ends the sentence, its full stop is no part
+  // of it.
+  EXPECT_EQ(Forced("Gemma4 model has heterogeneous head dimensions {'sliding_attention': 256, "
+                   "'full_attention': 512}. FA4 not available, forcing TRITON_ATTN."),
+            "TRITON_ATTN");
   EXPECT_EQ(Forced("INFO [config.py:108] Gemma4 model has heterogeneous head dimensions "
                    "(head_dim=256, global_head_dim=512). Using FA4 for all layers to avoid mixed "
                    "FA3/FA4 penalty."),
+            "");
+}
+
+// sgl-project/sglang python/sglang/srt/server_args.py at 469c63e54e7d: a requested backend
+// replaced by SGLang is a forced backend (so a requested fa3 run on triton is a mismatch):
+//   logger.warning("FlashAttention3 only supports fp8_e4m3 if using FP8; "
+//                  "Setting attention backend to triton.")
+//   logger.warning("The current platform does not support Intel AMX, will fallback to "
+//                  "torch_native backend.")
+TEST(UpstreamLines, SglangBackendOverrides) {
+  EXPECT_EQ(Forced("[2026-08-01 10:00:00] FlashAttention3 only supports fp8_e4m3 if using FP8; "
+                   "Setting attention backend to triton."),
+            "triton");
+  EXPECT_EQ(Forced("[2026-08-01 10:00:00] The current platform does not support Intel AMX, will "
+                   "fallback to torch_native backend."),
+            "torch_native");
+  // Not a backend: a fallback of something else.
+  EXPECT_EQ(Forced("The current platform does not support Intel XMX, will fallback to default."),
             "");
 }
 

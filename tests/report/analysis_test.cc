@@ -97,6 +97,12 @@ class AnalysisTest : public ::testing::Test {
       if (a.at("depth") == "4096" && a.at("spec") == "mtp") {
         out.push_back({"backend_mismatch", R"("asked TRITON_ATTN, engine used FLASH_ATTN")"});
       }
+      if (a.at("depth") == "1024" && a.at("spec") == "mtp") {
+        // As the engine runner records it (engines/src/engine_runner.cc, RecordAcceptance).
+        out.push_back({"speculation_not_engaged",
+                       R"("round 0: spec_k=1 but the engine drafted no tokens (timings); it ran )"
+                       R"(the target model alone")"});
+      }
       return out;
     };
     return BuildSyntheticRun(*store_, kLadderYaml, options);
@@ -285,7 +291,12 @@ TEST_F(AnalysisTest, FlagsThrottledClocksAndEvidenceNextToTheAffectedCells) {
   for (const auto& c : a->cells) {
     EXPECT_EQ(has(c.flags, "throttled"), c.key.find("depth=16384") == 0) << c.key;
     EXPECT_EQ(has(c.flags, "backend_mismatch"), c.key == "depth=4096,spec=mtp") << c.key;
+    EXPECT_EQ(has(c.flags, "speculation_not_engaged"), c.key == "depth=1024,spec=mtp") << c.key;
   }
+  // The paired comparison of an arm that never drafted carries the flag too.
+  const Comparison* undrafted = Find(*a, "depth=1024,spec=mtp");
+  ASSERT_NE(undrafted, nullptr);
+  EXPECT_TRUE(has(undrafted->flags, "speculation_not_engaged"));
   const Comparison* cmp = Find(*a, "depth=4096,spec=mtp");
   ASSERT_NE(cmp, nullptr);
   EXPECT_TRUE(has(cmp->flags, "backend_mismatch"));

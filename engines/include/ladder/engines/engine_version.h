@@ -18,6 +18,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "ladder/engines/capabilities.h"
 #include "ladder/engines/recipe.h"
 
 namespace ladder::engines {
@@ -38,5 +39,21 @@ absl::StatusOr<std::string> DetectEngineVersion(std::string_view engine,
 
 // llama.cpp's build number in "b7100" or "7100"; nullopt otherwise.
 std::optional<int> LlamaCppBuild(std::string_view version);
+
+// The build number a recipe may rely on: LlamaCppBuild, except 0 and 1. A llama.cpp built
+// without its git history (a source tarball, a Docker build that ignores .git) reports
+// "version: 0 (unknown)", and a shallow clone (`git clone --depth 1`) counts one commit: neither
+// says how old the build is, so both are unknown, never "the oldest build".
+std::optional<int> KnownLlamaCppBuild(std::string_view version);
+
+// The command that prints `engine`'s options (llama-server --help); nullopt for engines whose
+// --help is not read (vLLM and SGLang: see docs/engines.md, "Capabilities").
+std::optional<LaunchSpec> HelpCommand(std::string_view engine, const RecipeContext& context);
+
+// Runs HelpCommand and parses its output (capabilities.h). Unavailable when the program cannot
+// be started, does not exit within `timeout`, or prints no options.
+absl::StatusOr<EngineCapabilities> DetectCapabilities(std::string_view engine,
+                                                      const RecipeContext& context,
+                                                      std::chrono::milliseconds timeout);
 
 }  // namespace ladder::engines

@@ -103,6 +103,12 @@ struct BackendLine {
 };
 BackendLine ParseBackendLine(std::string_view line);
 
+// The environment a child started from `spec` gets: `parent` (a null-terminated environ array)
+// without spec.env_unset, without names that start with one of spec.env_unset_prefixes, and
+// without the names spec.env sets; then spec.env, in its order. Pure; EngineProcess::Start uses
+// it.
+std::vector<std::string> ChildEnvironment(const LaunchSpec& spec, const char* const* parent);
+
 // Returns a TCP port on `host` that is free now (bound to port 0 and released). Another program
 // may take it before the engine binds it; the runner checks the engine really serves it.
 absl::StatusOr<int> PickFreePort(const std::string& host);

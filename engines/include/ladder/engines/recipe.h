@@ -29,6 +29,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/status/statusor.h"
+#include "ladder/engines/capabilities.h"
 
 namespace ladder::engines {
 
@@ -39,6 +40,9 @@ struct LaunchSpec {
   std::vector<std::pair<std::string, std::string>> env;
   // Variables removed from the child's environment (e.g. a stale VLLM_ATTENTION_BACKEND).
   std::vector<std::string> env_unset;
+  // Every variable whose name starts with one of these is removed too (llama.cpp's
+  // `LLAMA_ARG_*`, which override its flags), except those `env` sets.
+  std::vector<std::string> env_unset_prefixes;
 };
 
 // Where the runner talks to a served engine.
@@ -48,6 +52,9 @@ struct EngineEndpoints {
   std::string completions_path = "/v1/completions";
   std::string metrics_path = "/metrics";  // empty: the engine exposes no metrics
   std::string version_path;               // empty: version not queryable over HTTP
+  // Where the running engine reports its effective configuration (llama.cpp `/props`); empty:
+  // the engine reports none the runner reads.
+  std::string config_path;
   std::string model;                      // the request's "model" field; empty: omitted
   nlohmann::json extra_request_fields = nlohmann::json::object();  // merged into each request
 };
@@ -104,6 +111,23 @@ struct RenderedEngine {
   // (llama.cpp's `--spec-type none`). Both recorded in `engine_process` evidence.
   std::string ignored_spec_model;
   bool spec_off_pinned = false;
+  // What the rendering rested on: "llama-server --help" (the binary's own list), "build b7100"
+  // (the recipe's table), or "newest spelling (build unknown)". Recorded in `engine_process`.
+  std::string rendered_from;
+  // Settings the cell did not give that the recipe passes anyway, so that no default of the
+  // build can move the measurement ({"flash_attn": "on", "fit": "off", ...}).
+  nlohmann::json pinned = nlohmann::json::object();
+  // What the running engine must report back for the parameters the cell set or the recipe
+  // pinned, by the engine's own names (llama.cpp /props: {"n_ctx": 8192, "total_slots": 1}).
+  // The runner reads the engine's configuration after it is healthy (`engine_config` evidence)
+  // and fails the arm when a value differs. Empty: nothing to check.
+  nlohmann::json expected_config = nlohmann::json::object();
+  // Environment variables of the agent that reach the engine and may change what it runs
+  // (vLLM's VLLM_*, SGLang's SGLANG_*): recorded, by these name prefixes, in `engine_process`.
+  std::vector<std::string> recorded_env_prefixes;
+  // What the rendering could not settle and the evidence should say (recorded in
+  // `engine_process`).
+  std::vector<std::string> render_notes;
 };
 
 // The agent's configuration that recipes need. Defaults suit a host with the engines on PATH.
@@ -119,6 +143,11 @@ struct RecipeContext {
   // cell's `engine_version` parameter wins over this. When neither says, recipes render the
   // newest spelling they know.
   std::map<std::string, std::string> engine_versions;
+  // What each installed engine's --help lists, by recipe name (the engine runner fills it from
+  // DetectCapabilities, engine_version.h). When present, a recipe renders only options listed
+  // there, in the spelling listed, and refuses a cell that needs one the binary lacks; when
+  // absent (`ladder validate`, a probe that failed), it falls back to the build-number table.
+  std::map<std::string, EngineCapabilities> capabilities;
 };
 
 enum class ParamType {

@@ -12,7 +12,8 @@
 //   * under load (engine cells with `concurrency` or `request_rate`): throughput, latency
 //     percentiles and goodput per cell, and the paired ratio against the load axis (load.h);
 //   * flags where evidence contradicts the request (backend_mismatch, probe_silent, throttled
-//     clocks, failed cells) and warm-up handling by a stated rule when asked.
+//     clocks, failed cells, speculation_not_engaged: a speculation cell whose engine drafted
+//     nothing, speculation_not_verifiable: one whose engine cannot say) and warm-up handling by a stated rule when asked.
 // Nothing is written: every figure is recomputed from raw measurements each time.
 //
 // Thread safety: the functions are pure over their Database argument, which the caller must not
@@ -111,7 +112,8 @@ struct RunInfo {
 
 // A flag where evidence contradicts the request, or a figure should not be trusted as is.
 struct Flag {
-  std::string kind;    // failed, no data, backend_mismatch, probe_silent, throttled, never steady
+  std::string kind;    // failed, no data, backend_mismatch, probe_silent, throttled, never steady,
+                       // speculation_not_engaged, speculation_not_verifiable
   std::string detail;  // e.g. the failure reason, "3 of 6 measurements"
 };
 
