@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 #include <optional>
 #include <random>
 #include <set>
@@ -882,6 +883,7 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(const AgentOptions& options
     impl->benches = registry.programs();
     command::CommandRunnerOptions command_options;
     command_options.programs = registry.programs();
+    command_options.device_turn = &DeviceTurn();
     impl->runners["command"] = command::MakeCommandRunner(std::move(command_options));
   }
 #else
@@ -897,9 +899,7 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(const AgentOptions& options
     engine_options.recipe_context.ladder_binary =
         options.ladder_binary.empty() ? std::string("/proc/self/exe") : options.ladder_binary;
     engine_options.log_dir = options.engine_log_dir;
-    // One device turn per process: `ladder local`'s agents share this machine's GPU.
-    static std::mutex engine_device_turn;
-    engine_options.device_turn = &engine_device_turn;
+    engine_options.device_turn = &DeviceTurn();
     impl->runners["engine"] = std::make_unique<engines::EngineRunner>(engine_options);
   }
 #endif

@@ -182,11 +182,6 @@ double MicrosBetween(std::chrono::steady_clock::time_point a,
   return std::chrono::duration<double, std::micro>(b - a).count();
 }
 
-std::mutex& DeviceTurn() {
-  static std::mutex mu;
-  return mu;
-}
-
 class KernelRunner final : public runner::Runner {
  public:
   std::string_view name() const override { return "kernel"; }
@@ -292,5 +287,10 @@ absl::Status CheckKernelParams(const nlohmann::json& params) {
 }
 
 std::unique_ptr<runner::Runner> MakeKernelRunner() { return std::make_unique<KernelRunner>(); }
+
+std::mutex& DeviceTurn() {
+  static std::mutex mu;
+  return mu;
+}
 
 }  // namespace ladder::agent

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -234,6 +235,14 @@ class CommandRunner final : public runner::Runner {
     process_options.kill_grace = options_.kill_grace;
     process_options.stdout_file = stdout_file.string();
 
+    std::unique_lock<std::mutex> turn;
+    if (options_.device_turn != nullptr) {
+      turn = std::unique_lock<std::mutex>(*options_.device_turn, std::defer_lock);
+      while (!turn.try_lock()) {  // not lock(): a cancel must not wait for another agent's start
+        if (s.sink.Cancelled()) return absl::CancelledError("cancelled");
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+    }
     const auto began = std::chrono::steady_clock::now();
     auto process = engines::EngineProcess::Start(launch, process_options);
     if (!process.ok()) {

@@ -54,7 +54,7 @@ EngineOption ParseHead(std::string_view head) {
   return option;
 }
 
-std::string Start(std::string_view text) {
+std::string HelpTextStart(std::string_view text) {
   std::string s = ToValidUtf8(text.substr(0, 120));
   for (char& c : s) {
     if (c == '\n' || c == '\r') c = ' ';
@@ -140,7 +140,7 @@ absl::StatusOr<EngineCapabilities> ParseLlamaServerHelp(std::string_view help) {
   }
   if (caps.options.empty()) {
     return absl::InvalidArgumentError(
-        Cat("llama-server --help listed no options: \"", Start(help), "\""));
+        Cat("llama-server --help listed no options: \"", HelpTextStart(help), "\""));
   }
   return caps;
 }

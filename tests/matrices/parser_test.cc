@@ -194,7 +194,7 @@ TEST(MatrixParser, FileErrorsNameTheFile) {
   std::remove(path.c_str());
   ASSERT_FALSE(m.ok());
   EXPECT_EQ(m.status().message(),
-            path + ":2:9: runner: unknown runner \"gpu\"; expected one of: kernel, engine");
+            path + ":2:9: runner: unknown runner \"gpu\"; expected one of: kernel, engine, command");
 }
 
 TEST(MatrixParser, NeverThrowsOnOddInput) {

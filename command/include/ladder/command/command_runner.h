@@ -19,6 +19,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 
@@ -52,6 +53,10 @@ struct CommandRunnerOptions {
   std::chrono::milliseconds kill_grace{5000};  // SIGTERM -> SIGKILL of a start's group
   // Lines of a failed start's output kept as `log_tail` evidence.
   size_t tail_lines = 40;
+  // When set, held for the whole of each start: agents that share one machine (`ladder local`)
+  // take turns, as engines do (EngineRunnerOptions::device_turn), so one program's timing is not
+  // another's load. Not owned.
+  std::mutex* device_turn = nullptr;
 };
 
 std::unique_ptr<runner::Runner> MakeCommandRunner(CommandRunnerOptions options);
