@@ -48,25 +48,28 @@ nvcc_path() {
 }
 
 cuda() {
-  local out unpacked tarball bundle version
-  out=build-ci-dist
+  local out=build-ci-dist tarball unpacked bundle version rc=0
   rm -rf "$out"
   LADDER_CUDA_ARCHS=${LADDER_CUDA_ARCHS:-90a-real} LADDER_JOBS=$jobs \
     bash scripts/package.sh --cuda --out "$out" || return 1
   tarball=$(ls "$out"/ladder-*-linux-x86_64-cuda.tar.gz)
   (cd "$out" && sha256sum -c --quiet SHA256SUMS) || return 1
   unpacked=$(mktemp -d)
-  trap 'rm -rf "$unpacked"' RETURN
   tar -xzf "$tarball" -C "$unpacked"
   bundle=$(ls -d "$unpacked"/ladder-*-cuda)
-  (cd "$bundle" && sha256sum -c --quiet SHA256SUMS) || return 1
-  version=$("$bundle/bin/ladder" --version) || return 1
-  echo "$version"
-  if ! grep -q "cuda" <<<"$version"; then
-    echo "check-builds: the CUDA bundle's --version lists no CUDA backend" >&2
-    return 1
+  if ! (cd "$bundle" && sha256sum -c --quiet SHA256SUMS); then
+    rc=1
+  elif ! version=$("$bundle/bin/ladder" --version); then
+    rc=1
+  elif ! grep -q "cuda" <<<"$version"; then
+    echo "check-builds: the CUDA bundle's --version lists no CUDA backend: $version" >&2
+    rc=1
+  else
+    echo "$version"
+    "$bundle/bin/ladder" kernels check --backend cpu || rc=1
   fi
-  "$bundle/bin/ladder" kernels check --backend cpu
+  rm -rf "$unpacked"
+  return $rc
 }
 
 hip() {
