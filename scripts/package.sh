@@ -86,8 +86,10 @@ build() {  # variant -> path of the built binary on stdout
       flags+=(-DLADDER_HIP=ON)
       [[ -n "${LADDER_HIP_ARCHS:-}" ]] && flags+=("-DLADDER_HIP_ARCHS=$LADDER_HIP_ARCHS") ;;
   esac
-  cmake -S . -B "$dir" -G Ninja "${flags[@]}" >&2
-  cmake --build "$dir" --target ladder -j "$jobs" >&2
+  # Inside $(...), set -e does not reach these: a failed build must not package the binary an
+  # earlier build left in the folder.
+  cmake -S . -B "$dir" -G Ninja "${flags[@]}" >&2 || return 1
+  cmake --build "$dir" --target ladder -j "$jobs" >&2 || return 1
   echo "$dir/cli/ladder"
 }
 
@@ -178,6 +180,7 @@ for variant in "${variants[@]}"; do
   if [[ -n "$binary" ]]; then
     bundle "$variant" "$binary"
   else
-    bundle "$variant" "$(build "$variant")"
+    built=$(build "$variant") || { echo "package: the $variant build failed" >&2; exit 1; }
+    bundle "$variant" "$built"
   fi
 done
