@@ -118,7 +118,7 @@ class Trust : public Protocol {
 
 // Agent text that would forge log lines, move the cursor or reorder what a reader sees.
 const std::string kHostile = "ok\nFAKE 2099-01-01 [error] forged\r\x1b[31mred\x1b]0;title\x07"
-                             "\xc2\x85nel\xe2\x80\xa8ls\xe2\x80\xaebidi\\";
+                             "\xc2\x85" "nel\xe2\x80\xa8" "ls\xe2\x80\xae" "bidi\\";
 
 TEST_F(Trust, AHugeReleaseReasonChangesTheLogByOneLineAndNoRowHoldsMoreThanOneKiB) {
   Submit(kMatrix);
@@ -235,7 +235,7 @@ TEST_F(Trust, EvidenceJsonThatAnyReaderRefusesIsRefusedAndTheViewsStayReadable) 
   ASSERT_TRUE(Report(a,
                      {},
                      {evidence("bom", "\xef\xbb\xbf{\"rows\":[]}"), evidence("deep", nested(2500)),
-                      evidence("deeper", nested(32767)), evidence("d65", nested(64)),
+                      evidence("deeper", nested(30000)), evidence("d65", nested(64)),
                       evidence("ok", "{\"round\":0,\"rows\":[[0,0,1,2,3,4,5,6,7,8,\"\"]]}")},
                      &response)
                   .ok());
