@@ -477,5 +477,29 @@ TEST_F(Trust, RepeatedFieldsAreCappedAndRefusedRegistersAreCountedNotLogged) {
       << coordinator_->MetricsText();
 }
 
+TEST_F(Trust, RefusalReasonsPrintTheExactValueRefused) {
+  Submit(kMatrix);
+  Session a;
+  auto lease = RegisterAndLease("aaaaaaaa-0000-0000-0000-000000000581", agent_token_a_, &a);
+  ASSERT_TRUE(lease.has_work());
+  auto records = HonestRecords(lease);
+  auto bytes = records[2];  // bytes_per_s, at most 1e16
+  ASSERT_EQ(bytes.metric(), "bytes_per_s");
+  bytes.set_value(1.0000000000000002e16);
+  auto segments = records[3];  // a whole number
+  ASSERT_EQ(segments.metric(), "segments");
+  segments.set_value(1.0000000001);
+  v1::ReportResponse response;
+  ASSERT_TRUE(Report(a, {bytes, segments}, {}, &response).ok());
+  ASSERT_EQ(response.refused_size(), 2);
+  EXPECT_NE(response.refused(0).reason().find("bytes_per_s = 1.0000000000000002e+16 is out of "
+                                              "range"),
+            std::string::npos)
+      << response.refused(0).reason();
+  EXPECT_NE(response.refused(1).reason().find("segments = 1.0000000001 is out of range"),
+            std::string::npos)
+      << response.refused(1).reason();
+}
+
 }  // namespace
 }  // namespace ladder::coordinator
