@@ -10,7 +10,7 @@
 namespace ladder::runner {
 namespace {
 
-// The shortest text that reads back as exactly `value` ("1e+16", "1.0000000000000002e+16", "-3"):
+// The shortest text that reads back as exactly `value` ("1e+16", "10000000000000002", "-3"):
 // a refusal must show the value refused, not a %g rounding of it that looks in range.
 std::string ExactNumber(double value) {
   char buffer[64];
