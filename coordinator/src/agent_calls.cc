@@ -1,4 +1,5 @@
 #include "agent_calls.h"
+#include "text.h"
 
 #include <algorithm>
 
@@ -8,12 +9,20 @@
 
 namespace ladder::coordinator {
 
+namespace {
+constexpr size_t kMaxFailureReasonBytes = 4096;
+}  // namespace
+
 FinishIn FinishFromRequest(const std::string& session_id, const v1::FinishRequest& request) {
   FinishIn finish;
   finish.session_id = session_id;
   finish.attempt_id = request.attempt_id();
   finish.outcome = request.ok() ? AttemptOutcome::kSucceeded : AttemptOutcome::kFailed;
-  finish.failure_reason = request.failure_reason();
+  // At most 4 KiB (longer is refused by the scheduler, INVALID_ARGUMENT); what is stored is
+  // escaped like a log line (text.h), cut back to 4 KiB with a marker if escaping grew it.
+  finish.failure_reason = request.failure_reason().size() > kMaxFailureReasonBytes
+                              ? request.failure_reason()
+                              : BoundText(request.failure_reason(), kMaxFailureReasonBytes);
   finish.measurement_count = request.measurement_count();
   finish.evidence_count = request.evidence_count();
   return finish;
@@ -63,9 +72,11 @@ void LeaseCall::OnCancel() {
 
 void LeaseCall::OnDone() { self_.reset(); }
 
-LeaseDispatcher::LeaseDispatcher(Scheduler* scheduler, Answer answer)
+LeaseDispatcher::LeaseDispatcher(Scheduler* scheduler, Answer answer,
+                                 std::function<bool(const std::string&)> revoked)
     : scheduler_(scheduler),
       answer_(std::move(answer)),
+      revoked_(std::move(revoked)),
       next_deadline_(std::chrono::steady_clock::now() + kMaxDispatchSleep) {
   scheduler_->SetWorkListener([this] { Poke(); });
   thread_ = std::thread([this] { Loop(); });
@@ -95,12 +106,28 @@ std::vector<std::shared_ptr<LeaseCall>> LeaseDispatcher::Serve(
   for (size_t begin = 0; begin < calls.size(); begin += kMaxLeaseBatch) {
     const size_t end = std::min(calls.size(), begin + kMaxLeaseBatch);
     std::vector<std::string> sessions;
-    for (size_t i = begin; i < end; ++i) sessions.push_back(calls[i]->session_id());
+    std::vector<size_t> asked;  // positions in `calls` of the sessions asked for work
+    for (size_t i = begin; i < end; ++i) {
+      if (IsRevoked(calls[i]->session_id())) {
+        calls[i]->Complete(RevokedStatus());
+        continue;
+      }
+      sessions.push_back(calls[i]->session_id());
+      asked.push_back(i);
+    }
     auto leases = scheduler_->TryLeaseBatch(sessions);
     const auto now = std::chrono::steady_clock::now();
-    for (size_t i = begin; i < end; ++i) {
+    for (size_t k = 0; k < asked.size(); ++k) {
+      const size_t i = asked[k];
       LeaseCall& call = *calls[i];
-      const auto& lease = leases[i - begin];
+      const auto& lease = leases[k];
+      // Revoked while the batch was leased: the unit goes back to the queue at once (the
+      // revocation's own release may have run before this lease was taken).
+      if (lease.ok() && lease->has_value() && IsRevoked(call.session_id())) {
+        (void)scheduler_->Release(call.session_id(), "its join token was revoked");
+        call.Complete(RevokedStatus());
+        continue;
+      }
       if (!lease.ok() || lease->has_value() || now >= call.deadline()) {
         call.Complete(answer_(lease, call.response(), call.session_id()));
       } else {
@@ -109,6 +136,54 @@ std::vector<std::shared_ptr<LeaseCall>> LeaseDispatcher::Serve(
     }
   }
   return still;
+}
+
+bool LeaseDispatcher::IsRevoked(const std::string& session_id) const {
+  return revoked_ && revoked_(session_id);
+}
+
+grpc::Status LeaseDispatcher::RevokedStatus() {
+  return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                      "the token this session joined with was revoked");
+}
+
+size_t LeaseDispatcher::EndSessions(const std::set<std::string>& sessions,
+                                    const grpc::Status& status) {
+  std::vector<std::shared_ptr<LeaseCall>> incoming, waiting;
+  {
+    MutexLock lock(&mu_);
+    auto take = [&](std::vector<std::shared_ptr<LeaseCall>>& from,
+                    std::vector<std::shared_ptr<LeaseCall>>& to) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+      for (auto it = from.begin(); it != from.end();) {
+        if (sessions.count((*it)->session_id()) != 0) {
+          to.push_back(std::move(*it));
+          it = from.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    };
+    take(incoming_, incoming);
+    take(waiting_, waiting);
+  }
+  // A call in incoming_ is kBusy and owned by the list; one in waiting_ is kWaiting, or was
+  // cancelled meanwhile (then it is finished already).
+  size_t answered = 0;
+  for (auto& call : incoming) {
+    call->Complete(status);
+    ++answered;
+  }
+  for (auto& call : waiting) {
+    if (!call->TryAcquire()) continue;
+    call->Complete(status);
+    ++answered;
+  }
+  return answered;
+}
+
+size_t LeaseDispatcher::waiting() {
+  MutexLock lock(&mu_);
+  return waiting_.size() + incoming_.size();
 }
 
 void LeaseDispatcher::Loop() {
@@ -273,7 +348,9 @@ void ReportIngestor::Write(std::vector<Call> batch) {
       // One line per report, not per record: a hostile agent must not flood the log.
       spdlog::warn("session {}: refused {} records outside the design (first: {})",
                    sessions[i].substr(0, 8), refused,
-                   (call.refused.empty() ? outcome->refused : call.refused).front().reason);
+                   Untrusted((call.refused.empty() ? outcome->refused : call.refused)
+                                 .front()
+                                 .reason));
     }
     for (const auto& f : call.finishes) {
       finishes.push_back(FinishFromRequest(sessions[i], f));
@@ -301,7 +378,8 @@ void ReportIngestor::Write(std::vector<Call> batch) {
       out->set_detail(ended[k]->detail);
       if (ended[k]->accepted && finishes[k].outcome == AttemptOutcome::kFailed) {
         spdlog::warn("attempt {} failed on session {}: {}", finishes[k].attempt_id,
-                     finishes[k].session_id.substr(0, 8), finishes[k].failure_reason);
+                     finishes[k].session_id.substr(0, 8),
+                     Untrusted(finishes[k].failure_reason));
       }
     }
   }

@@ -20,6 +20,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -77,17 +78,27 @@ class LeaseDispatcher {
                                             v1::LeaseResponse*, const std::string&)>;
   // `answer` turns a lease outcome into the call's status and response. Registers itself as the
   // scheduler's work listener.
-  LeaseDispatcher(Scheduler* scheduler, Answer answer);
+  // `revoked(session)` (may be empty) tells a session whose token was revoked: its calls are
+  // answered UNAUTHENTICATED and never leased to.
+  LeaseDispatcher(Scheduler* scheduler, Answer answer,
+                  std::function<bool(const std::string&)> revoked = {});
   ~LeaseDispatcher() { Stop(); }
 
   // Takes a new call (kBusy, owned by the caller until now): it is tried at once, with the other
   // calls that arrived meanwhile, in one batch; then it waits for work or for its deadline.
   void Add(std::shared_ptr<LeaseCall> call);
+  // Answers the waiting calls of `sessions` with `status` now (their token was revoked).
+  // Returns how many were answered.
+  size_t EndSessions(const std::set<std::string>& sessions, const grpc::Status& status);
+  // Calls waiting for work now (a gauge).
+  size_t waiting() ABSL_LOCKS_EXCLUDED(mu_);
   // Answers every call "unavailable" and joins the thread. Idempotent.
   void Stop();
 
  private:
   void Loop();
+  bool IsRevoked(const std::string& session_id) const;
+  static grpc::Status RevokedStatus();
   // Work may be available (the scheduler's listener).
   void Poke();
   // Tries every call (each kBusy) in batches; returns those still waiting (kBusy).
@@ -95,6 +106,7 @@ class LeaseDispatcher {
 
   Scheduler* const scheduler_;
   const Answer answer_;
+  const std::function<bool(const std::string&)> revoked_;
   Mutex mu_;
   std::condition_variable cv_;
   std::vector<std::shared_ptr<LeaseCall>> incoming_ ABSL_GUARDED_BY(mu_);  // new calls, kBusy

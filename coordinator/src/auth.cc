@@ -99,6 +99,15 @@ absl::StatusOr<std::string> Authenticator::AdmitRegister(const grpc::ServerConte
           " already belongs to another credential; an agent registers under a fresh session "
           "id"));
     }
+    // Revocation is final: a credential (or nonce) issued under a revoked token proves
+    // nothing, whichever live join token comes with it.
+    ASSIGN_OR_RETURN(bool revoked, RevokedLocked(existing->token_id));
+    if (revoked) {
+      if (metrics_ != nullptr) metrics_->Add(Metrics::Counter::kSessionsRevoked);
+      return absl::UnauthenticatedError(absl::StrCat(
+          "session ", session_id.substr(0, 8), " was admitted under token ", existing->token_id,
+          ", which was revoked; an agent registers under a fresh session id"));
+    }
   }
   return info.id;
 }
@@ -126,10 +135,18 @@ absl::Status Authenticator::CheckSession(const grpc::ServerContextBase& context,
     }
     MutexLock lock(&mu_);
     ASSIGN_OR_RETURN(auto stored, CredentialLocked(session_id));
+    const std::string hash = db::Sha256Hex(credential);
     if (!stored.has_value()) {
+      // A session's valid credential naming a session id it does not hold oversteps
+      // (agent.proto: PERMISSION_DENIED); anything else authenticates nobody.
+      ASSIGN_OR_RETURN(auto holder, db::SessionWithCredentialHash(*db_, hash));
+      if (holder.has_value()) {
+        return absl::PermissionDeniedError(absl::StrCat(
+            "the credential presented belongs to another session, not to session ",
+            session_id.substr(0, 8)));
+      }
       return absl::UnauthenticatedError("unknown session or no credential issued");
     }
-    const std::string hash = db::Sha256Hex(credential);
     if (!db::ConstantTimeEquals(hash, stored->hash)) {
       // Another session's credential is a session overstepping; anything else (garbage, a
       // join token sent as a credential) authenticates nobody.
@@ -167,11 +184,30 @@ absl::StatusOr<std::vector<db::TokenInfo>> Authenticator::ListTokens() {
   return db::ListTokens(*db_);
 }
 
-absl::Status Authenticator::RevokeToken(const std::string& id) {
+absl::StatusOr<std::set<std::string>> Authenticator::RevokeToken(const std::string& id) {
   MutexLock lock(&mu_);
   RETURN_IF_ERROR(db::RevokeToken(*db_, id, clock_->NowMs()));
   revocations_[id] = RevocationCheck{true, std::chrono::steady_clock::now()};
-  return absl::OkStatus();
+  std::set<std::string> sessions;
+  ASSIGN_OR_RETURN(db::Statement stmt,
+                   db_->Prepare("SELECT id FROM sessions WHERE token_id = ?1 AND "
+                                "credential_hash <> ''"));
+  stmt.Bind(1, id);
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) break;
+    sessions.insert(stmt.Text(0));
+  }
+  return sessions;
+}
+
+bool Authenticator::SessionRevoked(const std::string& session_id) {
+  if (!require_tokens_) return false;
+  MutexLock lock(&mu_);
+  auto credential = credentials_.find(session_id);
+  if (credential == credentials_.end()) return false;  // CheckSession loaded it if it called
+  auto revocation = revocations_.find(credential->second.token_id);
+  return revocation != revocations_.end() && revocation->second.revoked;
 }
 
 absl::Status Authenticator::RateLimit(const std::string& session_id) {

@@ -4,11 +4,13 @@
 // other agent call needs the credential issued to that session at Register. Tokens are checked
 // against the database on every Register and admin call; session credentials are kept hashed in
 // memory and in the sessions table (so they survive a coordinator restart), and end at their
-// next call (within a second) once the token they were issued under is revoked.
+// next call once the token they were issued under is revoked (at once when revoked through
+// this coordinator, within a second when another process revoked it). A credential issued
+// under a revoked token never reopens its session either.
 //
 // A session id belongs to its credential: Register for an id that already holds one succeeds
-// only for the holder of that credential, or for the same join token (the same agent after a
-// lost answer or a coordinator restart); anyone else gets AlreadyExists.
+// only for the holder of that credential while its token is live, or with the registration
+// nonce before the session's first call (a lost answer); anyone else gets AlreadyExists.
 //
 // Thread safety: all methods are safe to call concurrently.
 #pragma once
@@ -18,6 +20,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
@@ -77,8 +80,13 @@ class Authenticator {
   absl::StatusOr<db::NewToken> CreateToken(db::Role role, const std::string& description,
                                            int64_t expires_in_ms);
   absl::StatusOr<std::vector<db::TokenInfo>> ListTokens();
-  // Revokes the token; the credentials it issued end at their next call.
-  absl::Status RevokeToken(const std::string& id);
+  // Revokes the token; the credentials it issued end at once: every later call and Register
+  // with them is refused. Returns the sessions admitted under it (the caller re-queues their
+  // attempts and ends their long polls).
+  absl::StatusOr<std::set<std::string>> RevokeToken(const std::string& id);
+  // Whether this coordinator has seen `session_id`'s token revoked (memory only, no database
+  // read: for the lease dispatcher's every pass).
+  bool SessionRevoked(const std::string& session_id);
 
  private:
   struct Bucket {

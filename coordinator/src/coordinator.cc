@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <set>
 #include <thread>
@@ -23,8 +24,11 @@
 #include <sstream>
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/ascii.h"
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "agent_calls.h"
+#include "text.h"
+#include "ladder/db/json_rule.h"
 #include "auth.h"
 #include "ladder/db/query.h"
 #include "ladder/db/store.h"
@@ -62,23 +66,10 @@ grpc::Status ToGrpc(const absl::Status& status) {
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
 }
 
-// Text a client sent: bounded, no NUL or other control bytes (they end up in CSV, logs, HTML).
-absl::Status CheckText(const std::string& field, const std::string& value, size_t max_bytes,
-                       bool required = false) {
-  if (required && value.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(field, " is required"));
-  }
-  if (value.size() > max_bytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, " is ", value.size(), " bytes; at most ", max_bytes));
-  }
-  for (unsigned char c : value) {
-    if (c < 0x20 || c == 0x7f) {
-      return absl::InvalidArgumentError(absl::StrCat(field, " contains a control character"));
-    }
-  }
-  return absl::OkStatus();
-}
+// ReleaseRequest.reason: longer is truncated with a marker (agent.proto).
+constexpr size_t kMaxReleaseReasonBytes = 1024;
+// HeartbeatRequest.attempt_ids: an agent works on a handful of attempts at a time.
+constexpr int kMaxHeartbeatAttempts = 1024;
 
 bool IsName(std::string_view name, size_t max, std::string_view extra) {
   if (name.empty() || name.size() > max) return false;
@@ -102,7 +93,7 @@ bool IsSessionId(std::string_view id) {
 
 // The bounds of the wire contract (proto/ladder/v1/agent.proto) on what a host says it is.
 absl::Status CheckInventory(const v1::Inventory& inv) {
-  RETURN_IF_ERROR(CheckText("inventory.hostname", inv.hostname(), 253, /*required=*/true));
+  RETURN_IF_ERROR(CheckText("inventory.hostname", inv.hostname(), 253, TextRequired::kYes));
   RETURN_IF_ERROR(CheckText("inventory.machine_id", inv.machine_id(), 128));
   RETURN_IF_ERROR(CheckText("inventory.boot_id", inv.boot_id(), 128));
   RETURN_IF_ERROR(CheckText("inventory.cloud_instance_id", inv.cloud_instance_id(), 256));
@@ -151,7 +142,7 @@ absl::Status CheckInventory(const v1::Inventory& inv) {
     return absl::InvalidArgumentError("inventory.software: at most 64 entries");
   }
   for (const auto& [k, v] : inv.software()) {
-    RETURN_IF_ERROR(CheckText("inventory.software key", k, 64, /*required=*/true));
+    RETURN_IF_ERROR(CheckText("inventory.software key", k, 64, TextRequired::kYes));
     RETURN_IF_ERROR(CheckText(absl::StrCat("inventory.software[", k, "]"), v, 256));
   }
   if (inv.features_size() > 64) {
@@ -163,10 +154,11 @@ absl::Status CheckInventory(const v1::Inventory& inv) {
           "inventory.features: each is 1..64 characters of [a-z0-9_:.-]");
     }
   }
-  if (inv.labels_json().size() > 4096) {
-    return absl::InvalidArgumentError("inventory.labels_json: at most 4096 bytes");
-  }
   if (!inv.labels_json().empty()) {
+    // The one JSON rule (no BOM, json_valid, depth), then the shape labels have.
+    if (std::string why = db::JsonShapeRefusal(inv.labels_json(), 4096); !why.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("inventory.labels_json: ", why));
+    }
     auto labels = nlohmann::json::parse(inv.labels_json(), nullptr, false);
     if (labels.is_discarded() || !labels.is_object()) {
       return absl::InvalidArgumentError("inventory.labels_json: expected a JSON object");
@@ -175,7 +167,7 @@ absl::Status CheckInventory(const v1::Inventory& inv) {
       if (!v.is_string()) {
         return absl::InvalidArgumentError("inventory.labels_json: label values are strings");
       }
-      RETURN_IF_ERROR(CheckText("inventory.labels_json key", k, 64, /*required=*/true));
+      RETURN_IF_ERROR(CheckText("inventory.labels_json key", k, 64, TextRequired::kYes));
       RETURN_IF_ERROR(CheckText("inventory.labels_json value", v.get<std::string>(), 256));
     }
   }
@@ -267,13 +259,33 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
         auth_(auth),
         metrics_(metrics),
         options_(options),
-        dispatcher_(scheduler, AnswerLease),
+        dispatcher_(scheduler, AnswerLease,
+                    [auth](const std::string& session) { return auth->SessionRevoked(session); }),
         ingestor_(
             scheduler, options.max_queued_report_records,
             [](const absl::Status& status, const std::string& session_id) {
               return StoreFailure(status, "storing results (none acknowledged)", session_id);
             },
             metrics) {}
+
+  // A token was revoked: its sessions' long polls end now (UNAUTHENTICATED) and their live
+  // attempts go back to the queue now, not at lease expiry; their results never count.
+  void EndRevokedSessions(const std::set<std::string>& sessions) {
+    const size_t ended = dispatcher_.EndSessions(
+        sessions, grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                               "the token this session joined with was revoked"));
+    if (ended > 0) {
+      metrics_->Add(Metrics::Counter::kLongPollsEnded, "", static_cast<double>(ended));
+    }
+    for (const auto& session : sessions) {
+      if (auto s = scheduler_->Release(session, "its join token was revoked"); !s.ok()) {
+        spdlog::error("re-queueing the attempts of revoked session {}: {}", session.substr(0, 8),
+                      s.ToString());
+      }
+    }
+  }
+
+  size_t waiting_leases() { return dispatcher_.waiting(); }
 
   // Ends the waits: long polls are answered "unavailable"; queued reports are written first.
   void Stop() {
@@ -363,8 +375,11 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
       reactor->Finish(ToGrpc(s));
       return reactor;
     }
-    spdlog::info("session {} leaving: {}", request->session_id().substr(0, 8), request->reason());
-    reactor->Finish(ToGrpc(scheduler_->Release(request->session_id(), request->reason())));
+    // The proto's rule for this one field: longer than 1 KiB is truncated with a marker, not
+    // refused (an agent that is leaving must still hand its attempts back).
+    const std::string reason = BoundText(request->reason(), kMaxReleaseReasonBytes);
+    spdlog::info("session {} leaving: {}", request->session_id().substr(0, 8), Untrusted(reason));
+    reactor->Finish(ToGrpc(scheduler_->Release(request->session_id(), reason)));
     return reactor;
   }
 
@@ -414,8 +429,16 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
     auto token_id =
         auth_->AdmitRegister(context, request->join_token(), row.id, request->registration_nonce());
     if (!token_id.ok()) {
-      spdlog::warn("register refused for host {}: {}", row.hostname,
-                   std::string(token_id.status().message()));
+      // Counted in /metrics; logged at most once per window (a stranger may try thousands).
+      metrics_->Add(Metrics::Counter::kRegistersRefused,
+                    Metrics::Labels({{"code", absl::StatusCodeToString(token_id.status().code())}}));
+      static LogLimiter limiter(std::chrono::seconds(10));
+      if (uint64_t suppressed = 0; limiter.Allow(&suppressed)) {
+        spdlog::warn("register refused for host {}: {} ({} more refused since the last line; "
+                     "ladder_registers_refused_total counts them)",
+                     Untrusted(row.hostname), std::string(token_id.status().message()),
+                     suppressed);
+      }
       return ToGrpc(token_id.status());
     }
     if (!auth_->required() && scheduler_->LiveAttemptsOf(row.id) > 0) {
@@ -430,8 +453,9 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
     auto credential = auth_->IssueCredential(row.id, *token_id, request->registration_nonce());
     if (!credential.ok()) return ToGrpc(credential.status());
     response->set_session_credential(*credential);
-    spdlog::info("session {} registered: host {} ({} GPUs, features {})", row.id.substr(0, 8),
-                 row.hostname, row.gpus.size(), row.features.dump());
+    spdlog::info("session {} registered: host {} ({} GPUs, features {}, agent {})",
+                 row.id.substr(0, 8), Untrusted(row.hostname), row.gpus.size(),
+                 Untrusted(row.features.dump()), Untrusted(row.agent_version));
     response->set_heartbeat_interval_ms(options_.heartbeat_interval_ms);
     return grpc::Status::OK;
   }
@@ -439,6 +463,11 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
   grpc::Status HeartbeatNow(const grpc::CallbackServerContext& context,
                             const v1::HeartbeatRequest* request, v1::HeartbeatResponse* response) {
     if (auto s = auth_->CheckSession(context, request->session_id()); !s.ok()) return ToGrpc(s);
+    if (request->attempt_ids_size() > kMaxHeartbeatAttempts) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          absl::StrCat("attempt_ids: at most ", kMaxHeartbeatAttempts, ", got ",
+                                       request->attempt_ids_size()));
+    }
     std::vector<int64_t> ids(request->attempt_ids().begin(), request->attempt_ids().end());
     auto stop = scheduler_->Heartbeat(request->session_id(), ids);
     if (!stop.ok()) return ToGrpc(stop.status());
@@ -482,8 +511,8 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
         refused->push_back({m.uuid(), absl::StrCat("value of ", m.metric(), " is not finite")});
         continue;
       }
-      if (m.unit().size() > 16) {
-        refused->push_back({m.uuid(), "unit: at most 16 bytes"});
+      if (auto s = CheckText("unit", m.unit(), 16); !s.ok()) {
+        refused->push_back({m.uuid(), std::string(s.message())});
         continue;
       }
       report->measurements.push_back(db::MeasurementIn{m.uuid(), m.attempt_id(), m.cell_id(),
@@ -500,6 +529,13 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
       }
       if (!runner::IsValidMetricName(e.kind())) {
         refused->push_back({e.uuid(), "evidence kinds match [a-z][a-z0-9_]{0,63}"});
+        continue;
+      }
+      // The one JSON rule, as far as it can be judged without the database (the store asks
+      // SQLite's json_valid() too): refused alone, so the rest of the batch is stored.
+      if (std::string why = db::JsonShapeRefusal(e.value_json(), db::kMaxEvidenceJsonBytes);
+          !why.empty()) {
+        refused->push_back({e.uuid(), absl::StrCat("evidence value_json: ", why)});
         continue;
       }
       report->evidence.push_back(db::EvidenceIn{e.uuid(), e.attempt_id(), e.cell_id(), e.process(),
@@ -528,7 +564,7 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
                     request->session_id().substr(0, 8), result->detail);
     } else {
       spdlog::warn("attempt {} failed on session {}: {}", request->attempt_id(),
-                   request->session_id().substr(0, 8), request->failure_reason());
+                   request->session_id().substr(0, 8), Untrusted(request->failure_reason()));
     }
     return grpc::Status::OK;
   }
@@ -543,9 +579,15 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
 
 class AdminServiceImpl final : public v1::AdminService::Service {
  public:
+  // `on_revoked` is given the sessions a revoked token admitted.
   AdminServiceImpl(Scheduler* scheduler, Reader* reader, Authenticator* auth,
-                   std::atomic<bool>* stopping)
-      : scheduler_(scheduler), reader_(reader), auth_(auth), stopping_(stopping) {}
+                   std::atomic<bool>* stopping,
+                   std::function<void(const std::set<std::string>&)> on_revoked)
+      : scheduler_(scheduler),
+        reader_(reader),
+        auth_(auth),
+        stopping_(stopping),
+        on_revoked_(std::move(on_revoked)) {}
 
   grpc::Status CreateToken(grpc::ServerContext* context, const v1::CreateTokenRequest* request,
                            v1::CreateTokenResponse* response) override {
@@ -573,8 +615,10 @@ class AdminServiceImpl final : public v1::AdminService::Service {
                            v1::RevokeTokenResponse*) override {
     if (auto s = auth_->CheckAdmin(*context); !s.ok()) return ToGrpc(s);
     auto revoked = auth_->RevokeToken(request->id());
-    if (!revoked.ok()) return ToGrpc(revoked);
-    spdlog::info("token {} revoked", request->id());
+    if (!revoked.ok()) return ToGrpc(revoked.status());
+    spdlog::info("token {} revoked; {} sessions admitted under it end now", Untrusted(request->id()),
+                 revoked->size());
+    if (on_revoked_) on_revoked_(*revoked);
     return grpc::Status::OK;
   }
 
@@ -595,14 +639,14 @@ class AdminServiceImpl final : public v1::AdminService::Service {
     if (auto s = auth_->CheckAdmin(*context); !s.ok()) return ToGrpc(s);
     auto result = scheduler_->Submit(request->yaml(), request->filename(), request->max_cells());
     if (!result.ok()) return ToGrpc(result.status());
-    spdlog::info("run {} submitted: matrix {}, {} cells in {} units", result->run_id, result->name,
+    spdlog::info("run {} submitted: matrix {}, {} cells in {} units", result->run_id, Untrusted(result->name),
                  result->cells, result->units);
     response->set_run_id(result->run_id);
     response->set_cell_count(result->cells);
     response->set_unit_count(result->units);
     response->set_warning(result->warning);
     if (!result->warning.empty()) {
-      spdlog::warn("run {}: {}", result->run_id, result->warning);
+      spdlog::warn("run {}: {}", result->run_id, Untrusted(result->warning));
     }
     return grpc::Status::OK;
   }
@@ -657,6 +701,8 @@ class AdminServiceImpl final : public v1::AdminService::Service {
         return grpc::Status::OK;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(250));
+      // A stream lives no longer than its admin token: revoked (or expired), it ends.
+      if (auto s = auth_->CheckAdmin(*context); !s.ok()) return ToGrpc(s);
     }
     return grpc::Status(grpc::StatusCode::UNAVAILABLE, "coordinator is shutting down");
   }
@@ -711,6 +757,7 @@ class AdminServiceImpl final : public v1::AdminService::Service {
   Reader* reader_;
   Authenticator* auth_;
   std::atomic<bool>* stopping_;
+  const std::function<void(const std::set<std::string>&)> on_revoked_;
 };
 
 }  // namespace
@@ -888,11 +935,15 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const Coordinato
   impl->agent_service = std::make_unique<AgentServiceImpl>(impl->scheduler.get(), impl->auth.get(),
                                                            impl->options, &impl->metrics);
   impl->admin_service = std::make_unique<AdminServiceImpl>(
-      impl->scheduler.get(), impl->reader.get(), impl->auth.get(), &impl->stopping);
+      impl->scheduler.get(), impl->reader.get(), impl->auth.get(), &impl->stopping,
+      [service = impl->agent_service.get()](const std::set<std::string>& sessions) {
+        service->EndRevokedSessions(sessions);
+      });
   ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
                    proto::MakeServerCredentials(proto::ServerTls{
                        options.tls_cert_file, options.tls_key_file, options.tls_client_ca_file}));
 
+  InstallProtobufLogLimiter();
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
@@ -966,6 +1017,14 @@ absl::Status Coordinator::CheckAdminToken(const std::string& token, bool require
 
 std::string Coordinator::MetricsText() {
   std::string out = impl_->metrics.Render();
+  out += RenderGauge("ladder_leases_waiting", "Lease calls waiting for work (long polls).",
+                     {{"", static_cast<double>(impl_->agent_service->waiting_leases())}});
+  absl::StrAppend(&out,
+                  "# HELP ladder_malformed_requests_total Requests protobuf could not parse "
+                  "(invalid UTF-8 in a string field); the log has at most one line per 10 s.\n"
+                  "# TYPE ladder_malformed_requests_total counter\n"
+                  "ladder_malformed_requests_total ",
+                  MalformedRequestCount(), "\n");
   auto counts = impl_->reader->With([&](db::Database& d) { return db::CountByState(d); });
   if (!counts.ok()) {
     // The scrape still answers: the counters above are the coordinator's own.

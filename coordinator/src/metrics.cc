@@ -32,6 +32,13 @@ Family CounterFamily(Metrics::Counter c) {
     case Metrics::Counter::kSessionsRevoked:
       return {"ladder_sessions_revoked_total",
               "Agent calls refused because the session's join token was revoked."};
+    case Metrics::Counter::kRegistersRefused:
+      return {"ladder_registers_refused_total",
+              "Register calls refused (join token, session id owner), by status code; the log "
+              "has at most one line per 10 s of them."};
+    case Metrics::Counter::kLongPollsEnded:
+      return {"ladder_long_polls_revoked_total",
+              "Waiting Lease calls answered UNAUTHENTICATED because their token was revoked."};
   }
   return {"ladder_unknown_total", ""};
 }
@@ -121,7 +128,8 @@ std::string Metrics::Render() const {
                        "The largest spool backlog one agent reported.", {{"", max}});
   }
   for (Counter c : {Counter::kRpcs, Counter::kRecordsStored, Counter::kRecordsRefused,
-                    Counter::kReportsRejected, Counter::kSessionsRevoked}) {
+                    Counter::kReportsRejected, Counter::kSessionsRevoked,
+                    Counter::kRegistersRefused, Counter::kLongPollsEnded}) {
     const Family f = CounterFamily(c);
     absl::StrAppend(&out, "# HELP ", f.name, " ", f.help, "\n# TYPE ", f.name, " counter\n");
     bool any = false;
@@ -131,7 +139,9 @@ std::string Metrics::Render() const {
       any = true;
     }
     // A counter with no labels exists from the start, so rate() has a first point.
-    if (!any && c == Counter::kSessionsRevoked) out += Sample(f.name, "", 0);
+    if (!any && (c == Counter::kSessionsRevoked || c == Counter::kLongPollsEnded)) {
+      out += Sample(f.name, "", 0);
+    }
   }
   for (Histogram h :
        {Histogram::kRpcDuration, Histogram::kCommitDuration, Histogram::kCommitRecords}) {

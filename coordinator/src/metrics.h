@@ -31,6 +31,8 @@ class Metrics {
     kRecordsRefused,   // ladder_records_refused_total{reason}
     kReportsRejected,  // ladder_reports_rejected_total{code}: a whole Report refused
     kSessionsRevoked,  // ladder_sessions_revoked_total: calls refused for a revoked token
+    kRegistersRefused,  // ladder_registers_refused_total{code}: Register refused (token, id)
+    kLongPollsEnded,    // ladder_long_polls_revoked_total: waiting Leases ended by revocation
   };
   // Histograms (seconds, or records for batch sizes).
   enum class Histogram {

@@ -309,6 +309,51 @@ CREATE INDEX sessions_by_credential ON sessions(credential_hash) WHERE credentia
       R"sql(
 ALTER TABLE runs ADD COLUMN runner_config TEXT NOT NULL DEFAULT '{}';
 )sql",
+      // v10: every stored JSON is JSON that every reader accepts. An older coordinator stored
+      // evidence that SQLite's json_valid() refuses (nested thousands deep, a byte-order mark),
+      // and one such row broke load_requests for every query spanning its run. Those rows move
+      // to evidence_refused with their reason, kept for forensics; a session's software,
+      // features or labels that json_valid() refuses are kept in session_json_refused and
+      // replaced by an empty object or array. New rows pass db/json_rule.h when received.
+      R"sql(
+CREATE TABLE evidence_refused (
+  id           INTEGER PRIMARY KEY,
+  uuid         TEXT NOT NULL,
+  run_id       INTEGER NOT NULL,
+  cell_id      INTEGER NOT NULL,
+  attempt_id   INTEGER NOT NULL,
+  session_id   TEXT NOT NULL,
+  process      INTEGER NOT NULL,
+  kind         TEXT NOT NULL,
+  value        TEXT NOT NULL,             -- as received: not valid JSON for SQLite
+  recorded_at  INTEGER NOT NULL,
+  stale        INTEGER NOT NULL,
+  reason       TEXT NOT NULL              -- why v10 moved it here
+) STRICT;
+INSERT INTO evidence_refused
+  SELECT id, uuid, run_id, cell_id, attempt_id, session_id, process, kind, value, recorded_at,
+         stale, 'value is not JSON that json_valid() accepts (moved by schema v10)'
+  FROM evidence WHERE NOT json_valid(value);
+DELETE FROM evidence WHERE NOT json_valid(value);
+CREATE TABLE session_json_refused (
+  session_id  TEXT NOT NULL,
+  column_name TEXT NOT NULL CHECK (column_name IN ('software','features','labels')),
+  value       TEXT NOT NULL,               -- as stored before v10
+  reason      TEXT NOT NULL
+) STRICT;
+INSERT INTO session_json_refused
+  SELECT id, 'software', software, 'not JSON that json_valid() accepts; replaced by {}'
+  FROM sessions WHERE NOT json_valid(software);
+INSERT INTO session_json_refused
+  SELECT id, 'features', features, 'not JSON that json_valid() accepts; replaced by []'
+  FROM sessions WHERE NOT json_valid(features);
+INSERT INTO session_json_refused
+  SELECT id, 'labels', labels, 'not JSON that json_valid() accepts; replaced by {}'
+  FROM sessions WHERE NOT json_valid(labels);
+UPDATE sessions SET software = '{}' WHERE NOT json_valid(software);
+UPDATE sessions SET features = '[]' WHERE NOT json_valid(features);
+UPDATE sessions SET labels = '{}' WHERE NOT json_valid(labels);
+)sql",
   };
   return migrations;
 }

@@ -1,5 +1,7 @@
 #include "ladder/db/store.h"
 
+#include "ladder/db/json_rule.h"
+
 #include <openssl/evp.h>
 
 #include <algorithm>
@@ -32,6 +34,17 @@ std::string Sha256Hex(std::string_view data) {
 }
 
 namespace {
+
+// Whether `table` (measurements or evidence) holds a row under `uuid`.
+absl::StatusOr<bool> UuidUsedIn(db::Database& db, const char* table, const std::string& uuid) {
+  ASSIGN_OR_RETURN(db::Statement * stmt,
+                   db.Cached(absl::StrCat("SELECT 1 FROM ", table, " WHERE uuid = ?1")));
+  stmt->Reset();
+  stmt->Bind(1, uuid);
+  ASSIGN_OR_RETURN(bool row, stmt->Step());
+  stmt->Reset();
+  return row;
+}
 
 nlohmann::json ParseJsonOr(const std::string& text, nlohmann::json fallback) {
   auto parsed = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
@@ -699,6 +712,11 @@ absl::StatusOr<ReportOutcome> Store::ReportLocked(const std::string& session_id,
         continue;
       }
     }
+    ASSIGN_OR_RETURN(bool evidence_uuid, UuidUsedIn(db, "evidence", m.uuid));
+    if (evidence_uuid) {
+      refuse(m.uuid, "uuid already used by an evidence record");
+      continue;
+    }
     insert->Reset();
     insert->Bind(1, m.uuid)
         .Bind(2, info->design.run_id)
@@ -760,13 +778,17 @@ absl::StatusOr<ReportOutcome> Store::ReportLocked(const std::string& session_id,
       refuse(e.uuid, std::move(why));
       continue;
     }
-    if (e.value_json.size() > kMaxEvidenceJsonBytes) {
-      refuse(e.uuid, absl::StrCat("evidence is ", e.value_json.size(), " bytes; at most ",
-                                  kMaxEvidenceJsonBytes, " are kept"));
+    // The one JSON rule (json_rule.h): what is stored, every reader of the views can read.
+    ASSIGN_OR_RETURN(std::string json_refusal,
+                     StorableJsonRefusal(db, e.value_json, kMaxEvidenceJsonBytes));
+    if (!json_refusal.empty()) {
+      refuse(e.uuid, absl::StrCat("evidence value_json: ", json_refusal));
       continue;
     }
-    if (!nlohmann::json::accept(e.value_json)) {
-      refuse(e.uuid, "evidence value_json is not valid JSON");
+    // One uuid names one record, measurement or evidence, across reports too.
+    ASSIGN_OR_RETURN(bool measurement_uuid, UuidUsedIn(db, "measurements", e.uuid));
+    if (measurement_uuid) {
+      refuse(e.uuid, "uuid already used by a measurement");
       continue;
     }
     insert_evidence->Reset();

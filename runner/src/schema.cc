@@ -1,15 +1,27 @@
 #include "ladder/runner/schema.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
+#include <string>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 
 namespace ladder::runner {
+namespace {
+
+// The shortest text that reads back as exactly `value` ("1e+16", "10000000000000002", "-3"):
+// a refusal must show the value refused, not a %g rounding of it that looks in range.
+std::string ExactNumber(double value) {
+  char buffer[64];
+  const auto result = std::to_chars(buffer, buffer + sizeof(buffer), value);
+  return std::string(buffer, result.ptr);
+}
+
+}  // namespace
 
 std::string MetricRange::Describe() const {
-  const std::string max_text = absl::StrFormat("%g", max);
+  const std::string max_text = ExactNumber(max);
   switch (kind) {
     case Kind::kPositive:
       return absl::StrCat("> 0, at most ", max_text);
@@ -41,7 +53,7 @@ std::string MetricRange::Check(std::string_view metric, double value, std::strin
   }
   if (ok && integer && value != std::floor(value)) ok = false;
   if (ok) return "";
-  return absl::StrCat(std::string(metric), " = ", absl::StrFormat("%g", value),
+  return absl::StrCat(std::string(metric), " = ", ExactNumber(value),
                       " is out of range: ", Describe(), " (", std::string(unit), ")");
 }
 
