@@ -468,9 +468,10 @@ void AddServerCommands(CLI::App& app) {
     cmd->add_option("--engine-logs", flags->engine_logs,
                     "keep each engine's full log in this folder (as `ladder agent "
                     "--engine-logs`): attempt<A>-unit<U>-arm<I>-proc<P>.log");
-    cmd->add_option("--bench", flags->benches,
-                    "NAME=PATH: a program `runner: command` cells may run (repeatable; as "
-                    "`ladder agent --bench`), e.g. --bench example=build/command/ladder-example-bench");
+    cmd->add_option(
+        "--bench", flags->benches,
+        "NAME=PATH: a program `runner: command` cells may run (repeatable; as "
+        "`ladder agent --bench`), e.g. --bench example=build/command/ladder-example-bench");
     cmd->add_option("--bench-file", flags->bench_files, "a file of NAME=PATH lines, as --bench");
     cmd->add_flag("--json", flags->json, "print the result as JSON");
     cmd->callback([flags] { RunLocal(*flags); });

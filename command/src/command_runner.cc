@@ -46,8 +46,8 @@ constexpr size_t kMaxProgramEvidenceBytes = 32 << 10;
 
 std::string Trimmed(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' ||
-                        s.back() == '\n')) {
+  while (!s.empty() &&
+         (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n')) {
     s.remove_suffix(1);
   }
   return std::string(s);
@@ -135,9 +135,8 @@ class CommandRunner final : public runner::Runner {
         nlohmann::json::parse(unit.runner_config, nullptr, /*allow_exceptions=*/false);
     auto config = matrices::RunnerConfigFromJson(config_json);
     if (!config.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("the lease carries no readable command configuration: ",
-                       config.status().message()));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the lease carries no readable command configuration: ", config.status().message()));
     }
     const matrices::CommandSpec& command = config->command;
     auto program = options_.programs.find(command.bench);
@@ -145,8 +144,8 @@ class CommandRunner final : public runner::Runner {
       std::vector<std::string> names;
       for (const auto& [name, path] : options_.programs) names.push_back(name);
       return absl::FailedPreconditionError(absl::StrCat(
-          "this agent has no bench \"", command.bench, "\" (it registered: ",
-          names.empty() ? std::string("none") : absl::StrJoin(names, ", "),
+          "this agent has no bench \"", command.bench,
+          "\" (it registered: ", names.empty() ? std::string("none") : absl::StrJoin(names, ", "),
           "); start it with --bench ", command.bench, "=PATH"));
     }
     const std::optional<OutputFormat> format = FormatFromName(command.format);
@@ -155,11 +154,12 @@ class CommandRunner final : public runner::Runner {
     }
     for (const auto& [name, value] : command.extra_env) {
       if (runner::IsAgentOwnedEnvironment(name)) {
-        return absl::InvalidArgumentError(absl::StrCat(name, " is the agent's; a cell cannot set it"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(name, " is the agent's; a cell cannot set it"));
       }
     }
-    Start start{unit, sink, *config, program->second, *format,
-                runner::CommandSchema(config->metrics)};
+    Start start{
+        unit, sink, *config, program->second, *format, runner::CommandSchema(config->metrics)};
     const int cells = static_cast<int>(unit.cells.size());
     for (int p = 0; p < unit.processes; ++p) {
       if (command.start == matrices::CommandSpec::Start::kPerProcess) {
@@ -198,7 +198,8 @@ class CommandRunner final : public runner::Runner {
     const fs::path stdout_file = scratch.path() / "stdout";
     auto lookup = [&](std::string_view name) -> std::optional<std::string> {
       if (name == "process") return std::to_string(p);
-      if (name == "round") return round ? std::optional<std::string>(std::to_string(*round)) : std::nullopt;
+      if (name == "round")
+        return round ? std::optional<std::string>(std::to_string(*round)) : std::nullopt;
       if (name == "rounds") return std::to_string(rounds_here);
       if (name == "seed") return std::to_string(s.unit.seed);
       if (name == "out") return out_file.string();
@@ -299,7 +300,8 @@ class CommandRunner final : public runner::Runner {
       std::vector<std::string> tail = (*process)->LogTail();
       std::vector<std::string> out_tail = LastLines(stdout_text, options_.tail_lines);
       start_evidence["failure"] = reason;
-      (void)s.sink.RecordEvidence(runner::Evidence{cell.cell_id, p, "command_start", start_evidence});
+      (void)s.sink.RecordEvidence(
+          runner::Evidence{cell.cell_id, p, "command_start", start_evidence});
       (void)s.sink.RecordEvidence(runner::Evidence{
           cell.cell_id, p, "log_tail", nlohmann::json{{"stderr", tail}, {"stdout", out_tail}}});
       (void)s.sink.RecordEvidence(runner::Evidence{cell.cell_id, p, "failure", reason});
@@ -315,8 +317,9 @@ class CommandRunner final : public runner::Runner {
       return fail(absl::StrCat("bench ", command.bench, " ", exit_text));
     }
     if ((from_out_file ? out_cut : stdout_cut)) {
-      return fail(fmt::format("bench {} wrote more than {} MiB of output; ladder reads at most that",
-                              command.bench, kMaxOutputBytes >> 20));
+      return fail(
+          fmt::format("bench {} wrote more than {} MiB of output; ladder reads at most that",
+                      command.bench, kMaxOutputBytes >> 20));
     }
     auto parsed = ParseOutput(s.format, document);
     if (!parsed.ok()) {
@@ -422,8 +425,8 @@ class CommandRunner final : public runner::Runner {
     }
     for (const auto& [slot, value] : slots) {
       const matrices::MetricDeclaration& d = *declared.at(slot.first);
-      RETURN_IF_ERROR(s.sink.Record(
-          runner::Measurement{cell.cell_id, p, slot.second, d.name, value, d.unit}));
+      RETURN_IF_ERROR(
+          s.sink.Record(runner::Measurement{cell.cell_id, p, slot.second, d.name, value, d.unit}));
     }
     return absl::OkStatus();
   }
@@ -436,15 +439,17 @@ class CommandRunner final : public runner::Runner {
 absl::Status BenchRegistry::Add(std::string_view name_equals_path) {
   const size_t eq = name_equals_path.find('=');
   if (eq == std::string_view::npos) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--bench ", std::string(name_equals_path), ": expected NAME=PATH, e.g. attn=/opt/bench/attn.py"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--bench ", std::string(name_equals_path),
+                     ": expected NAME=PATH, e.g. attn=/opt/bench/attn.py"));
   }
   const std::string name(name_equals_path.substr(0, eq));
   const std::string path(name_equals_path.substr(eq + 1));
   if (!matrices::IsBenchName(name)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--bench ", name, "=...: a bench name matches [a-z0-9_.-]{1,57} (matrices name it in "
-        "command.bench)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--bench ", name,
+                     "=...: a bench name matches [a-z0-9_.-]{1,57} (matrices name it in "
+                     "command.bench)"));
   }
   if (path.empty()) {
     return absl::InvalidArgumentError(absl::StrCat("--bench ", name, "=: the path is empty"));
@@ -466,8 +471,8 @@ absl::Status BenchRegistry::Add(std::string_view name_equals_path) {
   }
   auto [it, inserted] = programs_.emplace(name, absolute.string());
   if (!inserted && it->second != absolute.string()) {
-    return absl::AlreadyExistsError(absl::StrCat("--bench ", name, ": already registered as ",
-                                                 it->second));
+    return absl::AlreadyExistsError(
+        absl::StrCat("--bench ", name, ": already registered as ", it->second));
   }
   return absl::OkStatus();
 }
@@ -475,8 +480,8 @@ absl::Status BenchRegistry::Add(std::string_view name_equals_path) {
 absl::Status BenchRegistry::AddFile(const std::string& path) {
   std::ifstream in(path);
   if (!in) {
-    return absl::NotFoundError(absl::StrCat("--bench-file ", path, ": ",
-                                            std::generic_category().message(errno)));
+    return absl::NotFoundError(
+        absl::StrCat("--bench-file ", path, ": ", std::generic_category().message(errno)));
   }
   std::string line;
   int number = 0;

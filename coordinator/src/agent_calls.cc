@@ -346,11 +346,10 @@ void ReportIngestor::Write(std::vector<Call> batch) {
     const size_t refused = call.refused.size() + outcome->refused.size();
     if (refused > 0) {
       // One line per report, not per record: a hostile agent must not flood the log.
-      spdlog::warn("session {}: refused {} records outside the design (first: {})",
-                   sessions[i].substr(0, 8), refused,
-                   Untrusted((call.refused.empty() ? outcome->refused : call.refused)
-                                 .front()
-                                 .reason));
+      spdlog::warn(
+          "session {}: refused {} records outside the design (first: {})", sessions[i].substr(0, 8),
+          refused,
+          Untrusted((call.refused.empty() ? outcome->refused : call.refused).front().reason));
     }
     for (const auto& f : call.finishes) {
       finishes.push_back(FinishFromRequest(sessions[i], f));
@@ -378,8 +377,7 @@ void ReportIngestor::Write(std::vector<Call> batch) {
       out->set_detail(ended[k]->detail);
       if (ended[k]->accepted && finishes[k].outcome == AttemptOutcome::kFailed) {
         spdlog::warn("attempt {} failed on session {}: {}", finishes[k].attempt_id,
-                     finishes[k].session_id.substr(0, 8),
-                     Untrusted(finishes[k].failure_reason));
+                     finishes[k].session_id.substr(0, 8), Untrusted(finishes[k].failure_reason));
       }
     }
   }

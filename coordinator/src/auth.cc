@@ -141,9 +141,9 @@ absl::Status Authenticator::CheckSession(const grpc::ServerContextBase& context,
       // (agent.proto: PERMISSION_DENIED); anything else authenticates nobody.
       ASSIGN_OR_RETURN(auto holder, db::SessionWithCredentialHash(*db_, hash));
       if (holder.has_value()) {
-        return absl::PermissionDeniedError(absl::StrCat(
-            "the credential presented belongs to another session, not to session ",
-            session_id.substr(0, 8)));
+        return absl::PermissionDeniedError(
+            absl::StrCat("the credential presented belongs to another session, not to session ",
+                         session_id.substr(0, 8)));
       }
       return absl::UnauthenticatedError("unknown session or no credential issued");
     }

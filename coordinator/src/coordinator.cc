@@ -23,13 +23,12 @@
 #include <fstream>
 #include <sstream>
 #include "absl/base/thread_annotations.h"
-#include "absl/strings/ascii.h"
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "agent_calls.h"
-#include "text.h"
-#include "ladder/db/json_rule.h"
 #include "auth.h"
+#include "ladder/db/json_rule.h"
 #include "ladder/db/query.h"
 #include "ladder/db/store.h"
 #include "ladder/db/tokens.h"
@@ -38,6 +37,7 @@
 #include "ladder/status_macros.h"
 #include "ladder/v1/admin.grpc.pb.h"
 #include "ladder/v1/agent.grpc.pb.h"
+#include "text.h"
 
 namespace ladder::coordinator {
 namespace {
@@ -430,14 +430,15 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
         auth_->AdmitRegister(context, request->join_token(), row.id, request->registration_nonce());
     if (!token_id.ok()) {
       // Counted in /metrics; logged at most once per window (a stranger may try thousands).
-      metrics_->Add(Metrics::Counter::kRegistersRefused,
-                    Metrics::Labels({{"code", absl::StatusCodeToString(token_id.status().code())}}));
+      metrics_->Add(
+          Metrics::Counter::kRegistersRefused,
+          Metrics::Labels({{"code", absl::StatusCodeToString(token_id.status().code())}}));
       static LogLimiter limiter(std::chrono::seconds(10));
       if (uint64_t suppressed = 0; limiter.Allow(&suppressed)) {
-        spdlog::warn("register refused for host {}: {} ({} more refused since the last line; "
-                     "ladder_registers_refused_total counts them)",
-                     Untrusted(row.hostname), std::string(token_id.status().message()),
-                     suppressed);
+        spdlog::warn(
+            "register refused for host {}: {} ({} more refused since the last line; "
+            "ladder_registers_refused_total counts them)",
+            Untrusted(row.hostname), std::string(token_id.status().message()), suppressed);
       }
       return ToGrpc(token_id.status());
     }
@@ -616,8 +617,8 @@ class AdminServiceImpl final : public v1::AdminService::Service {
     if (auto s = auth_->CheckAdmin(*context); !s.ok()) return ToGrpc(s);
     auto revoked = auth_->RevokeToken(request->id());
     if (!revoked.ok()) return ToGrpc(revoked.status());
-    spdlog::info("token {} revoked; {} sessions admitted under it end now", Untrusted(request->id()),
-                 revoked->size());
+    spdlog::info("token {} revoked; {} sessions admitted under it end now",
+                 Untrusted(request->id()), revoked->size());
     if (on_revoked_) on_revoked_(*revoked);
     return grpc::Status::OK;
   }
@@ -639,8 +640,8 @@ class AdminServiceImpl final : public v1::AdminService::Service {
     if (auto s = auth_->CheckAdmin(*context); !s.ok()) return ToGrpc(s);
     auto result = scheduler_->Submit(request->yaml(), request->filename(), request->max_cells());
     if (!result.ok()) return ToGrpc(result.status());
-    spdlog::info("run {} submitted: matrix {}, {} cells in {} units", result->run_id, Untrusted(result->name),
-                 result->cells, result->units);
+    spdlog::info("run {} submitted: matrix {}, {} cells in {} units", result->run_id,
+                 Untrusted(result->name), result->cells, result->units);
     response->set_run_id(result->run_id);
     response->set_cell_count(result->cells);
     response->set_unit_count(result->units);

@@ -26,11 +26,11 @@ class Metrics {
  public:
   // Counters (monotonic, `_total`).
   enum class Counter {
-    kRpcs,             // ladder_rpcs_total{method, code}
-    kRecordsStored,    // ladder_records_stored_total{kind}: measurement | evidence | finish
-    kRecordsRefused,   // ladder_records_refused_total{reason}
-    kReportsRejected,  // ladder_reports_rejected_total{code}: a whole Report refused
-    kSessionsRevoked,  // ladder_sessions_revoked_total: calls refused for a revoked token
+    kRpcs,              // ladder_rpcs_total{method, code}
+    kRecordsStored,     // ladder_records_stored_total{kind}: measurement | evidence | finish
+    kRecordsRefused,    // ladder_records_refused_total{reason}
+    kReportsRejected,   // ladder_reports_rejected_total{code}: a whole Report refused
+    kSessionsRevoked,   // ladder_sessions_revoked_total: calls refused for a revoked token
     kRegistersRefused,  // ladder_registers_refused_total{code}: Register refused (token, id)
     kLongPollsEnded,    // ladder_long_polls_revoked_total: waiting Leases ended by revocation
   };

@@ -322,7 +322,8 @@ const runner::RunnerSchema* CommandSchemaCache::Find(int64_t run_id,
       nlohmann::json::parse(runner_config, nullptr, /*allow_exceptions=*/false));
   // A run row whose config does not read back (edited by hand) accepts no records.
   std::unique_ptr<runner::RunnerSchema> schema;
-  if (config.ok()) schema = std::make_unique<runner::RunnerSchema>(runner::CommandSchema(config->metrics));
+  if (config.ok())
+    schema = std::make_unique<runner::RunnerSchema>(runner::CommandSchema(config->metrics));
   return (schemas_[run_id] = std::move(schema)).get();
 }
 
@@ -333,8 +334,8 @@ const runner::RunnerSchema* SchedulerImpl::SchemaOf(int64_t run_id, const std::s
 }
 
 db::MetricCheck SchedulerImpl::MetricCheck() const {
-  return [this](const db::AttemptDesign& design, const std::string& metric,
-                const std::string& unit, double value) -> std::string {
+  return [this](const db::AttemptDesign& design, const std::string& metric, const std::string& unit,
+                double value) -> std::string {
     const std::string& runner = design.runner;
     const runner::RunnerSchema* schema = SchemaOf(design.run_id, runner, design.runner_config);
     if (schema == nullptr) {

@@ -52,9 +52,10 @@ void ProtobufLogHandler(google::protobuf::LogLevel level, const char* filename, 
   malformed_requests.fetch_add(1);
   uint64_t suppressed = 0;
   if (!ProtobufLogLimiter().Allow(&suppressed)) return;
-  spdlog::warn("protobuf {}:{}: {} ({} similar not logged; ladder_malformed_requests_total "
-               "counts them)",
-               filename == nullptr ? "" : filename, line, Untrusted(message), suppressed);
+  spdlog::warn(
+      "protobuf {}:{}: {} ({} similar not logged; ladder_malformed_requests_total "
+      "counts them)",
+      filename == nullptr ? "" : filename, line, Untrusted(message), suppressed);
 }
 
 }  // namespace

@@ -554,7 +554,8 @@ absl::StatusOr<AttemptDesign> Store::LoadAttemptDesignLocked(int64_t attempt_id)
   ASSIGN_OR_RETURN(
       db::Statement * lookup,
       db.Cached("SELECT a.session_id, u.run_id, u.id, r.runner, r.processes, r.rounds, "
-                "r.runner_config FROM attempts a JOIN units u ON u.id = a.unit_id JOIN runs r ON r.id = u.run_id "
+                "r.runner_config FROM attempts a JOIN units u ON u.id = a.unit_id JOIN runs r ON "
+                "r.id = u.run_id "
                 "WHERE a.id = ?1"));
   lookup->Reset();
   lookup->Bind(1, attempt_id);

@@ -282,8 +282,8 @@ class UnitRun {
       auto it = versions_.capabilities.find(engine);
       if (it == versions_.capabilities.end()) {
         it = versions_.capabilities
-                 .emplace(engine, engines::DetectCapabilities(engine, context_,
-                                                              options_.version_timeout))
+                 .emplace(engine,
+                          engines::DetectCapabilities(engine, context_, options_.version_timeout))
                  .first;
       }
       caps = it->second;
@@ -564,11 +564,11 @@ class UnitRun {
     }
     return FailWithLog(
         engine, -1,
-        absl::FailedPreconditionError(Cat(
-            context, ": the running engine's configuration is not the cell's (",
-            re.endpoints.config_path, "): ", absl::StrJoin(what, "; "),
-            "; check --fit, the agent's environment (LLAMA_ARG_* are removed unless extra_env "
-            "sets them) and extra_args")));
+        absl::FailedPreconditionError(
+            Cat(context, ": the running engine's configuration is not the cell's (",
+                re.endpoints.config_path, "): ", absl::StrJoin(what, "; "),
+                "; check --fit, the agent's environment (LLAMA_ARG_* are removed unless extra_env "
+                "sets them) and extra_args")));
   }
 
   // Untimed generations before the first measured one: a fresh engine process pays first-use
@@ -1024,10 +1024,11 @@ class UnitRun {
       } else if (re.spec_k > 0) {
         // Whether the engine drafted at all cannot be told: "not verifiable", never zero. The
         // report shows it as a flag on the cell.
-        RETURN_IF_ERROR(sink_.RecordEvidence(Evidence{
-            id, p, "speculation_not_verifiable",
-            Cat(re.engine, " reported no per-request or per-cell speculation counts: whether "
-                           "this cell drafted is not verifiable")}));
+        RETURN_IF_ERROR(sink_.RecordEvidence(
+            Evidence{id, p, "speculation_not_verifiable",
+                     Cat(re.engine,
+                         " reported no per-request or per-cell speculation counts: whether "
+                         "this cell drafted is not verifiable")}));
         RETURN_IF_ERROR(sink_.RecordEvidence(Evidence{
             id,
             p,
@@ -1150,8 +1151,7 @@ class UnitRun {
             sink_.RecordEvidence(Evidence{id, p, "engine_version_detected", probe->second}));
       }
       if (auto caps = capability_probes_.find(re.engine); caps != capability_probes_.end()) {
-        RETURN_IF_ERROR(
-            sink_.RecordEvidence(Evidence{id, p, "engine_capabilities", caps->second}));
+        RETURN_IF_ERROR(sink_.RecordEvidence(Evidence{id, p, "engine_capabilities", caps->second}));
       }
       if (!engine.config.is_null()) {
         RETURN_IF_ERROR(sink_.RecordEvidence(Evidence{id, p, "engine_config", engine.config}));

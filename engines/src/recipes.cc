@@ -561,8 +561,8 @@ class LlamaCppRecipe final : public Recipe {
     std::vector<std::string>& argv = out.launch->argv;
     ASSIGN_OR_RETURN(std::string model_flag, spell("model", {{"--model"}, {"-m"}}));
     ASSIGN_OR_RETURN(std::string metrics_flag, spell("engine", {{"--metrics"}}));
-    argv = {context.llama_server_executable, model_flag, model, "--host", context.host, "--port",
-            std::to_string(context.port), metrics_flag};
+    argv = {context.llama_server_executable, model_flag,  model, "--host", context.host, "--port",
+            std::to_string(context.port),    metrics_flag};
     if (auto seed = GetInt(params, "seed")) {
       ASSIGN_OR_RETURN(std::string flag, spell("seed", {{"--seed"}, {"-s"}}));
       argv.insert(argv.end(), {flag, std::to_string(*seed)});
@@ -638,41 +638,40 @@ class LlamaCppRecipe final : public Recipe {
       }
       if (!has_cache_ram) {
         return refuse("spec",
-                      absl::FailedPreconditionError(Cat(
-                          "this llama-server drafts only for requests with cache_prompt: true "
-                          "(no --cache-ram, ",
-                          offers.Where(), ": built before b", kLlamaFirstBuildWithCacheRam,
-                          ", where can_speculate() required cache_prompt), and ladder sends "
-                          "cache_prompt: false so that every prompt is computed in full; its "
-                          "speculation cells would run the target alone: use b",
-                          kLlamaFirstBuildWithCacheRam, " or later")));
+                      absl::FailedPreconditionError(
+                          Cat("this llama-server drafts only for requests with cache_prompt: true "
+                              "(no --cache-ram, ",
+                              offers.Where(), ": built before b", kLlamaFirstBuildWithCacheRam,
+                              ", where can_speculate() required cache_prompt), and ladder sends "
+                              "cache_prompt: false so that every prompt is computed in full; its "
+                              "speculation cells would run the target alone: use b",
+                              kLlamaFirstBuildWithCacheRam, " or later")));
       }
       const bool draft_types = Contains(spec_types, "draft-simple");
       if (Contains(spec_types, spec_type)) {
         argv.insert(argv.end(), {"--spec-type", spec_type});
       } else if (spec_type != "draft-simple" || draft_types) {
         const int from = mtp ? kLlamaFirstBuildWithDraftMtp : kLlamaFirstBuildWithDraftSimple;
-        return refuse("spec_method",
-                      absl::FailedPreconditionError(
-                          Cat("this llama-server has no --spec-type ", spec_type, " (",
-                              offers.help() ? "not among the values its --help lists"
-                                            : Cat("build b", build.value_or(0)),
-                              "): built before b", from, "?")));
+        return refuse("spec_method", absl::FailedPreconditionError(Cat(
+                                         "this llama-server has no --spec-type ", spec_type, " (",
+                                         offers.help() ? "not among the values its --help lists"
+                                                       : Cat("build b", build.value_or(0)),
+                                         "): built before b", from, "?")));
       }  // else: before b9131 a draft model alone engages drafting
       if (spec_type == "draft-eagle3") {
         if (build.has_value() && *build < kLlamaFirstBuildWithEagle3) {
           return refuse("spec_method",
-                        absl::FailedPreconditionError(Cat(
-                            "draft-eagle3 drafts from b", kLlamaFirstBuildWithEagle3,
-                            " (llama.cpp#18039); b", *build,
-                            " lists it but loads an EAGLE3 head as a plain draft or drafts "
-                            "nothing")));
+                        absl::FailedPreconditionError(
+                            Cat("draft-eagle3 drafts from b", kLlamaFirstBuildWithEagle3,
+                                " (llama.cpp#18039); b", *build,
+                                " lists it but loads an EAGLE3 head as a plain draft or drafts "
+                                "nothing")));
         }
         if (!build.has_value()) {
-          out.render_notes.push_back(Cat(
-              "draft-eagle3 is listed from b", kLlamaFirstBuildWithDraftSimple,
-              " but drafts only from b", kLlamaFirstBuildWithEagle3,
-              "; this build's number is unknown, so only the speculation check can tell"));
+          out.render_notes.push_back(
+              Cat("draft-eagle3 is listed from b", kLlamaFirstBuildWithDraftSimple,
+                  " but drafts only from b", kLlamaFirstBuildWithEagle3,
+                  "; this build's number is unknown, so only the speculation check can tell"));
         }
       }
       if (!spec.model.empty()) {
@@ -709,11 +708,11 @@ class LlamaCppRecipe final : public Recipe {
           layers = kPinnedGpuLayers;
           out.pinned["gpu_layers_draft"] = kPinnedGpuLayers;
         }
-        ASSIGN_OR_RETURN(std::string flag,
-                         spell("gpu_layers_draft",
-                               {{"--spec-draft-ngl", kLlamaFirstBuildWithSpecDraftFlags},
-                                {"--gpu-layers-draft"},
-                                {"-ngld"}}));
+        ASSIGN_OR_RETURN(
+            std::string flag,
+            spell("gpu_layers_draft", {{"--spec-draft-ngl", kLlamaFirstBuildWithSpecDraftFlags},
+                                       {"--gpu-layers-draft"},
+                                       {"-ngld"}}));
         argv.insert(argv.end(), {flag, std::to_string(*layers)});
       }
       out.spec_k = spec.k;

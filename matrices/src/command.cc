@@ -5,9 +5,9 @@
 #include <functional>
 #include <map>
 #include <optional>
-#include <vector>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -41,9 +41,8 @@ absl::Status Walk(std::string_view text, Literal literal, Placeholder placeholde
     } else if (c == '{') {
       const size_t close = text.find('}', i + 1);
       if (close == std::string_view::npos) {
-        return absl::InvalidArgumentError(
-            fmt::format("unclosed \"{{\" at byte {} of \"{}\" (write {{{{ for a literal brace)", i,
-                        text));
+        return absl::InvalidArgumentError(fmt::format(
+            "unclosed \"{{\" at byte {} of \"{}\" (write {{{{ for a literal brace)", i, text));
       }
       const std::string_view name = text.substr(i + 1, close - i - 1);
       if (!IsPlaceholderName(name)) {
@@ -55,8 +54,8 @@ absl::Status Walk(std::string_view text, Literal literal, Placeholder placeholde
       RETURN_IF_ERROR(placeholder(name));
       i = close + 1;
     } else if (c == '}') {
-      return absl::InvalidArgumentError(
-          fmt::format("stray \"}}\" at byte {} of \"{}\" (write }}}} for a literal brace)", i, text));
+      return absl::InvalidArgumentError(fmt::format(
+          "stray \"}}\" at byte {} of \"{}\" (write }}}} for a literal brace)", i, text));
     } else {
       const size_t next = text.find_first_of("{}", i);
       const size_t end = next == std::string_view::npos ? text.size() : next;
@@ -185,7 +184,8 @@ absl::StatusOr<RunnerConfig> RunnerConfigFromJson(const nlohmann::json& json) {
           known = true;
         }
       }
-      if (!known) return absl::InvalidArgumentError(absl::StrCat("runner config: unknown range ", range));
+      if (!known)
+        return absl::InvalidArgumentError(absl::StrCat("runner config: unknown range ", range));
       d.required = m.at("required").get<bool>();
       config.metrics.push_back(std::move(d));
     }

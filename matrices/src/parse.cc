@@ -35,11 +35,10 @@
 namespace ladder::matrices {
 namespace {
 
-constexpr std::string_view kTopKeys[] = {"name",         "description", "runner",    "axes",
-                                         "fixed",        "exclude",     "pair",      "together",
-                                         "replicates",   "requires",    "metric",    "seed",
-                                         "max_attempts", "aa_control",  "precision", "locate",
-                                         "command",      "metrics"};
+constexpr std::string_view kTopKeys[] = {
+    "name",         "description", "runner",     "axes",     "fixed",   "exclude",
+    "pair",         "together",    "replicates", "requires", "metric",  "seed",
+    "max_attempts", "aa_control",  "precision",  "locate",   "command", "metrics"};
 constexpr std::string_view kReplicateKeys[] = {"sessions", "processes", "rounds"};
 constexpr std::string_view kRequiresKeys[] = {"gpu_vendor", "gpu_name", "gpu_count",
                                               "min_gpu_memory_mib", "features"};
@@ -754,10 +753,10 @@ absl::Status Parser::ParseCommand(const Entry& entry, Matrix& m) {
       ASSIGN_OR_RETURN(std::string value, ReadString(field, path));
       const bool is_format = field.key == "format";
       const std::vector<std::string_view> allowed =
-          is_format ? std::vector<std::string_view>(std::begin(kCommandFormats),
-                                                    std::end(kCommandFormats))
-                    : std::vector<std::string_view>(std::begin(kCommandStarts),
-                                                    std::end(kCommandStarts));
+          is_format
+              ? std::vector<std::string_view>(std::begin(kCommandFormats),
+                                              std::end(kCommandFormats))
+              : std::vector<std::string_view>(std::begin(kCommandStarts), std::end(kCommandStarts));
       if (std::find(allowed.begin(), allowed.end(), value) == allowed.end()) {
         return Error(field.where(), path,
                      fmt::format("unknown {} \"{}\"{}; expected one of: {}", field.key, value,
@@ -766,8 +765,8 @@ absl::Status Parser::ParseCommand(const Entry& entry, Matrix& m) {
       if (is_format) {
         c.format = value;
       } else {
-        c.start = value == "per_round" ? CommandSpec::Start::kPerRound
-                                       : CommandSpec::Start::kPerProcess;
+        c.start =
+            value == "per_round" ? CommandSpec::Start::kPerRound : CommandSpec::Start::kPerProcess;
       }
     } else if (field.key == "timeout_s") {
       ASSIGN_OR_RETURN(const Value v, ReadValue(field.value, field.key_mark, path));
@@ -804,10 +803,11 @@ absl::Status Parser::ParseCommand(const Entry& entry, Matrix& m) {
       const YAML::Mark mark = Where(item, args->where());
       const std::string path = Item("command.args", i);
       if (!item.IsScalar()) {
-        return Error(mark, path, fmt::format("expected an argument (a scalar), got {}",
-                                             KindName(item)));
+        return Error(mark, path,
+                     fmt::format("expected an argument (a scalar), got {}", KindName(item)));
       }
-      if (item.Scalar().size() > 4096) return Error(mark, path, "an argument is at most 4096 bytes");
+      if (item.Scalar().size() > 4096)
+        return Error(mark, path, "an argument is at most 4096 bytes");
       RETURN_IF_ERROR(CheckTemplate(item.Scalar(), mark, path, m));
       Remember(m, path, mark);
       c.args.push_back(item.Scalar());
@@ -853,9 +853,9 @@ absl::Status Parser::ParseMetrics(const Entry& entry, Matrix& m) {
           return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_';
         });
     if (!valid_name) {
-      return Error(named.key_mark, path,
-                   fmt::format("\"{}\" is not a metric name; names match [a-z][a-z0-9_]{{0,63}}",
-                               name));
+      return Error(
+          named.key_mark, path,
+          fmt::format("\"{}\" is not a metric name; names match [a-z][a-z0-9_]{{0,63}}", name));
     }
     ASSIGN_OR_RETURN(const std::vector<Entry> fields,
                      ReadMapping(named.value, named.key_mark, path, kMetricKeys));
@@ -879,10 +879,9 @@ absl::Status Parser::ParseMetrics(const Entry& entry, Matrix& m) {
         ASSIGN_OR_RETURN(std::string value, ReadString(field, fpath));
         const bool is_better = field.key == "better";
         const std::vector<std::string_view> allowed =
-            is_better ? std::vector<std::string_view>(std::begin(kMetricBetter),
-                                                      std::end(kMetricBetter))
-                      : std::vector<std::string_view>(std::begin(kMetricRanges),
-                                                      std::end(kMetricRanges));
+            is_better
+                ? std::vector<std::string_view>(std::begin(kMetricBetter), std::end(kMetricBetter))
+                : std::vector<std::string_view>(std::begin(kMetricRanges), std::end(kMetricRanges));
         const auto it = std::find(allowed.begin(), allowed.end(), value);
         if (it == allowed.end()) {
           return Error(field.where(), fpath,
@@ -891,8 +890,8 @@ absl::Status Parser::ParseMetrics(const Entry& entry, Matrix& m) {
         }
         const auto index = it - allowed.begin();
         if (is_better) {
-          d.better = index == 0 ? MetricDeclaration::Better::kLower
-                                : MetricDeclaration::Better::kHigher;
+          d.better =
+              index == 0 ? MetricDeclaration::Better::kLower : MetricDeclaration::Better::kHigher;
           has_better = true;
         } else {
           d.range = static_cast<MetricDeclaration::Range>(index);

@@ -79,8 +79,8 @@ Direction DirectionOfUnit(const std::string& unit) {
 
 Direction DirectionOfMetric(db::Database& db, int64_t run_id, const std::string& metric,
                             const std::string& unit) {
-  auto stmt = db.Prepare(
-      "SELECT m.yaml FROM runs r JOIN matrices m ON m.id = r.matrix_id WHERE r.id = ?1");
+  auto stmt =
+      db.Prepare("SELECT m.yaml FROM runs r JOIN matrices m ON m.id = r.matrix_id WHERE r.id = ?1");
   if (stmt.ok()) {
     stmt->Bind(1, run_id);
     auto row = stmt->Step();
@@ -557,12 +557,11 @@ absl::StatusOr<RunAnalysis> AnalyzeRun(db::Database& db, int64_t run_id,
   {
     ASSIGN_OR_RETURN(
         db::Statement stmt,
-        db.Prepare(
-            "SELECT e.cell_id, e.kind, e.value FROM evidence e JOIN attempts a ON a.id = "
-            "e.attempt_id "
-            "WHERE e.run_id = ?1 AND a.state = 'done' AND e.stale = 0 "
-            "AND e.kind IN ('backend_mismatch', 'throttled', 'probe_silent', "
-            "'speculation_not_engaged', 'speculation_not_verifiable') ORDER BY e.id"));
+        db.Prepare("SELECT e.cell_id, e.kind, e.value FROM evidence e JOIN attempts a ON a.id = "
+                   "e.attempt_id "
+                   "WHERE e.run_id = ?1 AND a.state = 'done' AND e.stale = 0 "
+                   "AND e.kind IN ('backend_mismatch', 'throttled', 'probe_silent', "
+                   "'speculation_not_engaged', 'speculation_not_verifiable') ORDER BY e.id"));
     stmt.Bind(1, run_id);
     while (true) {
       ASSIGN_OR_RETURN(bool row, stmt.Step());

@@ -42,7 +42,9 @@ class CapturedLog final : public spdlog::sinks::base_sink<std::mutex> {
   std::string text_;
 };
 
-size_t Lines(const std::string& text) { return static_cast<size_t>(std::count(text.begin(), text.end(), '\n')); }
+size_t Lines(const std::string& text) {
+  return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+}
 
 class Trust : public Protocol {
  protected:
@@ -58,8 +60,7 @@ class Trust : public Protocol {
   }
 
   // A registered session of `token` holding the first unit of a fresh run.
-  v1::LeaseResponse RegisterAndLease(const std::string& id, const std::string& token,
-                                     Session* s) {
+  v1::LeaseResponse RegisterAndLease(const std::string& id, const std::string& token, Session* s) {
     EXPECT_TRUE(Register(RegisterRequestFor(id, token), s).ok());
     return Lease(*s);
   }
@@ -117,8 +118,12 @@ class Trust : public Protocol {
 };
 
 // Agent text that would forge log lines, move the cursor or reorder what a reader sees.
-const std::string kHostile = "ok\nFAKE 2099-01-01 [error] forged\r\x1b[31mred\x1b]0;title\x07"
-                             "\xc2\x85" "nel\xe2\x80\xa8" "ls\xe2\x80\xae" "bidi\\";
+const std::string kHostile =
+    "ok\nFAKE 2099-01-01 [error] forged\r\x1b[31mred\x1b]0;title\x07"
+    "\xc2\x85"
+    "nel\xe2\x80\xa8"
+    "ls\xe2\x80\xae"
+    "bidi\\";
 
 TEST_F(Trust, AHugeReleaseReasonChangesTheLogByOneLineAndNoRowHoldsMoreThanOneKiB) {
   Submit(kMatrix);
@@ -140,15 +145,15 @@ TEST_F(Trust, AHugeReleaseReasonChangesTheLogByOneLineAndNoRowHoldsMoreThanOneKi
   EXPECT_EQ(log.find("\xe2\x80\xa8"), std::string::npos);
   EXPECT_EQ(log.find("FAKE 2099"), log.find("\\nFAKE 2099") + 2) << "a forged line starts a line";
   // The attempt was handed back with the reason cut at 1 KiB, marked, and clean.
-  EXPECT_EQ(QueryText("SELECT state FROM attempts WHERE id = " +
-                      std::to_string(lease.attempt_id())),
-            "failed");
+  EXPECT_EQ(
+      QueryText("SELECT state FROM attempts WHERE id = " + std::to_string(lease.attempt_id())),
+      "failed");
   EXPECT_LE(QueryInt("SELECT MAX(length(CAST(reason AS BLOB))) FROM attempts"),
             1024 + static_cast<int64_t>(std::string("released by agent: ").size()));
-  EXPECT_NE(QueryText("SELECT reason FROM attempts WHERE id = " +
-                      std::to_string(lease.attempt_id()))
-                .find("[truncated from 4500"),
-            std::string::npos);
+  EXPECT_NE(
+      QueryText("SELECT reason FROM attempts WHERE id = " + std::to_string(lease.attempt_id()))
+          .find("[truncated from 4500"),
+      std::string::npos);
   EXPECT_EQ(QueryInt("SELECT COUNT(*) FROM attempts WHERE instr(reason, char(10)) OR "
                      "instr(reason, char(27)) OR instr(reason, char(8232)) OR "
                      "instr(reason, char(133)) OR instr(reason, char(8238))"),
@@ -177,12 +182,11 @@ TEST_F(Trust, AFailureReasonIsOneLogLineAndIsStoredEscaped) {
   // Over the documented 4 KiB: refused, nothing written.
   auto again = RegisterAndLease("aaaaaaaa-0000-0000-0000-000000000573", agent_token_a_, &a);
   ASSERT_TRUE(again.has_work());
-  EXPECT_EQ(Finish(a, again.attempt_id(), false, 0, &finished, std::string(4097, 'x'))
-                .error_code(),
+  EXPECT_EQ(Finish(a, again.attempt_id(), false, 0, &finished, std::string(4097, 'x')).error_code(),
             StatusCode::INVALID_ARGUMENT);
-  EXPECT_EQ(QueryText("SELECT state FROM attempts WHERE id = " +
-                      std::to_string(again.attempt_id())),
-            "leased");
+  EXPECT_EQ(
+      QueryText("SELECT state FROM attempts WHERE id = " + std::to_string(again.attempt_id())),
+      "leased");
 }
 
 TEST_F(Trust, InventoryTextWithC1SeparatorsBidiOrABomIsRefusedAndNothingIsStored) {
@@ -192,12 +196,22 @@ TEST_F(Trust, InventoryTextWithC1SeparatorsBidiOrABomIsRefusedAndNothingIsStored
   };
   const std::vector<Case> cases = {
       {"C1 NEL in hostname", [](auto& i) { i.set_hostname("host\xc2\x85x"); }},
-      {"CSI in hostname", [](auto& i) { i.set_hostname("host\xc2\x9b" "31m"); }},
+      {"CSI in hostname",
+       [](auto& i) {
+         i.set_hostname(
+             "host\xc2\x9b"
+             "31m");
+       }},
       {"U+2028 in hostname", [](auto& i) { i.set_hostname("host\xe2\x80\xa8x"); }},
       {"U+2029 in cpu_model", [](auto& i) { i.set_cpu_model("cpu\xe2\x80\xa9x"); }},
       {"RLO in agent_version", [](auto& i) { i.set_agent_version("1.0\xe2\x80\xae"); }},
       {"ESC in gpu name", [](auto& i) { i.add_gpus()->set_name("gpu\x1b[2J"); }},
-      {"BOM in software value", [](auto& i) { (*i.mutable_software())["cuda"] = "\xef\xbb\xbf" "12"; }},
+      {"BOM in software value",
+       [](auto& i) {
+         (*i.mutable_software())["cuda"] =
+             "\xef\xbb\xbf"
+             "12";
+       }},
       {"U+2028 escaped in a label", [](auto& i) { i.set_labels_json(R"({"a":"x\u2028y"})"); }},
       {"labels with a BOM", [](auto& i) { i.set_labels_json("\xef\xbb\xbf{\"a\":\"b\"}"); }},
       {"labels nested", [](auto& i) { i.set_labels_json(R"({"a":{"b":"c"}})"); }},
@@ -232,8 +246,7 @@ TEST_F(Trust, EvidenceJsonThatAnyReaderRefusesIsRefusedAndTheViewsStayReadable) 
            std::string(static_cast<size_t>(depth), ']') + "}";
   };
   v1::ReportResponse response;
-  ASSERT_TRUE(Report(a,
-                     {},
+  ASSERT_TRUE(Report(a, {},
                      {evidence("bom", "\xef\xbb\xbf{\"rows\":[]}"), evidence("deep", nested(2500)),
                       evidence("deeper", nested(30000)), evidence("d65", nested(64)),
                       evidence("ok", "{\"round\":0,\"rows\":[[0,0,1,2,3,4,5,6,7,8,\"\"]]}")},
@@ -279,8 +292,9 @@ TEST_F(Trust, AnOlderDatabaseWithJsonNoReaderAcceptsIsReadableAfterMigration) {
       ASSERT_TRUE(stmt->Bind(1, uuid).Bind(2, value).Run().ok());
     }
     ASSERT_TRUE((*db)->Exec("UPDATE sessions SET labels = char(65279) || '{}'").ok());
-    ASSERT_TRUE((*db)->Exec("DROP TABLE evidence_refused; DROP TABLE session_json_refused; "
-                            "PRAGMA user_version = 9")
+    ASSERT_TRUE((*db)
+                    ->Exec("DROP TABLE evidence_refused; DROP TABLE session_json_refused; "
+                           "PRAGMA user_version = 9")
                     .ok());
   }
   // The old database is broken as the issue says (so this test can fail).
@@ -290,8 +304,7 @@ TEST_F(Trust, AnOlderDatabaseWithJsonNoReaderAcceptsIsReadableAfterMigration) {
   EXPECT_EQ(QueryInt("SELECT COUNT(*) FROM evidence_refused WHERE uuid IN ('old-bom', "
                      "'old-deep')"),
             2);
-  EXPECT_EQ(QueryInt("SELECT COUNT(*) FROM session_json_refused WHERE column_name = 'labels'"),
-            1);
+  EXPECT_EQ(QueryInt("SELECT COUNT(*) FROM session_json_refused WHERE column_name = 'labels'"), 1);
   EXPECT_EQ(QueryInt("SELECT COUNT(*) FROM evidence WHERE NOT json_valid(value)"), 0);
   EXPECT_EQ(QueryInt("SELECT COUNT(*) FROM valid_measurements"),
             static_cast<int64_t>(HonestRecords(lease).size()));
@@ -328,8 +341,7 @@ TEST_F(Trust, OneUuidNamesOneRecordAcrossReports) {
   ASSERT_TRUE(Report(a, {m}, {}, &response).ok());
   ASSERT_EQ(response.refused_size(), 1);
   EXPECT_NE(response.refused(0).reason().find("used by an evidence record"), std::string::npos);
-  EXPECT_EQ(QueryInt("SELECT COUNT(*) FROM measurements m JOIN evidence e ON e.uuid = m.uuid"),
-            0);
+  EXPECT_EQ(QueryInt("SELECT COUNT(*) FROM measurements m JOIN evidence e ON e.uuid = m.uuid"), 0);
 }
 
 TEST_F(Trust, AnotherSessionsCredentialOnAnUnknownSessionIsPermissionDenied) {
@@ -384,9 +396,9 @@ TEST_F(Trust, ACredentialIssuedUnderARevokedTokenProvesNothingAndItsAttemptIsReq
                 .error_code(),
             StatusCode::UNAUTHENTICATED);
   // The attempt is over and its unit queued now, with no clock moved: another session takes it.
-  EXPECT_EQ(QueryText("SELECT state FROM attempts WHERE id = " +
-                      std::to_string(lease.attempt_id())),
-            "failed");
+  EXPECT_EQ(
+      QueryText("SELECT state FROM attempts WHERE id = " + std::to_string(lease.attempt_id())),
+      "failed");
   Session b;
   auto taken = RegisterAndLease("bbbbbbbb-0000-0000-0000-000000000578", agent_token_b_, &b);
   bool same_unit = taken.unit_id() == lease.unit_id();
@@ -471,9 +483,9 @@ TEST_F(Trust, RepeatedFieldsAreCappedAndRefusedRegistersAreCountedNotLogged) {
     EXPECT_EQ(Register(request, nullptr).error_code(), StatusCode::UNAUTHENTICATED);
   }
   EXPECT_LE(Lines(log_->Text()), lines_before + 1);
-  EXPECT_NE(
-      coordinator_->MetricsText().find("ladder_registers_refused_total{code=\"UNAUTHENTICATED\"} 200"),
-      std::string::npos)
+  EXPECT_NE(coordinator_->MetricsText().find(
+                "ladder_registers_refused_total{code=\"UNAUTHENTICATED\"} 200"),
+            std::string::npos)
       << coordinator_->MetricsText();
 }
 

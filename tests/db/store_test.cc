@@ -223,8 +223,8 @@ TEST(Store, RecordsOutsideTheDesignAreRefusedEachWithItsReason) {
     return MeasurementIn{std::move(uuid), attempt,         c, process, round, std::move(metric),
                          value,           std::move(unit), 1};
   };
-  MetricCheck check = [](const AttemptDesign&, const std::string& metric,
-                         const std::string& unit, double) -> std::string {
+  MetricCheck check = [](const AttemptDesign&, const std::string& metric, const std::string& unit,
+                         double) -> std::string {
     if (metric != "time_us") return "unknown metric";
     return unit == "us" ? "" : "wrong unit";
   };

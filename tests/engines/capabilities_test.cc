@@ -52,8 +52,8 @@ TEST(LlamaServerHelp, ReadsB10309) {
   // Spellings longer than 37 columns: the help is on the next line.
   const EngineOption* ngld = caps.Find("--gpu-layers-draft");
   ASSERT_NE(ngld, nullptr);
-  EXPECT_THAT(ngld->spellings,
-              ElementsAre("--spec-draft-ngl", "-ngld", "--gpu-layers-draft", "--n-gpu-layers-draft"));
+  EXPECT_THAT(ngld->spellings, ElementsAre("--spec-draft-ngl", "-ngld", "--gpu-layers-draft",
+                                           "--n-gpu-layers-draft"));
   EXPECT_EQ(ngld->value_hint, "N");
   EXPECT_THAT(ngld->help, HasSubstr("max. number of draft model layers"));
   EXPECT_THAT(caps.Values("--spec-type"),
@@ -112,11 +112,11 @@ TEST(LlamaServerHelp, BuildZeroRendersFromItsHelpAlone) {
                                {"flash_attn", "off"},
                                {"engine_version", "b0"}});
   ASSERT_TRUE(off.ok()) << off.status();
-  EXPECT_THAT(off->launch->argv,
-              ElementsAre("llama-server", "--model", "/m.gguf", "--host", "127.0.0.1", "--port",
-                          "8123", "--metrics", "--n-gpu-layers", "999", "--parallel", "1",
-                          "--cache-ram", "0", "--fit", "off", "--flash-attn", "off", "--spec-type",
-                          "none"));
+  EXPECT_THAT(
+      off->launch->argv,
+      ElementsAre("llama-server", "--model", "/m.gguf", "--host", "127.0.0.1", "--port", "8123",
+                  "--metrics", "--n-gpu-layers", "999", "--parallel", "1", "--cache-ram", "0",
+                  "--fit", "off", "--flash-attn", "off", "--spec-type", "none"));
   EXPECT_EQ(off->rendered_from, "llama-server --help");
   auto on = RenderWith(caps, {{"engine", "llama.cpp"},
                               {"depth", 1},
@@ -205,8 +205,8 @@ TEST(ChildEnvironment, DropsLlamaArgUnlessTheCellSetsIt) {
                              {"model", "/m.gguf"},
                              {"extra_env", "LLAMA_ARG_THREADS=4"}});
   ASSERT_TRUE(r.ok()) << r.status();
-  const char* parent[] = {"LLAMA_ARG_CTX_SIZE=512", "LLAMA_ARG_THREADS=2",
-                          "CUDA_VISIBLE_DEVICES=1", "PATH=/usr/bin", "LLAMA_CACHE=/x", nullptr};
+  const char* parent[] = {"LLAMA_ARG_CTX_SIZE=512", "LLAMA_ARG_THREADS=2", "CUDA_VISIBLE_DEVICES=1",
+                          "PATH=/usr/bin",          "LLAMA_CACHE=/x",      nullptr};
   EXPECT_THAT(ChildEnvironment(*r->launch, parent),
               ElementsAre("CUDA_VISIBLE_DEVICES=1", "PATH=/usr/bin", "LLAMA_CACHE=/x",
                           "LLAMA_ARG_THREADS=4"));
@@ -263,10 +263,10 @@ TEST(EngineConfig, ContextOtherThanAskedIsAMismatch) {
   nlohmann::json reported = ReportedConfig("llama.cpp", nlohmann::json::parse(kProps));
   ConfigCheck check = CheckConfig(r->expected_config, reported);
   EXPECT_FALSE(check.ok());
-  EXPECT_EQ(check.mismatches,
-            nlohmann::json::array({{{"name", "n_ctx"},
-                                    {"expected", {{"min", 4096}, {"max", 4096}}},
-                                    {"reported", 1024}}}));
+  EXPECT_EQ(
+      check.mismatches,
+      nlohmann::json::array(
+          {{{"name", "n_ctx"}, {"expected", {{"min", 4096}, {"max", 4096}}}, {"reported", 1024}}}));
   // Asked 1000: padded to 1024 by the server, which is a match.
   EXPECT_TRUE(CheckConfig({{"n_ctx", {{"min", 1000}, {"max", 1024}}}}, reported).ok());
   // What the engine does not report is not verifiable, never a match.

@@ -78,13 +78,14 @@ class StandIn {
       if (mode_ == "sglang_steps") {
         // SGLang's counters (sglang#25689): every token after a request's first, one per verify
         // step (nothing accepted: a mean acceptance length of exactly 1).
-        res.set_content("# TYPE sglang:spec_verify_calls_total counter\n"
-                        "sglang:spec_verify_calls_total{model_name=\"m\"} " +
-                            std::to_string(steps_.load()) +
-                            "\n# TYPE sglang:generation_tokens_total counter\n"
-                            "sglang:generation_tokens_total{model_name=\"m\"} " +
-                            std::to_string(tokens_.load()) + "\n",
-                        "text/plain");
+        res.set_content(
+            "# TYPE sglang:spec_verify_calls_total counter\n"
+            "sglang:spec_verify_calls_total{model_name=\"m\"} " +
+                std::to_string(steps_.load()) +
+                "\n# TYPE sglang:generation_tokens_total counter\n"
+                "sglang:generation_tokens_total{model_name=\"m\"} " +
+                std::to_string(tokens_.load()) + "\n",
+            "text/plain");
         return;
       }
       res.set_content(Recorded("plain-fa-on-metrics-after.txt"), "text/plain");

@@ -303,14 +303,15 @@ TEST(LlamaCppRecipe, BuildZeroOrOneIsUnknownNotOldest) {
   EXPECT_EQ(*ParseEngineVersion("llama.cpp", "version: 0 (unknown)\nbuilt with cc\n"), "b0");
   for (const std::string version : {"b0", "b1"}) {
     EXPECT_EQ(KnownLlamaCppBuild(version), std::nullopt);
-    nlohmann::json cell = {{"engine", "llama.cpp"}, {"depth", 1},           {"model", "/m.gguf"},
-                           {"spec", "off"},         {"flash_attn", "off"}, {"engine_version", version}};
+    nlohmann::json cell = {{"engine", "llama.cpp"}, {"depth", 1},
+                           {"model", "/m.gguf"},    {"spec", "off"},
+                           {"flash_attn", "off"},   {"engine_version", version}};
     RenderedEngine r = Render("llama.cpp", cell);
-    EXPECT_THAT(r.launch->argv,
-                ElementsAre("llama-server", "--model", "/m.gguf", "--host", "127.0.0.1", "--port",
-                            "8123", "--metrics", "--n-gpu-layers", "999", "--parallel", "1",
-                            "--cache-ram", "0", "--fit", "off", "--flash-attn", "off",
-                            "--spec-type", "none"))
+    EXPECT_THAT(
+        r.launch->argv,
+        ElementsAre("llama-server", "--model", "/m.gguf", "--host", "127.0.0.1", "--port", "8123",
+                    "--metrics", "--n-gpu-layers", "999", "--parallel", "1", "--cache-ram", "0",
+                    "--fit", "off", "--flash-attn", "off", "--spec-type", "none"))
         << version;
     EXPECT_THAT(r.rendered_from, HasSubstr("no build number"));
   }
@@ -321,9 +322,9 @@ TEST(LlamaCppRecipe, BuildZeroOrOneIsUnknownNotOldest) {
 // every layer on the GPU and flash attention on (defaults from #15434, b6325; 0 and off before),
 // the draft's p_min 0 (from #23269, d14ce3dab, b9235: `float p_min = 0.0f;`, 0.75f before).
 TEST(LlamaCppRecipe, PinsWhatTheCellDoesNotSay) {
-  nlohmann::json cell = {{"engine", "llama.cpp"},     {"depth", 1},
-                         {"model", "/m.gguf"},        {"spec", "draft:4"},
-                         {"spec_model", "/d.gguf"},   {"engine_version", "b9234"}};
+  nlohmann::json cell = {{"engine", "llama.cpp"},   {"depth", 1},
+                         {"model", "/m.gguf"},      {"spec", "draft:4"},
+                         {"spec_model", "/d.gguf"}, {"engine_version", "b9234"}};
   RenderedEngine r = Render("llama.cpp", cell);
   EXPECT_THAT(r.launch->argv,
               ElementsAre("llama-server", "--model", "/m.gguf", "--host", "127.0.0.1", "--port",
@@ -375,10 +376,11 @@ TEST(LlamaCppRecipe, MtpNeedsNoDraftModelButANewBuild) {
 // draft-eagle3 is listed from b9131 but drafts from #18039 (88a39274e, b9606): before it
 // common/speculative.cpp has `bool has_draft_eagle3 = false; // TODO PR-18039`.
 TEST(LlamaCppRecipe, Eagle3DraftsFromB9606) {
-  nlohmann::json cell = {{"engine", "llama.cpp"}, {"depth", 1},
-                         {"model", "/m.gguf"},    {"spec", "eagle3:3"},
+  nlohmann::json cell = {{"engine", "llama.cpp"},   {"depth", 1},
+                         {"model", "/m.gguf"},      {"spec", "eagle3:3"},
                          {"spec_model", "/e.gguf"}, {"engine_version", "b9605"}};
-  EXPECT_THAT(RenderError("llama.cpp", cell).message(), HasSubstr("draft-eagle3 drafts from b9606"));
+  EXPECT_THAT(RenderError("llama.cpp", cell).message(),
+              HasSubstr("draft-eagle3 drafts from b9606"));
   cell["engine_version"] = "b9606";
   EXPECT_THAT(Render("llama.cpp", cell).launch->argv, ::testing::Contains("draft-eagle3"));
   cell["engine_version"] = "b0";  // unknown: rendered, with a note that only the check can tell

@@ -47,8 +47,8 @@ std::string WriteScript(const TempDir& dir, const std::string& name, const std::
 std::string OneCellMatrix(const std::string& extra_command = "",
                           const std::string& metrics = "time_us: {unit: us, better: lower}",
                           const std::string& args = "[\"{depth}\"]") {
-  return "name: command-fault\nrunner: command\ncommand:\n  bench: prog\n  args: " + args +
-         "\n" + extra_command + "metrics:\n  " + metrics +
+  return "name: command-fault\nrunner: command\ncommand:\n  bench: prog\n  args: " + args + "\n" +
+         extra_command + "metrics:\n  " + metrics +
          "\naxes:\n  depth: [7]\nreplicates: {sessions: 1, processes: 1, rounds: 2}\n"
          "max_attempts: 1\n";
 }
@@ -86,8 +86,9 @@ TEST(Command, ExampleProgramRunsThroughCoordinatorAndAgents) {
                       "c.id = e.cell_id WHERE e.kind = 'command_start' AND "
                       "json_extract(c.axes, '$.method') = 'heap_sort' LIMIT 1"),
             "heap_sort");
-  EXPECT_EQ(QueryInt(run.db, "SELECT COUNT(*) FROM evidence WHERE kind = 'program_evidence' AND "
-                             "json_extract(value, '$.size') = 20000"),
+  EXPECT_EQ(QueryInt(run.db,
+                     "SELECT COUNT(*) FROM evidence WHERE kind = 'program_evidence' AND "
+                     "json_extract(value, '$.size') = 20000"),
             12);
   // The report reads `better` from the matrix and pairs the arms.
   auto report = RunCommand({LadderBinary(), "report", "1", "--db", run.db});
@@ -98,7 +99,8 @@ TEST(Command, ExampleProgramRunsThroughCoordinatorAndAgents) {
 
 TEST(Command, ValidateAndLocalRefuseTheSameBadMatrices) {
   TempDir dir;
-  const std::string prog = WriteScript(dir, "prog.sh", "echo '{\"metric\": \"time_us\", \"value\": 1}'\n");
+  const std::string prog =
+      WriteScript(dir, "prog.sh", "echo '{\"metric\": \"time_us\", \"value\": 1}'\n");
   struct Case {
     std::string matrix;
     std::string expected;
@@ -129,7 +131,7 @@ TEST(Command, ValidateAndLocalRefuseTheSameBadMatrices) {
   // A bench none of its agents has: `local` says so before it starts anything.
   WriteFile(dir.File("m.yaml"), OneCellMatrix());
   auto missing = RunCommand({LadderBinary(), "local", dir.File("m.yaml"), "--db", dir.File("b.db"),
-                        "--bench", "other=" + prog});
+                             "--bench", "other=" + prog});
   EXPECT_EQ(missing.exit_code, 2) << missing.out << missing.err;
   EXPECT_NE(missing.err.find("no bench \"prog\""), std::string::npos) << missing.err;
   // A --bench that is no program is bad input too.
@@ -152,10 +154,12 @@ TEST(Command, ProgramsThatMisbehaveFailTheirCellWithTheReasonAndCountNothing) {
       {"exits non-zero", "echo 'cannot open device' >&2\nexit 3\n", "exited with status 3"},
       {"hangs", "echo started\nexec sleep 100000\n", "ran past its timeout_s of 1 s",
        "  timeout_s: 1\n"},
-      {"prints garbage", "printf '\\377\\376 not json {\\n'\nhead -c 3000 /dev/urandom | tr -d '\\n'\n",
+      {"prints garbage",
+       "printf '\\377\\376 not json {\\n'\nhead -c 3000 /dev/urandom | tr -d '\\n'\n",
        "printed no value of time_us"},
       {"prints an undeclared metric",
-       "echo '{\"metric\": \"time_us\", \"value\": 3}'\necho '{\"metric\": \"speed\", \"value\": 1}'\n",
+       "echo '{\"metric\": \"time_us\", \"value\": 3}'\necho '{\"metric\": \"speed\", \"value\": "
+       "1}'\n",
        "printed metric \"speed\", which the matrix does not declare"},
       {"prints a value out of range", "echo '{\"metric\": \"time_us\", \"value\": -4}'\n",
        "time_us = -4 is out of range"},
@@ -163,7 +167,8 @@ TEST(Command, ProgramsThatMisbehaveFailTheirCellWithTheReasonAndCountNothing) {
       {"prints too few rounds", "echo '{\"metric\": \"time_us\", \"value\": 3}'\n",
        "printed 1 of 2 rounds of time_us"},
       {"prints a round outside the design",
-       "echo '{\"metric\": \"time_us\", \"value\": 3, \"round\": 5}'\n", "printed round 5 of time_us"},
+       "echo '{\"metric\": \"time_us\", \"value\": 3, \"round\": 5}'\n",
+       "printed round 5 of time_us"},
   };
   for (const Fault& fault : faults) {
     SCOPED_TRACE(fault.name);
@@ -184,11 +189,11 @@ TEST(Command, ProgramsThatMisbehaveFailTheirCellWithTheReasonAndCountNothing) {
 TEST(Command, PerRoundStartsOneProgramPerRoundAndCountsProbes) {
   TempDir dir;
   // The program says which round it is and prints the study's probe on stderr for depth 8 only.
-  const std::string prog = WriteScript(
-      dir, "prog.sh",
-      "[ \"$1\" = 8 ] && echo PROBE_3D_SPEC_ACTIVE >&2\n"
-      "echo \"{\\\"metric\\\": \\\"time_us\\\", \\\"value\\\": $(( $2 + 1 ))}\"\n"
-      "echo \"{\\\"metric\\\": \\\"calls\\\", \\\"value\\\": $ENV_DEPTH}\"\n");
+  const std::string prog =
+      WriteScript(dir, "prog.sh",
+                  "[ \"$1\" = 8 ] && echo PROBE_3D_SPEC_ACTIVE >&2\n"
+                  "echo \"{\\\"metric\\\": \\\"time_us\\\", \\\"value\\\": $(( $2 + 1 ))}\"\n"
+                  "echo \"{\\\"metric\\\": \\\"calls\\\", \\\"value\\\": $ENV_DEPTH}\"\n");
   const std::string matrix = R"(
 name: command-per-round
 runner: command
@@ -208,12 +213,14 @@ replicates: {sessions: 1, processes: 2, rounds: 3}
   ASSERT_EQ(run.result.exit_code, 0) << run.result.out << run.result.err;
   // One start per (cell, process, round); the value the program printed is its round + 1.
   EXPECT_EQ(QueryInt(run.db, "SELECT COUNT(*) FROM evidence WHERE kind = 'command_start'"), 12);
-  EXPECT_EQ(QueryInt(run.db, "SELECT COUNT(*) FROM valid_measurements WHERE metric = 'time_us' "
-                             "AND value != round + 1"),
+  EXPECT_EQ(QueryInt(run.db,
+                     "SELECT COUNT(*) FROM valid_measurements WHERE metric = 'time_us' "
+                     "AND value != round + 1"),
             0);
-  EXPECT_EQ(QueryInt(run.db, "SELECT COUNT(*) FROM valid_measurements m JOIN cells c ON "
-                             "c.id = m.cell_id WHERE m.metric = 'calls' AND "
-                             "m.value = json_extract(c.axes, '$.depth')"),
+  EXPECT_EQ(QueryInt(run.db,
+                     "SELECT COUNT(*) FROM valid_measurements m JOIN cells c ON "
+                     "c.id = m.cell_id WHERE m.metric = 'calls' AND "
+                     "m.value = json_extract(c.axes, '$.depth')"),
             12);
   const std::string probes =
       "SELECT COALESCE(SUM(json_extract(e.value, '$.PROBE_3D_SPEC_ACTIVE')), 0) FROM evidence e "
@@ -222,7 +229,6 @@ replicates: {sessions: 1, processes: 2, rounds: 3}
   EXPECT_EQ(QueryInt(run.db, probes + "8"), 6);
   EXPECT_EQ(QueryInt(run.db, probes + "4"), 0);
 }
-
 
 // Each adapter through a real agent: a real Google Benchmark program, and nvbench's and
 // llama-bench's own recorded outputs (tests/command/fixtures/README.md) replayed by a script, the
@@ -251,8 +257,9 @@ replicates: {sessions: 2, processes: 1, rounds: 3}
     ExpectExactlyOnce(run.db, 1, 6);
     // Google Benchmark reports ns; the matrix declares us: sorting 10 000 integers takes more
     // than a microsecond and less than a second.
-    EXPECT_EQ(QueryInt(run.db, "SELECT COUNT(*) FROM valid_measurements WHERE metric = "
-                               "'real_time' AND unit = 'us' AND value > 1 AND value < 1e6"),
+    EXPECT_EQ(QueryInt(run.db,
+                       "SELECT COUNT(*) FROM valid_measurements WHERE metric = "
+                       "'real_time' AND unit = 'us' AND value > 1 AND value < 1e6"),
               12);
     EXPECT_EQ(QueryInt(run.db, "SELECT COUNT(*) FROM evidence WHERE kind = 'bench_context'"), 4);
   }
@@ -273,22 +280,24 @@ metrics:
   gpu_time: {unit: us, better: lower}
 axes:
   arm: [a, b]
-fixed: {fixture: ")" + fixtures + R"(/nvbench-simple-device0.json"}
+fixed: {fixture: ")" + fixtures +
+                               R"(/nvbench-simple-device0.json"}
 pair: [arm]
 replicates: {sessions: 1, processes: 2, rounds: 2}
 )";
     auto run = RunLocal(nv, matrix, "nvbench=" + replay);
     ASSERT_EQ(run.result.exit_code, 0) << run.result.out << run.result.err;
     ExpectExactlyOnce(run.db, 1, 4);
-    EXPECT_EQ(QueryText(run.db, "SELECT DISTINCT json_extract(value, '$.parsed') FROM evidence "
-                                "WHERE kind = 'command_start'"),
+    EXPECT_EQ(QueryText(run.db,
+                        "SELECT DISTINCT json_extract(value, '$.parsed') FROM evidence "
+                        "WHERE kind = 'command_start'"),
               "{out}");
   }
   {
     SCOPED_TRACE("llama-bench");
     TempDir lb;
-    const std::string replay = WriteScript(lb, "llama-bench.sh",
-                                           "echo 'loading model' >&2\ncat \"$1\"\n");
+    const std::string replay =
+        WriteScript(lb, "llama-bench.sh", "echo 'loading model' >&2\ncat \"$1\"\n");
     const std::string matrix = R"(
 name: command-llama-bench
 runner: command
@@ -307,11 +316,13 @@ replicates: {sessions: 1, processes: 1, rounds: 5}
     auto run = RunLocal(lb, matrix, "llama-bench=" + replay);
     ASSERT_EQ(run.result.exit_code, 0) << run.result.out << run.result.err;
     // Round r is llama-bench's r-th sample: samples_ts[0] of the pp512 test of that README.
-    EXPECT_EQ(QueryText(run.db, "SELECT value FROM valid_measurements WHERE metric = "
-                                "'prompt_tok_s' AND round = 0"),
+    EXPECT_EQ(QueryText(run.db,
+                        "SELECT value FROM valid_measurements WHERE metric = "
+                        "'prompt_tok_s' AND round = 0"),
               "7155.74");
-    EXPECT_EQ(QueryInt(run.db, "SELECT COUNT(*) FROM valid_measurements WHERE metric = 'gen_time' "
-                               "AND unit = 'ms'"),
+    EXPECT_EQ(QueryInt(run.db,
+                       "SELECT COUNT(*) FROM valid_measurements WHERE metric = 'gen_time' "
+                       "AND unit = 'ms'"),
               5);
   }
   {

@@ -81,8 +81,7 @@ TEST(CommandMatrix, TemplatesRenderPlaceholdersAndLiteralBraces) {
   EXPECT_EQ(RenderTemplate("{rows}", lookup).status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(TemplatePlaceholders("{a}{b}").value(), (std::vector<std::string>{"a", "b"}));
   for (const char* bad : {"{", "}", "{}", "{a b}", "{1x}", "x{y"}) {
-    EXPECT_EQ(TemplatePlaceholders(bad).status().code(), absl::StatusCode::kInvalidArgument)
-        << bad;
+    EXPECT_EQ(TemplatePlaceholders(bad).status().code(), absl::StatusCode::kInvalidArgument) << bad;
   }
 }
 

@@ -193,8 +193,9 @@ TEST(MatrixParser, FileErrorsNameTheFile) {
   auto m = ParseMatrixFile(path);
   std::remove(path.c_str());
   ASSERT_FALSE(m.ok());
-  EXPECT_EQ(m.status().message(),
-            path + ":2:9: runner: unknown runner \"gpu\"; expected one of: kernel, engine, command");
+  EXPECT_EQ(
+      m.status().message(),
+      path + ":2:9: runner: unknown runner \"gpu\"; expected one of: kernel, engine, command");
 }
 
 TEST(MatrixParser, NeverThrowsOnOddInput) {

@@ -24,7 +24,8 @@ namespace ladder::command {
 
 enum class OutputFormat {
   kJsonLines,        // the result contract: {"metric": "time_us", "value": 812.5, "round": 0}
-  kGoogleBenchmark,  // --benchmark_format=json (or --benchmark_out=FILE --benchmark_out_format=json)
+  kGoogleBenchmark,  // --benchmark_format=json (or --benchmark_out=FILE
+                     // --benchmark_out_format=json)
   kNvbench,          // nvbench's --json FILE
   kLlamaBench,       // llama-bench -o jsonl
 };
@@ -51,7 +52,7 @@ struct EvidenceItem {
 struct ParsedOutput {
   std::vector<Sample> samples;  // in output order
   std::vector<EvidenceItem> evidence;
-  int64_t ignored_lines = 0;    // lines that were neither samples nor evidence (JSON lines)
+  int64_t ignored_lines = 0;  // lines that were neither samples nor evidence (JSON lines)
 };
 
 // Parses one start's output. InvalidArgument, with a reason a user can act on, when the output is

@@ -167,8 +167,8 @@ struct AttemptDesign {
 // from the runner schemas and, for runner: command, the run's declared metrics (`design`'s
 // runner_config); db does not know the runners. Called under the store's lock: it must not call
 // back into the store.
-using MetricCheck = std::function<std::string(const AttemptDesign& design, const std::string& metric,
-                                              const std::string& unit, double value)>;
+using MetricCheck = std::function<std::string(
+    const AttemptDesign& design, const std::string& metric, const std::string& unit, double value)>;
 
 // Caps on what one evidence record may carry.
 inline constexpr size_t kMaxEvidenceJsonBytes = 64 * 1024;

@@ -55,7 +55,7 @@ struct EngineEndpoints {
   // Where the running engine reports its effective configuration (llama.cpp `/props`); empty:
   // the engine reports none the runner reads.
   std::string config_path;
-  std::string model;                      // the request's "model" field; empty: omitted
+  std::string model;  // the request's "model" field; empty: omitted
   nlohmann::json extra_request_fields = nlohmann::json::object();  // merged into each request
 };
 

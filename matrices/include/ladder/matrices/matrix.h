@@ -104,7 +104,7 @@ struct CommandSpec {
   std::vector<std::string> args;
   std::string format = "jsonl";  // jsonl | gbench | nvbench | llama-bench
   Start start = Start::kPerProcess;
-  double timeout_s = 600;                       // per start, (0, 86400]
+  double timeout_s = 600;                        // per start, (0, 86400]
   std::map<std::string, std::string> extra_env;  // values rendered like args
   std::vector<std::string> probe_patterns;       // literal substrings counted in the output
 };
@@ -114,7 +114,8 @@ struct CommandSpec {
 bool IsBenchName(std::string_view name);
 
 // The built-in placeholders of CommandSpec::args and extra_env values.
-inline constexpr std::string_view kCommandBuiltins[] = {"process", "round", "rounds", "seed", "out"};
+inline constexpr std::string_view kCommandBuiltins[] = {"process", "round", "rounds", "seed",
+                                                        "out"};
 
 // The names of the placeholders in one template, in order ("{depth}" -> "depth"), or
 // InvalidArgument for an unclosed "{", a stray "}" or an empty or invalid name.

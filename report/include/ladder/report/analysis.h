@@ -13,7 +13,8 @@
 //     percentiles and goodput per cell, and the paired ratio against the load axis (load.h);
 //   * flags where evidence contradicts the request (backend_mismatch, probe_silent, throttled
 //     clocks, failed cells, speculation_not_engaged: a speculation cell whose engine drafted
-//     nothing, speculation_not_verifiable: one whose engine cannot say) and warm-up handling by a stated rule when asked.
+//     nothing, speculation_not_verifiable: one whose engine cannot say) and warm-up handling by a
+//     stated rule when asked.
 // Nothing is written: every figure is recomputed from raw measurements each time.
 //
 // Thread safety: the functions are pure over their Database argument, which the caller must not
