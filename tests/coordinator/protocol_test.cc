@@ -6,6 +6,8 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <atomic>
 #include <cmath>
 #include <functional>
@@ -646,6 +648,106 @@ TEST_F(Protocol, InterleavedHonestAndAbusiveCallsLeaveExactlyTheHonestValues) {
   for (int who = 0; who < 2; ++who) CompleteHonestly(*owner[who], *leases[who]);
   ExpectExactlyTheDesign(run, 4);
   EXPECT_EQ(QueryInt("SELECT COUNT(*) FROM valid_measurements WHERE value < 0"), 0);
+}
+
+}  // namespace
+}  // namespace ladder::coordinator
+
+namespace ladder::coordinator {
+namespace {
+
+// `runner: command`: the run's declared metrics are the only ones stored, in their unit and
+// range, whatever an agent (one that skips its runner's checks) sends; the lease carries the
+// program's configuration; a unit goes only to a session that advertises the program; the
+// attempt is done only when every required slot is filled.
+TEST_F(Protocol, ACommandRunStoresOnlyWhatItsMatrixDeclares) {
+  const int64_t run = Submit(R"(
+name: command-protocol
+runner: command
+command: {bench: sorter, args: ["--n", "{n}"]}
+metrics:
+  time_us: {unit: us, better: lower}
+  hit_share: {unit: "1", better: higher, range: share, required: false}
+axes: {n: [10]}
+replicates: {sessions: 1, processes: 1, rounds: 2}
+)");
+  ASSERT_GT(run, 0);
+  // A session without the program gets nothing; one that advertises bench:sorter gets the unit.
+  Session plain, with_bench;
+  auto without = RegisterRequestFor("aaaaaaaa-0000-0000-0000-000000000001", agent_token_a_);
+  without.mutable_inventory()->add_features("command");  // the runner, not the program
+  ASSERT_TRUE(Register(without, &plain).ok());
+  EXPECT_FALSE(Lease(plain).has_work());
+  auto request = RegisterRequestFor("bbbbbbbb-0000-0000-0000-000000000002", agent_token_a_);
+  request.mutable_inventory()->add_features("command");
+  request.mutable_inventory()->add_features("bench:sorter");
+  ASSERT_TRUE(Register(request, &with_bench).ok());
+  const v1::LeaseResponse lease = Lease(with_bench);
+  ASSERT_TRUE(lease.has_work());
+  EXPECT_EQ(lease.runner(), "command");
+  const auto config = nlohmann::json::parse(lease.runner_config_json());
+  EXPECT_EQ(config["command"]["bench"], "sorter");
+  EXPECT_EQ(config["metrics"][0]["name"], "time_us");
+  const int64_t cell = lease.cells(0).cell_id();
+  auto record = [&](const std::string& uuid, int round, const std::string& metric,
+                    const std::string& unit, double value) {
+    v1::MeasurementRecord m;
+    m.set_uuid(uuid);
+    m.set_attempt_id(lease.attempt_id());
+    m.set_cell_id(cell);
+    m.set_process(0);
+    m.set_round(round);
+    m.set_metric(metric);
+    m.set_unit(unit);
+    m.set_value(value);
+    return m;
+  };
+  v1::ReportResponse response;
+  ASSERT_TRUE(
+      Report(
+          with_bench,
+          {record("ok-0", 0, "time_us", "us", 5), record("undeclared", 0, "speed", "1", 1),
+           record("kernel-metric", 0, "segments", "1", 4),
+           record("other-unit", 1, "time_us", "ms", 5), record("negative", 1, "time_us", "us", -5),
+           record("share-over-one", 0, "hit_share", "1", 1.5)},
+          {}, &response)
+          .ok());
+  EXPECT_EQ(response.acknowledged_uuids_size(), 1);
+  ASSERT_EQ(response.refused_size(), 5);
+  std::string reasons;
+  for (const auto& r : response.refused()) reasons += r.uuid() + ": " + r.reason() + "\n";
+  EXPECT_NE(reasons.find("undeclared: the command runner reports no metric named \"speed\""),
+            std::string::npos)
+      << reasons;
+  EXPECT_NE(reasons.find("kernel-metric: the command runner reports no metric named"),
+            std::string::npos)
+      << reasons;
+  EXPECT_NE(reasons.find("other-unit: metric time_us is reported in us"), std::string::npos)
+      << reasons;
+  EXPECT_NE(reasons.find("negative: time_us = -5 is out of range"), std::string::npos) << reasons;
+  EXPECT_NE(reasons.find("share-over-one: hit_share = 1.5 is out of range"), std::string::npos)
+      << reasons;
+  // One of two required slots: not done.
+  v1::FinishResponse finished;
+  const grpc::Status early = Finish(with_bench, lease.attempt_id(), true, 1, &finished);
+  EXPECT_EQ(early.error_code(), StatusCode::FAILED_PRECONDITION) << early.error_message();
+  EXPECT_NE(early.error_message().find("slots of the design filled"), std::string::npos);
+  // Across a restart the coordinator checks against the stored declarations, not memory; the
+  // second slot then fills the design (the optional metric is not needed).
+  StopCoordinator();
+  StartCoordinator();
+  ASSERT_TRUE(Report(with_bench,
+                     {record("ok-1", 1, "time_us", "us", 6),
+                      record("undeclared-after-restart", 1, "speed", "1", 1)},
+                     {}, &response)
+                  .ok());
+  ASSERT_EQ(response.refused_size(), 1);
+  EXPECT_EQ(response.refused(0).uuid(), "undeclared-after-restart");
+  const grpc::Status done = Finish(with_bench, lease.attempt_id(), true, 2, &finished);
+  ASSERT_TRUE(done.ok()) << done.error_message();
+  EXPECT_TRUE(finished.accepted()) << finished.detail();
+  EXPECT_EQ(
+      QueryInt("SELECT COUNT(*) FROM valid_measurements WHERE run_id = " + std::to_string(run)), 2);
 }
 
 }  // namespace
