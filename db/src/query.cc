@@ -357,7 +357,9 @@ absl::StatusOr<QueryResult> QueryRun(db::Database& db, const QueryOptions& optio
                      db.Prepare("SELECT e.cell_id, e.kind, e.value FROM evidence e JOIN attempts a "
                                 "ON a.id = e.attempt_id "
                                 "WHERE e.run_id = ?1 AND a.state = 'done' AND e.stale = 0 "
-                                "AND e.kind IN ('backend_mismatch', 'throttled', 'probe_silent')"));
+                                "AND e.kind IN ('backend_mismatch', 'throttled', 'probe_silent', "
+                                "'speculation_not_engaged', 'speculation_while_off', "
+                                "'speculation_not_verifiable')"));
     stmt.Bind(1, options.run_id);
     while (true) {
       ASSIGN_OR_RETURN(bool row, stmt.Step());

@@ -557,11 +557,13 @@ absl::StatusOr<RunAnalysis> AnalyzeRun(db::Database& db, int64_t run_id,
   {
     ASSIGN_OR_RETURN(
         db::Statement stmt,
-        db.Prepare("SELECT e.cell_id, e.kind, e.value FROM evidence e JOIN attempts a ON a.id = "
-                   "e.attempt_id "
-                   "WHERE e.run_id = ?1 AND a.state = 'done' AND e.stale = 0 "
-                   "AND e.kind IN ('backend_mismatch', 'throttled', 'probe_silent', "
-                   "'speculation_not_engaged', 'speculation_not_verifiable') ORDER BY e.id"));
+        db.Prepare(
+            "SELECT e.cell_id, e.kind, e.value FROM evidence e JOIN attempts a ON a.id = "
+            "e.attempt_id "
+            "WHERE e.run_id = ?1 AND a.state = 'done' AND e.stale = 0 "
+            "AND e.kind IN ('backend_mismatch', 'throttled', 'probe_silent', "
+            "'speculation_not_engaged', 'speculation_while_off', 'speculation_not_verifiable') "
+            "ORDER BY e.id"));
     stmt.Bind(1, run_id);
     while (true) {
       ASSIGN_OR_RETURN(bool row, stmt.Step());
