@@ -35,7 +35,8 @@ for ((i = 0; i < ${#args[@]}; ++i)); do [[ ${args[i]} == --rounds ]] && rounds=$
 } >"$work/m.yaml"
 mean_of() { python3 -c 'import sys,json; v=[json.loads(l)["value"] for l in sys.stdin if l.startswith("{\"metric\"")]; print(sum(v)/len(v))'; }
 for ((p = 1; p <= pairs; ++p)); do
-  alone=$("$bench" "${args[@]}" | mean_of)
+  "$bench" "${args[@]}" >"$work/alone.out"  # to a file, as under ladder: no reader beside it
+  alone=$(mean_of <"$work/alone.out")
   rm -f "$work/l.db"*
   "$ladder" local "$work/m.yaml" --agents 1 --db "$work/l.db" --bench "program=$bench" >/dev/null 2>&1
   "$ladder" export 1 --db "$work/l.db" --csv -o "$work/l.csv" >/dev/null 2>&1
