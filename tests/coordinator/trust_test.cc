@@ -8,9 +8,11 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <future>
 #include <mutex>
+#include <random>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -510,6 +512,115 @@ TEST_F(Trust, RefusalReasonsPrintTheExactValueRefused) {
   EXPECT_NE(response.refused(1).reason().find("segments = 1.0000000001 is out of range"),
             std::string::npos)
       << response.refused(1).reason();
+}
+
+}  // namespace
+}  // namespace ladder::coordinator
+
+namespace ladder::coordinator {
+namespace {
+
+// The door's property: whatever bytes an agent puts in any string field of Register, Report,
+// Finish and Release — random bytes, control characters, invalid UTF-8, separators, escapes —
+// the database stays intact, every documented view and query answers, and the log stays one
+// event per line with no escape sequence. Seeded: a failure names its seed and repeats.
+TEST_F(Trust, RandomBytesInEveryStringFieldLeaveTheDatabaseViewsAndLogIntact) {
+  Submit(kMatrix);
+  std::mt19937_64 random(20261207);
+  const std::vector<std::string> hostile = {
+      "\n", "\r", "\x1b[2J", "\xe2\x80\xa8", "\xe2\x80\xae", "\xef\xbb\xbf", "\xc2\x85", "\xff",
+      "\"", "\\", "{",       "\x00"};
+  auto bytes = [&](size_t max_length) {
+    std::string s;
+    const size_t n = random() % (max_length + 1);
+    while (s.size() < n) {
+      if (random() % 4 == 0) {
+        s += hostile[random() % hostile.size()];
+      } else {
+        s.push_back(static_cast<char>(random() % 256));
+      }
+    }
+    return s;
+  };
+  int accepted_registers = 0;
+  for (int i = 0; i < 120; ++i) {
+    SCOPED_TRACE("iteration " + std::to_string(i));
+    char id[64];
+    std::snprintf(id, sizeof id, "dddddddd-0000-0000-0000-%012d", i);
+    v1::RegisterRequest request = RegisterRequestFor(id, agent_token_a_);
+    auto* inv = request.mutable_inventory();
+    switch (i % 6) {
+      case 0:
+        inv->set_hostname(bytes(300));
+        break;
+      case 1:
+        inv->set_machine_id(bytes(200));
+        break;
+      case 2:
+        (*inv->mutable_software())[bytes(40)] = bytes(300);
+        break;
+      case 3:
+        inv->set_labels_json("{\"k\": \"" + bytes(300) + "\"}");
+        break;
+      case 4:
+        inv->add_features(bytes(80));
+        break;
+      case 5: {
+        auto* gpu = inv->add_gpus();
+        gpu->set_vendor("nvidia");
+        gpu->set_name(bytes(300));
+        gpu->set_driver(bytes(150));
+        break;
+      }
+    }
+    Session s;
+    if (!Register(request, &s).ok()) continue;
+    ++accepted_registers;
+    const v1::LeaseResponse lease = Lease(s);
+    if (!lease.has_work()) continue;
+    v1::MeasurementRecord m;
+    m.set_uuid(bytes(70));
+    m.set_attempt_id(lease.attempt_id());
+    m.set_cell_id(lease.cells(0).cell_id());
+    m.set_metric(i % 2 ? std::string("time_us") : bytes(70));
+    m.set_unit(bytes(20));
+    m.set_value(1.0);
+    v1::EvidenceRecord e;
+    e.set_uuid("evidence-" + std::to_string(i));
+    e.set_attempt_id(lease.attempt_id());
+    e.set_cell_id(lease.cells(0).cell_id());
+    e.set_kind(i % 3 ? std::string("note") : bytes(70));
+    e.set_value_json(i % 2 ? "\"" + bytes(200) + "\"" : bytes(200));
+    v1::ReportResponse reported;
+    (void)Report(s, {m}, {e}, &reported);
+    if (i % 2) {
+      v1::FinishResponse finished;
+      (void)Finish(s, lease.attempt_id(), false, 0, &finished, bytes(5000));
+    } else {
+      v1::ReleaseRequest release;
+      release.set_session_id(s.id);
+      release.set_reason(bytes(3000));
+      v1::ReleaseResponse released;
+      (void)agents_->Release(Ctx(s.credential).get(), release, &released);
+    }
+  }
+  EXPECT_GT(accepted_registers, 0);
+  EXPECT_EQ(QueryText("PRAGMA integrity_check"), "ok");
+  EXPECT_EQ(RunDocumentedQueries(), "");
+  EXPECT_EQ(QueryInt("SELECT COUNT(*) FROM evidence WHERE NOT json_valid(value)"), 0);
+  const std::string log = log_->Text();
+  EXPECT_EQ(log.find('\x1b'), std::string::npos);
+  EXPECT_EQ(log.find("\xe2\x80\xa8"), std::string::npos);
+  EXPECT_EQ(log.find("\xc2\x85"), std::string::npos);
+  // One event per line: every line opens with the logger's time stamp.
+  size_t start = 0;
+  while (start < log.size()) {
+    const size_t end = log.find('\n', start);
+    const std::string line = log.substr(start, end - start);
+    EXPECT_TRUE(line.rfind("[20", 0) == 0) << "a line that is no event: " << line.substr(0, 120);
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
 }
 
 }  // namespace
