@@ -21,6 +21,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "ladder/common/json_depth.h"
 
 namespace ladder::command {
 namespace {
@@ -42,34 +43,6 @@ std::string_view Trim(std::string_view s) {
   while (!s.empty() && IsBlank(s.front())) s.remove_prefix(1);
   while (!s.empty() && IsBlank(s.back())) s.remove_suffix(1);
   return s;
-}
-
-// True when brackets outside strings nest deeper than `limit`. A scan, not a parser: it only
-// tracks whether it is inside a string literal (and its escapes).
-bool NestsDeeperThan(std::string_view text, int limit) {
-  int depth = 0;
-  bool in_string = false;
-  bool escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      if (++depth > limit) return true;
-    } else if (c == '}' || c == ']') {
-      --depth;
-    }
-  }
-  return false;
 }
 
 // Python's json.dumps and Google Benchmark write NaN, Infinity and -Infinity, which are not JSON.
@@ -121,7 +94,7 @@ struct Parsed {
 
 // Parses one JSON text without exceptions; nullopt when it is not JSON or nests too deep.
 std::optional<Parsed> ParseJson(std::string_view text) {
-  if (NestsDeeperThan(text, kMaxNesting)) return std::nullopt;
+  if (JsonNestsDeeperThan(text, kMaxNesting)) return std::nullopt;
   json value = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!value.is_discarded()) return Parsed{std::move(value), false};
   std::optional<std::string> nulled = NullNonFiniteLiterals(text);

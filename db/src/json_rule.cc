@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "ladder/common/json_depth.h"
 #include "ladder/status_macros.h"
 
 namespace ladder::db {
@@ -16,28 +17,8 @@ std::string JsonShapeRefusal(std::string_view text, size_t max_bytes) {
     return "JSON starts with a byte-order mark";
   }
   // Depth before parsing, so a deep document costs one pass and no recursion.
-  int depth = 0;
-  bool in_string = false, escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > kMaxJsonDepth) {
-        return absl::StrCat("JSON nests deeper than ", kMaxJsonDepth, " levels");
-      }
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
+  if (JsonNestsDeeperThan(text, kMaxJsonDepth)) {
+    return absl::StrCat("JSON nests deeper than ", kMaxJsonDepth, " levels");
   }
   if (!nlohmann::json::accept(text)) return "not valid JSON";
   return "";
