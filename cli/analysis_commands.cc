@@ -261,7 +261,7 @@ void AddReport(CLI::App& app) {
       ->check(CLI::IsMember({"html", "md", "json", "text"}));
   cmd->add_option("--sections", flags->sections,
                   "md and text: only these sections, comma-separated (ratios, ratios-other, aa, "
-                  "ladder, locate, load, load-ratio, cells, variance, arm-session, sessions, "
+                  "said, ladder, locate, load, load-ratio, cells, variance, arm-session, sessions, "
                   "flags, repro, compare, notes)");
   AddAnalysisFlags(cmd, *flags, true);
   cmd->callback([flags] {

@@ -999,6 +999,7 @@ absl::StatusOr<RunAnalysis> AnalyzeRun(db::Database& db, int64_t run_id,
     }
   }
   if (info.locate) RETURN_IF_ERROR(AddLocated(db, out));
+  RETURN_IF_ERROR(AddStartsSaid(db, run_id, out));
   RETURN_IF_ERROR(AddLoad(db, options, out));
   return out;
 }

@@ -57,4 +57,8 @@ CrossingFit FitCrossing(const RunAnalysis& a, const std::vector<size_t>& points,
 // a.cells, a.comparisons and a.lines.
 absl::Status AddLoad(db::Database& db, const AnalysisOptions& options, RunAnalysis& a);
 
+// Fills each cell's `said` and each comparison's `said_differs` (starts_said.cc) from the run's
+// probe_counts and program_evidence; needs a.cells and a.comparisons.
+absl::Status AddStartsSaid(db::Database& db, int64_t run_id, RunAnalysis& a);
+
 }  // namespace ladder::report

@@ -160,6 +160,12 @@ json ToJson(const RunAnalysis& analysis) {
     if (c.discarded_warmup) cell["discarded_warmup"] = c.discarded_warmup;
     if (c.acceptance_rate) cell["acceptance_rate"] = *c.acceptance_rate;
     if (c.mean_acceptance_length) cell["mean_acceptance_length"] = *c.mean_acceptance_length;
+    if (c.said) {
+      cell["starts_said"] = {{"starts", c.said->starts},
+                             {"probe_lines", c.said->probe_lines},
+                             {"probe_starts", c.said->probe_starts},
+                             {"program", c.said->program}};
+    }
     cells.push_back(std::move(cell));
   }
   json comparisons = json::array();
@@ -183,7 +189,8 @@ json ToJson(const RunAnalysis& analysis) {
               {"verdict", cmp.verdict},
               {"band", std::string(stats::ChangeClassName(cmp.change))},
               {"threshold", analysis.threshold},
-              {"flags", FlagsJson(cmp.flags)}};
+              {"flags", FlagsJson(cmp.flags)},
+              {"said_differs", cmp.said_differs}};
     if (cmp.arm_session) {
       const auto& v = *cmp.arm_session;
       j["arm_session"] = {{"sessions", v.sessions},

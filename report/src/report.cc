@@ -1,5 +1,8 @@
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -189,6 +192,64 @@ void LoadSections(const RunAnalysis& a, std::vector<Section>& out) {
   out.push_back(std::move(s));
 }
 
+// What the starts said: per paired comparison, what the two arms' programs and probes said
+// differently (the evidence that each arm ran what it claims); per cell when nothing is paired.
+void StartsSaidSection(const RunAnalysis& a, std::vector<Section>& out) {
+  static constexpr size_t kShown = 3;
+  auto shown = [](const std::vector<std::string>& items) {
+    if (items.empty()) return std::string("nothing differs");
+    std::vector<std::string> head(
+        items.begin(), items.begin() + static_cast<std::ptrdiff_t>(std::min(items.size(), kShown)));
+    std::string text = absl::StrJoin(head, "; ");
+    if (items.size() > kShown)
+      absl::StrAppend(&text, "; +", items.size() - kShown, " more (--json)");
+    return text;
+  };
+  Section s;
+  s.title = "What the starts said";
+  s.anchor = absl::StrCat("said-", a.info.run_id);
+  s.paragraphs.push_back(
+      "From the starts that finished: the probe patterns counted on each engine's or program's "
+      "output, and a command program's own evidence lines flattened to leaves (path.taken, "
+      "kernels launched). A leaf counts for a cell when all its starts printed the same value.");
+  if (!a.comparisons.empty()) {
+    s.paragraphs.push_back(
+        "Per paired comparison, what arm B said differently from arm A (\"leaf: A -> B\"; - where "
+        "an arm printed no such leaf). \"nothing differs\" means the evidence cannot tell the arms "
+        "apart.");
+    s.table.header = {"context", "B vs A", "starts A / B", "what differs"};
+    for (const auto& cmp : a.comparisons) {
+      const CellStats* base = a.FindCell(cmp.baseline_key);
+      const CellStats* treated = a.FindCell(cmp.treatment_key);
+      auto starts = [](const CellStats* c) {
+        return c && c->said ? std::to_string(c->said->starts) : std::string("-");
+      };
+      s.table.rows.push_back(
+          {cmp.context_key,
+           absl::StrCat(cmp.pair_axis, " ", cmp.treatment_value, " vs ", cmp.baseline_value),
+           starts(base) + " / " + starts(treated),
+           base && treated && base->said && treated->said ? shown(cmp.said_differs)
+                                                          : "an arm recorded nothing"});
+      s.table.row_cells.push_back(cmp.treatment_key);
+      s.table.row_flagged.push_back(false);
+    }
+  } else {
+    s.table.header = {"cell", "starts", "probes (starts that printed it)"};
+    for (const auto& c : a.cells) {
+      if (!c.said) continue;
+      std::vector<std::string> probes;
+      for (const auto& [pattern, n] : c.said->probe_starts) {
+        probes.push_back(absl::StrCat(pattern, " ", n, "/", c.said->starts));
+      }
+      s.table.rows.push_back({c.key, std::to_string(c.said->starts),
+                              probes.empty() ? "-" : absl::StrJoin(probes, "; ")});
+      s.table.row_cells.push_back(c.key);
+      s.table.row_flagged.push_back(false);
+    }
+  }
+  out.push_back(std::move(s));
+}
+
 void RunSections(const RunAnalysis& a, std::vector<Section>& out) {
   const RunInfo& info = a.info;
   const std::string unit = info.unit.empty() ? "" : " " + info.unit;
@@ -257,6 +318,9 @@ void RunSections(const RunAnalysis& a, std::vector<Section>& out) {
       s.table.row_flagged.push_back(!cmp.flags.empty());
     }
     out.push_back(std::move(s));
+  }
+  if (std::any_of(a.cells.begin(), a.cells.end(), [](const CellStats& c) { return c.said; })) {
+    StartsSaidSection(a, out);
   }
   if (!a.comparisons.empty()) {
     // The other two methods, each with the quantity it estimates and its own point estimate.

@@ -230,6 +230,53 @@ replicates: {sessions: 1, processes: 2, rounds: 3}
   EXPECT_EQ(QueryInt(run.db, probes + "4"), 0);
 }
 
+// What the arms said reaches the report: the program's evidence leaves that tell the two arms
+// apart and the probe that only one arm printed, never a leaf that varies from start to start.
+TEST(Command, ReportSaysWhatTheArmsSaidDifferently) {
+  TempDir dir;
+  const std::string prog = WriteScript(
+      dir, "prog.sh",
+      "if [ \"$1\" = admitted ]; then path=3d; echo PROBE_3D_SPEC_ACTIVE >&2; else path=2d; fi\n"
+      "echo \"{\\\"evidence\\\": {\\\"path\\\": {\\\"taken\\\": \\\"$path\\\"}, "
+      "\\\"pid\\\": $$, \\\"gpu\\\": \\\"same\\\"}}\"\n"
+      "echo '{\"metric\": \"time_us\", \"value\": 5}'\n");
+  const std::string matrix = R"(
+name: command-said
+runner: command
+command:
+  bench: prog
+  args: ["{impl}"]
+  probe_patterns: [PROBE_3D_SPEC_ACTIVE]
+metrics:
+  time_us: {unit: us, better: lower}
+axes:
+  impl: [gated, admitted]
+pair: [impl]
+replicates: {sessions: 2, processes: 1, rounds: 1}
+)";
+  auto run = RunLocal(dir, matrix, "prog=" + prog);
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.out << run.result.err;
+  auto report = RunCommand({LadderBinary(), "report", "1", "--db", run.db, "--format", "json"});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  const auto doc = nlohmann::json::parse(report.out);
+  const auto& comparisons = doc["runs"][0]["comparisons"];
+  ASSERT_EQ(comparisons.size(), 1u) << report.out;
+  EXPECT_EQ(
+      comparisons[0]["said_differs"],
+      nlohmann::json({"PROBE_3D_SPEC_ACTIVE: 0/2 starts -> 2/2 starts", "path.taken: 2d -> 3d"}))
+      << comparisons.dump();
+  for (const auto& cell : doc["runs"][0]["cells"]) {
+    EXPECT_EQ(cell["starts_said"]["starts"], 2) << cell.dump();
+    EXPECT_EQ(cell["starts_said"]["program"]["pid"], "(varies)") << cell.dump();
+    EXPECT_EQ(cell["starts_said"]["program"]["gpu"], "same") << cell.dump();
+  }
+  auto text = RunCommand(
+      {LadderBinary(), "report", "1", "--db", run.db, "--format", "text", "--sections", "said"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("impl admitted vs gated"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("path.taken: 2d -> 3d"), std::string::npos) << text.out;
+}
+
 // Each adapter through a real agent: a real Google Benchmark program, and nvbench's and
 // llama-bench's own recorded outputs (tests/command/fixtures/README.md) replayed by a script, the
 // nvbench one written to the {out} file as nvbench's --json writes it.

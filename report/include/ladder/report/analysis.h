@@ -26,6 +26,7 @@
 #include <array>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -118,6 +119,18 @@ struct Flag {
   std::string detail;  // e.g. the failure reason, "3 of 6 measurements"
 };
 
+// What the starts of a cell said about themselves, from attempts that finished: every runner's
+// probe counts (`probe_patterns` counted on an engine's or a program's output) and a command
+// program's own `{"evidence": {...}}` lines, flattened to scalar leaves ("path.taken" -> "3d").
+struct StartsSaid {
+  int64_t starts = 0;                           // processes or program starts that recorded probes
+  std::map<std::string, int64_t> probe_lines;   // pattern -> lines counted over the starts
+  std::map<std::string, int64_t> probe_starts;  // pattern -> starts that printed it at least once
+  // leaf -> its value when every start that printed the leaf agreed, else kVaries.
+  std::map<std::string, std::string> program;
+  static constexpr const char* kVaries = "(varies)";
+};
+
 struct CellStats {
   int64_t cell_id = 0;
   std::string key;                  // "depth=256,query_rows=1,path=2d"
@@ -134,6 +147,7 @@ struct CellStats {
   std::string interval_error;
   std::optional<double> acceptance_rate;         // mean of metric acceptance_rate, if recorded
   std::optional<double> mean_acceptance_length;  // mean of metric mean_acceptance_length
+  std::optional<StartsSaid> said;  // when its starts recorded probe counts or program evidence
   std::vector<Flag> flags;
 };
 
@@ -164,6 +178,10 @@ struct Comparison {
   std::optional<stats::ArmSessionVariance> arm_session;
   std::string arm_session_error;
   std::vector<Flag> flags;  // union of both cells' flags
+  // What the two arms' programs said differently: leaves that each arm's starts agreed on and
+  // whose values differ between the arms (absent in one arm: "-"), and probe patterns whose
+  // share of starts differs. "path.taken: 2d -> 3d", "PROBE_3D_SPEC_ACTIVE: 0/3 -> 3/3 starts".
+  std::vector<std::string> said_differs;
 
   // The primary estimate B / A, or NaN when it could not be computed.
   double Ratio() const;
