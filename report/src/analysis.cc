@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "internal.h"
@@ -281,6 +282,29 @@ absl::StatusOr<MeasuredCosts> MeasureLevelCosts(db::Database& db, int64_t run_id
   // What the runners measured with their steady clocks: process starts and the time of each
   // cell measurement (one round of one cell). The engine runner's process is an engine server
   // start; the kernel runner's is a fresh draw of the data inside the agent.
+  // A program the command runner started reports its rounds when it ends: the runner sees a
+  // start's total time, never a round's, so the two costs cannot be told apart.
+  {
+    ASSIGN_OR_RETURN(
+        db::Statement command,
+        db.Prepare("SELECT json_extract(value, '$.seconds') FROM evidence WHERE run_id = ?1 AND "
+                   "stale = 0 AND kind = 'command_start' AND json_extract(value, '$.failure') "
+                   "IS NULL AND json_extract(value, '$.round') IS NULL"));
+    command.Bind(1, run_id);
+    std::vector<double> seconds;
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, command.Step());
+      if (!row) break;
+      if (!command.IsNull(0)) seconds.push_back(command.Double(0));
+    }
+    if (!seconds.empty()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the command runner sees each program start whole (median ",
+          absl::StrFormat("%.3g", median_of(seconds)),
+          " s, its rounds included), not a round's time apart from the start's; give "
+          "--cost-round, --cost-process and --cost-session to plan"));
+    }
+  }
   ASSIGN_OR_RETURN(db::Statement starts,
                    db.Prepare("SELECT kind, value FROM evidence WHERE run_id = ?1 AND stale = 0 "
                               "AND kind IN ('engine_process', 'kernel_process')"));
@@ -324,6 +348,16 @@ absl::StatusOr<MeasuredCosts> MeasureLevelCosts(db::Database& db, int64_t run_id
     sources.push_back("round: result time stamps (1 ms)");
   }
   // Process start: what the engine reported, else the gap between processes less a round.
+  if (!measured_starts.empty() && clock_runner == "kernel runner") {
+    // The kernel runner's "process" is a fresh draw of inputs inside the agent, which costs
+    // microseconds: a plan trading it against rounds would ask for the cap of processes, a
+    // design no one should follow (the start it stands for is never paid).
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the kernel runner starts no process (a process is a fresh draw of inputs inside the "
+        "agent, ", absl::StrFormat("%.3g", median_of(measured_starts) * 1e6),
+        " µs), so there is no start to trade against rounds; give --cost-process (with "
+        "--cost-round and --cost-session) to plan for a cost you know"));
+  }
   if (!measured_starts.empty()) {
     costs.process = median_of(measured_starts);
     sources.push_back(absl::StrCat("process start: ", clock_runner, ", steady clock (µs)"));
