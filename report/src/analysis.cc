@@ -298,11 +298,11 @@ absl::StatusOr<MeasuredCosts> MeasureLevelCosts(db::Database& db, int64_t run_id
       if (!command.IsNull(0)) seconds.push_back(command.Double(0));
     }
     if (!seconds.empty()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "the command runner sees each program start whole (median ",
-          absl::StrFormat("%.3g", median_of(seconds)),
-          " s, its rounds included), not a round's time apart from the start's; give "
-          "--cost-round, --cost-process and --cost-session to plan"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("the command runner sees each program start whole (median ",
+                       absl::StrFormat("%.3g", median_of(seconds)),
+                       " s, its rounds included), not a round's time apart from the start's; give "
+                       "--cost-round, --cost-process and --cost-session to plan"));
     }
   }
   ASSIGN_OR_RETURN(db::Statement starts,
@@ -354,7 +354,8 @@ absl::StatusOr<MeasuredCosts> MeasureLevelCosts(db::Database& db, int64_t run_id
     // design no one should follow (the start it stands for is never paid).
     return absl::FailedPreconditionError(absl::StrCat(
         "the kernel runner starts no process (a process is a fresh draw of inputs inside the "
-        "agent, ", absl::StrFormat("%.3g", median_of(measured_starts) * 1e6),
+        "agent, ",
+        absl::StrFormat("%.3g", median_of(measured_starts) * 1e6),
         " µs), so there is no start to trade against rounds; give --cost-process (with "
         "--cost-round and --cost-session) to plan for a cost you know"));
   }

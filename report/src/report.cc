@@ -195,15 +195,21 @@ void LoadSections(const RunAnalysis& a, std::vector<Section>& out) {
 // What the starts said: per paired comparison, what the two arms' programs and probes said
 // differently (the evidence that each arm ran what it claims); per cell when nothing is paired.
 void StartsSaidSection(const RunAnalysis& a, std::vector<Section>& out) {
+  // At most kShown items per comparison, one per row, each cut to fit a terminal's column;
+  // --json has them all, whole.
   static constexpr size_t kShown = 3;
+  static constexpr size_t kItemChars = 48;
   auto shown = [](const std::vector<std::string>& items) {
-    if (items.empty()) return std::string("nothing differs");
-    std::vector<std::string> head(
-        items.begin(), items.begin() + static_cast<std::ptrdiff_t>(std::min(items.size(), kShown)));
-    std::string text = absl::StrJoin(head, "; ");
-    if (items.size() > kShown)
-      absl::StrAppend(&text, "; +", items.size() - kShown, " more (--json)");
-    return text;
+    std::vector<std::string> lines;
+    if (items.empty()) lines.push_back("nothing differs");
+    for (size_t i = 0; i < std::min(items.size(), kShown); ++i) {
+      lines.push_back(items[i].size() > kItemChars ? items[i].substr(0, kItemChars - 3) + "..."
+                                                   : items[i]);
+    }
+    if (items.size() > kShown) {
+      lines.back() += absl::StrCat(" (+", items.size() - kShown, " more in --json)");
+    }
+    return lines;
   };
   Section s;
   s.title = "What the starts said";
@@ -224,14 +230,19 @@ void StartsSaidSection(const RunAnalysis& a, std::vector<Section>& out) {
       auto starts = [](const CellStats* c) {
         return c && c->said ? std::to_string(c->said->starts) : std::string("-");
       };
-      s.table.rows.push_back(
-          {cmp.context_key,
-           absl::StrCat(cmp.pair_axis, " ", cmp.treatment_value, " vs ", cmp.baseline_value),
-           starts(base) + " / " + starts(treated),
-           base && treated && base->said && treated->said ? shown(cmp.said_differs)
-                                                          : "an arm recorded nothing"});
-      s.table.row_cells.push_back(cmp.treatment_key);
-      s.table.row_flagged.push_back(false);
+      const std::vector<std::string> lines =
+          base && treated && base->said && treated->said
+              ? shown(cmp.said_differs)
+              : std::vector<std::string>{"an arm recorded nothing"};
+      for (size_t i = 0; i < lines.size(); ++i) {
+        s.table.rows.push_back(
+            {i ? "" : cmp.context_key,
+             i ? ""
+               : absl::StrCat(cmp.pair_axis, " ", cmp.treatment_value, " vs ", cmp.baseline_value),
+             i ? "" : starts(base) + " / " + starts(treated), lines[i]});
+        s.table.row_cells.push_back(cmp.treatment_key);
+        s.table.row_flagged.push_back(false);
+      }
     }
   } else {
     s.table.header = {"cell", "starts", "probes (starts that printed it)"};

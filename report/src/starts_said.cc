@@ -1,6 +1,7 @@
 // What each cell's starts said about themselves (probe counts, a program's evidence lines), and
 // what the two arms of each paired comparison said differently: the evidence that a cell is the
 // kernel path, backend or configuration it claims, brought to the tables people read.
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
@@ -125,6 +126,7 @@ absl::Status AddStartsSaid(db::Database& db, int64_t run_id, RunAnalysis& a) {
     }
     // Leaves both arms printed first (a path taken, a kernel launched), then those one arm
     // alone printed (another implementation's own details).
+    std::vector<std::pair<std::string, std::string>> both;  // (A -> B, leaf: A -> B)
     std::vector<std::string> one_sided;
     std::set<std::string> leaves;
     for (const auto& [leaf, text] : sa.program) leaves.insert(leaf);
@@ -134,9 +136,18 @@ absl::Status AddStartsSaid(db::Database& db, int64_t run_id, RunAnalysis& a) {
       const std::string va = ia == sa.program.end() ? "-" : ia->second;
       const std::string vb = ib == sb.program.end() ? "-" : ib->second;
       if (va == StartsSaid::kVaries || vb == StartsSaid::kVaries || va == vb) continue;
-      (va == "-" || vb == "-" ? one_sided : cmp.said_differs)
-          .push_back(leaf + ": " + va + " -> " + vb);
+      // The program echoing the paired axis (impl: gated -> admitted) says nothing new.
+      if (va == cmp.baseline_value && vb == cmp.treatment_value) continue;
+      if (va == "-" || vb == "-") {
+        one_sided.push_back(leaf + ": " + va + " -> " + vb);
+      } else {
+        both.emplace_back(va + " -> " + vb, leaf + ": " + va + " -> " + vb);
+      }
     }
+    // Short values first: a path taken ("2d -> 3d") before a sentence about it.
+    std::stable_sort(both.begin(), both.end(),
+                     [](const auto& x, const auto& y) { return x.first.size() < y.first.size(); });
+    for (auto& [values, item] : both) cmp.said_differs.push_back(std::move(item));
     cmp.said_differs.insert(cmp.said_differs.end(), one_sided.begin(), one_sided.end());
   }
   return absl::OkStatus();

@@ -258,8 +258,7 @@ TEST_F(AnalysisTest, NoRepeatPlanForTheKernelRunnerWhichStartsNoProcess) {
   auto db = Reader();
   auto costs = MeasureLevelCosts(*db, run);
   ASSERT_FALSE(costs.ok());
-  EXPECT_NE(costs.status().message().find("the kernel runner starts no process"),
-            std::string::npos)
+  EXPECT_NE(costs.status().message().find("the kernel runner starts no process"), std::string::npos)
       << costs.status();
   EXPECT_NE(costs.status().message().find("1.5 µs"), std::string::npos) << costs.status();
   auto a = AnalyzeRun(*db, run);
