@@ -1,7 +1,7 @@
 // ladder-bench-history: how long `ladder history` takes over a long series. Builds a database of
 // R runs of one C-cell matrix (through db::Store, as the coordinator writes one: every run's
 // units leased, reported and done; 3 sessions × 1 process × 3 rounds per cell), with a planted
-// 10 % slowdown of every tenth cell from run R − R/4 on, then times report::ReadHistory (what
+// 25 % slowdown of every tenth cell from run R − R/4 on, then times report::ReadHistory (what
 // `ladder history` calls) and its rendering, on the file opened read-only as the CLI opens it.
 //
 //   ladder-bench-history --runs 100 --cells 200 --db /tmp/history.db
@@ -91,7 +91,7 @@ int Build(const std::string& path, int runs, int cells) {
           m.round = round;
           m.metric = "time_us";
           m.unit = "us";
-          m.value = (100.0 + static_cast<double>(c)) * (slow ? 1.10 : 1.0) *
+          m.value = (100.0 + static_cast<double>(c)) * (slow ? 1.25 : 1.0) *
                     std::exp(night + session_effect + normal(rng) * 0.01);
           m.measured_at = now;
           ms.push_back(std::move(m));

@@ -402,6 +402,7 @@ absl::StatusOr<MatrixHistory> ReadHistory(db::Database& db, const std::string& m
   std::map<std::string, HistorySeries> by_key;
   std::vector<std::string> order;
   bool mixed_params = false;
+  double one_host_band = 0;  // the widened band of a comparison whose runs shared one host
   for (size_t i = 0; i < runs.size(); ++i) {
     std::map<std::string, const CompareRow*> rows_of;
     std::optional<RunComparison> comparison;
@@ -413,6 +414,7 @@ absl::StatusOr<MatrixHistory> ReadHistory(db::Database& db, const std::string& m
         comparison = *std::move(compared);
         for (const auto& row : comparison->rows) rows_of[row.key] = &row;
         runs[i].matrix_verdicts = comparison->matrix_verdicts;
+        if (!comparison->one_host.empty()) one_host_band = comparison->band;
         if (h.direction == Direction::kUnknown) h.direction = comparison->direction;
       } else if (compared.status().code() == absl::StatusCode::kFailedPrecondition) {
         runs[i].note = "shares no cell with the baseline";
@@ -472,6 +474,14 @@ absl::StatusOr<MatrixHistory> ReadHistory(db::Database& db, const std::string& m
         options.cells.empty()
             ? absl::StrCat("matrix '", matrix_name, "' has no measured cell")
             : absl::StrCat("--cells: no cell holds ", absl::StrJoin(options.cells, ",")));
+  }
+  if (one_host_band > 0) {
+    h.notes.push_back(absl::StrCat(
+        "every session of the runs compared ran on one host: as `ladder compare` does, their "
+        "verdicts judge against ±",
+        FormatDf(100 * one_host_band),
+        " % (the band widened by the --host-drift allowance), since no run's interval sees that "
+        "host's drift between runs; the change-point instead estimates it from the series"));
   }
   std::set<std::string> shown_keys;
   for (const auto& key : order) {

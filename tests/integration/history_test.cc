@@ -1,7 +1,7 @@
 // The demo of docs/history.md end to end: matrices/examples/history-cpu.yaml run five times by
 // `ladder local` into one database (a real coordinator and real agents over loopback gRPC), the
 // first three with ladder's example sort, the last two with the same program built with a planted
-// 2x slowdown (ladder-example-bench-slow). `ladder history` names the baseline and flags run 4 as
+// 3x slowdown (ladder-example-bench-slow). `ladder history` names the baseline and flags run 4 as
 // where it began, with the tag that changed there; `ladder compare --against baseline latest
 // --fail-on slower` exits 5; bad input exits 2 with the reason.
 #include <gtest/gtest.h>
@@ -46,11 +46,15 @@ TEST(History, FiveRunsWithAPlantedSlowdownFromTheFourthAreFlaggedWhereItBegan) {
       << set.out;
   auto listed = RunCommand({LadderBinary(), "baseline", "list", "--db", db, "--json"});
   ASSERT_EQ(listed.exit_code, 0) << listed.err;
-  EXPECT_EQ(nlohmann::json::parse(listed.out)[0]["run_id"], 1);
+  const auto baselines = nlohmann::json::parse(listed.out);
+  ASSERT_EQ(baselines.size(), 1u) << listed.out;
+  EXPECT_EQ(baselines[0]["run_id"], 1);
 
   auto history = RunCommand({LadderBinary(), "history", "history-cpu", "--db", db, "--json"});
   ASSERT_EQ(history.exit_code, 0) << history.err;
   const auto h = nlohmann::json::parse(history.out);
+  const std::string shown = RunCommand({LadderBinary(), "history", "history-cpu", "--db", db}).out;
+  SCOPED_TRACE(shown);
   EXPECT_EQ(h["baseline"]["run_id"], 1);
   EXPECT_EQ(h["baseline"]["name"], "default");
   ASSERT_EQ(h["runs"].size(), 5u);
@@ -62,6 +66,7 @@ TEST(History, FiveRunsWithAPlantedSlowdownFromTheFourthAreFlaggedWhereItBegan) {
     ASSERT_TRUE(cp.is_object()) << s.dump();
     EXPECT_TRUE(cp["located"].get<bool>()) << cp.dump();
     EXPECT_EQ(cp["first_run"], 4) << cp.dump();
+    ASSERT_FALSE(cp["changes"].empty()) << cp.dump();
     EXPECT_EQ(cp["changes"][0], "tag build: good → slow") << cp.dump();
     EXPECT_FALSE(s["points"][2]["moved"].get<bool>());
     EXPECT_TRUE(s["points"][3]["moved"].get<bool>());
