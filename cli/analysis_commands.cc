@@ -383,6 +383,7 @@ void AddAnalysisCommands(CLI::App& app) {
   AddReport(app);
   AddVerify(app);
   AddCompareCommand(app);
+  AddHistoryCommands(app);
 }
 
 }  // namespace ladder::cli

@@ -6,10 +6,14 @@
 
 #include <cstdint>
 #include <memory>
+#include <ostream>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "exit_codes.h"
 #include "ladder/db/sqlite.h"
+#include "ladder/report/compare.h"
 
 namespace ladder::cli {
 
@@ -28,5 +32,25 @@ std::vector<std::string> SplitList(const std::string& text);
 
 // `ladder compare A B` (compare_command.cc).
 void AddCompareCommand(CLI::App& app);
+
+// `--fail-on` as compare takes it: slower, faster, inconclusive, no-change (exit 2 otherwise).
+std::set<std::string> ParseFailOn(const std::string& text);
+
+// A run id, `latest`, or `baseline` / `baseline:NAME`: the baseline in `database` of the matrix
+// that run `of_run` of `of_db` belongs to. Fails (exit 2) with the reason otherwise.
+int64_t RunOrBaselineIn(db::Database& database, const std::string& text, db::Database& of_db,
+                        int64_t of_run);
+
+enum class VerdictLevel { kMatrix, kPerCell };
+enum class Output { kMarkdown, kJson };
+
+// CompareTwoRuns, printed to `out`; kVerdict (after listing the cells on stderr) when a cell's
+// verdict at `level` is in `fail_on`, else kOk. Fails (exit 2) when the runs cannot be compared.
+ExitCode JudgeRuns(const report::RunRef& a, const report::RunRef& b,
+                   const report::CompareOptions& options, const std::set<std::string>& fail_on,
+                   VerdictLevel level, Output output, std::ostream& out);
+
+// `ladder history` and `ladder baseline` (history_command.cc).
+void AddHistoryCommands(CLI::App& app);
 
 }  // namespace ladder::cli

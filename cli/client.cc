@@ -97,11 +97,12 @@ absl::StatusOr<v1::ValidateResponse> AdminClient::Validate(const std::string& ya
 
 absl::StatusOr<v1::SubmitResponse> AdminClient::Submit(const std::string& yaml,
                                                        const std::string& filename,
-                                                       int64_t max_cells) {
+                                                       int64_t max_cells, const db::RunTags& tags) {
   v1::SubmitRequest request;
   request.set_yaml(yaml);
   request.set_filename(filename);
   request.set_max_cells(max_cells);
+  for (const auto& [key, value] : tags) (*request.mutable_tags())[key] = value;
   return Call<v1::SubmitRequest, v1::SubmitResponse>(
       *stub_, address_, &v1::AdminService::Stub::Submit, request, 120, token_);
 }
@@ -236,6 +237,26 @@ void AddClientFlags(CLI::App* cmd, ClientFlags& flags) {
                   "file holding an admin token (default: $LADDER_TOKEN)");
   cmd->add_option("--tls-ca", flags.tls_ca, "PEM CA to verify the coordinator's certificate");
   cmd->add_flag("--tls", flags.tls, "use TLS with the system's CA roots");
+}
+
+db::RunTags TagFlags::Parse() const {
+  db::RunTags out;
+  for (const auto& flag : tags) {
+    if (auto s = db::AddTagFlag(flag, &out); !s.ok()) Fail(s, ExitCode::kBadInput);
+  }
+  if (!note.empty()) {
+    if (out.count("note")) Fail("--note and --tag note=... both given", ExitCode::kBadInput);
+    out.emplace("note", note);
+  }
+  if (auto s = db::ValidateRunTags(out); !s.ok()) Fail(s, ExitCode::kBadInput);
+  return out;
+}
+
+void AddTagFlags(CLI::App* cmd, TagFlags& flags) {
+  cmd->add_option("--tag", flags.tags,
+                  "KEY=VALUE stored with the run (repeatable), e.g. --tag build=abc123: what "
+                  "distinguishes it in `ladder history` (key: letters, digits, _ . -)");
+  cmd->add_option("--note", flags.note, "a free note stored with the run (the tag `note`)");
 }
 
 }  // namespace ladder::cli

@@ -12,6 +12,7 @@
 #include <CLI/CLI.hpp>
 
 #include "absl/status/statusor.h"
+#include "ladder/db/series.h"
 #include "ladder/v1/admin.grpc.pb.h"
 
 namespace ladder::cli {
@@ -33,7 +34,7 @@ class AdminClient {
   absl::StatusOr<v1::ValidateResponse> Validate(const std::string& yaml,
                                                 const std::string& filename, int64_t max_cells);
   absl::StatusOr<v1::SubmitResponse> Submit(const std::string& yaml, const std::string& filename,
-                                            int64_t max_cells);
+                                            int64_t max_cells, const db::RunTags& tags = {});
   absl::StatusOr<v1::RunSummary> GetRun(int64_t run_id);
   absl::StatusOr<v1::ListRunsResponse> ListRuns(int limit);
   absl::StatusOr<v1::RunSummary> Cancel(int64_t run_id);
@@ -76,5 +77,15 @@ struct ClientFlags {
   ClientOptions Options() const;
 };
 void AddClientFlags(CLI::App* cmd, ClientFlags& flags);
+
+// `--tag KEY=VALUE` (repeatable) and `--note TEXT` of submit and local: what distinguishes the run
+// in its matrix's history (db/series.h).
+struct TagFlags {
+  std::vector<std::string> tags;
+  std::string note;
+  // The tags, "note" included; fails the command (exit 2) with the reason when one is refused.
+  db::RunTags Parse() const;
+};
+void AddTagFlags(CLI::App* cmd, TagFlags& flags);
 
 }  // namespace ladder::cli

@@ -140,6 +140,8 @@ void AddClientCommands(CLI::App& app) {
       std::string path;
       bool wait = false;
       int64_t max_cells = 0;
+      TagFlags tags;
+      std::string fail_on, against = "baseline", db;
     };
     auto flags = std::make_shared<Flags>();
     auto* cmd = app.add_subcommand(
@@ -150,12 +152,28 @@ void AddClientCommands(CLI::App& app) {
     cmd->add_flag("--wait", flags->wait,
                   "follow the run until it is done (exit 4 if cells failed)");
     cmd->add_option("--max-cells", flags->max_cells, "raise the cell cap");
+    AddTagFlags(cmd, flags->tags);
+    cmd->add_option(
+        "--fail-on", flags->fail_on,
+        "with --wait: judge the finished run against its matrix's baseline as `ladder compare "
+        "--against baseline RUN` does and exit 5 when a cell's matrix verdict is one of these "
+        "(slower, faster, inconclusive, no-change); the comparison goes to stderr");
+    cmd->add_option("--against", flags->against,
+                    "with --fail-on: the baseline's name (default: the one named `default`)");
+    cmd->add_option("--db", flags->db,
+                    "with --fail-on: the coordinator's database file, read for the comparison "
+                    "(default: $LADDER_DB, else ./ladder.db)");
     AddCoordinatorFlag(cmd, *flags);
     cmd->callback([flags] {
+      if (!flags->fail_on.empty() && !flags->wait) {
+        Fail("--fail-on judges the finished run: it needs --wait", ExitCode::kBadInput);
+      }
+      const std::set<std::string> failing_verdicts = ParseFailOn(flags->fail_on);
+      const db::RunTags tags = flags->tags.Parse();
       const std::string yaml = ReadMatrixFile(flags->path);
       AdminClient client(flags->Options());
       auto submitted =
-          client.Submit(yaml, flags->path == "-" ? "<stdin>" : flags->path, flags->max_cells);
+          client.Submit(yaml, flags->path == "-" ? "<stdin>" : flags->path, flags->max_cells, tags);
       if (!submitted.ok()) Fail(submitted.status(), ExitCode::kBadInput);
       std::cerr << "submitted: " << submitted->cell_count() << " cells in "
                 << submitted->unit_count() << " units\n";
@@ -168,8 +186,22 @@ void AddClientCommands(CLI::App& app) {
         std::cerr << "run " << summary->run_id() << " " << summary->state() << ": "
                   << summary->cells_done() << "/" << summary->cells_total() << " cells done, "
                   << summary->cells_failed() << " failed\n";
+        ExitCode judged = ExitCode::kOk;
+        if (!failing_verdicts.empty()) {
+          auto database = OpenDatabase(flags->db);
+          const int64_t b = submitted->run_id();
+          const std::string against = flags->against == "baseline" || flags->against.empty()
+                                          ? std::string("baseline")
+                                          : "baseline:" + flags->against;
+          const int64_t a = RunOrBaselineIn(*database, against, *database, b);
+          report::CompareOptions options;
+          judged = JudgeRuns({database.get(), a, "run " + std::to_string(a)},
+                             {database.get(), b, "run " + std::to_string(b)}, options,
+                             failing_verdicts, VerdictLevel::kMatrix, Output::kMarkdown, std::cerr);
+        }
         std::cout << submitted->run_id() << "\n";
         if (summary->cells_failed() > 0) ExitWith(ExitCode::kCellsFailed);
+        if (judged != ExitCode::kOk) ExitWith(judged);
         return;
       }
       std::cout << submitted->run_id() << "\n";

@@ -10,7 +10,9 @@
 #include "analysis_common.h"
 #include "commands.h"
 #include "exit_codes.h"
+#include "ladder/db/series.h"
 #include "ladder/report/compare.h"
+#include "ladder/report/history.h"
 
 namespace ladder::cli {
 namespace {
@@ -18,7 +20,7 @@ namespace {
 // The exit status of `--fail-on` when a cell has one of the named verdicts (README: exit codes).
 
 struct CompareFlags {
-  std::string run_a, run_b;
+  std::string run_a, run_b, against;
   std::string db, db_a, db_b;
   std::string metric, by, fail_on;
   double threshold_percent = 2.0;
@@ -48,10 +50,16 @@ void AddCompareCommand(CLI::App& app) {
       "the band widens by --host-drift; a paired axis in one run is the design that can tell.\n"
       "  ladder compare 3 4 --db results.db\n"
       "  ladder compare 1 1 --db-a base.db --db-b tonight.db --fail-on slower   # CI gate\n"
+      "  ladder compare --against baseline latest --fail-on slower   # vs `ladder baseline set`\n"
       "Exit 0; 5 when a cell's matrix verdict (with --per-cell: its own verdict) is one named "
       "by --fail-on; 2 for bad input. See docs/statistics.md.");
-  cmd->add_option("A", flags->run_a, "baseline run id (or `latest`)")->required();
-  cmd->add_option("B", flags->run_b, "run id to judge against A (or `latest`)")->required();
+  cmd->add_option("A", flags->run_a,
+                  "baseline run id, `latest`, or `baseline` / `baseline:NAME`: the run set with "
+                  "`ladder baseline set` for B's matrix (with --against: omit it)");
+  cmd->add_option("B", flags->run_b, "run id to judge against A (or `latest`)");
+  cmd->add_option("--against", flags->against,
+                  "judge B (the one positional run) against its matrix's baseline NAME "
+                  "(`baseline` for the default one): ladder compare --against baseline latest");
   cmd->add_option("--db", flags->db,
                   "database holding both runs (default: $LADDER_DB, else ./ladder.db)");
   auto* db_a = cmd->add_option("--db-a", flags->db_a, "database of run A (default: --db)");
@@ -84,15 +92,18 @@ void AddCompareCommand(CLI::App& app) {
   cmd->add_flag("--json", flags->json,
                 "JSON output (rows with ratio, interval, df, verdict, matrix_verdict, p-values)");
   cmd->callback([flags] {
-    std::set<std::string> fail_on;
-    for (std::string v : SplitList(flags->fail_on)) {
-      if (v == "no-change") v = "no change";
-      if (v != "slower" && v != "faster" && v != "inconclusive" && v != "no change") {
-        Fail("--fail-on: expected slower, faster, inconclusive or no-change, got '" + v + "'",
+    if (!flags->against.empty()) {
+      if (!flags->run_b.empty()) {
+        Fail("--against NAME takes one run (B); got two: " + flags->run_a + " " + flags->run_b,
              ExitCode::kBadInput);
       }
-      fail_on.insert(v);
+      flags->run_b = flags->run_a;
+      flags->run_a = flags->against == "baseline" ? "baseline" : "baseline:" + flags->against;
     }
+    if (flags->run_a.empty() || flags->run_b.empty()) {
+      Fail("compare needs two runs (A B), or --against NAME and one run", ExitCode::kBadInput);
+    }
+    const std::set<std::string> fail_on = ParseFailOn(flags->fail_on);
     const std::string path_a = flags->db_a.empty() ? flags->db : flags->db_a;
     const std::string path_b = flags->db_b.empty() ? flags->db : flags->db_b;
     auto database_a = OpenDatabase(path_a);
@@ -102,8 +113,8 @@ void AddCompareCommand(CLI::App& app) {
       separate_b = OpenDatabase(path_b);
       database_b = separate_b.get();
     }
-    const int64_t a = RunIdIn(*database_a, flags->run_a);
     const int64_t b = RunIdIn(*database_b, flags->run_b);
+    const int64_t a = RunOrBaselineIn(*database_a, flags->run_a, *database_b, b);
     const bool two_files = path_b != path_a;
     report::RunRef ref_a{
         database_a.get(), a,
@@ -118,33 +129,67 @@ void AddCompareCommand(CLI::App& app) {
     options.host_drift = flags->host_drift_percent / 100.0;
     if (flags->higher_is_better) options.direction = report::Direction::kHigherIsBetter;
     if (flags->lower_is_better) options.direction = report::Direction::kLowerIsBetter;
-    auto comparison = report::CompareTwoRuns(ref_a, ref_b, options);
-    if (!comparison.ok()) {
-      const auto code = comparison.status().code();
-      Fail(comparison.status(), code == absl::StatusCode::kInvalidArgument ||
-                                        code == absl::StatusCode::kNotFound ||
-                                        code == absl::StatusCode::kFailedPrecondition
-                                    ? ExitCode::kBadInput
-                                    : ExitCode::kError);
-    }
-    if (flags->json) {
-      std::cout << report::ToJson(*comparison).dump(2) << "\n";
-    } else {
-      std::cout << report::RenderComparisonMarkdown(*comparison);
-    }
-    std::vector<std::string> failing;
-    for (const auto& row : comparison->rows) {
-      const std::string& verdict = flags->per_cell ? row.verdict : row.matrix_verdict;
-      if (fail_on.count(verdict)) failing.push_back(row.key + ": " + verdict);
-    }
-    if (!failing.empty()) {
-      std::cerr << "compare: " << failing.size() << " cell(s) with a "
-                << (flags->per_cell ? "per-cell" : "matrix") << " verdict named by --fail-on";
-      for (const auto& f : failing) std::cerr << "\n  " << f;
-      std::cerr << "\n";
-      ExitWith(ExitCode::kVerdict);
-    }
+    const ExitCode code =
+        JudgeRuns(ref_a, ref_b, options, fail_on,
+                  flags->per_cell ? VerdictLevel::kPerCell : VerdictLevel::kMatrix,
+                  flags->json ? Output::kJson : Output::kMarkdown, std::cout);
+    if (code != ExitCode::kOk) ExitWith(code);
   });
+}
+
+std::set<std::string> ParseFailOn(const std::string& text) {
+  std::set<std::string> fail_on;
+  for (std::string v : SplitList(text)) {
+    if (v == "no-change") v = "no change";
+    if (v != "slower" && v != "faster" && v != "inconclusive" && v != "no change") {
+      Fail("--fail-on: expected slower, faster, inconclusive or no-change, got '" + v + "'",
+           ExitCode::kBadInput);
+    }
+    fail_on.insert(v);
+  }
+  return fail_on;
+}
+
+int64_t RunOrBaselineIn(db::Database& database, const std::string& text, db::Database& of_db,
+                        int64_t of_run) {
+  if (text != "baseline" && text.rfind("baseline:", 0) != 0) return RunIdIn(database, text);
+  const std::string name = text == "baseline" ? db::kDefaultBaseline : text.substr(9);
+  auto matrix = db::MatrixNameOfRun(of_db, of_run);
+  if (!matrix.ok()) Fail(matrix.status(), ExitCode::kBadInput);
+  auto run = report::ResolveBaseline(database, *matrix, name);
+  if (!run.ok()) Fail(run.status(), ExitCode::kBadInput);
+  return *run;
+}
+
+ExitCode JudgeRuns(const report::RunRef& a, const report::RunRef& b,
+                   const report::CompareOptions& options, const std::set<std::string>& fail_on,
+                   VerdictLevel level, Output output, std::ostream& out) {
+  auto comparison = report::CompareTwoRuns(a, b, options);
+  if (!comparison.ok()) {
+    const auto code = comparison.status().code();
+    Fail(comparison.status(), code == absl::StatusCode::kInvalidArgument ||
+                                      code == absl::StatusCode::kNotFound ||
+                                      code == absl::StatusCode::kFailedPrecondition
+                                  ? ExitCode::kBadInput
+                                  : ExitCode::kError);
+  }
+  if (output == Output::kJson) {
+    out << report::ToJson(*comparison).dump(2) << "\n";
+  } else {
+    out << report::RenderComparisonMarkdown(*comparison);
+  }
+  const bool per_cell = level == VerdictLevel::kPerCell;
+  std::vector<std::string> failing;
+  for (const auto& row : comparison->rows) {
+    const std::string& verdict = per_cell ? row.verdict : row.matrix_verdict;
+    if (fail_on.count(verdict)) failing.push_back(row.key + ": " + verdict);
+  }
+  if (failing.empty()) return ExitCode::kOk;
+  std::cerr << "compare: " << failing.size() << " cell(s) with a "
+            << (per_cell ? "per-cell" : "matrix") << " verdict named by --fail-on";
+  for (const auto& f : failing) std::cerr << "\n  " << f;
+  std::cerr << "\n";
+  return ExitCode::kVerdict;
 }
 
 }  // namespace ladder::cli

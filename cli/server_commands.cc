@@ -149,6 +149,7 @@ struct LocalFlags {
   std::string http;         // serve the web pages here while the run goes
   std::vector<std::string> benches;      // --bench NAME=PATH, for every agent
   std::vector<std::string> bench_files;  // --bench-file FILE
+  TagFlags tags;                         // --tag KEY=VALUE, --note TEXT
 };
 
 std::string ReadFileOrFail(const std::string& path) {
@@ -177,6 +178,7 @@ void WaitForLocalAgents(AdminClient& client, int count, int64_t since_ms,
 }
 
 void RunLocal(LocalFlags flags) {
+  const db::RunTags tags = flags.tags.Parse();  // refused before anything starts
   const std::string yaml =
       flags.matrix_path.empty() ? EmbeddedDemoMatrix() : ReadFileOrFail(flags.matrix_path);
   const std::string filename =
@@ -288,7 +290,7 @@ void RunLocal(LocalFlags flags) {
   // Submitted before its own agents have registered, the run would be told "0 agents connected,
   // none match" about agents a moment away.
   WaitForLocalAgents(client, flags.agents, agents_started_ms, agents_ended, interrupted);
-  auto submitted = client.Submit(yaml, filename, flags.max_cells);
+  auto submitted = client.Submit(yaml, filename, flags.max_cells, tags);
   ExitCode exit_code = ExitCode::kOk;
   if (!submitted.ok()) {
     std::cerr << "error: " << submitted.status().message() << "\n";
@@ -473,6 +475,7 @@ void AddServerCommands(CLI::App& app) {
         "NAME=PATH: a program `runner: command` cells may run (repeatable; as "
         "`ladder agent --bench`), e.g. --bench example=build/command/ladder-example-bench");
     cmd->add_option("--bench-file", flags->bench_files, "a file of NAME=PATH lines, as --bench");
+    AddTagFlags(cmd, flags->tags);
     cmd->add_flag("--json", flags->json, "print the result as JSON");
     cmd->callback([flags] { RunLocal(*flags); });
   }

@@ -638,7 +638,17 @@ class AdminServiceImpl final : public v1::AdminService::Service {
   grpc::Status Submit(grpc::ServerContext* context, const v1::SubmitRequest* request,
                       v1::SubmitResponse* response) override {
     if (auto s = auth_->CheckAdmin(*context); !s.ok()) return ToGrpc(s);
-    auto result = scheduler_->Submit(request->yaml(), request->filename(), request->max_cells());
+    // The key rule first, so that a refusal naming the key never carries a character the text
+    // rule refuses; then the text rule on each value.
+    db::RunTags tags(request->tags().begin(), request->tags().end());
+    if (auto s = db::ValidateRunTags(tags); !s.ok()) return ToGrpc(s);
+    for (const auto& [key, value] : tags) {
+      if (auto s = CheckText("tags." + key, value, db::kMaxTagValueBytes); !s.ok()) {
+        return ToGrpc(s);
+      }
+    }
+    auto result =
+        scheduler_->Submit(request->yaml(), request->filename(), request->max_cells(), tags);
     if (!result.ok()) return ToGrpc(result.status());
     spdlog::info("run {} submitted: matrix {}, {} cells in {} units", result->run_id,
                  Untrusted(result->name), result->cells, result->units);

@@ -244,7 +244,9 @@ absl::StatusOr<SubmitResult> SchedulerImpl::Validate(const std::string& yaml,
 }
 
 absl::StatusOr<SubmitResult> SchedulerImpl::Submit(const std::string& yaml,
-                                                   const std::string& filename, int64_t max_cells) {
+                                                   const std::string& filename, int64_t max_cells,
+                                                   const db::RunTags& tags) {
+  RETURN_IF_ERROR(db::ValidateRunTags(tags));
   matrices::ParseOptions parse_options;
   parse_options.max_cells = max_cells > 0 ? max_cells : options_.max_cells;
   ASSIGN_OR_RETURN(
@@ -256,7 +258,8 @@ absl::StatusOr<SubmitResult> SchedulerImpl::Submit(const std::string& yaml,
   AddBackendFeatures(matrix);
   AddBenchFeature(matrix);
   AddTensorParallelGpus(matrix);
-  ASSIGN_OR_RETURN(int64_t run_id, store_->CreateRun(yaml, matrix, expansion, clock_->NowMs()));
+  ASSIGN_OR_RETURN(int64_t run_id,
+                   store_->CreateRun(yaml, matrix, expansion, clock_->NowMs(), tags));
   // Pick the new run's rows back up from the store so memory and disk agree on ids.
   ASSIGN_OR_RETURN(db::SchedulingSnapshot snapshot, store_->LoadSchedulingState());
   {

@@ -53,7 +53,8 @@ class SchedulerImpl final : public Scheduler {
   absl::StatusOr<SubmitResult> Validate(const std::string& yaml, const std::string& filename,
                                         int64_t max_cells) const override;
   absl::StatusOr<SubmitResult> Submit(const std::string& yaml, const std::string& filename,
-                                      int64_t max_cells) override ABSL_LOCKS_EXCLUDED(mu_);
+                                      int64_t max_cells, const db::RunTags& tags = {}) override
+      ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status RegisterSession(const db::SessionRow& session) override ABSL_LOCKS_EXCLUDED(mu_);
   bool KnowsSession(const std::string& session_id) const override ABSL_LOCKS_EXCLUDED(mu_);
   int LiveAttemptsOf(const std::string& session_id) const override ABSL_LOCKS_EXCLUDED(mu_);

@@ -354,6 +354,29 @@ UPDATE sessions SET software = '{}' WHERE NOT json_valid(software);
 UPDATE sessions SET features = '[]' WHERE NOT json_valid(features);
 UPDATE sessions SET labels = '{}' WHERE NOT json_valid(labels);
 )sql",
+      // v11: a matrix's runs as a series (report/history.h). Each run keeps the tags given at
+      // submit (`ladder submit --tag KEY=VALUE`, --note); a matrix name keeps named baselines
+      // (`ladder baseline set RUN --name NAME`). The indexes make a history of many runs read
+      // one run at a time without scanning every measurement (docs/history.md says what they
+      // cost and buy).
+      R"sql(
+CREATE TABLE run_tags (
+  run_id  INTEGER NOT NULL REFERENCES runs(id),
+  key     TEXT NOT NULL,                 -- [A-Za-z0-9_.-], 1..64 bytes
+  value   TEXT NOT NULL,                 -- at most 256 bytes, no control characters
+  PRIMARY KEY (run_id, key)
+) STRICT;
+CREATE TABLE baselines (
+  matrix_name TEXT NOT NULL,             -- matrices.name: the series the baseline belongs to
+  name        TEXT NOT NULL,             -- 'default' unless named
+  run_id      INTEGER NOT NULL REFERENCES runs(id),
+  set_at      INTEGER NOT NULL,          -- unix ms
+  PRIMARY KEY (matrix_name, name)
+) STRICT;
+CREATE INDEX matrices_by_name ON matrices(name);
+CREATE INDEX runs_by_matrix ON runs(matrix_id);
+CREATE INDEX measurements_by_run ON measurements(run_id, metric);
+)sql",
   };
   return migrations;
 }

@@ -76,7 +76,9 @@ absl::Status Store::LimitGrowthForTesting(int64_t pages) {
 }
 
 absl::StatusOr<int64_t> Store::CreateRun(const std::string& yaml, const matrices::Matrix& matrix,
-                                         const matrices::Expansion& expansion, int64_t now_ms) {
+                                         const matrices::Expansion& expansion, int64_t now_ms,
+                                         const RunTags& tags) {
+  RETURN_IF_ERROR(ValidateRunTags(tags));
   MutexLock lock(&mu_);
   db::Database& db = *db_;
   ASSIGN_OR_RETURN(db::Transaction tx, db::Transaction::Begin(db));
@@ -129,6 +131,7 @@ absl::StatusOr<int64_t> Store::CreateRun(const std::string& yaml, const matrices
     RETURN_IF_ERROR(insert->Run());
   }
   const int64_t run_id = db.LastInsertRowId();
+  RETURN_IF_ERROR(InsertRunTags(db, run_id, tags));
 
   std::vector<int64_t> cell_ids(expansion.cells.size());
   {

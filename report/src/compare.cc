@@ -14,23 +14,13 @@
 namespace ladder::report {
 namespace {
 
-// One run's valid measurements of the metric, grouped by the matched axes.
-struct Group {
-  std::vector<stats::Observation> observations;
-  std::set<std::string> sessions;
-};
+using Group = CompareGroup;
+using RunData = CompareRunData;
 
-struct RunData {
-  std::string metric, unit;
-  // The hosts (sessions.machine_id, with a hostname to show) of the sessions that measured it.
-  std::map<std::string, std::string> hosts;
-  std::vector<std::string> axes;
-  std::vector<std::string> order;  // group keys in cell order
-  std::map<std::string, Group> groups;
-};
+}  // namespace
 
-absl::StatusOr<RunData> ReadRun(const RunRef& ref, const std::string& metric_wanted,
-                                std::vector<std::string>* by) {
+absl::StatusOr<CompareRunData> ReadCompareRun(const RunRef& ref, const std::string& metric_wanted,
+                                              std::vector<std::string>* by, CellMatch match) {
   RunData out;
   db::Database& db = *ref.db;
   {
@@ -86,20 +76,34 @@ absl::StatusOr<RunData> ReadRun(const RunRef& ref, const std::string& metric_wan
   }
   ASSIGN_OR_RETURN(
       db::Statement stmt,
-      db.Prepare(
-          "SELECT c.id, c.key, m.session_id, m.process, m.round, m.value FROM valid_measurements m "
-          "JOIN cells c ON c.id = m.cell_id WHERE m.run_id = ?1 AND m.metric = ?2 "
-          "ORDER BY c.idx, m.id"));
+      db.Prepare("SELECT c.id, c.key, m.session_id, m.process, m.round, m.value, c.params FROM "
+                 "valid_measurements m JOIN cells c ON c.id = m.cell_id WHERE m.run_id = ?1 AND "
+                 "m.metric = ?2 ORDER BY c.idx, m.id"));
   stmt.Bind(1, ref.run_id).Bind(2, out.metric);
   std::map<std::string, int64_t> session_index;
+  std::map<int64_t, std::string> key_of_cell;  // each cell's key and params parsed once
   while (true) {
     ASSIGN_OR_RETURN(bool row, stmt.Step());
     if (!row) break;
-    std::map<std::string, std::string> values;
-    for (auto& [k, v] : SplitKey(stmt.Text(1))) values[k] = v;
-    std::vector<std::string> parts;
-    for (const auto& axis : *by) parts.push_back(axis + "=" + values[axis]);
-    const std::string key = absl::StrJoin(parts, ",");
+    auto known = key_of_cell.find(stmt.Int(0));
+    if (known == key_of_cell.end()) {
+      std::map<std::string, std::string> values;
+      for (auto& [k, v] : SplitKey(stmt.Text(1))) values[k] = v;
+      std::vector<std::string> parts;
+      for (const auto& axis : *by) parts.push_back(axis + "=" + values[axis]);
+      std::string key = absl::StrJoin(parts, ",");
+      if (match == CellMatch::kAxesAndFixedParameters) {
+        // What the cell ran with beyond its axes: a matrix whose fixed parameters changed
+        // measures other cells under the same axis values.
+        auto params = nlohmann::json::parse(stmt.Text(6), nullptr, false);
+        if (params.is_object()) {
+          for (const auto& axis : out.axes) params.erase(axis);
+          if (!params.empty()) key += std::string(kFixedSeparator) + params.dump();
+        }
+      }
+      known = key_of_cell.emplace(stmt.Int(0), std::move(key)).first;
+    }
+    const std::string& key = known->second;
     auto [it, inserted] = out.groups.try_emplace(key);
     if (inserted) out.order.push_back(key);
     const std::string session = stmt.Text(2);
@@ -113,6 +117,8 @@ absl::StatusOr<RunData> ReadRun(const RunRef& ref, const std::string& metric_wan
   }
   return out;
 }
+
+namespace {
 
 // Session means (arithmetic means of process means) of one group, or why there are none.
 absl::StatusOr<std::vector<double>> SessionMeans(const Group& g) {
@@ -189,10 +195,19 @@ absl::StatusOr<RunComparison> CompareTwoRuns(const RunRef& a, const RunRef& b,
                                              const CompareOptions& options) {
   RETURN_IF_ERROR(options.Validate());
   std::vector<std::string> by = options.by;
-  const bool by_given = !by.empty();
-  ASSIGN_OR_RETURN(RunData da, ReadRun(a, options.metric, &by));
-  ASSIGN_OR_RETURN(RunData rb, ReadRun(b, da.metric, &by));
-  if (!by_given) {
+  ASSIGN_OR_RETURN(RunData da, ReadCompareRun(a, options.metric, &by, CellMatch::kAxes));
+  ASSIGN_OR_RETURN(RunData rb, ReadCompareRun(b, da.metric, &by, CellMatch::kAxes));
+  return CompareReadRuns(a, da, b, rb, options, by, AxesMustAgree::kUnlessByGiven);
+}
+
+absl::StatusOr<RunComparison> CompareReadRuns(const RunRef& a, const CompareRunData& da,
+                                              const RunRef& b, const CompareRunData& rb,
+                                              const CompareOptions& options,
+                                              const std::vector<std::string>& by,
+                                              AxesMustAgree axes_must_agree) {
+  RETURN_IF_ERROR(options.Validate());
+  const bool by_given = !options.by.empty();
+  if (!by_given && axes_must_agree == AxesMustAgree::kUnlessByGiven) {
     std::set<std::string> sa(da.axes.begin(), da.axes.end());
     std::set<std::string> sb(rb.axes.begin(), rb.axes.end());
     if (sa != sb) {
@@ -245,7 +260,7 @@ absl::StatusOr<RunComparison> CompareTwoRuns(const RunRef& a, const RunRef& b,
       out.only_a.push_back(key);
       continue;
     }
-    const Group& ga = da.groups[key];
+    const Group& ga = da.groups.at(key);
     const Group& gb = other->second;
     CompareRow row;
     row.key = key;

@@ -3,7 +3,9 @@
 
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -11,8 +13,10 @@
 #include "absl/status/status.h"
 #include "ladder/db/sqlite.h"
 #include "ladder/report/analysis.h"
+#include "ladder/report/compare.h"
 #include "ladder/stats/adaptive.h"
 #include "ladder/stats/interval.h"
+#include "ladder/stats/sample.h"
 
 namespace ladder::report {
 
@@ -60,5 +64,43 @@ absl::Status AddLoad(db::Database& db, const AnalysisOptions& options, RunAnalys
 // Fills each cell's `said` and each comparison's `said_differs` (starts_said.cc) from the run's
 // probe_counts and program_evidence; needs a.cells and a.comparisons.
 absl::Status AddStartsSaid(db::Database& db, int64_t run_id, RunAnalysis& a);
+
+// One run's valid measurements of a metric grouped as `ladder compare` matches cells (compare.cc),
+// read once so that many comparisons (a history's runs against its baseline) share the reading.
+struct CompareGroup {
+  std::vector<stats::Observation> observations;  // session: an index within the run
+  std::set<std::string> sessions;
+};
+struct CompareRunData {
+  std::string metric, unit;
+  // The hosts (sessions.machine_id, with a hostname to show) of the sessions that measured it.
+  std::map<std::string, std::string> hosts;
+  std::vector<std::string> axes;
+  std::vector<std::string> order;  // group keys in cell order
+  std::map<std::string, CompareGroup> groups;
+};
+
+// How cells of two runs are matched: by the values of the matched axes (compare), or by those and
+// the cell's other parameters too (history: a changed matrix shares only the cells that ran with
+// the same parameters). With the latter a key is "axes" + kFixedSeparator + the JSON of the
+// parameters beyond the axes.
+enum class CellMatch { kAxes, kAxesAndFixedParameters };
+inline constexpr std::string_view kFixedSeparator = "\x1f";
+
+// Reads `ref`'s measurements of `metric` (empty: the run's), grouped on `*by` (empty: filled
+// with the run's axes). Errors as CompareTwoRuns.
+absl::StatusOr<CompareRunData> ReadCompareRun(const RunRef& ref, const std::string& metric,
+                                              std::vector<std::string>* by, CellMatch match);
+
+// Whether two runs must have the same axes when no `by` is given (compare), or may differ and
+// share what they share (history).
+enum class AxesMustAgree { kUnlessByGiven, kNo };
+
+// CompareTwoRuns over runs already read with the same `by`.
+absl::StatusOr<RunComparison> CompareReadRuns(const RunRef& a, const CompareRunData& da,
+                                              const RunRef& b, const CompareRunData& rb,
+                                              const CompareOptions& options,
+                                              const std::vector<std::string>& by,
+                                              AxesMustAgree axes_must_agree);
 
 }  // namespace ladder::report

@@ -1,6 +1,8 @@
 #include "ladder/stats/distributions.h"
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <limits>
 
 #include "internal.h"
@@ -123,9 +125,23 @@ double StudentTQuantile(double p, double df) {
   // Beyond ~1e12 df the t and normal quantiles agree to double precision.
   if (df > 1e12) return NormalQuantile(p);
   if (p == 0.5) return 0.0;
+  // The inversion costs ~100 incomplete-beta evaluations, and callers ask for the same few
+  // (p, df) again and again (every cell of a 100-run history at df = n_sessions − 1): a small
+  // per-thread memo of exact arguments returns the same bits without repeating the work.
+  struct Memo {
+    double p = -1, df = -1, t = 0;
+  };
+  thread_local Memo memo[64];
+  uint64_t bp = 0, bd = 0;
+  std::memcpy(&bp, &p, sizeof bp);
+  std::memcpy(&bd, &df, sizeof bd);
+  Memo& m = memo[((bp * 0x9e3779b97f4a7c15ULL) ^ (bd * 0xbf58476d1ce4e5b9ULL)) >> 58];
+  if (m.p == p && m.df == df) return m.t;
   const double q = p < 0.5 ? p : 1.0 - p;
-  const double t = InvertUpperTail([df](double u) { return StudentUpperTail(u, df); }, q);
-  return p < 0.5 ? -t : t;
+  const double u = InvertUpperTail([df](double x) { return StudentUpperTail(x, df); }, q);
+  const double t = p < 0.5 ? -u : u;
+  m = {p, df, t};
+  return t;
 }
 
 double TwoSidedT(double confidence, double df) {

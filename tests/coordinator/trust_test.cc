@@ -296,7 +296,9 @@ TEST_F(Trust, AnOlderDatabaseWithJsonNoReaderAcceptsIsReadableAfterMigration) {
     ASSERT_TRUE((*db)->Exec("UPDATE sessions SET labels = char(65279) || '{}'").ok());
     ASSERT_TRUE((*db)
                     ->Exec("DROP TABLE evidence_refused; DROP TABLE session_json_refused; "
-                           "PRAGMA user_version = 9")
+                           "DROP TABLE run_tags; DROP TABLE baselines; DROP INDEX "
+                           "matrices_by_name; DROP INDEX runs_by_matrix; DROP INDEX "
+                           "measurements_by_run; PRAGMA user_version = 9")
                     .ok());
   }
   // The old database is broken as the issue says (so this test can fail).

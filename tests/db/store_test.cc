@@ -7,6 +7,7 @@
 
 #include "ladder/db/query.h"
 #include "ladder/db/schema.h"
+#include "ladder/db/series.h"
 #include "process.h"
 
 namespace ladder::db {
@@ -499,6 +500,108 @@ TEST(Store, AnAttemptCannotEndAsLeased) {
   EXPECT_TRUE(
       f.store->EndAttempt(attempt, AttemptState::kFailed, "x", unit.id, UnitState::kQueued, 1, 4)
           .ok());
+}
+
+TEST(Series, ARunKeepsItsTagsAndAMatrixItsNamedBaselines) {
+  TempDir dir;
+  auto store = Store::Open(dir.File("results.db"));
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto matrix = matrices::ParseMatrix(kMatrix, "m.yaml");
+  ASSERT_TRUE(matrix.ok());
+  auto expansion = *matrices::Expand(*matrix);
+  auto first = (*store)->CreateRun(kMatrix, *matrix, expansion, 1000,
+                                   {{"build", "abc123"}, {"note", "first night"}});
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto refused = (*store)->CreateRun(kMatrix, *matrix, expansion, 1000, {{"bad key", "x"}});
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  auto second = (*store)->CreateRun(kMatrix, *matrix, expansion, 2000);
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(*second, *first + 1);  // the refused run stored nothing
+  store->reset();
+  auto db = db::Database::Open(dir.File("results.db"), db::OpenMode::kReadWrite);
+  ASSERT_TRUE(db.ok());
+  EXPECT_EQ(*GetRunTags(**db, *first), (RunTags{{"build", "abc123"}, {"note", "first night"}}));
+  EXPECT_TRUE(GetRunTags(**db, *second)->empty());
+  EXPECT_EQ(SetBaseline(**db, 99, "default", 5).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(SetBaseline(**db, *first, "no spaces", 5).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(SetBaseline(**db, *first, kDefaultBaseline, 5).ok());
+  ASSERT_TRUE(SetBaseline(**db, *second, "after-upgrade", 6).ok());
+  ASSERT_TRUE(SetBaseline(**db, *second, kDefaultBaseline, 7).ok());  // moves the name
+  auto all = ListBaselines(**db, "store-test");
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ((*all)[0].name, "after-upgrade");
+  EXPECT_EQ((*all)[1].name, "default");
+  EXPECT_EQ((*all)[1].run_id, *second);
+  EXPECT_EQ((*all)[1].set_at_ms, 7);
+  EXPECT_FALSE(FindBaseline(**db, "another-matrix", kDefaultBaseline)->has_value());
+  EXPECT_EQ((*FindBaseline(**db, "store-test", "after-upgrade"))->run_id, *second);
+}
+
+TEST(Series, TagFlagsAreCheckedBeforeAnythingIsStored) {
+  RunTags tags;
+  EXPECT_TRUE(AddTagFlag("build=abc", &tags).ok());
+  EXPECT_TRUE(AddTagFlag("empty=", &tags).ok());
+  EXPECT_EQ(tags.at("empty"), "");
+  EXPECT_EQ(AddTagFlag("build=def", &tags).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(AddTagFlag("no-equals", &tags).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(AddTagFlag("=value", &tags).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ValidateRunTags({{"k", std::string(257, 'x')}}).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ValidateRunTags({{"k", "a\nb"}}).code(), absl::StatusCode::kInvalidArgument);
+  RunTags many;
+  for (int i = 0; i < 33; ++i) many.emplace("k" + std::to_string(i), "v");
+  EXPECT_EQ(ValidateRunTags(many).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(Series, AVersion10DatabaseIsReadableAndMigratesInPlace) {
+  TempDir dir;
+  int64_t run_id = 0;
+  {
+    Fixture f;
+    run_id = f.run_id;
+    f.Session("session-a");
+    f.store.reset();
+    // What a v10 coordinator left: no series tables or indexes.
+    auto db = db::Database::Open(f.dir.File("results.db"), db::OpenMode::kReadWrite);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE((*db)
+                    ->Exec("DROP TABLE run_tags; DROP TABLE baselines; DROP INDEX "
+                           "matrices_by_name; DROP INDEX runs_by_matrix; DROP INDEX "
+                           "measurements_by_run; PRAGMA user_version = 10")
+                    .ok());
+    db->reset();
+    ASSERT_EQ(std::rename(f.dir.File("results.db").c_str(), dir.File("old.db").c_str()), 0);
+  }
+  {
+    // Read-only, as `ladder history --db` opens a copied file: no tags, no baselines.
+    auto db = db::Database::Open(dir.File("old.db"), db::OpenMode::kReadOnly);
+    ASSERT_TRUE(db.ok());
+    EXPECT_EQ(*SchemaVersion(**db), 10);
+    EXPECT_FALSE(*HasSeriesTables(**db));
+    EXPECT_TRUE(GetRunTags(**db, run_id)->empty());
+    EXPECT_TRUE(ListBaselines(**db)->empty());
+    EXPECT_EQ(SetBaseline(**db, run_id, "default", 1).status().code(),
+              absl::StatusCode::kFailedPrecondition);
+  }
+  auto store = Store::Open(dir.File("old.db"));  // migrates to the latest schema
+  ASSERT_TRUE(store.ok()) << store.status();
+  store->reset();
+  auto db = db::Database::Open(dir.File("old.db"), db::OpenMode::kReadWrite);
+  ASSERT_TRUE(db.ok());
+  EXPECT_EQ(*SchemaVersion(**db), LatestSchemaVersion());
+  EXPECT_EQ(Count(**db, "runs"), 1);
+  EXPECT_EQ(Count(**db, "cells"), 4);
+  EXPECT_EQ(Count(**db, "sessions"), 1);
+  EXPECT_EQ(Count(**db, "run_tags"), 0);
+  ASSERT_TRUE(SetBaseline(**db, run_id, "default", 1).ok());
+  auto stmt = (*db)->Prepare(
+      "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name IN ('matrices_by_name', "
+      "'runs_by_matrix', 'measurements_by_run')");
+  ASSERT_TRUE(stmt.ok());
+  ASSERT_TRUE(*stmt->Step());
+  EXPECT_EQ(stmt->Int(0), 3);
 }
 
 }  // namespace

@@ -44,6 +44,10 @@ struct SyntheticOptions {
   std::optional<Timing> timing;
   // Every session on one host (one machine id), as `ladder local` runs them.
   bool one_host = false;
+  // Stored with the run (`ladder submit --tag`).
+  db::RunTags tags;
+  // The run's creation time (unix ms); 0: a fixed time in 2023.
+  int64_t created_at_ms = 0;
 };
 
 inline CellAxes ParseKey(const std::string& key) {
@@ -61,8 +65,8 @@ inline int64_t BuildSyntheticRun(db::Store& store, const std::string& yaml,
   auto expansion = matrices::Expand(*matrix);
   EXPECT_TRUE(expansion.ok()) << expansion.status();
   if (!expansion.ok()) return 0;
-  int64_t now = 1'700'000'000'000;
-  auto run = store.CreateRun(yaml, *matrix, *expansion, now);
+  int64_t now = options.created_at_ms > 0 ? options.created_at_ms : 1'700'000'000'000;
+  auto run = store.CreateRun(yaml, *matrix, *expansion, now, options.tags);
   EXPECT_TRUE(run.ok()) << run.status();
   if (!run.ok()) return 0;
   auto snapshot = store.LoadSchedulingState();

@@ -109,8 +109,9 @@ class Scheduler {
   virtual absl::StatusOr<SubmitResult> Validate(const std::string& yaml,
                                                 const std::string& filename,
                                                 int64_t max_cells) const = 0;
+  // `tags` are stored with the run (db/series.h); InvalidArgument for tags it refuses.
   virtual absl::StatusOr<SubmitResult> Submit(const std::string& yaml, const std::string& filename,
-                                              int64_t max_cells) = 0;
+                                              int64_t max_cells, const db::RunTags& tags = {}) = 0;
 
   virtual absl::Status RegisterSession(const db::SessionRow& session) = 0;
   virtual bool KnowsSession(const std::string& session_id) const = 0;

@@ -22,6 +22,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "ladder/common/mutex.h"
+#include "ladder/db/series.h"
 #include "ladder/db/sqlite.h"
 #include "ladder/db/states.h"
 #include "ladder/matrices/matrix.h"
@@ -230,10 +231,12 @@ class Store {
   // writes fail with ResourceExhausted, as on a full disk.
   absl::Status LimitGrowthForTesting(int64_t pages);
 
-  // Stores the matrix (deduplicated by sha256), a run, its cells, units and unit_cells, all in
-  // one transaction. Returns the run id.
+  // Stores the matrix (deduplicated by sha256), a run, its tags (db/series.h: InvalidArgument
+  // for tags ValidateRunTags refuses), its cells, units and unit_cells, all in one transaction.
+  // Returns the run id.
   absl::StatusOr<int64_t> CreateRun(const std::string& yaml, const matrices::Matrix& matrix,
-                                    const matrices::Expansion& expansion, int64_t now_ms);
+                                    const matrices::Expansion& expansion, int64_t now_ms,
+                                    const RunTags& tags = {});
 
   absl::StatusOr<SchedulingSnapshot> LoadSchedulingState();
   absl::StatusOr<std::vector<CellRow>> LoadCells(const std::vector<int64_t>& cell_ids);
