@@ -216,8 +216,10 @@ void StartsSaidSection(const RunAnalysis& a, std::vector<Section>& out) {
   s.anchor = absl::StrCat("said-", a.info.run_id);
   s.paragraphs.push_back(
       "From the starts that finished: the probe patterns counted on each engine's or program's "
-      "output, and a command program's own evidence lines flattened to leaves (path.taken, "
-      "kernels launched). A leaf counts for a cell when all its starts printed the same value.");
+      "output, a command program's own evidence lines and what an engine reported of itself "
+      "(its /props or server info, version, backend), flattened to leaves (path.taken, "
+      "engine_config.reported.n_ctx). A leaf counts for a cell when all its starts printed the "
+      "same value.");
   if (!a.comparisons.empty()) {
     s.paragraphs.push_back(
         "Per paired comparison, what arm B said differently from arm A (\"leaf: A -> B\"; - where "
@@ -330,7 +332,9 @@ void RunSections(const RunAnalysis& a, std::vector<Section>& out) {
     }
     out.push_back(std::move(s));
   }
-  if (std::any_of(a.cells.begin(), a.cells.end(), [](const CellStats& c) { return c.said; })) {
+  if (std::any_of(a.cells.begin(), a.cells.end(), [](const CellStats& c) {
+        return c.said && (!c.said->probe_lines.empty() || !c.said->program.empty());
+      })) {
     StartsSaidSection(a, out);
   }
   if (!a.comparisons.empty()) {

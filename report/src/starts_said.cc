@@ -62,16 +62,18 @@ absl::Status AddStartsSaid(db::Database& db, int64_t run_id, RunAnalysis& a) {
   std::map<int64_t, size_t> cell_index;
   for (size_t c = 0; c < a.cells.size(); ++c) cell_index[a.cells[c].cell_id] = c;
   // One start: probe_counts opens it (every command start and engine process records exactly
-  // one, before the program's own evidence), its (attempt, process) and ordinal within them.
-  using StartKey = std::tuple<int64_t, int64_t, int64_t>;
-  std::map<std::pair<int64_t, int64_t>, int64_t> ordinal;
-  std::map<StartKey, size_t> start_cell;
+  // one); a start is its cell, attempt and process (cells of one unit share the process number)
+  // and its ordinal among them. Evidence an engine records before its probe counts joins the
+  // start before, of the same cell: a cell's leaves are judged over all its starts anyway.
+  using StartKey = std::tuple<size_t, int64_t, int64_t, int64_t>;
+  std::map<std::tuple<size_t, int64_t, int64_t>, int64_t> ordinal;
   std::map<StartKey, std::map<std::string, std::string>> start_leaves;
   ASSIGN_OR_RETURN(
       db::Statement stmt,
       db.Prepare("SELECT e.cell_id, e.attempt_id, e.process, e.kind, e.value FROM evidence e "
                  "JOIN attempts a ON a.id = e.attempt_id WHERE e.run_id = ?1 AND e.stale = 0 "
-                 "AND a.state = 'done' AND e.kind IN ('probe_counts', 'program_evidence') "
+                 "AND a.state = 'done' AND e.kind IN ('probe_counts', 'program_evidence', "
+                 "'engine_config', 'engine_version', 'engine_backend') "
                  "ORDER BY e.id"));
   stmt.Bind(1, run_id);
   while (true) {
@@ -79,13 +81,12 @@ absl::Status AddStartsSaid(db::Database& db, int64_t run_id, RunAnalysis& a) {
     if (!row) break;
     auto it = cell_index.find(stmt.Int(0));
     if (it == cell_index.end()) continue;
-    const std::pair<int64_t, int64_t> process{stmt.Int(1), stmt.Int(2)};
+    const std::tuple<size_t, int64_t, int64_t> process{it->second, stmt.Int(1), stmt.Int(2)};
     auto value = nlohmann::json::parse(stmt.Text(4), nullptr, false);
     CellStats& cell = a.cells[it->second];
     if (!cell.said) cell.said.emplace();
     if (stmt.Text(3) == "probe_counts") {
-      const StartKey key{process.first, process.second, ++ordinal[process]};
-      start_cell[key] = it->second;
+      const StartKey key{it->second, stmt.Int(1), stmt.Int(2), ++ordinal[process]};
       start_leaves[key];
       ++cell.said->starts;
       if (!value.is_object()) continue;
@@ -95,14 +96,17 @@ absl::Status AddStartsSaid(db::Database& db, int64_t run_id, RunAnalysis& a) {
         cell.said->probe_starts[pattern] += count.get<int64_t>() > 0 ? 1 : 0;
       }
     } else {
-      const StartKey key{process.first, process.second, ordinal[process]};
-      start_cell[key] = it->second;
-      FlattenSaid(value, "", 0, start_leaves[key]);
+      const StartKey key{it->second, stmt.Int(1), stmt.Int(2), ordinal[process]};
+      // A program's evidence by its own keys; what an engine reported under the kind's name
+      // (engine_config.reported.n_ctx, engine_version).
+      const std::string kind = stmt.Text(3);
+      FlattenSaid(value, kind == "program_evidence" ? "" : kind, kind == "program_evidence" ? 0 : 1,
+                  start_leaves[key]);
     }
   }
   // A leaf is the cell's when every start of the cell that printed it printed the same value.
   for (const auto& [key, leaves] : start_leaves) {
-    StartsSaid& said = *a.cells[start_cell[key]].said;
+    StartsSaid& said = *a.cells[std::get<0>(key)].said;
     for (const auto& [leaf, text] : leaves) {
       auto [slot, inserted] = said.program.emplace(leaf, text);
       if (!inserted && slot->second != text) slot->second = StartsSaid::kVaries;

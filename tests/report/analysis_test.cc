@@ -268,6 +268,38 @@ TEST_F(AnalysisTest, NoRepeatPlanForTheKernelRunnerWhichStartsNoProcess) {
       << a->levels.costs_note;
 }
 
+// What an engine reported of itself reaches the comparison: a default the cell did not set that
+// differs between the arms (a build A/B whose builds also differ in p_min) is named; what both
+// arms reported alike (n_ctx, the version) is not.
+TEST_F(AnalysisTest, ComparisonsNameWhatTheEnginesReportedDifferently) {
+  SyntheticOptions options;
+  options.value = [](const CellAxes& a, int s, int p, int r) { return LadderValue(a, s, p, r, 0); };
+  options.evidence = [](const CellAxes& axes) {
+    const std::string p_min = axes.at("spec") == "mtp" ? "0.9" : "0.75";
+    return std::vector<std::pair<std::string, std::string>>{
+        {"probe_counts", "{}"},
+        {"engine_version", R"("b10587")"},
+        {"engine_config",
+         R"({"path": "/props", "reported": {"n_ctx": 8192, "p_min": )" + p_min + "}}"}};
+  };
+  const int64_t run = BuildSyntheticRun(*store_, kLadderYaml, options);
+  auto db = Reader();
+  auto a = AnalyzeRun(*db, run);
+  ASSERT_TRUE(a.ok()) << a.status();
+  const Comparison* mtp = Find(*a, "depth=1024,spec=mtp");
+  ASSERT_NE(mtp, nullptr);
+  EXPECT_EQ(mtp->said_differs,
+            std::vector<std::string>{"engine_config.reported.p_min: 0.75 -> 0.9"});
+  const Comparison* aa = Find(*a, "depth=1024,spec=off-copy");
+  ASSERT_NE(aa, nullptr);
+  EXPECT_TRUE(aa->said_differs.empty()) << absl::StrJoin(aa->said_differs, " | ");
+  const CellStats* off = a->FindCell("depth=1024,spec=off");
+  ASSERT_NE(off, nullptr);
+  ASSERT_TRUE(off->said.has_value());
+  EXPECT_EQ(off->said->program.at("engine_version"), "b10587");
+  EXPECT_EQ(off->said->program.at("engine_config.reported.n_ctx"), "8192");
+}
+
 TEST_F(AnalysisTest, LevelCostsNeedTwoRoundsOfOneProcess) {
   auto db = Reader();
   const int64_t run = BuildLadder();  // every measurement stamped at one instant

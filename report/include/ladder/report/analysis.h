@@ -120,8 +120,10 @@ struct Flag {
 };
 
 // What the starts of a cell said about themselves, from attempts that finished: every runner's
-// probe counts (`probe_patterns` counted on an engine's or a program's output) and a command
-// program's own `{"evidence": {...}}` lines, flattened to scalar leaves ("path.taken" -> "3d").
+// probe counts (`probe_patterns` counted on an engine's or a program's output), a command
+// program's own `{"evidence": {...}}` lines and what an engine reported of itself (engine_config,
+// engine_version, engine_backend), flattened to scalar leaves ("path.taken" -> "3d",
+// "engine_config.reported.n_ctx" -> "34816").
 struct StartsSaid {
   int64_t starts = 0;                           // processes or program starts that recorded probes
   std::map<std::string, int64_t> probe_lines;   // pattern -> lines counted over the starts
