@@ -7,9 +7,10 @@
 //
 // A folder takes part when it has `help.txt`, `version.txt` and a `plain-server.log` whose first
 // line is the command the server was started with (`$ llama-server ARGS`): the argv ladder
-// rendered for kPlainCell on that build. Optional, where recorded: `plain-props.json`, a draft
-// server (`draft-*` for kDraftCell, or the reason the recipe refuses it), and `ctx-capped-*`
-// (kCappedCell: a context the server shrank).
+// rendered for kPlainCell on that build, and `plain-props.json`. Besides: a draft server
+// (`draft-*`: DraftCell as rendered, or where the recipe refuses it, the same model given by hand,
+// with `draft-cache-prompt-*` requested with cache_prompt: true), and `ctx-capped-*`
+// (CappedCell: a context beyond the model's training context).
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -176,18 +177,55 @@ TEST_P(LlamaServerBuild, TheReaderTakesEveryOptionLine) {
 }
 
 // The recipe, given only this build's --help and --version, renders the command line the
-// recorded server ran (and answered /props for).
+// recorded server ran (and answered /props for); with a draft model too, where it renders one.
 TEST_P(LlamaServerBuild, TheRecipeRendersTheCommandTheServerRan) {
   auto plain = Render(kPlainCell);
   ASSERT_TRUE(plain.ok()) << plain.status();
-  std::vector<std::string> recorded = RecordedArgv(File("plain-server.log"));
-  EXPECT_EQ(plain->launch->argv, recorded);
+  EXPECT_EQ(plain->launch->argv, RecordedArgv(File("plain-server.log")));
   EXPECT_EQ(plain->rendered_from, "llama-server --help");
-  if (Has("draft-server.log") && !Has("draft-refused.txt")) {
-    auto draft = Render(DraftCell());
-    ASSERT_TRUE(draft.ok()) << draft.status();
+  auto draft = Render(DraftCell());
+  if (draft.ok()) {
     EXPECT_EQ(draft->launch->argv, RecordedArgv(File("draft-server.log")));
   }
+}
+
+// /metrics counters of a recorded server, after minus before.
+double Delta(const std::string& before, const std::string& after, const std::string& name) {
+  auto b = ParsePrometheusText(before);
+  auto a = ParsePrometheusText(after);
+  EXPECT_TRUE(b.ok() && a.ok()) << name;
+  if (!b.ok() || !a.ok()) return -1;
+  return SumCounter(*a, name).value_or(-1) - SumCounter(*b, name).value_or(-1);
+}
+
+// The draft arm either drafts on this build (its stream's timings say draft_n > 0) or is refused
+// before a server starts, and then the recording shows why: with ladder's request
+// (cache_prompt: false) the draft server decoded the target once per generated token (the
+// target alone), with cache_prompt: true it took fewer decodes (it drafted).
+TEST_P(LlamaServerBuild, TheDraftArmDraftsOrIsRefusedForWhatTheServerDid) {
+  auto draft = Render(DraftCell());
+  if (draft.ok()) {
+    const std::string sse = File("draft-stream.sse");
+    ASSERT_THAT(sse, HasSubstr("\"draft_n\":")) << "this build's stream says nothing of drafting";
+    CompletionStreamParser parser("http://recorded", 8);
+    parser.Feed(sse, 1);
+    auto g = parser.Finish(2);
+    ASSERT_TRUE(g.ok()) << g.status();
+    ASSERT_TRUE(g->draft_tokens.has_value());
+    EXPECT_GT(*g->draft_tokens, 0);
+    EXPECT_EQ(draft->spec_k, 4);
+    return;
+  }
+  EXPECT_THAT(std::string(draft.status().message()), HasSubstr("cache_prompt"));
+  auto delta = [&](const std::string& name, const std::string& counter) {
+    return Delta(File(name + "-metrics-before.txt"), File(name + "-metrics-after.txt"), counter);
+  };
+  const double predicted = delta("draft", "llamacpp:tokens_predicted");
+  EXPECT_GT(predicted, 0);
+  EXPECT_EQ(delta("draft", "llamacpp:n_decode"), predicted) << "cache_prompt: false drafted";
+  EXPECT_LT(delta("draft-cache-prompt", "llamacpp:n_decode"),
+            delta("draft-cache-prompt", "llamacpp:tokens_predicted"))
+      << "cache_prompt: true did not draft either: the refusal's reason does not hold";
 }
 
 // Every value-taking flag the recipe renders, in every arm the CPU runs used, is one the
@@ -234,36 +272,61 @@ TEST_P(LlamaServerBuild, ItsPropsMatchTheCell) {
   ConfigCheck check = CheckConfig(plain->expected_config, reported);
   EXPECT_TRUE(check.ok()) << check.mismatches.dump();
   EXPECT_TRUE(check.not_verifiable.empty()) << ::testing::PrintToString(check.not_verifiable);
-  if (Has("draft-props.json") && !Has("draft-refused.txt")) {
-    auto draft = Render(DraftCell());
-    ASSERT_TRUE(draft.ok()) << draft.status();
-    ConfigCheck d = CheckConfig(draft->expected_config,
-                                ReportedConfig("llama.cpp", Props("draft-props.json")));
+  auto draft = Render(DraftCell());
+  if (draft.ok()) {
+    ConfigCheck d =
+        CheckConfig(draft->expected_config, ReportedConfig("llama.cpp", Props("draft-props.json")));
     EXPECT_TRUE(d.ok()) << d.mismatches.dump();
     EXPECT_TRUE(d.not_verifiable.empty());
   }
 }
 
-// The streamed completion as the server sent it: eight tokens, no drafting without a draft
-// model; with one, the drafting the responses' timings say (where this build reports it).
+// The streamed completions as the server sent them: eight tokens each; no drafting without a
+// draft model.
 TEST_P(LlamaServerBuild, ItsStreamsParse) {
-  CompletionStreamParser parser("http://recorded", 8);
-  parser.Feed(File("plain-stream.sse"), 1);
-  auto g = parser.Finish(2);
-  ASSERT_TRUE(g.ok()) << g.status();
-  EXPECT_EQ(g->completion_tokens, 8);
-  EXPECT_FALSE(g->draft_tokens.has_value() && *g->draft_tokens > 0);
-  if (!Has("draft-stream.sse") || Has("draft-refused.txt")) return;
-  const std::string sse = File("draft-stream.sse");
-  CompletionStreamParser draft_parser("http://recorded", 8);
-  draft_parser.Feed(sse, 1);
-  auto d = draft_parser.Finish(2);
-  ASSERT_TRUE(d.ok()) << d.status();
-  std::smatch m;
-  if (std::regex_search(sse, m, std::regex(R"("draft_n":([0-9]+))"))) {
-    ASSERT_TRUE(d->draft_tokens.has_value());
-    EXPECT_GT(*d->draft_tokens, 0);
+  for (const char* name :
+       {"plain-stream.sse", "draft-stream.sse", "draft-cache-prompt-stream.sse"}) {
+    if (!Has(name)) continue;
+    CompletionStreamParser parser("http://recorded", 8);
+    parser.Feed(File(name), 1);
+    auto g = parser.Finish(2);
+    ASSERT_TRUE(g.ok()) << name << ": " << g.status();
+    EXPECT_EQ(g->completion_tokens, 8) << name;
+    EXPECT_TRUE(g->usage_reported) << name;
+    EXPECT_EQ(g->reported_prompt_tokens, 32) << name;
+    if (std::string(name) == "plain-stream.sse") {
+      EXPECT_FALSE(g->draft_tokens.has_value() && *g->draft_tokens > 0);
+    }
   }
+}
+
+// A context beyond the model's training context (asked 131072 of a model trained for 65536):
+// a build that caps its slot there (its log says so) reports the capped context in /props and
+// the configuration check fails the cell naming both values; a build that does not cap runs
+// and reports what was asked.
+TEST_P(LlamaServerBuild, AContextBeyondTrainingIsCheckedAsTheServerRanIt) {
+  if (!Has("ctx-capped-props.json")) GTEST_SKIP() << "no such server recorded for this build";
+  auto r = Render(CappedCell());
+  ASSERT_TRUE(r.ok()) << r.status();
+  const std::string log = File("ctx-capped-server.log");
+  EXPECT_EQ(RecordedArgv(log), r->launch->argv);
+  const nlohmann::json reported = ReportedConfig("llama.cpp", Props("ctx-capped-props.json"));
+  const ConfigCheck check = CheckConfig(r->expected_config, reported);
+  std::smatch m;
+  static const std::regex kCapped(
+      R"(the slot context \(([0-9]+)\) exceeds the training context of the model \(([0-9]+)\) - capping)");
+  if (!std::regex_search(log, m, kCapped)) {
+    EXPECT_TRUE(check.ok()) << check.mismatches.dump();
+    return;
+  }
+  const int asked = std::stoi(m[1].str());
+  const int capped = std::stoi(m[2].str());
+  EXPECT_EQ(reported["n_ctx"], capped);
+  EXPECT_FALSE(check.ok());
+  EXPECT_EQ(check.mismatches,
+            nlohmann::json::array({{{"name", "n_ctx"},
+                                    {"expected", {{"min", asked}, {"max", asked}}},
+                                    {"reported", capped}}}));
 }
 
 // /metrics, where the server serves it, parses; a server without a draft model counts no
