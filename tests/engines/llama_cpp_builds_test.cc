@@ -22,6 +22,7 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "fixture_files.h"
 #include "ladder/engines/capabilities.h"
@@ -363,6 +364,24 @@ TEST(LlamaServerBuilds, ThreePointsOfHistoryAreRecorded) {
   EXPECT_TRUE(any([](int b) { return b > 1 && b < 4984; })) << ::testing::PrintToString(builds);
   EXPECT_TRUE(any([](int b) { return b >= 6723 && b <= 9021; }));
   EXPECT_TRUE(any([](int b) { return b >= 10500; }));
+}
+
+// A llama-server that says build 0 (built without its git history) renders from its --help
+// alone: the same command lines as the numbered build of the same source, which its server ran.
+TEST(LlamaServerBuilds, BuildZeroRunsFromItsHelpAlone) {
+  int zero = 0;
+  for (const std::string& folder : RecordedBuilds()) {
+    if (PrintedBuild(ReadFixture(folder, "version.txt")) != 0) continue;
+    ++zero;
+    const std::string numbered = absl::StrReplaceAll(folder, {{"-build0", ""}});
+    ASSERT_NE(numbered, folder);
+    EXPECT_EQ(RecordedArgv(ReadFixture(folder, "plain-server.log")),
+              RecordedArgv(ReadFixture(numbered, "plain-server.log")));
+    EXPECT_EQ(RecordedArgv(ReadFixture(folder, "draft-server.log")),
+              RecordedArgv(ReadFixture(numbered, "draft-server.log")));
+    EXPECT_EQ(ReadFixture(folder, "help.txt"), ReadFixture(numbered, "help.txt"));
+  }
+  EXPECT_GT(zero, 0) << "no llama-server with build number 0 is recorded";
 }
 
 }  // namespace
