@@ -330,6 +330,33 @@ TEST_P(LlamaServerBuild, AContextBeyondTrainingIsCheckedAsTheServerRanIt) {
                                     {"reported", capped}}}));
 }
 
+// A server that drafted says so in its responses' timings (draft_n) only from some build on:
+// where the recorded stream of a server that drafted carries no draft_n, the recipe must not
+// read absence as zero drafted (no per-request source); where it does, the recipe reads them.
+TEST_P(LlamaServerBuild, AbsentDraftCountsAreZeroOnlyWhereTheServerWritesThem) {
+  // The stream of a request that drafted: with cache_prompt: true where the recipe refuses
+  // drafting with ladder's requests, else the draft arm's.
+  const std::string name = Has("draft-cache-prompt-stream.sse") ? "draft-cache-prompt" : "draft";
+  if (name == "draft-cache-prompt") {
+    // That it drafted: fewer target decodes than generated tokens.
+    EXPECT_LT(Delta(File(name + "-metrics-before.txt"), File(name + "-metrics-after.txt"),
+                    "llamacpp:n_decode"),
+              Delta(File(name + "-metrics-before.txt"), File(name + "-metrics-after.txt"),
+                    "llamacpp:tokens_predicted"));
+  }
+  const bool writes_draft_n = absl::StrContains(File(name + "-stream.sse"), "\"draft_n\":");
+  for (const nlohmann::json& cell : {kPlainCell, DraftCell()}) {
+    auto r = Render(cell);
+    if (!r.ok()) continue;
+    EXPECT_EQ(r->draft_timings,
+              writes_draft_n ? DraftTimings::kLlamaCppTimings : DraftTimings::kNone)
+        << cell.dump();
+    if (!writes_draft_n) {
+      EXPECT_THAT(r->render_notes, ::testing::Contains(HasSubstr("no draft_n")));
+    }
+  }
+}
+
 // /metrics, where the server serves it, parses; a server without a draft model counts no
 // drafts.
 TEST_P(LlamaServerBuild, ItsMetricsParse) {
