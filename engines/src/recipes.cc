@@ -730,7 +730,8 @@ class LlamaCppRecipe final : public Recipe {
       out.spec_off_pinned = true;
     }
     RETURN_IF_ERROR(AddExtras(out, params, name()));
-    // LLAMA_ARG_* variables override the flags above (common/arg.cpp: each option's set_env);
+    // LLAMA_ARG_* variables set the options the command line leaves unset (common/arg.cpp
+    // applies the environment first, then argv, which wins: seen on b4900, b8000 and b10587);
     // one in the agent's environment would change every cell. A cell's own extra_env keeps
     // the ones it sets.
     out.launch->env_unset_prefixes = {"LLAMA_ARG_"};
