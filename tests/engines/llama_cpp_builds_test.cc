@@ -1,6 +1,7 @@
 // The llama.cpp recipe, the capability reader (capabilities.h) and the configuration check
 // (engine_config.h) against every real llama-server recorded in fixtures/llama.cpp-b*-cpu/ (each
-// folder's README says how): three points of llama.cpp's history and b10309. Each folder holds
+// folder's README says how): b4900, b8000 and b10587, three points of llama.cpp's history, and
+// b10587's source built without its build number (version: build 0). Each folder holds
 // what its server printed and served, byte for byte; every expectation below is read from those
 // files (the build number from `--version`, the options from `--help`, the command line the
 // server ran, the context `/props` reported), never from the recipe's own tables.
