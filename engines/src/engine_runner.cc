@@ -567,8 +567,9 @@ class UnitRun {
         absl::FailedPreconditionError(
             Cat(context, ": the running engine's configuration is not the cell's (",
                 re.endpoints.config_path, "): ", absl::StrJoin(what, "; "),
-                "; check --fit, the agent's environment (LLAMA_ARG_* are removed unless extra_env "
-                "sets them) and extra_args")));
+                "; check the model's training context (llama-server caps a slot's context at it "
+                "from b6925, llama.cpp#16736), --fit, the agent's environment (LLAMA_ARG_* are "
+                "removed unless extra_env sets them) and extra_args")));
   }
 
   // Untimed generations before the first measured one: a fresh engine process pays first-use

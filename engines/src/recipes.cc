@@ -73,6 +73,12 @@ constexpr int kLlamaFirstBuildWithCacheRam = 6723;
 // `--fit on|off` (adjust unset arguments to fit device memory, on by default) from #16653
 // (b1f3a6e5d, b7407).
 constexpr int kLlamaFirstBuildWithFit = 7407;
+// A response's `timings` carry draft_n / draft_n_accepted (when the request drafted) from
+// llama.cpp#12603 (5d0167026, 2025-03-28, b4984); before it no response says whether it
+// drafted, so their absence is no zero (a real b4900: tests/engines/fixtures/
+// llama.cpp-b4900-cpu). Its --help did not change: a build whose number is unknown reports
+// them when its --help lists --cache-ram (b6723 on).
+constexpr int kLlamaFirstBuildWithDraftTimings = 4984;
 
 // The version the rendering assumes: the cell's `engine_version`, else what the runner detected.
 std::string ResolveVersion(const nlohmann::json& params, const RecipeContext& context,
@@ -724,7 +730,8 @@ class LlamaCppRecipe final : public Recipe {
       out.spec_off_pinned = true;
     }
     RETURN_IF_ERROR(AddExtras(out, params, name()));
-    // LLAMA_ARG_* variables override the flags above (common/arg.cpp: each option's set_env);
+    // LLAMA_ARG_* variables set the options the command line leaves unset (common/arg.cpp
+    // applies the environment first, then argv, which wins: seen on b4900, b8000 and b10587);
     // one in the agent's environment would change every cell. A cell's own extra_env keeps
     // the ones it sets.
     out.launch->env_unset_prefixes = {"LLAMA_ARG_"};
@@ -738,7 +745,20 @@ class LlamaCppRecipe final : public Recipe {
     // runner falls back to the response timings.
     out.spec_metrics = {"llamacpp:spec_decode_num_drafts", "llamacpp:spec_decode_num_draft_tokens",
                         "llamacpp:spec_decode_num_accepted_tokens"};
-    out.draft_timings = DraftTimings::kLlamaCppTimings;
+    const bool reports_draft_n =
+        build.has_value() ? *build >= kLlamaFirstBuildWithDraftTimings : has_cache_ram;
+    if (reports_draft_n) {
+      out.draft_timings = DraftTimings::kLlamaCppTimings;
+    } else {
+      // No source says whether a cell drafted: no acceptance metrics, never zeros read from
+      // absence (speculation cells are refused on such builds; off arms are given nothing
+      // that drafts, but nothing measures that either).
+      out.render_notes.push_back(
+          Cat("this llama-server's responses carry no draft_n (before b",
+              kLlamaFirstBuildWithDraftTimings,
+              ", llama.cpp#12603) and its /metrics no speculation counters: whether a cell "
+              "drafted is not verifiable, and no draft counts are recorded"));
+    }
     out.start_timeout = StartTimeout(params, 900);
     return out;
   }

@@ -45,12 +45,23 @@ std::vector<std::string> RecordedEvents(const std::string& name) {
 // A llama-server stand-in: /health, /metrics (recorded), /v1/completions as `mode` says.
 class StandIn {
  public:
-  explicit StandIn(std::string mode) : mode_(std::move(mode)) {
+  // `props`: a recorded GET /props reply to serve (fixtures/<recording>/<name>), else the
+  // abridged one below.
+  explicit StandIn(std::string mode, std::string props = "") : mode_(std::move(mode)) {
     ok_ = RecordedEvents("plain-fa-on-stream-seed1.sse");     // 64 text events, final, [DONE]
     error_ = RecordedEvents("plain-fa-on-stream-seed2.sse");  // ends in the server's error event
     // GET /props as tools/server/README.md at 82bb48500 (b10309) documents it, abridged to the
     // keys the runner reads: one slot of 1024 tokens.
-    server_.Get("/props", [](const httplib::Request&, httplib::Response& res) {
+    std::string recorded_props;
+    if (!props.empty()) {
+      const size_t slash = props.find('/');
+      recorded_props = ReadFixture(props.substr(0, slash), props.substr(slash + 1));
+    }
+    server_.Get("/props", [recorded_props](const httplib::Request&, httplib::Response& res) {
+      if (!recorded_props.empty()) {
+        res.set_content(recorded_props, "application/json");
+        return;
+      }
       res.set_content(
           R"json({"default_generation_settings":{"id":0,"id_task":-1,"n_ctx":1024,)json"
           R"json("speculative":false,"is_processing":false},"total_slots":1,)json"
@@ -429,6 +440,42 @@ TEST(EngineRobustness, ConfigurationOtherThanTheCellsFailsWithBothValues) {
   absl::Status ok = runner.Run(unit, ok_sink);
   ASSERT_TRUE(ok.ok()) << ok;
   EXPECT_EQ(ok_sink.Count("engine_config"), 1);
+}
+
+// What a real llama-server b10587 answered when started for a 131072-token context with a model
+// trained for 65536 (fixtures/llama.cpp-b10587-cpu/ctx-capped-*: its log says "the slot context
+// (131072) exceeds the training context of the model (65536) - capping"): the cell fails before
+// a request, with both values and the likely cause.
+TEST(EngineRobustness, ARealServersCappedContextFailsTheCellWithBothValues) {
+  StandIn server("ok", "llama.cpp-b10587-cpu/ctx-capped-props.json");
+  StrictSink sink;
+  runner::UnitWork unit;
+  unit.attempt_id = 1;
+  unit.unit_id = 1;
+  unit.runner = "engine";
+  unit.processes = 1;
+  unit.rounds = 1;
+  unit.seed = 7;
+  unit.cells.push_back(runner::CellWork{1,
+                                        "max_model_len=131072",
+                                        {{"engine", "llama-standin"},
+                                         {"model", "models/tiny.gguf"},
+                                         {"engine_version", "b10587"},
+                                         {"max_model_len", 131072},
+                                         {"depth", 512},
+                                         {"warmup", "none"}}});
+  EngineRunnerOptions options;
+  options.version_detection = VersionDetection::kOff;
+  options.health_poll_interval = std::chrono::milliseconds(20);
+  options.extra_recipes.push_back(std::make_shared<RunningLlamaCpp>(server.url()));
+  EngineRunner runner(options);
+  absl::Status s = runner.Run(unit, sink);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.message(), HasSubstr("n_ctx: the cell asked 131072, the engine reports 65536"));
+  EXPECT_THAT(s.message(), HasSubstr("the model's training context"));
+  EXPECT_EQ(server.requests(), 0);
+  EXPECT_EQ(sink.Count("engine_config_mismatch"), 1);
 }
 
 // SGLang's recipe for a running server (the stand-in): its counters, without a process.

@@ -82,7 +82,8 @@ struct SpecStepCounterNames {
 enum class DraftTimings {
   kNone,
   // llama-server's `timings`: draft_n (drafted) and draft_n_accepted, present only when the
-  // request drafted (server-task.cpp: `if (draft_n > 0)`), so absent means none drafted.
+  // request drafted (server-task.cpp: `if (draft_n > 0)`), so absent means none drafted. From
+  // b4984 on; an older build's recipe says kNone (absence there is no zero).
   kLlamaCppTimings,
   // SGLang's `sglext.spec_tokens_details` (sglang#33518, asked for with
   // "return_spec_tokens_details": true): spec_verify_ct, spec_num_correct_drafts,
