@@ -130,6 +130,12 @@ std::string VerdictText(stats::ChangeClass change, Direction direction) {
   return "inconclusive";
 }
 
+bool IsClaimFlag(const std::string& kind) {
+  return kind == "backend_mismatch" || kind == "probe_silent" ||
+         kind == "speculation_not_engaged" || kind == "speculation_while_off" ||
+         kind == "speculation_not_verifiable";
+}
+
 std::string RepeatText(int repeats, stats::RepeatBound bound) {
   switch (bound) {
     case stats::RepeatBound::kAtCap:
@@ -913,6 +919,15 @@ absl::StatusOr<RunAnalysis> AnalyzeRun(db::Database& db, int64_t run_id,
         cmp.verdict = VerdictText(cmp.change, info.direction);
         if (r->scope == stats::IntervalScope::kWithinSessionOnly)
           cmp.verdict += " (this session only)";
+        // An arm whose evidence says it is not what it claims (speculation that never drafted,
+        // another backend, a probe that never fired) is not that arm: its ratio stays on screen
+        // with the flag, and no verdict is drawn from it.
+        for (const Flag& f : cmp.flags) {
+          if (IsClaimFlag(f.kind)) {
+            cmp.verdict = "withheld (" + f.kind + ")";
+            break;
+          }
+        }
       } else {
         cmp.t.error = std::string(r.status().message());
       }

@@ -293,11 +293,38 @@ TEST_F(AnalysisTest, ComparisonsNameWhatTheEnginesReportedDifferently) {
   const Comparison* aa = Find(*a, "depth=1024,spec=off-copy");
   ASSERT_NE(aa, nullptr);
   EXPECT_TRUE(aa->said_differs.empty()) << absl::StrJoin(aa->said_differs, " | ");
-  const CellStats* off = a->FindCell("depth=1024,spec=off");
+  const report::CellStats* off = a->FindCell("depth=1024,spec=off");
   ASSERT_NE(off, nullptr);
   ASSERT_TRUE(off->said.has_value());
   EXPECT_EQ(off->said->program.at("engine_version"), "b10587");
   EXPECT_EQ(off->said->program.at("engine_config.reported.n_ctx"), "8192");
+}
+
+// A speculation arm that never drafted is not a speculation arm: the comparison keeps its ratio
+// and the flag, and no verdict is drawn; the other depths keep theirs.
+TEST_F(AnalysisTest, NoVerdictForAPairWhoseArmIsNotWhatItClaims) {
+  SyntheticOptions options;
+  options.value = [](const CellAxes& a, int s, int p, int r) { return LadderValue(a, s, p, r, 0); };
+  options.evidence = [](const CellAxes& axes) {
+    std::vector<std::pair<std::string, std::string>> out;
+    if (axes.at("spec") == "mtp" && axes.at("depth") == "1024") {
+      out.push_back(
+          {"speculation_not_engaged", R"("round 0: spec_k=1 but the engine drafted no tokens")"});
+    }
+    return out;
+  };
+  const int64_t run = BuildSyntheticRun(*store_, kLadderYaml, options);
+  auto db = Reader();
+  auto a = AnalyzeRun(*db, run);
+  ASSERT_TRUE(a.ok()) << a.status();
+  const Comparison* flagged = Find(*a, "depth=1024,spec=mtp");
+  ASSERT_NE(flagged, nullptr);
+  EXPECT_EQ(flagged->verdict, "withheld (speculation_not_engaged)");
+  ASSERT_TRUE(flagged->t.interval.has_value());  // the ratio stays on screen
+  const Comparison* clean = Find(*a, "depth=16384,spec=mtp");
+  ASSERT_NE(clean, nullptr);
+  EXPECT_EQ(clean->verdict.find("withheld"), std::string::npos) << clean->verdict;
+  EXPECT_FALSE(clean->verdict.empty());
 }
 
 TEST_F(AnalysisTest, LevelCostsNeedTwoRoundsOfOneProcess) {

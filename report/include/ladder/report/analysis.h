@@ -71,6 +71,10 @@ std::string DirectionText(Direction direction);  // "higher is better", ...
 //                         tell a change larger than the threshold from a smaller one.
 // With an unknown direction "higher" / "lower" replace "slower" / "faster".
 std::string VerdictText(stats::ChangeClass change, Direction direction);
+// Whether a flag says a cell is not what it claims (backend_mismatch, probe_silent,
+// speculation_not_engaged, speculation_while_off, speculation_not_verifiable): a comparison
+// with such an arm keeps its ratio and flag on screen and gets no verdict ("withheld (KIND)").
+bool IsClaimFlag(const std::string& kind);
 
 struct AnalysisOptions {
   std::string metric;          // empty: the run's metric
