@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "internal.h"
+#include "ladder/report/compare.h"
 #include "ladder/report/report.h"
 #include "ladder/stats/ratio.h"
 #include "ladder/status_macros.h"
@@ -308,6 +309,7 @@ void RunSections(const RunAnalysis& a, std::vector<Section>& out) {
                       "change",
                       "95 % t interval (df)",
                       "verdict (±" + FormatDf(100 * a.threshold) + " %)",
+                      "detects (80 % power)",
                       "flags"};
     for (const auto& cmp : a.comparisons) {
       std::string arms =
@@ -324,7 +326,8 @@ void RunSections(const RunAnalysis& a, std::vector<Section>& out) {
       s.table.rows.push_back(
           {cmp.context_key, arms, std::to_string(cmp.sessions), FormatNumber(cmp.mean_a),
            FormatNumber(cmp.mean_b), FormatNumber(cmp.Ratio()), FormatChange(cmp.Ratio()),
-           IntervalWithDf(cmp.t), cmp.verdict.empty() ? "-" : cmp.verdict, flags});
+           IntervalWithDf(cmp.t), cmp.verdict.empty() ? "-" : cmp.verdict,
+           DetectableText(cmp.detectable), flags});
       s.table.row_cells.push_back(cmp.treatment_key);
       s.table.row_flagged.push_back(!cmp.flags.empty());
     }
