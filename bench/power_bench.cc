@@ -10,8 +10,8 @@
 // fraction of matrices whose matrix verdict calls the changed cell slower, with its
 // Clopper–Pearson 95 % interval, against the plan's 80 %; and the A/A false-gate rate.
 //
-//   ladder-bench-power --matrix matrices/examples/demo-cpu.yaml --session-sd 3 --process-sd 1 \
-//       --round-sd 0.5 --interaction-sd 1
+//   ladder-bench-power --matrix matrices/examples/demo-cpu.yaml --session-sd 3 --process-sd 1
+//     --round-sd 0.5 --interaction-sd 1   (one command)
 //   ladder-bench-power --matrix matrices/examples/gate-200-cpu.yaml --session-sd 1
 #include <cmath>
 #include <cstdio>
@@ -64,7 +64,8 @@ class Simulator {
     for (int p = 0; p < processes_; ++p) {
       const double proc = s_.process * z_(rng_);
       for (int r = 0; r < rounds_; ++r) {
-        out.push_back({session, p, r, 100.0 * std::exp(shift + u + arm + proc + s_.round * z_(rng_))});
+        out.push_back(
+            {session, p, r, 100.0 * std::exp(shift + u + arm + proc + s_.round * z_(rng_))});
       }
     }
   }
@@ -145,11 +146,12 @@ int main(int argc, char** argv) {
               plan->matrix_name.c_str(), paired ? "paired" : "two runs", m,
               paired ? "comparisons" : "cells", plan->sessions, plan->processes, plan->rounds,
               plan->source.c_str());
-  std::printf("ladder plan: MDC under the matrix verdict (Holm over %zu) +%.2f %%, per cell +%.2f %%\n",
-              m, 100 * mdc, 100 * plan->rows.front().per_cell->up);
+  std::printf(
+      "ladder plan: MDC under the matrix verdict (Holm over %zu) +%.2f %%, per cell +%.2f %%\n", m,
+      100 * mdc, 100 * plan->rows.front().per_cell->up);
 
-  Simulator sim(seed, {pct.session / 100, pct.process / 100, pct.round / 100,
-                       pct.interaction / 100},
+  Simulator sim(seed,
+                {pct.session / 100, pct.process / 100, pct.round / 100, pct.interaction / 100},
                 plan->sessions, plan->processes, plan->rounds);
   const double h = options.threshold;
   // One matrix: cell 0 changed by `shift` (log), the rest not. Returns {cell 0 slower under the
@@ -158,7 +160,8 @@ int main(int argc, char** argv) {
     std::vector<ladder::stats::Interval> ratios;
     std::vector<double> p;
     for (std::size_t c = 0; c < m; ++c) {
-      ratios.push_back(paired ? sim.Paired(c == 0 ? shift : 0.0) : sim.TwoRuns(c == 0 ? shift : 0.0));
+      ratios.push_back(paired ? sim.Paired(c == 0 ? shift : 0.0)
+                              : sim.TwoRuns(c == 0 ? shift : 0.0));
       p.push_back(ladder::stats::BandExceedancePValue(ratios.back(), h));
     }
     const std::vector<double> holm = ladder::stats::HolmAdjust(p);
@@ -168,17 +171,18 @@ int main(int argc, char** argv) {
       any |= holm[c] < 0.05 && (cls == ladder::stats::ChangeClass::kAbove ||
                                 cls == ladder::stats::ChangeClass::kBelow);
     }
-    const bool hit = holm[0] < 0.05 &&
-                     ladder::stats::ClassifyChange(ratios[0], h) == ladder::stats::ChangeClass::kAbove;
+    const bool hit = holm[0] < 0.05 && ladder::stats::ClassifyChange(ratios[0], h) ==
+                                           ladder::stats::ChangeClass::kAbove;
     return std::make_pair(hit, any);
   };
   int hits = 0, false_gates = 0;
   for (int e = 0; e < experiments; ++e) hits += one_matrix(std::log1p(mdc)).first;
   for (int e = 0; e < experiments; ++e) false_gates += one_matrix(0.0).second;
   const double mc = 2 * std::sqrt(0.8 * 0.2 / experiments);
-  std::printf("simulated (%d matrices each): power at the MDC %s (plan: %.0f %%, Monte-Carlo 2 sd "
-              "±%.1f points); A/A matrices with any slower/faster %s\n",
-              experiments, ProportionText(hits, experiments).c_str(), 100 * options.power,
-              100 * mc, ProportionText(false_gates, experiments).c_str());
+  std::printf(
+      "simulated (%d matrices each): power at the MDC %s (plan: %.0f %%, Monte-Carlo 2 sd "
+      "±%.1f points); A/A matrices with any slower/faster %s\n",
+      experiments, ProportionText(hits, experiments).c_str(), 100 * options.power, 100 * mc,
+      ProportionText(false_gates, experiments).c_str());
   return 0;
 }

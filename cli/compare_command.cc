@@ -3,8 +3,8 @@
 // Markdown, --json, and an exit status for CI (--fail-on). Offline, on one or two database files.
 #include <iostream>
 #include <memory>
-#include <set>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 

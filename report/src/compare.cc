@@ -231,8 +231,8 @@ absl::StatusOr<DriftEstimate> EstimateHostDrift(const RunRef& a, const RunRef& b
   std::map<std::string, std::vector<std::pair<int64_t, RunData>>> groups;
   for (int64_t id : candidates) {
     std::vector<std::string> by_copy = by;
-    auto data = ReadCompareRun({&db, id, absl::StrCat("run ", id)}, metric, &by_copy,
-                               CellMatch::kAxes);
+    auto data =
+        ReadCompareRun({&db, id, absl::StrCat("run ", id)}, metric, &by_copy, CellMatch::kAxes);
     if (!data.ok() || data->hosts.size() != 1 || data->hosts.begin()->first != machine) continue;
     auto tags = db::GetRunTags(db, id);
     // Untagged runs cannot be told to be the same build: they are no A/A evidence.
@@ -430,8 +430,8 @@ absl::StatusOr<RunComparison> CompareReadRuns(const RunRef& a, const CompareRunD
         } else {
           row.drift_sd = std::sqrt(it->second.first);
           row.drift_df = it->second.second;
-          ratio = IntervalWithDrift(*ma, *mb, it->second.first, it->second.second,
-                                    options.confidence);
+          ratio =
+              IntervalWithDrift(*ma, *mb, it->second.first, it->second.second, options.confidence);
         }
       }
       if (ratio.ok()) {
@@ -560,8 +560,8 @@ std::string RenderComparisonMarkdown(const RunComparison& c) {
   const std::string unit = c.unit.empty() ? "" : " " + c.unit;
   out += absl::StrCat("| cell | sessions A/B | A", unit, " | B", unit,
                       " | ratio B/A | change | 95 % interval (df) | verdict | matrix verdict | "
-                      "flags |\n");
-  out += "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
+                      "flags | detects (80 % power) |\n");
+  out += "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
   for (const auto& r : c.rows) {
     std::string interval = "-";
     if (r.ratio) {
@@ -569,12 +569,12 @@ std::string RenderComparisonMarkdown(const RunComparison& c) {
     }
     std::string flags = SpreadFlag(r, c.label_a, c.label_b);
     if (!r.error.empty()) flags = r.error;
-    out += absl::StrCat(
-        "| ", r.key, " | ", r.sessions_a, "/", r.sessions_b, " | ", FormatNumber(r.mean_a), " | ",
-        FormatNumber(r.mean_b), " | ", r.ratio ? FormatNumber(r.ratio->estimate) : "-", " | ",
-        r.ratio ? FormatChange(r.ratio->estimate) : "-", " | ", interval, " | ", r.verdict, " | ",
-        r.matrix_verdict, " | ", flags.empty() ? " " : flags, " | ", DetectableText(r.detectable),
-        " |\n");
+    out += absl::StrCat("| ", r.key, " | ", r.sessions_a, "/", r.sessions_b, " | ",
+                        FormatNumber(r.mean_a), " | ", FormatNumber(r.mean_b), " | ",
+                        r.ratio ? FormatNumber(r.ratio->estimate) : "-", " | ",
+                        r.ratio ? FormatChange(r.ratio->estimate) : "-", " | ", interval, " | ",
+                        r.verdict, " | ", r.matrix_verdict, " | ", flags.empty() ? " " : flags,
+                        " | ", DetectableText(r.detectable), " |\n");
   }
   const auto counts = [](const std::map<std::string, int64_t>& verdicts) {
     std::vector<std::string> out;
@@ -628,34 +628,35 @@ nlohmann::json ToJson(const RunComparison& c) {
     }
     rows.push_back(std::move(row));
   }
-  return {{"a", {{"label", c.label_a}, {"run_id", c.run_a}}},
-          {"b", {{"label", c.label_b}, {"run_id", c.run_b}}},
-          {"metric", c.metric},
-          {"unit", c.unit},
-          {"direction", DirectionText(c.direction)},
-          {"direction_source", c.direction_source},
-          {"threshold", c.threshold},
-          {"confidence", c.confidence},
-          {"by", c.by},
-          {"method", ComparisonMethodText(c)},
-          {"rows", rows},
-          {"only_a", c.only_a},
-          {"only_b", c.only_b},
-          {"verdicts", c.verdicts},
-          {"matrix",
-           {{"method", "holm"},
-            {"family_error_rate", 1 - c.confidence},
-            {"cells_judged", c.cells_judged},
-            {"verdicts", c.matrix_verdicts},
-            {"guarantee", MatrixGuaranteeText(c)}}},
-          {"band", c.band},
-          {"host_drift", c.drift_source == "given" ? nlohmann::json(c.host_drift) : nlohmann::json()},
-          {"drift",
-           {{"source", c.drift_source.empty() ? nlohmann::json() : nlohmann::json(c.drift_source)},
-            {"runs", c.drift_runs},
-            {"groups", c.drift_groups}}},
-          {"notes", c.notes},
-          {"one_host", c.one_host.empty() ? nlohmann::json() : nlohmann::json(c.one_host)}};
+  return {
+      {"a", {{"label", c.label_a}, {"run_id", c.run_a}}},
+      {"b", {{"label", c.label_b}, {"run_id", c.run_b}}},
+      {"metric", c.metric},
+      {"unit", c.unit},
+      {"direction", DirectionText(c.direction)},
+      {"direction_source", c.direction_source},
+      {"threshold", c.threshold},
+      {"confidence", c.confidence},
+      {"by", c.by},
+      {"method", ComparisonMethodText(c)},
+      {"rows", rows},
+      {"only_a", c.only_a},
+      {"only_b", c.only_b},
+      {"verdicts", c.verdicts},
+      {"matrix",
+       {{"method", "holm"},
+        {"family_error_rate", 1 - c.confidence},
+        {"cells_judged", c.cells_judged},
+        {"verdicts", c.matrix_verdicts},
+        {"guarantee", MatrixGuaranteeText(c)}}},
+      {"band", c.band},
+      {"host_drift", c.drift_source == "given" ? nlohmann::json(c.host_drift) : nlohmann::json()},
+      {"drift",
+       {{"source", c.drift_source.empty() ? nlohmann::json() : nlohmann::json(c.drift_source)},
+        {"runs", c.drift_runs},
+        {"groups", c.drift_groups}}},
+      {"notes", c.notes},
+      {"one_host", c.one_host.empty() ? nlohmann::json() : nlohmann::json(c.one_host)}};
 }
 
 }  // namespace ladder::report

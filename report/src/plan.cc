@@ -18,7 +18,7 @@ namespace {
 // One planned row before its spread is known: a cell, or a comparison of two cells.
 struct PlannedRow {
   std::string key;
-  std::string cell_key;                    // kTwoRuns: the cell
+  std::string cell_key;                     // kTwoRuns: the cell
   std::string baseline_key, treatment_key;  // kPaired
 };
 
@@ -42,7 +42,7 @@ double SessionVarianceAt(const stats::VarianceComponents& c, int processes, int 
          c.t2[stats::kRound] / (static_cast<double>(processes) * rounds);
 }
 
-std::string Percent(double x) {
+std::string PlanPercent(double x) {
   return std::isfinite(x) ? absl::StrCat(FormatNumber(100 * x), " %") : "-";
 }
 
@@ -146,8 +146,8 @@ absl::StatusOr<MatrixPlan> PlanMatrix(const matrices::Matrix& matrix, db::Databa
 
   // Where the spread comes from.
   std::map<std::string, Pooled> pooled;  // row key -> pooled variance
-  const bool assumed = options.session_sd || options.process_sd || options.round_sd ||
-                       options.interaction_sd;
+  const bool assumed =
+      options.session_sd || options.process_sd || options.round_sd || options.interaction_sd;
   if (!assumed && db != nullptr) {
     ASSIGN_OR_RETURN(plan.runs, EarlierRuns(*db, matrix.name, options.max_runs));
     for (int64_t run : plan.runs) {
@@ -202,25 +202,29 @@ absl::StatusOr<MatrixPlan> PlanMatrix(const matrices::Matrix& matrix, db::Databa
     const double within = p * p / plan.processes + r * r / (plan.processes * plan.rounds);
     const double var =
         plan.design == stats::PowerDesign::kTwoRuns ? s * s + within : 2 * (i * i + within);
-    plan.source = absl::StrCat("assumed: between sessions ", Percent(s), ", processes ",
-                               Percent(p), ", rounds ", Percent(r),
+    plan.source = absl::StrCat("assumed: between sessions ", PlanPercent(s), ", processes ",
+                               PlanPercent(p), ", rounds ", PlanPercent(r),
                                plan.design == stats::PowerDesign::kPaired
-                                   ? absl::StrCat(", arm × session ", Percent(i))
+                                   ? absl::StrCat(", arm × session ", PlanPercent(i))
                                    : "",
                                " (relative sds, as sds of log values)");
-    for (const auto& row : planned) pooled[row.cell_key.empty() ? row.baseline_key + "\n" + row.treatment_key : row.cell_key].Add(var, 1);
+    for (const auto& row : planned)
+      pooled[row.cell_key.empty() ? row.baseline_key + "\n" + row.treatment_key : row.cell_key].Add(
+          var, 1);
   } else if (pooled.empty()) {
     return absl::FailedPreconditionError(absl::StrCat(
-        db == nullptr ? "no --db given" : absl::StrCat("no earlier run of ", matrix.name, " in ", db->path(),
-                                                       plan.runs.empty() ? "" : " with a usable spread"),
+        db == nullptr ? "no --db given"
+                      : absl::StrCat("no earlier run of ", matrix.name, " in ", db->path(),
+                                     plan.runs.empty() ? "" : " with a usable spread"),
         ": state an assumption with --session-sd (and --process-sd, --round-sd",
-        plan.design == stats::PowerDesign::kPaired ? ", --interaction-sd" : "", "), e.g. --session-sd 3"));
+        plan.design == stats::PowerDesign::kPaired ? ", --interaction-sd" : "",
+        "), e.g. --session-sd 3"));
   } else {
     plan.source = absl::StrCat(
         runs_text, " of ", matrix.name,
         plan.design == stats::PowerDesign::kTwoRuns
-            ? absl::StrCat(": each cell's variance by level at ", plan.processes,
-                           " processes × ", plan.rounds,
+            ? absl::StrCat(": each cell's variance by level at ", plan.processes, " processes × ",
+                           plan.rounds,
                            " rounds, pooled over the runs (weighted by their sessions' df)")
             : ": each comparison's per-session log-ratio variance (2 × the arm × session mean "
               "square, at those runs' design), pooled over the runs");
@@ -245,7 +249,8 @@ absl::StatusOr<MatrixPlan> PlanMatrix(const matrices::Matrix& matrix, db::Databa
   for (const auto& p : planned) {
     PlanRow row;
     row.key = p.key;
-    const std::string key = p.cell_key.empty() ? p.baseline_key + "\n" + p.treatment_key : p.cell_key;
+    const std::string key =
+        p.cell_key.empty() ? p.baseline_key + "\n" + p.treatment_key : p.cell_key;
     auto it = pooled.find(key);
     double var = kNaN;
     if (it != pooled.end() && it->second.df > 0) {
@@ -268,8 +273,8 @@ absl::StatusOr<MatrixPlan> PlanMatrix(const matrices::Matrix& matrix, db::Databa
         row.per_cell = *c;
         mdcs.push_back(m->up);
         if (options.target) {
-          auto n = matrix_table.SessionsFor(row.per_session_sd, *options.target,
-                                            options.max_sessions);
+          auto n =
+              matrix_table.SessionsFor(row.per_session_sd, *options.target, options.max_sessions);
           if (n.ok()) row.sessions_for_target = *n;
         }
       }
@@ -296,24 +301,23 @@ absl::StatusOr<MatrixPlan> PlanMatrix(const matrices::Matrix& matrix, db::Databa
 std::string RenderPlanText(const MatrixPlan& p) {
   const bool paired = p.design == stats::PowerDesign::kPaired;
   std::string out = absl::StrCat(
-      "Plan for ", p.matrix_name, p.metric.empty() ? "" : " (" + p.metric + ")", ": ",
-      p.sessions, " sessions x ", p.processes, " processes x ", p.rounds, " rounds",
-      paired ? " per run" : " per run, compared as two runs",
-      "\nSpread: ", p.source, ".\n",
-      paired ? absl::StrCat("Verdict: paired within each session (pair: ",
-                            absl::StrJoin(p.pair_axes, ", "), "), ", p.family,
-                            " comparisons, as `ladder report` judges them")
+      "Plan for ", p.matrix_name, p.metric.empty() ? "" : " (" + p.metric + ")", ": ", p.sessions,
+      " sessions x ", p.processes, " processes x ", p.rounds, " rounds",
+      paired ? " per run" : " per run, compared as two runs", "\nSpread: ", p.source, ".\n",
+      paired ? absl::StrCat(
+                   "Verdict: paired within each session (pair: ", absl::StrJoin(p.pair_axes, ", "),
+                   "), ", p.family, " comparisons, as `ladder report` judges them")
              : absl::StrCat("Verdict: `ladder compare` of two runs, ", p.family, " cells"),
       "; band ±", FormatDf(100 * p.threshold), " %, ", FormatDf(100 * p.confidence),
       " % confidence; the matrix verdict is Holm over the ", p.family, ".\n",
-      "Smallest change detected with ", FormatDf(100 * p.power),
-      " % power (one ", paired ? "comparison" : "cell",
+      "Smallest change detected with ", FormatDf(100 * p.power), " % power (one ",
+      paired ? "comparison" : "cell",
       " changed, the others not; up / down, the log scale is symmetric):\n\n");
   std::vector<std::vector<std::string>> table;
   table.push_back({paired ? "comparison" : "cell", "sd/session",
                    absl::StrCat("matrix (Holm, ", p.family, ")"),
                    paired ? "per comparison" : "per cell",
-                   p.target ? absl::StrCat("sessions for ", Percent(*p.target)) : ""});
+                   p.target ? absl::StrCat("sessions for ", PlanPercent(*p.target)) : ""});
   for (const auto& r : p.rows) {
     if (!r.error.empty()) {
       table.push_back({r.key, "-", r.error, "", ""});
@@ -321,10 +325,10 @@ std::string RenderPlanText(const MatrixPlan& p) {
     }
     std::string sessions;
     if (r.sessions_for_target) sessions = SessionsNeededText(*r.sessions_for_target);
-    table.push_back({r.key,
-                     Percent(r.per_session_sd) + (r.sd_source == "median of the others" ? " *" : ""),
-                     absl::StrCat("+", Percent(r.matrix->up), " / -", Percent(r.matrix->down)),
-                     absl::StrCat("+", Percent(r.per_cell->up)), sessions});
+    table.push_back(
+        {r.key, PlanPercent(r.per_session_sd) + (r.sd_source == "median of the others" ? " *" : ""),
+         absl::StrCat("+", PlanPercent(r.matrix->up), " / -", PlanPercent(r.matrix->down)),
+         absl::StrCat("+", PlanPercent(r.per_cell->up)), sessions});
   }
   std::vector<std::size_t> width(5, 0);
   for (const auto& row : table) {
@@ -340,8 +344,8 @@ std::string RenderPlanText(const MatrixPlan& p) {
     while (!line.empty() && line.back() == ' ') line.pop_back();
     out += line + "\n";
   }
-  out += absl::StrCat("\nOver the matrix: median +", Percent(p.median_mdc), ", largest +",
-                      Percent(p.max_mdc), ".\n");
+  out += absl::StrCat("\nOver the matrix: median +", PlanPercent(p.median_mdc), ", largest +",
+                      PlanPercent(p.max_mdc), ".\n");
   for (const auto& r : p.rows) {
     if (r.sd_source == "median of the others") {
       out += "* not measured in those runs: the median of the others.\n";
@@ -368,29 +372,29 @@ nlohmann::json ToJson(const MatrixPlan& p) {
                           {"matrix", change(r.matrix)},
                           {"per_cell", change(r.per_cell)}};
     if (r.sessions_for_target) {
-      row["sessions_for_target"] = {
-          {"sessions", r.sessions_for_target->sessions},
-          {"text", SessionsNeededText(*r.sessions_for_target)}};
+      row["sessions_for_target"] = {{"sessions", r.sessions_for_target->sessions},
+                                    {"text", SessionsNeededText(*r.sessions_for_target)}};
     }
     if (!r.error.empty()) row["error"] = r.error;
     rows.push_back(std::move(row));
   }
-  return {{"matrix", p.matrix_name},
-          {"metric", p.metric},
-          {"design", p.design == stats::PowerDesign::kPaired ? "paired" : "two_runs"},
-          {"pair_axes", p.pair_axes},
-          {"replicates", {{"sessions", p.sessions}, {"processes", p.processes}, {"rounds", p.rounds}}},
-          {"family", p.family},
-          {"threshold", p.threshold},
-          {"confidence", p.confidence},
-          {"power", p.power},
-          {"target", p.target ? nlohmann::json(*p.target) : nlohmann::json()},
-          {"runs", p.runs},
-          {"source", p.source},
-          {"rows", rows},
-          {"median_mdc", num(p.median_mdc)},
-          {"max_mdc", num(p.max_mdc)},
-          {"notes", p.notes}};
+  return {
+      {"matrix", p.matrix_name},
+      {"metric", p.metric},
+      {"design", p.design == stats::PowerDesign::kPaired ? "paired" : "two_runs"},
+      {"pair_axes", p.pair_axes},
+      {"replicates", {{"sessions", p.sessions}, {"processes", p.processes}, {"rounds", p.rounds}}},
+      {"family", p.family},
+      {"threshold", p.threshold},
+      {"confidence", p.confidence},
+      {"power", p.power},
+      {"target", p.target ? nlohmann::json(*p.target) : nlohmann::json()},
+      {"runs", p.runs},
+      {"source", p.source},
+      {"rows", rows},
+      {"median_mdc", num(p.median_mdc)},
+      {"max_mdc", num(p.max_mdc)},
+      {"notes", p.notes}};
 }
 
 }  // namespace ladder::report

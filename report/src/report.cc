@@ -323,11 +323,11 @@ void RunSections(const RunAnalysis& a, std::vector<Section>& out) {
       if (!cmp.t.interval && !cmp.t.error.empty()) {
         flags = absl::StrCat(flags.empty() ? "" : flags + "; ", cmp.t.error);
       }
-      s.table.rows.push_back(
-          {cmp.context_key, arms, std::to_string(cmp.sessions), FormatNumber(cmp.mean_a),
-           FormatNumber(cmp.mean_b), FormatNumber(cmp.Ratio()), FormatChange(cmp.Ratio()),
-           IntervalWithDf(cmp.t), cmp.verdict.empty() ? "-" : cmp.verdict,
-           DetectableText(cmp.detectable), flags});
+      s.table.rows.push_back({cmp.context_key, arms, std::to_string(cmp.sessions),
+                              FormatNumber(cmp.mean_a), FormatNumber(cmp.mean_b),
+                              FormatNumber(cmp.Ratio()), FormatChange(cmp.Ratio()),
+                              IntervalWithDf(cmp.t), cmp.verdict.empty() ? "-" : cmp.verdict,
+                              DetectableText(cmp.detectable), flags});
       s.table.row_cells.push_back(cmp.treatment_key);
       s.table.row_flagged.push_back(!cmp.flags.empty());
     }

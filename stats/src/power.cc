@@ -164,7 +164,8 @@ absl::StatusOr<DetectableChange> DetectableChangeTable::At(double per_session_lo
   if (absl::Status st = CheckSessions(design_, sessions); !st.ok()) return st;
   auto it = lambda_.find(sessions);
   if (it == lambda_.end()) {
-    it = lambda_.emplace(sessions, SolveLambda(Critical(design_, sessions, options_), options_.power))
+    it = lambda_
+             .emplace(sessions, SolveLambda(Critical(design_, sessions, options_), options_.power))
              .first;
   }
   DetectableChange d = ChangeFrom(

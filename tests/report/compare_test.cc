@@ -189,7 +189,6 @@ TEST_F(CompareTest, OnOneHostTheBandWidensByAGivenDriftAllowance) {
       absl::StatusCode::kInvalidArgument);
 }
 
-
 // By default nothing is invented: without A/A history on the host every verdict is inconclusive
 // and says why; with repeated runs of one build (equal tags) the drift is estimated per cell from
 // their spread and carried into the interval, naming the runs.

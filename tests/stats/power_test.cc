@@ -87,17 +87,18 @@ TEST(MinimumDetectableChange, SimulationConfirmsEightyPercent) {
   const int experiments = 4000;
   const double mc = 4 * std::sqrt(0.8 * 0.2 / experiments);  // 4 Monte-Carlo sd: ±2.5 points
   uint64_t seed = 1;
-  for (const Case& c : {Case{PowerDesign::kTwoRuns, 3, 0.03, 1}, Case{PowerDesign::kTwoRuns, 5, 0.03, 12},
-                        Case{PowerDesign::kTwoRuns, 10, 0.01, 200},
-                        Case{PowerDesign::kPaired, 3, 0.02, 1}, Case{PowerDesign::kPaired, 5, 0.02, 6}}) {
+  for (const Case& c :
+       {Case{PowerDesign::kTwoRuns, 3, 0.03, 1}, Case{PowerDesign::kTwoRuns, 5, 0.03, 12},
+        Case{PowerDesign::kTwoRuns, 10, 0.01, 200}, Case{PowerDesign::kPaired, 3, 0.02, 1},
+        Case{PowerDesign::kPaired, 5, 0.02, 6}}) {
     PowerOptions o;
     o.family = c.family;
     absl::StatusOr<DetectableChange> d = MinimumDetectableChange(c.design, c.sd, c.sessions, o);
     ASSERT_TRUE(d.ok()) << d.status();
     EXPECT_GT(d->up, o.threshold);
     EXPECT_GT(d->down, o.threshold);
-    const double p = SimulatedPower(c.design, c.sessions, c.sd, std::log1p(d->up), o, experiments,
-                                    seed++);
+    const double p =
+        SimulatedPower(c.design, c.sessions, c.sd, std::log1p(d->up), o, experiments, seed++);
     EXPECT_NEAR(p, 0.80, mc) << "sessions " << c.sessions << " family " << c.family << " MDC "
                              << d->up;
   }

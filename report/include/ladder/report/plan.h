@@ -44,7 +44,7 @@ struct PlanOptions {
   // matrices) of each arm's effect per session (arm × session). Any given: the assumption is
   // used instead of the database, the missing ones taken as 0.
   std::optional<double> session_sd, process_sd, round_sd, interaction_sd;
-  int max_runs = 5;     // the latest earlier runs pooled
+  int max_runs = 5;  // the latest earlier runs pooled
   int max_sessions = 1000;
   absl::Status Validate() const;
 };
@@ -65,7 +65,7 @@ struct MatrixPlan {
   stats::PowerDesign design = stats::PowerDesign::kTwoRuns;
   std::vector<std::string> pair_axes;
   int sessions = 0, processes = 0, rounds = 0;  // planned
-  std::size_t family = 0;                        // cells or comparisons judged together
+  std::size_t family = 0;                       // cells or comparisons judged together
   double threshold = 0.02, confidence = 0.95, power = 0.80;
   std::optional<double> target;
   std::vector<int64_t> runs;  // earlier runs the spread came from (empty: assumed)

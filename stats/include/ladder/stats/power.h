@@ -65,12 +65,12 @@ absl::StatusOr<double> RequiredNoncentrality(PowerDesign design, int sessions,
 double LogRatioStandardError(PowerDesign design, int sessions, double per_session_log_sd);
 
 struct DetectableChange {
-  double up = 0;       // smallest ratio − 1 > 0 detected with the wanted power (0.07 = +7 %)
-  double down = 0;     // smallest 1 − ratio detected with the wanted power, the other way
-  double lambda = 0;   // λ*
-  double log_se = 0;   // the standard error of the log ratio it assumed
-  int sessions = 0;    // per run (kTwoRuns) or paired sessions (kPaired)
-  double df = 0;       // of the t test (kTwoRuns: the largest, 2(n − 1))
+  double up = 0;      // smallest ratio − 1 > 0 detected with the wanted power (0.07 = +7 %)
+  double down = 0;    // smallest 1 − ratio detected with the wanted power, the other way
+  double lambda = 0;  // λ*
+  double log_se = 0;  // the standard error of the log ratio it assumed
+  int sessions = 0;   // per run (kTwoRuns) or paired sessions (kPaired)
+  double df = 0;      // of the t test (kTwoRuns: the largest, 2(n − 1))
 };
 
 // The MDC of `design` at `sessions` with a session's log sd `per_session_log_sd` (kTwoRuns: of a
