@@ -384,6 +384,7 @@ void AddAnalysisCommands(CLI::App& app) {
   AddVerify(app);
   AddCompareCommand(app);
   AddHistoryCommands(app);
+  AddPlanCommand(app);
 }
 
 }  // namespace ladder::cli

@@ -53,4 +53,7 @@ ExitCode JudgeRuns(const report::RunRef& a, const report::RunRef& b,
 // `ladder history` and `ladder baseline` (history_command.cc).
 void AddHistoryCommands(CLI::App& app);
 
+// `ladder plan m.yaml` (plan_command.cc).
+void AddPlanCommand(CLI::App& app);
+
 }  // namespace ladder::cli

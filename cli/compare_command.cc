@@ -3,6 +3,7 @@
 // Markdown, --json, and an exit status for CI (--fail-on). Offline, on one or two database files.
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -24,7 +25,7 @@ struct CompareFlags {
   std::string db, db_a, db_b;
   std::string metric, by, fail_on;
   double threshold_percent = 2.0;
-  double host_drift_percent = 100 * report::kDefaultHostDrift;
+  std::optional<double> host_drift_percent;  // none: estimated from A/A history
   bool higher_is_better = false, lower_is_better = false;
   bool json = false, per_cell = false;
 };
@@ -85,9 +86,11 @@ void AddCompareCommand(CLI::App& app) {
                 "--fail-on acts on each cell's own verdict, not the matrix verdict (each cell's "
                 "false-alarm rate is 5 %, the matrix's grows with its cells)");
   cmd->add_option("--host-drift", flags->host_drift_percent,
-                  "when every session of both runs ran on one host: the drift allowance in % "
-                  "added to the band (default 20, the largest A/A change measured on a busy host; "
-                  "0 trusts the interval as is)")
+                  "when every session of both runs ran on one host: a drift allowance in % added "
+                  "to the band (0 trusts the interval as is). Default: the drift is estimated per "
+                  "cell from A/A history on that host (earlier runs of the matrix with equal "
+                  "tags, i.e. the same build, run again) and carried into the interval; without "
+                  "such history every verdict is inconclusive and says so")
       ->check(CLI::Range(0.0, 99.0));
   cmd->add_flag("--json", flags->json,
                 "JSON output (rows with ratio, interval, df, verdict, matrix_verdict, p-values)");
@@ -126,7 +129,7 @@ void AddCompareCommand(CLI::App& app) {
     options.metric = flags->metric;
     options.by = SplitList(flags->by);
     options.threshold = flags->threshold_percent / 100.0;
-    options.host_drift = flags->host_drift_percent / 100.0;
+    if (flags->host_drift_percent) options.host_drift = *flags->host_drift_percent / 100.0;
     if (flags->higher_is_better) options.direction = report::Direction::kHigherIsBetter;
     if (flags->lower_is_better) options.direction = report::Direction::kLowerIsBetter;
     const ExitCode code =

@@ -917,8 +917,15 @@ absl::StatusOr<RunAnalysis> AnalyzeRun(db::Database& db, int64_t run_id,
         cmp.t.interval = *r;
         cmp.change = stats::ClassifyChange(*r, options.threshold);
         cmp.verdict = VerdictText(cmp.change, info.direction);
-        if (r->scope == stats::IntervalScope::kWithinSessionOnly)
+        if (r->scope == stats::IntervalScope::kWithinSessionOnly) {
           cmp.verdict += " (this session only)";
+        } else if (cmp.change == stats::ChangeClass::kWithin ||
+                   cmp.change == stats::ChangeClass::kStraddles) {
+          stats::PowerOptions power;
+          power.threshold = options.threshold;
+          power.confidence = options.confidence;
+          if (auto d = stats::AchievedDetectableChange(*r, power); d.ok()) cmp.detectable = *d;
+        }
         // An arm whose evidence says it is not what it claims (speculation that never drafted,
         // another backend, a probe that never fired) is not that arm: its ratio stays on screen
         // with the flag, and no verdict is drawn from it.

@@ -8,6 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "internal.h"
+#include "ladder/db/series.h"
+#include "ladder/stats/distributions.h"
 #include "ladder/stats/sample.h"
 #include "ladder/status_macros.h"
 
@@ -169,8 +171,141 @@ stats::ChangeClass ClassifyAllowingDrift(const stats::Interval& ratio, double th
   return stats::ChangeClass::kStraddles;
 }
 
+}  // namespace
+
+std::string DetectableText(const std::optional<stats::DetectableChange>& d) {
+  if (!d) return "";
+  return absl::StrCat("+", FormatDf(100 * d->up), " % / -", FormatDf(100 * d->down), " %");
+}
+
+namespace {
+
 bool IsChange(const std::string& verdict) {
   return verdict == "slower" || verdict == "faster" || verdict == "higher" || verdict == "lower";
+}
+
+// Log session means' mean and variance of the mean (se²) of one group; false with < 2 sessions.
+bool LogMeanAndSe2(const Group& g, double* mean, double* se2) {
+  auto means = SessionMeans(g);
+  if (!means.ok() || means->size() < 2) return false;
+  double sum = 0;
+  for (double v : *means) sum += std::log(v);
+  const double n = static_cast<double>(means->size());
+  *mean = sum / n;
+  double ss = 0;
+  for (double v : *means) ss += (std::log(v) - *mean) * (std::log(v) - *mean);
+  *se2 = ss / (n - 1) / n;
+  return true;
+}
+
+// The A/A evidence on one host: per cell key, τ̂² and its df (CompareOptions::host_drift).
+struct DriftEstimate {
+  std::map<std::string, std::pair<double, double>> by_key;  // key -> (τ̂², df)
+  std::vector<int64_t> runs;
+  std::size_t groups = 0;
+};
+
+absl::StatusOr<DriftEstimate> EstimateHostDrift(const RunRef& a, const RunRef& b,
+                                                const std::string& machine,
+                                                const std::string& metric,
+                                                std::vector<std::string> by) {
+  DriftEstimate out;
+  db::Database& db = *a.db;
+  std::vector<int64_t> candidates;
+  {
+    ASSIGN_OR_RETURN(
+        db::Statement stmt,
+        db.Prepare("SELECT r.id FROM runs r JOIN matrices m ON m.id = r.matrix_id WHERE m.name = "
+                   "(SELECT m2.name FROM runs r2 JOIN matrices m2 ON m2.id = r2.matrix_id WHERE "
+                   "r2.id = ?1) ORDER BY r.id"));
+    stmt.Bind(1, a.run_id);
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, stmt.Step());
+      if (!row) break;
+      // The runs compared count too when they belong to a group of equal tags: a run that is
+      // far from its group's others only widens the estimate (conservative).
+      candidates.push_back(stmt.Int(0));
+    }
+  }
+  // Runs on that host only, grouped by their tags (equal tags: the same build).
+  std::map<std::string, std::vector<std::pair<int64_t, RunData>>> groups;
+  for (int64_t id : candidates) {
+    std::vector<std::string> by_copy = by;
+    auto data =
+        ReadCompareRun({&db, id, absl::StrCat("run ", id)}, metric, &by_copy, CellMatch::kAxes);
+    if (!data.ok() || data->hosts.size() != 1 || data->hosts.begin()->first != machine) continue;
+    auto tags = db::GetRunTags(db, id);
+    // Untagged runs cannot be told to be the same build: they are no A/A evidence.
+    if (!tags.ok() || tags->empty()) continue;
+    std::string tag_key;
+    for (const auto& [k, v] : *tags) tag_key += k + "=" + v + "\n";
+    groups[tag_key].emplace_back(id, std::move(*data));
+  }
+  std::map<std::string, std::pair<double, double>> sums;  // key -> (Σ (k−1)(var − se²), Σ (k−1))
+  for (const auto& [tags, runs] : groups) {
+    if (runs.size() < 2) continue;
+    ++out.groups;
+    for (const auto& r : runs) out.runs.push_back(r.first);
+    std::map<std::string, std::vector<std::pair<double, double>>> per_key;  // (y, se²)
+    for (const auto& r : runs) {
+      for (const auto& [key, g] : r.second.groups) {
+        double y = 0, se2 = 0;
+        if (LogMeanAndSe2(g, &y, &se2)) per_key[key].emplace_back(y, se2);
+      }
+    }
+    for (const auto& [key, points] : per_key) {
+      if (points.size() < 2) continue;
+      const double k = static_cast<double>(points.size());
+      double my = 0, mse2 = 0;
+      for (const auto& [y, se2] : points) {
+        my += y / k;
+        mse2 += se2 / k;
+      }
+      double var = 0;
+      for (const auto& [y, se2] : points) var += (y - my) * (y - my) / (k - 1);
+      sums[key].first += (k - 1) * (var - mse2);
+      sums[key].second += k - 1;
+    }
+  }
+  std::sort(out.runs.begin(), out.runs.end());
+  for (const auto& [key, s] : sums) {
+    out.by_key[key] = {std::max(0.0, s.first / s.second), s.second};
+  }
+  return out;
+}
+
+// Welch's interval on log session means with the drift term 2τ̂² (df `drift_df`) added.
+stats::Interval IntervalWithDrift(const std::vector<double>& ma, const std::vector<double>& mb,
+                                  double tau2, double drift_df, double confidence) {
+  auto moments = [](const std::vector<double>& v, double* mean, double* var) {
+    double sum = 0;
+    for (double x : v) sum += std::log(x);
+    const double n = static_cast<double>(v.size());
+    *mean = sum / n;
+    double ss = 0;
+    for (double x : v) ss += (std::log(x) - *mean) * (std::log(x) - *mean);
+    *var = ss / (n - 1);
+  };
+  double ya = 0, va = 0, yb = 0, vb = 0;
+  moments(ma, &ya, &va);
+  moments(mb, &yb, &vb);
+  const double na = static_cast<double>(ma.size()), nb = static_cast<double>(mb.size());
+  const double ta = va / na, tb = vb / nb, td = 2 * tau2;
+  const double v = ta + tb + td;
+  double den = ta * ta / (na - 1) + tb * tb / (nb - 1) + (td > 0 ? td * td / drift_df : 0.0);
+  const double df = den > 0 ? v * v / den : std::numeric_limits<double>::infinity();
+  const double d = yb - ya;
+  const double half = v > 0 ? stats::TwoSidedT(confidence, df) * std::sqrt(v) : 0.0;
+  stats::Interval out;
+  out.estimate = std::exp(d);
+  out.lower = std::exp(d - half);
+  out.upper = std::exp(d + half);
+  out.confidence = confidence;
+  out.df = df;
+  out.n_units = ma.size() + mb.size();
+  out.estimand = "B/A: ratio of the runs' geometric means of session means";
+  out.note = "with the host's run-to-run drift estimated from A/A history";
+  return out;
 }
 
 }  // namespace
@@ -180,9 +315,9 @@ absl::Status CompareOptions::Validate() const {
     return absl::InvalidArgumentError(
         absl::StrCat("--threshold must be in [0, 1), got ", threshold));
   }
-  if (!(host_drift >= 0 && host_drift < 1)) {
+  if (host_drift && !(*host_drift >= 0 && *host_drift < 1)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--host-drift must be in [0, 1), got ", host_drift));
+        absl::StrCat("--host-drift must be in [0, 1), got ", *host_drift));
   }
   if (!(confidence > 0 && confidence < 1)) {
     return absl::InvalidArgumentError(
@@ -248,10 +383,19 @@ absl::StatusOr<RunComparison> CompareReadRuns(const RunRef& a, const CompareRunD
   // spread is not what changes on that host between two runs minutes apart (load, clocks,
   // temperature), so the interval is too narrow for a verdict between runs. The band widens by
   // the drift allowance instead.
+  DriftEstimate drift;
   if (da.hosts.size() == 1 && rb.hosts.size() == 1 &&
       da.hosts.begin()->first == rb.hosts.begin()->first) {
     out.one_host = da.hosts.begin()->second;
-    out.host_drift = options.host_drift;
+    if (options.host_drift) {
+      out.host_drift = *options.host_drift;
+      out.drift_source = "given";
+    } else {
+      ASSIGN_OR_RETURN(drift, EstimateHostDrift(a, b, da.hosts.begin()->first, out.metric, by));
+      out.drift_source = drift.by_key.empty() ? "unknown" : "estimated";
+      out.drift_runs = drift.runs;
+      out.drift_groups = drift.groups;
+    }
   }
   out.band = options.threshold + out.host_drift;
   for (const auto& key : da.order) {
@@ -278,6 +422,18 @@ absl::StatusOr<RunComparison> CompareReadRuns(const RunRef& a, const CompareRunD
       LogMoments(*ma, &row.mean_a, &row.spread_a);
       LogMoments(*mb, &row.mean_b, &row.spread_b);
       auto ratio = stats::UnpairedLogRatioInterval(*ma, *mb, options.confidence);
+      if (ratio.ok() && out.drift_source == "estimated") {
+        auto it = drift.by_key.find(key);
+        if (it == drift.by_key.end()) {
+          ratio = absl::FailedPreconditionError(
+              "one host, no A/A history of this cell: between-run drift unknown");
+        } else {
+          row.drift_sd = std::sqrt(it->second.first);
+          row.drift_df = it->second.second;
+          ratio =
+              IntervalWithDrift(*ma, *mb, it->second.first, it->second.second, options.confidence);
+        }
+      }
       if (ratio.ok()) {
         row.ratio = *ratio;
         row.change = ClassifyAllowingDrift(*ratio, options.threshold, out.host_drift);
@@ -290,6 +446,12 @@ absl::StatusOr<RunComparison> CompareReadRuns(const RunRef& a, const CompareRunD
       }
     }
     row.verdict = row.ratio ? VerdictText(row.change, out.direction) : "n/a";
+    if (row.ratio && out.drift_source == "unknown") {
+      // No estimate of the host's drift: no verdict either way, and the p-value cannot fire.
+      row.change = stats::ChangeClass::kStraddles;
+      row.verdict = "inconclusive";
+      row.p_band = 1;
+    }
     ++out.verdicts[row.verdict];
     out.rows.push_back(std::move(row));
   }
@@ -309,6 +471,17 @@ absl::StatusOr<RunComparison> CompareReadRuns(const RunRef& a, const CompareRunD
     }
     ++out.matrix_verdicts[row.matrix_verdict];
   }
+  for (CompareRow& row : out.rows) {
+    if (!row.ratio || (row.matrix_verdict != "no change" && row.matrix_verdict != "inconclusive")) {
+      continue;
+    }
+    stats::PowerOptions power;
+    power.threshold = out.band;
+    power.confidence = options.confidence;
+    power.family = static_cast<std::size_t>(std::max<int64_t>(1, out.cells_judged));
+    auto d = stats::AchievedDetectableChange(*row.ratio, power);
+    if (d.ok()) row.detectable = *d;
+  }
   if (out.rows.empty()) {
     return absl::FailedPreconditionError(absl::StrCat(a.label, " and ", b.label,
                                                       " share no measured cell (matched on ",
@@ -318,16 +491,33 @@ absl::StatusOr<RunComparison> CompareReadRuns(const RunRef& a, const CompareRunD
     out.notes.push_back(absl::StrCat(out.only_a.size(), " cell(s) measured only in ", a.label, ", ",
                                      out.only_b.size(), " only in ", b.label, ": not compared"));
   }
-  if (!out.one_host.empty()) {
+  if (out.drift_source == "given") {
     out.notes.push_back(absl::StrCat(
         "⚠ every session of both runs ran on one host (", out.one_host,
         "): the interval covers the spread between sessions within a run, not the drift of that "
         "host between the runs (load, clocks, temperature), so the verdicts judge against ±",
         FormatDf(100 * out.band), " % (the ±", FormatDf(100 * options.threshold),
-        " % band widened by a ", FormatDf(100 * out.host_drift),
-        " % drift allowance, --host-drift; 0 trusts the interval as is). For a verdict on one "
-        "host, run both variants as a paired axis of one run, interleaved in every session "
-        "(`pair:` in the matrix, docs/matrix-format.md), and read it with `ladder report`"));
+        " % band widened by the given ", FormatDf(100 * out.host_drift),
+        " % drift allowance, --host-drift). For a verdict on one host without an allowance, run "
+        "both variants as a paired axis of one run, interleaved in every session (`pair:` in the "
+        "matrix, docs/matrix-format.md), and read it with `ladder report`"));
+  } else if (out.drift_source == "estimated") {
+    std::vector<std::string> ids;
+    for (int64_t r : out.drift_runs) ids.push_back(absl::StrCat(r));
+    out.notes.push_back(absl::StrCat(
+        "every session of both runs ran on one host (", out.one_host,
+        "): its drift between runs is estimated per cell from A/A history on that host — runs ",
+        absl::StrJoin(ids, ", "), " (", out.drift_groups,
+        " group(s) of equal tags) — as their spread beyond their own intervals, and carried into "
+        "each interval with its df (drift column in --json). A paired axis of one run "
+        "(`pair:`) removes the drift instead"));
+  } else if (out.drift_source == "unknown") {
+    out.notes.push_back(absl::StrCat(
+        "⚠ one host (", out.one_host,
+        "), no A/A history: between-run drift unknown — pair the builds in one run (`pair:`, "
+        "read with `ladder report`), or run the same build again (equal --tag) so that its "
+        "spread can be measured; every verdict is inconclusive until then (--host-drift X "
+        "states an allowance instead)"));
   }
   if (by_given) {
     out.notes.push_back(absl::StrCat("cells matched on ", absl::StrJoin(by, ", "),
@@ -370,8 +560,8 @@ std::string RenderComparisonMarkdown(const RunComparison& c) {
   const std::string unit = c.unit.empty() ? "" : " " + c.unit;
   out += absl::StrCat("| cell | sessions A/B | A", unit, " | B", unit,
                       " | ratio B/A | change | 95 % interval (df) | verdict | matrix verdict | "
-                      "flags |\n");
-  out += "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
+                      "flags | detects (80 % power) |\n");
+  out += "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
   for (const auto& r : c.rows) {
     std::string interval = "-";
     if (r.ratio) {
@@ -379,11 +569,12 @@ std::string RenderComparisonMarkdown(const RunComparison& c) {
     }
     std::string flags = SpreadFlag(r, c.label_a, c.label_b);
     if (!r.error.empty()) flags = r.error;
-    out += absl::StrCat(
-        "| ", r.key, " | ", r.sessions_a, "/", r.sessions_b, " | ", FormatNumber(r.mean_a), " | ",
-        FormatNumber(r.mean_b), " | ", r.ratio ? FormatNumber(r.ratio->estimate) : "-", " | ",
-        r.ratio ? FormatChange(r.ratio->estimate) : "-", " | ", interval, " | ", r.verdict, " | ",
-        r.matrix_verdict, " | ", flags.empty() ? " " : flags, " |\n");
+    out += absl::StrCat("| ", r.key, " | ", r.sessions_a, "/", r.sessions_b, " | ",
+                        FormatNumber(r.mean_a), " | ", FormatNumber(r.mean_b), " | ",
+                        r.ratio ? FormatNumber(r.ratio->estimate) : "-", " | ",
+                        r.ratio ? FormatChange(r.ratio->estimate) : "-", " | ", interval, " | ",
+                        r.verdict, " | ", r.matrix_verdict, " | ", flags.empty() ? " " : flags,
+                        " | ", DetectableText(r.detectable), " |\n");
   }
   const auto counts = [](const std::map<std::string, int64_t>& verdicts) {
     std::vector<std::string> out;
@@ -427,32 +618,45 @@ nlohmann::json ToJson(const RunComparison& c) {
                       {"confidence", r.ratio->confidence},  {"estimand", r.ratio->estimand}};
     }
     if (!r.error.empty()) row["error"] = r.error;
+    if (std::isfinite(r.drift_sd)) row["drift"] = {{"sd", r.drift_sd}, {"df", r.drift_df}};
+    if (r.detectable) {
+      row["detectable"] = {{"up", num(r.detectable->up)},
+                           {"down", num(r.detectable->down)},
+                           {"power", 0.8},
+                           {"family", c.cells_judged},
+                           {"band", c.band}};
+    }
     rows.push_back(std::move(row));
   }
-  return {{"a", {{"label", c.label_a}, {"run_id", c.run_a}}},
-          {"b", {{"label", c.label_b}, {"run_id", c.run_b}}},
-          {"metric", c.metric},
-          {"unit", c.unit},
-          {"direction", DirectionText(c.direction)},
-          {"direction_source", c.direction_source},
-          {"threshold", c.threshold},
-          {"confidence", c.confidence},
-          {"by", c.by},
-          {"method", ComparisonMethodText(c)},
-          {"rows", rows},
-          {"only_a", c.only_a},
-          {"only_b", c.only_b},
-          {"verdicts", c.verdicts},
-          {"matrix",
-           {{"method", "holm"},
-            {"family_error_rate", 1 - c.confidence},
-            {"cells_judged", c.cells_judged},
-            {"verdicts", c.matrix_verdicts},
-            {"guarantee", MatrixGuaranteeText(c)}}},
-          {"band", c.band},
-          {"host_drift", c.one_host.empty() ? nlohmann::json() : nlohmann::json(c.host_drift)},
-          {"notes", c.notes},
-          {"one_host", c.one_host.empty() ? nlohmann::json() : nlohmann::json(c.one_host)}};
+  return {
+      {"a", {{"label", c.label_a}, {"run_id", c.run_a}}},
+      {"b", {{"label", c.label_b}, {"run_id", c.run_b}}},
+      {"metric", c.metric},
+      {"unit", c.unit},
+      {"direction", DirectionText(c.direction)},
+      {"direction_source", c.direction_source},
+      {"threshold", c.threshold},
+      {"confidence", c.confidence},
+      {"by", c.by},
+      {"method", ComparisonMethodText(c)},
+      {"rows", rows},
+      {"only_a", c.only_a},
+      {"only_b", c.only_b},
+      {"verdicts", c.verdicts},
+      {"matrix",
+       {{"method", "holm"},
+        {"family_error_rate", 1 - c.confidence},
+        {"cells_judged", c.cells_judged},
+        {"verdicts", c.matrix_verdicts},
+        {"guarantee", MatrixGuaranteeText(c)}}},
+      {"band", c.band},
+      {"host_drift", c.drift_source == "given" ? nlohmann::json(c.host_drift) : nlohmann::json()},
+      {"drift",
+       {{"source", c.drift_source.empty() ? nlohmann::json() : nlohmann::json(c.drift_source)},
+        {"runs", c.drift_runs},
+        {"groups", c.drift_groups}}},
+      {"notes", c.notes},
+      {"one_host", c.one_host.empty() ? nlohmann::json() : nlohmann::json(c.one_host)}};
 }
 
 }  // namespace ladder::report

@@ -187,6 +187,10 @@ json ToJson(const RunAnalysis& analysis) {
               {"bootstrap", RatioJson(cmp.bootstrap)},
               {"fieller", RatioJson(cmp.fieller)},
               {"verdict", cmp.verdict},
+              {"detectable", cmp.detectable ? json{{"up", Num(cmp.detectable->up)},
+                                                   {"down", Num(cmp.detectable->down)},
+                                                   {"power", 0.8}}
+                                            : json()},
               {"band", std::string(stats::ChangeClassName(cmp.change))},
               {"threshold", analysis.threshold},
               {"flags", FlagsJson(cmp.flags)},

@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "internal.h"
+#include "ladder/report/compare.h"
 #include "ladder/report/report.h"
 #include "ladder/stats/ratio.h"
 #include "ladder/status_macros.h"
@@ -310,6 +311,7 @@ void RunSections(const RunAnalysis& a, std::vector<Section>& out) {
                       "change",
                       "95 % t interval (df)",
                       "verdict (±" + FormatDf(100 * a.threshold) + " %)",
+                      "detects (80 % power)",
                       "flags"};
     for (const auto& cmp : a.comparisons) {
       std::string arms =
@@ -323,10 +325,11 @@ void RunSections(const RunAnalysis& a, std::vector<Section>& out) {
       if (!cmp.t.interval && !cmp.t.error.empty()) {
         flags = absl::StrCat(flags.empty() ? "" : flags + "; ", cmp.t.error);
       }
-      s.table.rows.push_back(
-          {cmp.context_key, arms, std::to_string(cmp.sessions), FormatNumber(cmp.mean_a),
-           FormatNumber(cmp.mean_b), FormatNumber(cmp.Ratio()), FormatChange(cmp.Ratio()),
-           IntervalWithDf(cmp.t), cmp.verdict.empty() ? "-" : cmp.verdict, flags});
+      s.table.rows.push_back({cmp.context_key, arms, std::to_string(cmp.sessions),
+                              FormatNumber(cmp.mean_a), FormatNumber(cmp.mean_b),
+                              FormatNumber(cmp.Ratio()), FormatChange(cmp.Ratio()),
+                              IntervalWithDf(cmp.t), cmp.verdict.empty() ? "-" : cmp.verdict,
+                              DetectableText(cmp.detectable), flags});
       s.table.row_cells.push_back(cmp.treatment_key);
       s.table.row_flagged.push_back(!cmp.flags.empty());
     }

@@ -130,9 +130,9 @@ TEST_F(CompareTest, PlantedDifferencesGetTheRightVerdicts) {
             "B/A: ratio of the runs' geometric means of session means");
 }
 
-// Sessions on one host (`ladder local`) do not sample that host's drift between two runs: the
-// verdicts judge against the band widened by the drift allowance, and say how to get a verdict.
-TEST_F(CompareTest, OnOneHostTheBandWidensByTheDriftAllowance) {
+// Sessions on one host (`ladder local`) do not sample that host's drift between two runs: given an
+// allowance, the verdicts judge against the band widened by it, and say how to get a verdict.
+TEST_F(CompareTest, OnOneHostTheBandWidensByAGivenDriftAllowance) {
   auto store = OpenStore("results.db");
   const auto local_run = [&](uint64_t salt, double factor) {
     SyntheticOptions options;
@@ -147,7 +147,10 @@ TEST_F(CompareTest, OnOneHostTheBandWidensByTheDriftAllowance) {
   const int64_t big = local_run(3, 1.35);
   const int64_t same = local_run(4, 1.0);
   auto db = Reader("results.db");
-  const RunComparison c = Compare(*db, base, five);
+  CompareOptions given;
+  given.host_drift = report::kDefaultHostDrift;
+  const RunComparison c = Compare(*db, base, five, given);
+  EXPECT_EQ(c.drift_source, "given");
   EXPECT_EQ(c.one_host, "bench-1");
   EXPECT_DOUBLE_EQ(c.host_drift, report::kDefaultHostDrift);
   EXPECT_DOUBLE_EQ(c.band, 0.02 + report::kDefaultHostDrift);
@@ -163,8 +166,8 @@ TEST_F(CompareTest, OnOneHostTheBandWidensByTheDriftAllowance) {
   EXPECT_DOUBLE_EQ(j["host_drift"].get<double>(), report::kDefaultHostDrift);
   EXPECT_NE(report::RenderComparisonMarkdown(c).find("drift of that host between the runs"),
             std::string::npos);
-  ExpectAll(Compare(*db, base, big), "slower");         // 35 % is beyond ±22 %
-  ExpectAll(Compare(*db, base, same), "inconclusive");  // an A/A pair: not "no change" either
+  ExpectAll(Compare(*db, base, big, given), "slower");         // 35 % is beyond ±22 %
+  ExpectAll(Compare(*db, base, same, given), "inconclusive");  // A/A: not "no change" either
   CompareOptions trusting;
   trusting.host_drift = 0;  // the interval as is
   ExpectAll(Compare(*db, base, five, trusting), "slower");
@@ -175,7 +178,7 @@ TEST_F(CompareTest, OnOneHostTheBandWidensByTheDriftAllowance) {
   const int64_t fleet_a = Run(*fleet_store, 5, 1.0);
   const int64_t fleet_b = Run(*fleet_store, 6, 1.05);
   auto db2 = Reader("fleet.db");
-  const RunComparison fleet = Compare(*db2, fleet_a, fleet_b);
+  const RunComparison fleet = Compare(*db2, fleet_a, fleet_b, given);
   EXPECT_TRUE(fleet.one_host.empty());
   EXPECT_DOUBLE_EQ(fleet.band, 0.02);
   ExpectAll(fleet, "slower");
@@ -184,6 +187,59 @@ TEST_F(CompareTest, OnOneHostTheBandWidensByTheDriftAllowance) {
   EXPECT_EQ(
       CompareTwoRuns({db2.get(), fleet_a, "A"}, {db2.get(), fleet_b, "B"}, bad).status().code(),
       absl::StatusCode::kInvalidArgument);
+}
+
+// By default nothing is invented: without A/A history on the host every verdict is inconclusive
+// and says why; with repeated runs of one build (equal tags) the drift is estimated per cell from
+// their spread and carried into the interval, naming the runs.
+TEST_F(CompareTest, OnOneHostTheDriftComesFromAaHistoryOrTheVerdictSaysItIsUnknown) {
+  auto store = OpenStore("results.db");
+  const auto local_run = [&](uint64_t salt, double factor, const std::string& build) {
+    SyntheticOptions options;
+    options.one_host = true;
+    if (!build.empty()) options.tags = {{"build", build}};
+    options.value = [=](const CellAxes& a, int s, int p, int r) {
+      return Value(a, s, p, r, salt, factor, 0.003);
+    };
+    return BuildSyntheticRun(*store, kCompareYaml, options);
+  };
+  const int64_t base = local_run(1, 1.0, "");
+  const int64_t slower = local_run(2, 1.10, "");
+  {
+    auto db = Reader("results.db");
+    const RunComparison c = Compare(*db, base, slower);
+    EXPECT_EQ(c.drift_source, "unknown");
+    ExpectAll(c, "inconclusive");
+    for (const auto& row : c.rows) EXPECT_EQ(row.matrix_verdict, "inconclusive") << row.key;
+    ASSERT_FALSE(c.notes.empty());
+    EXPECT_NE(c.notes.back().find("no A/A history: between-run drift unknown"), std::string::npos)
+        << c.notes.back();
+    EXPECT_EQ(report::ToJson(c)["drift"]["source"], "unknown");
+  }
+  // Four runs of build "good", then build "new" 10 % slower.
+  std::vector<int64_t> good;
+  for (uint64_t salt : {3, 4, 5, 6}) good.push_back(local_run(salt, 1.0, "good"));
+  const int64_t fresh = local_run(7, 1.10, "new");
+  const int64_t again = local_run(8, 1.0, "good2");
+  auto db = Reader("results.db");
+  const RunComparison c = Compare(*db, good[0], fresh);
+  EXPECT_EQ(c.drift_source, "estimated");
+  EXPECT_EQ(c.drift_runs, good);  // "new" and "good2" ran once: no A/A evidence
+  EXPECT_EQ(c.drift_groups, 1u);
+  for (const auto& row : c.rows) {
+    EXPECT_EQ(row.matrix_verdict, "slower") << row.key;
+    EXPECT_TRUE(std::isfinite(row.drift_sd)) << row.key;
+    EXPECT_EQ(row.drift_df, 3) << row.key;  // 4 A/A runs
+  }
+  EXPECT_NE(c.notes.back().find("estimated per cell from A/A history"), std::string::npos);
+  const nlohmann::json j = report::ToJson(c);
+  EXPECT_EQ(j["drift"]["source"], "estimated");
+  EXPECT_TRUE(j["host_drift"].is_null());
+  // An A/A pair is not slower.
+  for (const auto& row : Compare(*db, good[0], again).rows) {
+    EXPECT_NE(row.matrix_verdict, "slower") << row.key;
+    EXPECT_NE(row.matrix_verdict, "faster") << row.key;
+  }
 }
 
 // The matrix verdict: 50 cells on a fleet with 1 % between sessions, one cell 20 % slower and one

@@ -39,6 +39,7 @@
 #include "ladder/stats/adaptive.h"
 #include "ladder/stats/compare.h"
 #include "ladder/stats/interval.h"
+#include "ladder/stats/power.h"
 #include "ladder/stats/reproducibility.h"
 #include "ladder/stats/steady_state.h"
 #include "ladder/stats/summary.h"
@@ -181,6 +182,10 @@ struct Comparison {
   // The t interval against 1 ± AnalysisOptions::threshold, and its verdict (VerdictText).
   stats::ChangeClass change = stats::ChangeClass::kStraddles;
   std::string verdict;
+  // With a "no change" or "inconclusive" verdict from sessions: the change this comparison would
+  // have called slower (or faster) with 80 % power under its own verdict, its measured spread
+  // taken as the truth (stats::AchievedDetectableChange).
+  std::optional<stats::DetectableChange> detectable;
   std::optional<stats::ArmSessionVariance> arm_session;
   std::string arm_session_error;
   std::vector<Flag> flags;  // union of both cells' flags

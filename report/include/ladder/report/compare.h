@@ -26,6 +26,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -38,6 +39,7 @@
 #include "ladder/report/analysis.h"
 #include "ladder/stats/compare.h"
 #include "ladder/stats/interval.h"
+#include "ladder/stats/power.h"
 
 namespace ladder::report {
 
@@ -55,9 +57,17 @@ struct CompareOptions {
   // kUnknown: from the metric's unit (DirectionOfUnit); a unit that says nothing is an error
   // unless a direction is given here.
   Direction direction = Direction::kUnknown;
-  // On one host: slower/faster only beyond ±(threshold + host_drift), no change only within
-  // ±(threshold − host_drift) (never, when host_drift ≥ threshold). 0 trusts the interval as is.
-  double host_drift = kDefaultHostDrift;
+  // On one host. Given: a constant allowance — slower/faster only beyond ±(threshold +
+  // host_drift), no change only within ±(threshold − host_drift) (never, when host_drift ≥
+  // threshold); 0 trusts the interval as is. Not given (the default): the drift is estimated
+  // per cell from A/A history on that host — earlier runs of the same matrix name whose every
+  // session ran on that host, grouped by equal tags (the same build): the spread of their log
+  // cell means beyond what their own intervals explain, τ̂² = max(0, Σ_g (k_g − 1)·(var_g(y) −
+  // mean_g(se²)) / Σ_g (k_g − 1)), with df Σ (k_g − 1); untagged runs are no evidence. The
+  // interval then carries it: exp(d ± t(ν)·√(s²_A/n_A + s²_B/n_B + 2τ̂²)), ν by
+  // Welch–Satterthwaite over the three terms. Without such history the verdict is inconclusive
+  // and says so (drift_source "unknown") rather than invent a band.
+  std::optional<double> host_drift;
   absl::Status Validate() const;
 };
 
@@ -90,6 +100,15 @@ struct CompareRow {
   // True when a run's session-to-session spread exceeds the difference between the runs
   // (|log ratio|): the difference is smaller than what separates two sessions of one run.
   bool spread_exceeds_difference = false;
+  // With a "no change" or "inconclusive" matrix verdict: the change this comparison would have
+  // called slower (or faster) with 80 % power under the matrix verdict (Holm over cells_judged,
+  // against `band`), its measured spread taken as the truth (stats::AchievedDetectableChange):
+  // what "no change" rules out, and how far from a verdict an inconclusive cell is.
+  std::optional<stats::DetectableChange> detectable;
+  // drift_source "estimated": the run-to-run drift τ̂ of this cell on that host (log scale) and
+  // its df; NaN when the history has none for this cell.
+  double drift_sd = std::numeric_limits<double>::quiet_NaN();
+  double drift_df = 0;
 };
 
 struct RunComparison {
@@ -112,6 +131,12 @@ struct RunComparison {
   // The hostname when every session of both runs ran on one host (empty otherwise): a note says
   // that the interval then does not cover that host's drift between the runs.
   std::string one_host;
+  // On one host, what the verdicts did about its drift: "given" (the --host-drift allowance),
+  // "estimated" (from A/A history: drift_runs, per row drift_sd), "unknown" (no A/A history:
+  // every verdict inconclusive); "" when the runs are not on one host.
+  std::string drift_source;
+  std::vector<int64_t> drift_runs;  // the A/A runs the estimate came from
+  std::size_t drift_groups = 0;     // groups of equal tags among them
 };
 
 absl::StatusOr<RunComparison> CompareTwoRuns(const RunRef& a, const RunRef& b,
@@ -129,5 +154,8 @@ std::string RenderComparisonMarkdown(const RunComparison& comparison);
 
 // Stable keys; NaN/inf become null.
 nlohmann::json ToJson(const RunComparison& comparison);
+
+// "+12.3 % / -10.9 %": a detectable change up / down; "" for none.
+std::string DetectableText(const std::optional<stats::DetectableChange>& detectable);
 
 }  // namespace ladder::report

@@ -52,7 +52,8 @@ struct HistoryOptions {
   std::optional<int64_t> baseline_run;          // a run of the series instead of a name
   double threshold = 0.02;                      // as CompareOptions
   double confidence = 0.95;
-  double host_drift = kDefaultHostDrift;
+  // As CompareOptions::host_drift; history keeps the constant allowance by default.
+  std::optional<double> host_drift = kDefaultHostDrift;
   Direction direction = Direction::kUnknown;
   int change_point_draws = 199;  // stats::ChangePointOptions::draws
   absl::Status Validate() const;

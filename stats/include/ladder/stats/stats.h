@@ -5,6 +5,7 @@
 #include "ladder/stats/compare.h"
 #include "ladder/stats/distributions.h"
 #include "ladder/stats/interval.h"
+#include "ladder/stats/power.h"
 #include "ladder/stats/ratio.h"
 #include "ladder/stats/reproducibility.h"
 #include "ladder/stats/sample.h"
