@@ -74,6 +74,19 @@ std::string RequestToken(const httplib::Request& req) {
   return "";
 }
 
+// A query parameter read from the raw target, whole: the httplib in use cuts a value at its
+// second '=', and `?cells=depth=4096` is how people type a cell.
+std::string RawParam(const httplib::Request& req, const std::string& name) {
+  const size_t q = req.target.find('?');
+  if (q == std::string::npos) return "";
+  for (absl::string_view item : absl::StrSplit(req.target.substr(q + 1), '&')) {
+    if (absl::StartsWith(item, name + "=")) {
+      return httplib::detail::decode_url(std::string(item.substr(name.size() + 1)), true);
+    }
+  }
+  return "";
+}
+
 bool ParseId(const std::string& text, int64_t* id) { return absl::SimpleAtoi(text, id) && *id > 0; }
 
 }  // namespace
@@ -163,7 +176,7 @@ struct WebServer::Impl {
           if (req.has_param("metric")) options.metric = req.get_param_value("metric");
           if (req.has_param("baseline")) options.baseline = req.get_param_value("baseline");
           for (absl::string_view item :
-               absl::StrSplit(req.get_param_value("cells"), ',', absl::SkipEmpty())) {
+               absl::StrSplit(RawParam(req, "cells"), ',', absl::SkipEmpty())) {
             options.cells.emplace_back(item);
           }
           if (auto s = options.Validate(); !s.ok()) return Fail(res, s);
