@@ -236,6 +236,7 @@ void AddReport(CLI::App& app) {
   struct Flags : AnalysisFlags {
     std::vector<std::string> runs;
     std::string out, format, sections;
+    bool history = false;
   };
   auto flags = std::make_shared<Flags>();
   auto* cmd = app.add_subcommand(
@@ -249,7 +250,8 @@ void AddReport(CLI::App& app) {
       "reproducibility between runs, and flags where evidence contradicts the request.\n"
       "  ladder report 1 --db results.db -o report.html    one self-contained HTML page\n"
       "  ladder report 1 2 --db results.db --format md     the same tables in Markdown\n"
-      "See docs/report.md.");
+      "  ladder report latest --history -o report.html     and its matrix's series (charts)\n"
+      "See docs/report.md and docs/history.md.");
   cmd->add_option("runs", flags->runs,
                   "run ids, or `latest` for the newest run in the database (several: adds "
                   "reproducibility and `ladder compare` tables)")
@@ -262,7 +264,12 @@ void AddReport(CLI::App& app) {
   cmd->add_option("--sections", flags->sections,
                   "md and text: only these sections, comma-separated (ratios, ratios-other, aa, "
                   "said, ladder, locate, load, load-ratio, cells, variance, arm-session, sessions, "
-                  "flags, repro, compare, notes)");
+                  "flags, repro, compare, history, notes)");
+  cmd->add_flag("--history", flags->history,
+                "add the history of each run's matrix (every run of a matrix of that name) as "
+                "`ladder history` reads it, against its baseline: per cell a chart of the runs' "
+                "values with their intervals, the baseline and where a slowdown began marked "
+                "(HTML), and its table (all formats)");
   AddAnalysisFlags(cmd, *flags, true);
   cmd->callback([flags] {
     std::string format = flags->format;
@@ -285,6 +292,17 @@ void AddReport(CLI::App& app) {
       Fail(report.status(), report.status().code() == absl::StatusCode::kInvalidArgument
                                 ? ExitCode::kBadInput
                                 : ExitCode::kError);
+    }
+    if (flags->history) {
+      report::HistoryOptions history;
+      history.threshold = options.threshold;
+      history.confidence = options.confidence;
+      if (auto s = report::AddHistories(*database, *report, history); !s.ok()) {
+        Fail(s, s.code() == absl::StatusCode::kInvalidArgument ||
+                        s.code() == absl::StatusCode::kNotFound
+                    ? ExitCode::kBadInput
+                    : ExitCode::kError);
+      }
     }
     std::string text;
     std::set<std::string> only;
@@ -322,6 +340,10 @@ void AddReport(CLI::App& app) {
       }
       j["comparisons"] = nlohmann::json::array();
       for (const auto& c : report->comparisons) j["comparisons"].push_back(report::ToJson(c));
+      if (flags->history) {
+        j["histories"] = nlohmann::json::array();
+        for (const auto& h : report->histories) j["histories"].push_back(report::ToJson(h));
+      }
       text = j.dump(2) + "\n";
     } else {
       text = report::RenderHtml(*report);

@@ -134,21 +134,6 @@ bool KeyMatches(const std::string& key, const std::vector<std::string>& wanted) 
   return true;
 }
 
-std::string DateText(int64_t unix_ms) {
-  std::time_t t = static_cast<std::time_t>(unix_ms / 1000);
-  std::tm tm{};
-  localtime_r(&t, &tm);
-  char buffer[32];
-  std::strftime(buffer, sizeof(buffer), "%Y-%m-%d %H:%M", &tm);
-  return buffer;
-}
-
-std::string TagsText(const db::RunTags& tags) {
-  std::vector<std::string> parts;
-  for (const auto& [k, v] : tags) parts.push_back(k + "=" + v);
-  return absl::StrJoin(parts, " ");
-}
-
 // What differs between two runs: tags first, then what their sessions recorded.
 std::vector<std::string> Differences(const HistoryRun& before, const HistoryRun& at) {
   std::vector<std::string> out;
@@ -270,6 +255,21 @@ void Locate(const MatrixHistory& h, const std::map<int64_t, const HistoryRun*>& 
 }
 
 }  // namespace
+
+std::string DateText(int64_t unix_ms) {
+  std::time_t t = static_cast<std::time_t>(unix_ms / 1000);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char buffer[32];
+  std::strftime(buffer, sizeof(buffer), "%Y-%m-%d %H:%M", &tm);
+  return buffer;
+}
+
+std::string TagsText(const db::RunTags& tags) {
+  std::vector<std::string> parts;
+  for (const auto& [k, v] : tags) parts.push_back(k + "=" + v);
+  return absl::StrJoin(parts, " ");
+}
 
 absl::Status HistoryOptions::Validate() const {
   CompareOptions compare;

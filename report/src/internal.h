@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "ladder/db/series.h"
 #include "ladder/db/sqlite.h"
 #include "ladder/report/analysis.h"
 #include "ladder/report/compare.h"
@@ -39,6 +40,12 @@ std::string FormatChange(double ratio);
 std::string FormatDf(double df);
 // "[0.281, 0.303]" or "unbounded".
 std::string FormatInterval(const stats::Interval& interval);
+// Text for HTML text and attribute values: & < > " ' escaped, newlines as &#10;.
+std::string HtmlEscape(const std::string& text);
+// A time in local time, "2026-12-07 07:38" (history.cc).
+std::string DateText(int64_t unix_ms);
+// A run's tags as "k=v k=v" (history.cc).
+std::string TagsText(const db::RunTags& tags);
 
 // Where a line of paired ratios crosses 1: the first sign change of the ratio estimates
 // (stats::PlanCrossoverProbe; none when every estimate is on one side) and, from three points,

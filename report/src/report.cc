@@ -762,6 +762,9 @@ std::vector<Section> BuildSections(const Report& report) {
     for (const auto& n : c.notes) s.paragraphs.push_back("Note: " + n + ".");
     out.push_back(std::move(s));
   }
+  for (size_t i = 0; i < report.histories.size(); ++i) {
+    for (auto& s : HistorySections(report.histories[i], i)) out.push_back(std::move(s));
+  }
   if (!report.notes.empty()) {
     Section s;
     s.title = "Notes";

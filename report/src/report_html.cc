@@ -13,35 +13,7 @@
 namespace ladder::report {
 namespace {
 
-std::string Esc(const std::string& text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      case '\n':
-        out += "&#10;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
+std::string Esc(const std::string& text) { return HtmlEscape(text); }
 
 std::string Px(double v) {
   char buffer[32];
@@ -682,7 +654,47 @@ bool LooksNumeric(const std::string& text) {
   return end == text.c_str() + text.size();
 }
 
+// One section: its heading, paragraphs, chart (already drawn) and table.
+std::string SectionHtml(const Section& s, const std::string& chart) {
+  const std::string tag = absl::StrCat("h", s.level);
+  std::string html = absl::StrCat("<section id=\"", Esc(s.anchor), "\">\n<", tag, ">", Esc(s.title),
+                                  "</", tag, ">\n");
+  for (const auto& p : s.paragraphs) html += "<p>" + Esc(p) + "</p>\n";
+  html += chart;
+  if (!s.table.header.empty()) {
+    html += "<table>\n<thead><tr>";
+    for (const auto& h : s.table.header) html += "<th>" + Esc(h) + "</th>";
+    html += "</tr></thead>\n<tbody>\n";
+    for (size_t r = 0; r < s.table.rows.size(); ++r) {
+      const bool flagged = r < s.table.row_flagged.size() && s.table.row_flagged[r];
+      const std::string cell = r < s.table.row_cells.size() ? s.table.row_cells[r] : "";
+      html += "<tr";
+      if (flagged) html += " class=\"flagged\"";
+      if (!cell.empty()) html += " data-row-cell=\"" + Esc(cell) + "\"";
+      html += ">";
+      for (const auto& text : s.table.rows[r]) {
+        const bool warn = text.rfind("⚠", 0) == 0;
+        html += absl::StrCat("<td", LooksNumeric(text) ? " class=\"num\"" : "",
+                             warn ? " class=\"flag\"" : "", ">", Esc(text), "</td>");
+      }
+      html += "</tr>\n";
+    }
+    html += "</tbody>\n</table>\n";
+  }
+  return html + "</section>\n";
+}
+
 }  // namespace
+
+std::string RenderHistoryFragment(const MatrixHistory& history) {
+  std::string html;
+  for (const auto& s : HistorySections(history, 0)) {
+    html +=
+        SectionHtml(s, s.chart == ChartKind::kHistory ? RenderHistoryChart(history, s.chart_series)
+                                                      : std::string());
+  }
+  return html;
+}
 
 std::string RenderHtml(const Report& report) {
   std::vector<std::string> titles;
@@ -693,50 +705,34 @@ std::string RenderHtml(const Report& report) {
       "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
       "<meta name=\"generator\" content=\"",
       kAnalysisVersion, "\">\n<title>ladder report — ", Esc(absl::StrJoin(titles, ", ")),
-      "</title>\n<style>", kStyle, "</style>\n</head>\n<body>\n",
+      "</title>\n<style>", kStyle, HistoryChartStyle(), "</style>\n</head>\n<body>\n",
       "<div id=\"tooltip\" role=\"tooltip\"></div>\n");
   for (const auto& s : BuildSections(report)) {
-    const std::string tag = absl::StrCat("h", s.level);
-    html += absl::StrCat("<section id=\"", Esc(s.anchor), "\">\n<", tag, ">", Esc(s.title), "</",
-                         tag, ">\n");
-    for (const auto& p : s.paragraphs) html += "<p>" + Esc(p) + "</p>\n";
-    for (const auto& run : report.runs) {
-      if (run.info.run_id != s.chart_run) continue;
-      switch (s.chart) {
-        case ChartKind::kLadder:
-          html += Chart(run);
-          break;
-        case ChartKind::kThroughputLatency:
-          if (run.load) html += ThroughputLatencyChart(run);
-          break;
-        case ChartKind::kLoadRatio:
-          if (run.load) html += LoadRatioChart(run);
-          break;
-        case ChartKind::kNone:
-          break;
+    std::string chart;
+    if (s.chart == ChartKind::kHistory) {
+      if (s.chart_history < report.histories.size()) {
+        chart = RenderHistoryChart(report.histories[s.chart_history], s.chart_series);
       }
-    }
-    if (!s.table.header.empty()) {
-      html += "<table>\n<thead><tr>";
-      for (const auto& h : s.table.header) html += "<th>" + Esc(h) + "</th>";
-      html += "</tr></thead>\n<tbody>\n";
-      for (size_t r = 0; r < s.table.rows.size(); ++r) {
-        const bool flagged = r < s.table.row_flagged.size() && s.table.row_flagged[r];
-        const std::string cell = r < s.table.row_cells.size() ? s.table.row_cells[r] : "";
-        html += "<tr";
-        if (flagged) html += " class=\"flagged\"";
-        if (!cell.empty()) html += " data-row-cell=\"" + Esc(cell) + "\"";
-        html += ">";
-        for (const auto& text : s.table.rows[r]) {
-          const bool warn = text.rfind("⚠", 0) == 0;
-          html += absl::StrCat("<td", LooksNumeric(text) ? " class=\"num\"" : "",
-                               warn ? " class=\"flag\"" : "", ">", Esc(text), "</td>");
+    } else {
+      for (const auto& run : report.runs) {
+        if (run.info.run_id != s.chart_run) continue;
+        switch (s.chart) {
+          case ChartKind::kLadder:
+            chart += Chart(run);
+            break;
+          case ChartKind::kThroughputLatency:
+            if (run.load) chart += ThroughputLatencyChart(run);
+            break;
+          case ChartKind::kLoadRatio:
+            if (run.load) chart += LoadRatioChart(run);
+            break;
+          case ChartKind::kNone:
+          case ChartKind::kHistory:
+            break;
         }
-        html += "</tr>\n";
       }
-      html += "</tbody>\n</table>\n";
     }
-    html += "</section>\n";
+    html += SectionHtml(s, chart);
   }
   html += absl::StrCat("<script>", kScript, "</script>\n</body>\n</html>\n");
   return html;

@@ -26,7 +26,11 @@ std::string RenderMarkdown(const Report& report) {
   for (const auto& s : BuildSections(report)) {
     out += std::string(static_cast<size_t>(s.level), '#') + " " + s.title + "\n\n";
     for (const auto& p : s.paragraphs) out += p + "\n\n";
-    if (s.chart == ChartKind::kLadder) {
+    if (s.chart == ChartKind::kHistory) {
+      out +=
+          "(The chart of this series is in the HTML report: `ladder report RUN --history -o "
+          "report.html`.)\n\n";
+    } else if (s.chart == ChartKind::kLadder) {
       out += "(The ladder chart is in the HTML report: `ladder report RUN -o report.html`.)\n\n";
     } else if (s.chart != ChartKind::kNone) {
       out +=

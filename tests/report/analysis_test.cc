@@ -166,7 +166,7 @@ TEST_F(AnalysisTest, TheAAControlIsJudgedAgainstItsSourceAndContainsOne) {
     EXPECT_TRUE(cmp.t.interval->Contains(1.0)) << cmp.treatment_key << " " << cmp.Ratio();
   }
   EXPECT_EQ(aa, 3);
-  const std::string md = report::RenderMarkdown(report::Report{{*a}, {}, {}, {}});
+  const std::string md = report::RenderMarkdown(report::Report{{*a}, {}, {}, {}, {}});
   EXPECT_NE(md.find("### A/A control"), std::string::npos);
   EXPECT_NE(md.find("contains 1, as it should"), std::string::npos);
 }
@@ -364,7 +364,7 @@ TEST_F(AnalysisTest, FlagsThrottledClocksAndEvidenceNextToTheAffectedCells) {
   const Comparison* cmp = Find(*a, "depth=4096,spec=mtp");
   ASSERT_NE(cmp, nullptr);
   EXPECT_TRUE(has(cmp->flags, "backend_mismatch"));
-  const std::string html = report::RenderHtml(report::Report{{*a}, {}, {}, {}});
+  const std::string html = report::RenderHtml(report::Report{{*a}, {}, {}, {}, {}});
   // LADDER_SAMPLE_REPORT=FILE keeps this report (a crossover, an A/A line, flags) for a look.
   if (const char* sample = std::getenv("LADDER_SAMPLE_REPORT"); sample && *sample) {
     WriteFile(sample, html);
@@ -411,7 +411,7 @@ metric: time_us
     EXPECT_EQ(cmp.t.interval->scope, stats::IntervalScope::kWithinSessionOnly);
     EXPECT_FALSE(cmp.arm_session.has_value());
   }
-  const std::string md = report::RenderMarkdown(report::Report{{*a}, {}, {}, {}});
+  const std::string md = report::RenderMarkdown(report::Report{{*a}, {}, {}, {}, {}});
   EXPECT_NE(md.find("interval covers only within-session noise"), std::string::npos);
 }
 
@@ -441,7 +441,7 @@ metric: time_us
       EXPECT_NE(c.flags.front().detail.find("out of memory"), std::string::npos);
     }
   }
-  const std::string md = report::RenderMarkdown(report::Report{{*a}, {}, {}, {}});
+  const std::string md = report::RenderMarkdown(report::Report{{*a}, {}, {}, {}, {}});
   EXPECT_NE(md.find("⚠ failed: synthetic failure: out of memory"), std::string::npos) << md;
 }
 

@@ -6,12 +6,15 @@
 
 #include <gtest/gtest.h>
 
+#include <regex>
+
 #include <cmath>
 #include <random>
 #include <string>
 
 #include "ladder/db/series.h"
 #include "ladder/db/store.h"
+#include "ladder/report/report.h"
 #include "process.h"
 #include "synthetic_run.h"
 
@@ -114,6 +117,75 @@ TEST_F(HistoryTest, APlantedSlowdownIsFlaggedWhereItBeganWithTheTagThatChanged) 
   EXPECT_EQ(json["runs"][0]["tags"]["build"], "abc");
   const std::string csv = report::RenderHistoryCsv(*h);
   EXPECT_NE(csv.find("depth=4096," + std::to_string(runs[3])), std::string::npos);
+}
+
+// The chart (report --history and the coordinator's matrix page): one point per run with its
+// interval, the baseline marked, the runs from where it began marked and shaded, tags in each
+// point's hover text, and a tag's markup inert.
+TEST_F(HistoryTest, TheChartMarksTheBaselineAndWhereItBeganAndEscapesTags) {
+  std::vector<int64_t> runs;
+  for (int i = 1; i <= 6; ++i) {
+    runs.push_back(Run(i, i >= 4 ? 1.25 : 1.0, i >= 4 ? "<script>alert(1)</script>" : "abc"));
+  }
+  auto db = Reader();
+  auto h = report::ReadHistory(*db, "nightly");
+  ASSERT_TRUE(h.ok()) << h.status();
+  ASSERT_EQ(h->series.size(), 2u);
+  const auto count = [](const std::string& text, const std::string& pattern) {
+    const std::regex re(pattern);
+    return std::distance(std::sregex_iterator(text.begin(), text.end(), re),
+                         std::sregex_iterator());
+  };
+  for (size_t k = 0; k < h->series.size(); ++k) {
+    const auto& s = h->series[k];
+    const std::string svg = report::RenderHistoryChart(*h, k);
+    SCOPED_TRACE(s.key);
+    EXPECT_EQ(count(svg, "<svg class=\"history\""), 1);
+    EXPECT_EQ(count(svg, "<circle class=\"history-point"), 6);
+    EXPECT_EQ(count(svg, "<path class=\"history-interval"), 6);  // every run has 4 sessions
+    EXPECT_EQ(count(svg, "<circle class=\"history-point baseline\"[^>]* data-run=\"" +
+                             std::to_string(runs[0]) + "\""),
+              1);
+    EXPECT_EQ(
+        count(svg, "<line class=\"history-baseline\" data-run=\"" + std::to_string(runs[0]) + "\""),
+        1);
+    EXPECT_EQ(svg.find("<script>"), std::string::npos);
+    EXPECT_NE(svg.find("tags: build=&lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos);
+    if (s.key == "depth=4096") {
+      ASSERT_TRUE(s.change.located) << s.change.text;
+      const std::string began = std::to_string(runs[3]);
+      EXPECT_EQ(
+          count(svg, "<circle class=\"history-point moved began\"[^>]* data-run=\"" + began + "\""),
+          1);
+      EXPECT_EQ(count(svg, "<circle class=\"history-point moved"), 3);
+      EXPECT_EQ(count(svg, "<rect class=\"history-moved\" data-run=\"" + began + "\""), 1);
+      EXPECT_NE(svg.find("changed here: tag build: abc → &lt;script&gt;"), std::string::npos);
+    } else {
+      EXPECT_EQ(svg.find(" moved"), std::string::npos);
+      EXPECT_EQ(svg.find("history-moved"), std::string::npos);
+    }
+  }
+  EXPECT_EQ(report::RenderHistoryChart(*h, 2), "");  // no such series
+
+  // The report's sections: a summary of the runs, then per cell its chart and table, in HTML
+  // (the charts drawn), Markdown and the fragment the web page serves.
+  report::Report rep;
+  rep.histories.push_back(*h);
+  const auto sections = report::BuildSections(rep);
+  ASSERT_EQ(sections.size(), 3u);
+  EXPECT_EQ(sections[0].table.rows.size(), 6u);
+  EXPECT_EQ(sections[1].chart, report::ChartKind::kHistory);
+  EXPECT_EQ(sections[2].table.rows.size(), 6u);
+  const std::string html = report::RenderHtml(rep);
+  EXPECT_EQ(count(html, "<svg class=\"history\""), 2);
+  EXPECT_EQ(count(html, "<script>"), 1);                                  // the page's own
+  EXPECT_NE(html.find("svg.history .history-point"), std::string::npos);  // its style
+  const std::string md = report::RenderMarkdown(rep);
+  EXPECT_NE(md.find("◀ began here"), std::string::npos) << md;
+  EXPECT_NE(md.find("ladder report RUN --history"), std::string::npos);
+  const std::string fragment = report::RenderHistoryFragment(*h);
+  EXPECT_EQ(count(fragment, "<svg class=\"history\""), 2);
+  EXPECT_EQ(fragment.find("<script>"), std::string::npos);
 }
 
 TEST_F(HistoryTest, ANamedBaselineIsJudgedAgainstAndUnknownOnesAreRefused) {

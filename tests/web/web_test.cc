@@ -5,6 +5,7 @@
 #include <httplib.h>
 
 #include <chrono>
+#include <iterator>
 #include <map>
 #include <regex>
 #include <string>
@@ -114,6 +115,35 @@ TEST(Web, ThePagesFollowARunAndAgreeWithTheDatabase) {
     const std::string depth = std::to_string(row["group"]["depth"].get<int>());
     EXPECT_NE(report->body.find("depth=" + depth), std::string::npos) << depth;
   }
+  // The matrix's history page: one run so far, standing in as its own baseline, one point per
+  // cell; an unknown matrix or cell is refused with the reason.
+  auto history = web.Get("/matrices/demo-cpu");
+  ASSERT_TRUE(history);
+  ASSERT_EQ(history->status, 200) << history->body;
+  EXPECT_NE(history->body.find("History of demo-cpu"), std::string::npos);
+  const std::regex point("<circle class=\"history-point baseline[^>]* data-run=\"1\"");
+  EXPECT_EQ(std::distance(std::sregex_iterator(history->body.begin(), history->body.end(), point),
+                          std::sregex_iterator()),
+            static_cast<std::ptrdiff_t>(12))
+      << history->body;
+  EXPECT_NE(history->get_header_value("Content-Security-Policy").find("default-src 'none'"),
+            std::string::npos);
+  auto one_cell = web.Get("/matrices/demo-cpu?cells=depth=4096,path=3d");
+  ASSERT_TRUE(one_cell);
+  ASSERT_EQ(one_cell->status, 200) << one_cell->body;
+  const std::regex chart("<svg class=\"history\"[^>]* data-cell=\"depth=4096,[^\"]*path=3d\"");
+  EXPECT_EQ(std::distance(std::sregex_iterator(one_cell->body.begin(), one_cell->body.end(), chart),
+                          std::sregex_iterator()),
+            static_cast<std::ptrdiff_t>(2))  // query_rows 1 and 2
+      << one_cell->body;
+  EXPECT_EQ(one_cell->body.find("depth=256"), std::string::npos);
+  auto no_matrix = web.Get("/matrices/no-such-matrix");
+  ASSERT_TRUE(no_matrix);
+  EXPECT_EQ(no_matrix->status, 404) << no_matrix->body;
+  auto no_cell = web.Get("/matrices/demo-cpu?cells=depth=3");
+  ASSERT_TRUE(no_cell);
+  EXPECT_EQ(no_cell->status, 400) << no_cell->body;
+
   auto unknown = web.Get("/runs/99/report");
   ASSERT_TRUE(unknown);
   EXPECT_EQ(unknown->status, 404) << unknown->body;
@@ -204,7 +234,7 @@ TEST(Web, BeyondLoopbackThePagesNeedTlsAndAnAdminToken) {
   web.set_ca_cert_path(dir.File("cert.pem").c_str());
   web.enable_server_certificate_verification(true);
 
-  for (const char* path : {"/", "/api/runs", "/metrics", "/runs/1/report"}) {
+  for (const char* path : {"/", "/api/runs", "/metrics", "/runs/1/report", "/matrices/m"}) {
     auto res = web.Get(path);
     ASSERT_TRUE(res) << httplib::to_string(res.error());
     EXPECT_EQ(res->status, 401) << path << ": " << res->body;

@@ -49,8 +49,34 @@ function poll(render){const go=async()=>{try{await render();document.getElementB
   go();setInterval(go,2000);}
 )js";
 
+std::string PageEscape(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
 std::string Shell(const std::string& title, const std::string& here, const std::string& body,
-                  const std::string& script) {
+                  const std::string& script, const std::string& style = "") {
   auto nav = [&](const char* href, const char* name) {
     return absl::StrCat("<a href=\"", href, "\"", here == name ? " class=\"here\"" : "", ">", name,
                         "</a>");
@@ -58,7 +84,7 @@ std::string Shell(const std::string& title, const std::string& here, const std::
   return absl::StrCat(
       "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">",
       "<meta name=\"viewport\" content=\"width=device-width\"><title>", title,
-      " · ladder</title><style>", kStyle, "</style></head><body><header><b>ladder</b>",
+      " · ladder</title><style>", kStyle, style, "</style></head><body><header><b>ladder</b>",
       nav("/", "runs"), nav("/fleet", "fleet"), "<a href=\"/metrics\">metrics</a></header><main>",
       body, "<p id=\"error\"></p></main><script>", kScript, script, "</script></body></html>");
 }
@@ -75,7 +101,8 @@ std::string RunsPage() {
 poll(async()=>{const data=await getJson('/api/runs');const t=table(['run','matrix','state','progress',
   'cells done / failed / total','units done / leased / queued / failed','ETA','submitted','waiting']);
   t.id='runs-table';
-  for(const r of (data.runs||[])){const tr=row([link('/runs/'+r.run_id,r.run_id),r.matrix_name,
+  for(const r of (data.runs||[])){const tr=row([link('/runs/'+r.run_id,r.run_id),
+    link('/matrices/'+encodeURIComponent(r.matrix_name),r.matrix_name),
     el('span',r.state,'state-'+r.state),bar(r.units_done,r.units_leased,r.units_failed,r.units_total),
     r.cells_done+' / '+r.cells_failed+' / '+r.cells_total,
     r.units_done+' / '+r.units_leased+' / '+r.units_queued+' / '+r.units_failed,
@@ -91,7 +118,8 @@ std::string RunPage(int64_t run_id) {
   return Shell(
       "run " + id, "runs",
       absl::StrCat("<h1 id=\"title\">Run ", id,
-                   "</h1><div id=\"summary\"></div><h2>Failed cells</h2><div id=\"failed\"></div>"
+                   "</h1><p id=\"history\"></p><div id=\"summary\"></div><h2>Failed cells</h2><div "
+                   "id=\"failed\"></div>"
                    "<h2>Results</h2><p class=\"muted\">The same page as <code>ladder report ",
                    id,
                    "</code>, redrawn as results land (at most every 10 s); every interval is "
@@ -103,6 +131,9 @@ std::string RunPage(int64_t run_id) {
 let shown=null;
 poll(async()=>{const r=await getJson('/api/runs/'+RUN);
   document.getElementById('title').textContent='Run '+RUN+' · '+r.matrix_name;
+  const hl=link('/matrices/'+encodeURIComponent(r.matrix_name),'History of '+r.matrix_name);
+  hl.id='history-link';document.getElementById('history').replaceChildren(hl,
+    el('span',': every run of this matrix, per cell, against its baseline','muted'));
   const t=table(['state','progress','cells done / failed / total','units done / leased / queued / failed',
     'measurements','ETA','waiting']);t.id='summary-table';
   const tr=row([el('span',r.state,'state-'+r.state),bar(r.units_done,r.units_leased,r.units_failed,r.units_total),
@@ -159,6 +190,22 @@ poll(async()=>{const data=await getJson('/api/sessions/'+SESSION+'/attempts');
     a.group_key,el('span',a.state,'state-'+a.state),when(a.leased_at_ms),when(a.ended_at_ms),a.reason]));}
   document.getElementById('attempts').replaceChildren(t);});
 )js"));
+}
+
+std::string MatrixPage(const std::string& matrix_name, const std::string& fragment,
+                       const std::string& style, const std::vector<std::string>& notes) {
+  std::string body = absl::StrCat(
+      "<p class=\"muted\">The same series as <code>ladder history ", PageEscape(matrix_name),
+      "</code> and <code>ladder report RUN --history</code>. Hover a point for its run, "
+      "date, value and interval, change from the baseline and tags. Narrow it with "
+      "<code>?cells=axis=value</code>, <code>?metric=</code>, <code>?baseline=NAME</code>.</p>");
+  for (const auto& n : notes) absl::StrAppend(&body, "<p class=\"note\">", PageEscape(n), "</p>");
+  absl::StrAppend(&body, "<div id=\"history\">", fragment, "</div>");
+  return Shell("history " + PageEscape(matrix_name), "runs", body, "",
+               absl::StrCat("section{margin:0 0 18px}h2{margin:18px 0 4px;font-size:16px}"
+                            "tr.flagged td{background:#fff3f0}svg.history{border:1px solid "
+                            "#e1e4e8}",
+                            style));
 }
 
 std::string ProvisionalBanner(int64_t cells_done, int64_t cells_total) {

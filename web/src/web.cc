@@ -4,6 +4,7 @@
 #include <httplib.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <map>
@@ -20,6 +21,7 @@
 #include "absl/strings/str_split.h"
 #include "ladder/db/query.h"
 #include "ladder/db/sqlite.h"
+#include "ladder/report/history.h"
 #include "ladder/report/report.h"
 #include "pages.h"
 
@@ -72,6 +74,19 @@ std::string RequestToken(const httplib::Request& req) {
   return "";
 }
 
+// A query parameter read from the raw target, whole: the httplib in use cuts a value at its
+// second '=', and `?cells=depth=4096` is how people type a cell.
+std::string RawParam(const httplib::Request& req, const std::string& name) {
+  const size_t q = req.target.find('?');
+  if (q == std::string::npos) return "";
+  for (absl::string_view item : absl::StrSplit(req.target.substr(q + 1), '&')) {
+    if (absl::StartsWith(item, name + "=")) {
+      return httplib::detail::decode_url(std::string(item.substr(name.size() + 1)), true);
+    }
+  }
+  return "";
+}
+
 bool ParseId(const std::string& text, int64_t* id) { return absl::SimpleAtoi(text, id) && *id > 0; }
 
 }  // namespace
@@ -92,6 +107,7 @@ struct WebServer::Impl {
     std::string html;
   };
   static constexpr std::chrono::seconds kReportRefresh{10};
+  static constexpr size_t kMaxHistoryCells = 48;
   std::mutex cache_mu;
   std::map<std::string, CachedReport> report_cache;  // by run ids
 
@@ -151,6 +167,40 @@ struct WebServer::Impl {
             if (!ParseId(req.matches[1], &id)) return Fail(res, absl::NotFoundError("no such run"));
             res.set_content(RunPage(id), "text/html; charset=utf-8");
           }));
+    // A matrix's history (matrix names are [A-Za-z0-9_.-]+), drawn on the server from the
+    // database by the report library: the page `ladder report RUN --history` writes.
+    s.Get(
+        R"(/matrices/([A-Za-z0-9_.-]{1,200}))",
+        Guarded([this](const httplib::Request& req, httplib::Response& res) {
+          report::HistoryOptions options;
+          if (req.has_param("metric")) options.metric = req.get_param_value("metric");
+          if (req.has_param("baseline")) options.baseline = req.get_param_value("baseline");
+          for (absl::string_view item :
+               absl::StrSplit(RawParam(req, "cells"), ',', absl::SkipEmpty())) {
+            options.cells.emplace_back(item);
+          }
+          if (auto s = options.Validate(); !s.ok()) return Fail(res, s);
+          auto reader = Reader();
+          if (!reader.ok()) return Fail(res, reader.status());
+          auto history = report::ReadHistory(**reader, req.matches[1], options);
+          if (!history.ok()) return Fail(res, history.status());
+          std::vector<std::string> notes;
+          // Hundreds of cells of a hundred runs each are megabytes of SVG: the cells where a
+          // slowdown was searched for first, then the rest in order, up to kMaxHistoryCells.
+          if (history->series.size() > kMaxHistoryCells) {
+            std::stable_partition(history->series.begin(), history->series.end(),
+                                  [](const report::HistorySeries& s) { return s.change.searched; });
+            notes.push_back(absl::StrCat(
+                "Showing ", kMaxHistoryCells, " of ", history->series.size(),
+                " cells (those whose latest run is slower than the baseline first): narrow "
+                "the page with ?cells=axis=value, or see them all with `ladder history ",
+                history->matrix_name, "`."));
+            history->series.resize(kMaxHistoryCells);
+          }
+          res.set_content(MatrixPage(history->matrix_name, report::RenderHistoryFragment(*history),
+                                     report::HistoryChartStyle(), notes),
+                          "text/html; charset=utf-8");
+        }));
     s.Get(R"(/sessions/([0-9a-fA-F-]{1,64}))",
           Guarded([](const httplib::Request& req, httplib::Response& res) {
             res.set_content(SessionPage(req.matches[1]), "text/html; charset=utf-8");

@@ -139,4 +139,22 @@ std::string RenderHistoryText(const MatrixHistory& history);
 std::string RenderHistoryCsv(const MatrixHistory& history);  // one row per run and cell
 nlohmann::json ToJson(const MatrixHistory& history);         // stable keys; NaN -> null
 
+// One cell's series (history.series[series]) as an inline SVG chart, the same in `ladder report
+// --history` and the coordinator's matrix page: one point per run at the run's place in the
+// series (x: the runs in order, all cells on the same axis), its value with its interval as an
+// error bar, the baseline's value as a dashed line with its interval shaded, and, when a
+// regression's start was located, the runs from there on shaded and their points marked. Every
+// text from the database is escaped. Hooks for tests and scripts:
+//   <svg class="history" data-cell="KEY">
+//   <circle class="history-point[ baseline][ moved][ began][ plausible][ no-interval]"
+//           data-run data-cell data-value data-lower data-upper data-verdict data-tags>
+//     with a <title> (the hover text: run, date, value and interval, change and verdict, tags,
+//     and at the run where it began what changed there)
+//   <path class="history-interval" data-run>   the error bar
+//   <line class="history-baseline" data-run>   the baseline's value
+//   <rect class="history-moved" data-run>       the runs from where it began (data-run: that run)
+std::string RenderHistoryChart(const MatrixHistory& history, size_t series);
+// The CSS those charts need (selectors under svg.history), for a page's <style>.
+std::string HistoryChartStyle();
+
 }  // namespace ladder::report

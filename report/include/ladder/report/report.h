@@ -11,6 +11,7 @@
 #include "ladder/db/sqlite.h"
 #include "ladder/report/analysis.h"
 #include "ladder/report/compare.h"
+#include "ladder/report/history.h"
 
 namespace ladder::report {
 
@@ -22,6 +23,9 @@ struct Report {
   // (A), the same rows and verdicts, with a flag where a run's session-to-session spread exceeds
   // the difference between the runs.
   std::vector<RunComparison> comparisons;
+  // `ladder report --history`: the series of each reported run's matrix (AddHistories), drawn
+  // as the coordinator's matrix page draws it.
+  std::vector<MatrixHistory> histories;
 };
 
 // Analyses each run and compares every pair (i < j) of runs that share measured cell keys
@@ -29,6 +33,10 @@ struct Report {
 // Errors: those of AnalyzeRun (unknown run, unknown metric); at least one run is required.
 absl::StatusOr<Report> BuildReport(db::Database& db, const std::vector<int64_t>& run_ids,
                                    const AnalysisOptions& options = {});
+
+// Adds the history (ReadHistory) of each distinct matrix of the report's runs, of the metric the
+// report analysed, with `options` otherwise (their `metric` is ignored). Errors: ReadHistory's.
+absl::Status AddHistories(db::Database& db, Report& report, const HistoryOptions& options = {});
 
 // A table of text cells. `row_cells` optionally names, per row, the cell key the row is about
 // (HTML puts it in a data-row-cell attribute); `row_flagged` marks rows with a flag.
@@ -45,6 +53,7 @@ enum class ChartKind {
   kLadder,             // ratio B/A against the depth axis (RunAnalysis::lines)
   kThroughputLatency,  // output tok/s against p99 e2e latency, one curve per arm (load.h)
   kLoadRatio,          // ratio B/A against the load axis, with df and the crossover (load.h)
+  kHistory,            // one cell's series over a matrix's runs (RenderHistoryChart)
 };
 
 struct Section {
@@ -55,9 +64,21 @@ struct Section {
   Table table;                          // may be empty
   ChartKind chart = ChartKind::kNone;   // the chart of run `chart_run` drawn here (HTML)
   int64_t chart_run = 0;
+  // kHistory: the series `chart_series` of the history `chart_history` (Report::histories).
+  size_t chart_history = 0, chart_series = 0;
 };
 
 std::vector<Section> BuildSections(const Report& report);
+
+// The sections of one matrix's history (`history` is its index in Report::histories, carried in
+// each section's chart_history): a summary with the runs and what distinguishes each, then per
+// cell its chart and its table (run, date, value with its interval, sessions, change from the
+// baseline, verdicts, the baseline and the moved runs marked, tags) and where it began.
+std::vector<Section> HistorySections(const MatrixHistory& history, size_t index = 0);
+
+// The same sections as HTML, charts included, without <html>/<head>: the body of the
+// coordinator's matrix page (web/), which adds HistoryChartStyle() to its own stylesheet.
+std::string RenderHistoryFragment(const MatrixHistory& history);
 
 // Markdown: headings, paragraphs, pipe tables.
 std::string RenderMarkdown(const Report& report);
@@ -69,7 +90,7 @@ std::string RenderMarkdown(const Report& report);
 // (never class "point", so a ladder point is still one per compared cell), in
 // <svg class="load-curve"> (data-cell, data-arm, data-load, data-tok-s, data-latency-ms) and
 // <svg class="load-ratio"> (data-cell of arm B, data-load, data-ratio, data-lower, data-upper,
-// data-df), with the same tooltips.
+// data-df), with the same tooltips. History charts are described at RenderHistoryChart.
 std::string RenderHtml(const Report& report);
 
 }  // namespace ladder::report
