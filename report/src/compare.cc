@@ -472,6 +472,7 @@ absl::StatusOr<RunComparison> CompareReadRuns(const RunRef& a, const CompareRunD
     ++out.matrix_verdicts[row.matrix_verdict];
   }
   for (CompareRow& row : out.rows) {
+    if (!options.detectable) break;
     if (!row.ratio || (row.matrix_verdict != "no change" && row.matrix_verdict != "inconclusive")) {
       continue;
     }

@@ -398,6 +398,7 @@ absl::StatusOr<MatrixHistory> ReadHistory(db::Database& db, const std::string& m
   compare.confidence = options.confidence;
   compare.host_drift = options.host_drift;
   compare.direction = options.direction;
+  compare.detectable = false;  // not shown by a history, and costly over a series
   RunRef base_ref{&db, h.baseline_run, absl::StrCat("run ", h.baseline_run)};
   std::map<std::string, HistorySeries> by_key;
   std::vector<std::string> order;

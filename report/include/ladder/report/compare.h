@@ -68,6 +68,10 @@ struct CompareOptions {
   // Welch–Satterthwaite over the three terms. Without such history the verdict is inconclusive
   // and says so (drift_source "unknown") rather than invent a band.
   std::optional<double> host_drift;
+  // Each "no change" or inconclusive row's achieved detectable change (a noncentral-t inversion
+  // per row, ~4 ms): a history judging every run of a series against its baseline, which shows
+  // none of them, turns it off (100 runs of 200 cells took 90 s with it, under 1 s without).
+  bool detectable = true;
   absl::Status Validate() const;
 };
 
