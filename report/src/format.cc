@@ -3,6 +3,7 @@
 #include <string>
 
 #include "internal.h"
+#include "ladder/report/report.h"
 
 namespace ladder::report {
 

@@ -40,8 +40,6 @@ std::string FormatChange(double ratio);
 std::string FormatDf(double df);
 // "[0.281, 0.303]" or "unbounded".
 std::string FormatInterval(const stats::Interval& interval);
-// Text for HTML text and attribute values: & < > " ' escaped, newlines as &#10;.
-std::string HtmlEscape(const std::string& text);
 // A time in local time, "2026-12-07 07:38" (history.cc).
 std::string DateText(int64_t unix_ms);
 // A run's tags as "k=v k=v" (history.cc).

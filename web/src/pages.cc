@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "ladder/report/report.h"
 
 namespace ladder::web {
 namespace {
@@ -48,32 +49,6 @@ function poll(render){const go=async()=>{try{await render();document.getElementB
   catch(e){document.getElementById('error').textContent=String(e.message||e);}};
   go();setInterval(go,2000);}
 )js";
-
-std::string PageEscape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
 
 std::string Shell(const std::string& title, const std::string& here, const std::string& body,
                   const std::string& script, const std::string& style = "") {
@@ -195,13 +170,15 @@ poll(async()=>{const data=await getJson('/api/sessions/'+SESSION+'/attempts');
 std::string MatrixPage(const std::string& matrix_name, const std::string& fragment,
                        const std::string& style, const std::vector<std::string>& notes) {
   std::string body = absl::StrCat(
-      "<p class=\"muted\">The same series as <code>ladder history ", PageEscape(matrix_name),
+      "<p class=\"muted\">The same series as <code>ladder history ",
+      report::HtmlEscape(matrix_name),
       "</code> and <code>ladder report RUN --history</code>. Hover a point for its run, "
       "date, value and interval, change from the baseline and tags. Narrow it with "
       "<code>?cells=axis=value</code>, <code>?metric=</code>, <code>?baseline=NAME</code>.</p>");
-  for (const auto& n : notes) absl::StrAppend(&body, "<p class=\"note\">", PageEscape(n), "</p>");
+  for (const auto& n : notes)
+    absl::StrAppend(&body, "<p class=\"note\">", report::HtmlEscape(n), "</p>");
   absl::StrAppend(&body, "<div id=\"history\">", fragment, "</div>");
-  return Shell("history " + PageEscape(matrix_name), "runs", body, "",
+  return Shell("history " + report::HtmlEscape(matrix_name), "runs", body, "",
                absl::StrCat("section{margin:0 0 18px}h2{margin:18px 0 4px;font-size:16px}"
                             "tr.flagged td{background:#fff3f0}svg.history{border:1px solid "
                             "#e1e4e8}",

@@ -15,6 +15,10 @@
 
 namespace ladder::report {
 
+// Text for HTML text and attribute values: & < > " ' escaped, newlines as &#10;. The report's
+// pages and the coordinator's web pages escape everything from the database with it.
+std::string HtmlEscape(const std::string& text);
+
 struct Report {
   std::vector<RunAnalysis> runs;                    // in the order asked
   std::vector<RunReproducibility> reproducibility;  // for each pair of runs that share cells
