@@ -24,28 +24,21 @@
 #include "ladder/matrices/matrix.h"
 #include "ladder/report/plan.h"
 #include "ladder/stats/compare.h"
-#include "ladder/stats/distributions.h"
 #include "ladder/stats/ratio.h"
 #include "ladder/stats/sample.h"
+#include "robustness.h"
 
 namespace {
 
 using ladder::stats::Observation;
 
-double BetaQuantileOf(double p, double a, double b) {
-  double lo = 0.0, hi = 1.0;
-  for (int i = 0; i < 200; ++i) {
-    const double mid = 0.5 * (lo + hi);
-    (ladder::stats::RegularizedIncompleteBeta(a, b, mid) < p ? lo : hi) = mid;
-  }
-  return 0.5 * (lo + hi);
-}
-
+// A share with its Clopper–Pearson 95 % interval (tests/stats/robustness.h, as the coverage
+// bench prints it).
 std::string ProportionText(int k, int n) {
-  const double lo = k == 0 ? 0.0 : BetaQuantileOf(0.025, k, n - k + 1);
-  const double hi = k == n ? 1.0 : BetaQuantileOf(0.975, k + 1, n - k);
+  const auto p = ladder::stats::testing::ClopperPearson(k, n);
   char buf[96];
-  std::snprintf(buf, sizeof buf, "%.1f %% [%.1f, %.1f]", 100.0 * k / n, 100 * lo, 100 * hi);
+  std::snprintf(buf, sizeof buf, "%.1f %% [%.1f, %.1f]", 100 * p.estimate, 100 * p.lower,
+                100 * p.upper);
   return buf;
 }
 
