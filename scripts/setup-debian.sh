@@ -31,7 +31,7 @@ if [[ "$mode" == full ]]; then
   packages+=(
     ccache sqlite3
     googletest libgtest-dev libgmock-dev libbenchmark-dev
-    python3 python3-prometheus-client openssl procps
+    python3 python3-prometheus-client python3-numpy openssl procps
     patchelf binutils curl
     chromium
     clang-14 libclang-rt-14-dev clang-format-14
