@@ -210,7 +210,7 @@ std::string RenderText(const std::vector<report::Section>& sections,
     if (!only.empty() && !only.count(SectionName(s.anchor))) continue;
     if (!out.empty()) out += "\n";
     out += s.title + "\n" + std::string(std::min<size_t>(s.title.size(), width), '=') + "\n";
-    for (const auto& p : s.paragraphs) out += Wrap(p, width);
+    for (const auto& p : s.paragraphs) out += Wrap(ForTerminal(p), width);
     if (s.chart != report::ChartKind::kNone) out += "(chart: in the HTML report)\n";
     if (s.table.header.empty()) continue;
     std::vector<size_t> keep;
@@ -224,7 +224,7 @@ std::string RenderText(const std::vector<report::Section>& sections,
     std::vector<std::vector<std::string>> rows;
     for (const auto& row : s.table.rows) {
       std::vector<std::string> r;
-      for (size_t c : keep) r.push_back(c < row.size() ? row[c] : "");
+      for (size_t c : keep) r.push_back(c < row.size() ? ForTerminal(row[c]) : "");
       rows.push_back(std::move(r));
     }
     out += "\n" + RenderTable(header, rows);

@@ -165,4 +165,13 @@ std::vector<std::string> SplitCsv(const std::string& text) {
   return out;
 }
 
+std::string ForTerminal(const std::string& text) {
+  std::string out = text;
+  for (char& c : out) {
+    const auto byte = static_cast<unsigned char>(c);
+    if ((byte < 0x20 && c != '\n') || byte == 0x7f) c = '?';
+  }
+  return out;
+}
+
 }  // namespace ladder::cli

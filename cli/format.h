@@ -15,6 +15,9 @@ std::string RenderTable(const std::vector<std::string>& header,
 int TerminalWidth();  // COLUMNS, else the tty's width, else 100
 bool StdoutIsTty();
 
+// Text from the database (a program's or an engine's own words) made safe for a terminal: C0
+// control bytes other than a newline, and DEL, become '?', so no escape sequence reaches it.
+std::string ForTerminal(const std::string& text);
 std::string FormatDuration(double seconds);  // "3.2 s", "4 min 10 s", "2 h 05 min"
 std::string FormatNumber(double value);      // 4 significant digits, no exponent below 1e9
 // The shortest text that reads back as exactly `value` (fmt's "{}"); "nan", "inf", "-inf".

@@ -26,6 +26,10 @@ constexpr size_t kMaxSaidValue = 60;
 
 std::string ScalarText(const nlohmann::json& v) {
   std::string text = v.is_string() ? v.get<std::string>() : v.dump();
+  // A program's words go into tables: no control byte (a terminal escape) goes with them.
+  for (char& c : text) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  }
   if (text.size() > kMaxSaidValue) text = text.substr(0, kMaxSaidValue - 3) + "...";
   return text;
 }

@@ -277,6 +277,32 @@ replicates: {sessions: 2, processes: 1, rounds: 1}
   EXPECT_NE(text.out.find("path.taken: 2d -> 3d"), std::string::npos) << text.out;
 }
 
+// A program's evidence holding a terminal escape reaches the text report without it.
+TEST(Command, ReportShowsNoTerminalEscapeAProgramPrinted) {
+  TempDir dir;
+  const std::string prog =
+      WriteScript(dir, "prog.sh",
+                  "if [ \"$1\" = b ]; then v='\\u001b[31mRED'; else v=plain; fi\n"
+                  "printf '{\"evidence\": {\"note\": \"%s\"}}\\n' \"$v\"\n"
+                  "echo '{\"metric\": \"time_us\", \"value\": 5}'\n");
+  const std::string matrix =
+      "name: esc\nrunner: command\ncommand: {bench: prog, args: [\"{arm}\"]}\n"
+      "metrics: {time_us: {unit: us, better: lower}}\naxes: {arm: [a, b]}\npair: [arm]\n"
+      "replicates: {sessions: 1, processes: 1, rounds: 1}\n";
+  auto run = RunLocal(dir, matrix, "prog=" + prog);
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.out << run.result.err;
+  EXPECT_EQ(QueryInt(run.db,
+                     "SELECT COUNT(*) FROM evidence WHERE kind = 'program_evidence' AND "
+                     "instr(json_extract(value, '$.note'), char(27)) > 0"),
+            1);  // stored as the program said it
+  for (const char* format : {"text", "md"}) {
+    auto report = RunCommand({LadderBinary(), "report", "1", "--db", run.db, "--format", format});
+    ASSERT_EQ(report.exit_code, 0) << report.err;
+    EXPECT_NE(report.out.find("note: plain -> ?[31mRED"), std::string::npos) << report.out;
+    EXPECT_EQ(report.out.find('\x1b'), std::string::npos) << format;
+  }
+}
+
 // Each adapter through a real agent: a real Google Benchmark program, and nvbench's and
 // llama-bench's own recorded outputs (tests/command/fixtures/README.md) replayed by a script, the
 // nvbench one written to the {out} file as nvbench's --json writes it.
