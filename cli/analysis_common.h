@@ -33,7 +33,8 @@ std::vector<std::string> SplitList(const std::string& text);
 // `ladder compare A B` (compare_command.cc).
 void AddCompareCommand(CLI::App& app);
 
-// `--fail-on` as compare takes it: slower, faster, inconclusive, no-change (exit 2 otherwise).
+// `--fail-on` as compare takes it: slower, faster, inconclusive, no-change, withheld (a verdict
+// withheld for a claim flag) (exit 2 otherwise).
 std::set<std::string> ParseFailOn(const std::string& text);
 
 // A run id, `latest`, or `baseline` / `baseline:NAME`: the baseline in `database` of the matrix
@@ -49,6 +50,12 @@ enum class Output { kMarkdown, kJson };
 ExitCode JudgeRuns(const report::RunRef& a, const report::RunRef& b,
                    const report::CompareOptions& options, const std::set<std::string>& fail_on,
                    VerdictLevel level, Output output, std::ostream& out);
+
+// A comparison already made (CompareTwoRuns or ComparePairedArms), printed and judged as
+// JudgeRuns does.
+ExitCode JudgeComparison(const absl::StatusOr<report::RunComparison>& comparison,
+                         const std::set<std::string>& fail_on, VerdictLevel level, Output output,
+                         std::ostream& out);
 
 // `ladder history` and `ladder baseline` (history_command.cc).
 void AddHistoryCommands(CLI::App& app);

@@ -24,11 +24,62 @@ struct CompareFlags {
   std::string run_a, run_b, against;
   std::string db, db_a, db_b;
   std::string metric, by, fail_on;
+  std::string arms;  // AXIS=BASE,NEW: two arms of one run's paired axis
   double threshold_percent = 2.0;
   std::optional<double> host_drift_percent;  // none: estimated from A/A history
   bool higher_is_better = false, lower_is_better = false;
   bool json = false, per_cell = false;
 };
+
+report::CompareOptions OptionsFrom(const CompareFlags& flags) {
+  report::CompareOptions options;
+  options.metric = flags.metric;
+  options.by = SplitList(flags.by);
+  options.threshold = flags.threshold_percent / 100.0;
+  if (flags.host_drift_percent) options.host_drift = *flags.host_drift_percent / 100.0;
+  if (flags.higher_is_better) options.direction = report::Direction::kHigherIsBetter;
+  if (flags.lower_is_better) options.direction = report::Direction::kLowerIsBetter;
+  return options;
+}
+
+// `ladder compare RUN --arms AXIS=BASE,NEW`.
+void JudgeArms(const CompareFlags& flags, const std::set<std::string>& fail_on) {
+  if (!flags.against.empty() || !flags.run_b.empty() || flags.run_a.empty()) {
+    Fail(
+        "--arms judges two arms of ONE run: give one run (ladder compare latest --arms "
+        "build=base,new)",
+        ExitCode::kBadInput);
+  }
+  if (flags.host_drift_percent || !flags.by.empty() || !flags.db_a.empty() || !flags.db_b.empty()) {
+    Fail(
+        "--arms: --host-drift, --by, --db-a and --db-b are for two runs; paired arms share "
+        "their sessions",
+        ExitCode::kBadInput);
+  }
+  report::PairedArms arms;
+  const std::size_t eq = flags.arms.find('=');
+  const std::size_t comma = flags.arms.find(',', eq == std::string::npos ? 0 : eq);
+  if (eq == std::string::npos || comma == std::string::npos || eq == 0) {
+    Fail("--arms: expected AXIS=BASE,NEW (e.g. build=base,new), got '" + flags.arms + "'",
+         ExitCode::kBadInput);
+  }
+  arms.axis = flags.arms.substr(0, eq);
+  arms.baseline = flags.arms.substr(eq + 1, comma - eq - 1);
+  arms.treatment = flags.arms.substr(comma + 1);
+  if (arms.baseline.empty() || arms.treatment.empty() ||
+      arms.treatment.find(',') != std::string::npos) {
+    Fail("--arms: expected AXIS=BASE,NEW with two values, got '" + flags.arms + "'",
+         ExitCode::kBadInput);
+  }
+  auto database = OpenDatabase(flags.db);
+  const int64_t run = RunIdIn(*database, flags.run_a);
+  const ExitCode code =
+      JudgeComparison(report::ComparePairedArms({database.get(), run, "run " + std::to_string(run)},
+                                                arms, OptionsFrom(flags)),
+                      fail_on, flags.per_cell ? VerdictLevel::kPerCell : VerdictLevel::kMatrix,
+                      flags.json ? Output::kJson : Output::kMarkdown, std::cout);
+  if (code != ExitCode::kOk) ExitWith(code);
+}
 
 }  // namespace
 
@@ -48,8 +99,11 @@ void AddCompareCommand(CLI::App& app) {
       "when they differ by 3 % (simulated, docs/statistics.md). --fail-on acts on the matrix "
       "verdict.\n"
       "When both runs ran on one host, the interval cannot see the host's drift between them: "
-      "the band widens by --host-drift; a paired axis in one run is the design that can tell.\n"
+      "it is estimated from A/A history on that host (or --host-drift states it). The design "
+      "that removes it is both variants as a paired axis of one run, interleaved in every "
+      "session: judge it with --arms (one run, the same table, Holm and --fail-on).\n"
       "  ladder compare 3 4 --db results.db\n"
+      "  ladder compare latest --arms build=base,new --fail-on slower   # one host, one run\n"
       "  ladder compare 1 1 --db-a base.db --db-b tonight.db --fail-on slower   # CI gate\n"
       "  ladder compare --against baseline latest --fail-on slower   # vs `ladder baseline set`\n"
       "Exit 0; 5 when a cell's matrix verdict (with --per-cell: its own verdict) is one named "
@@ -67,6 +121,10 @@ void AddCompareCommand(CLI::App& app) {
   auto* db_b = cmd->add_option("--db-b", flags->db_b, "database of run B (default: --db)");
   (void)db_a;
   (void)db_b;
+  cmd->add_option("--arms", flags->arms,
+                  "AXIS=BASE,NEW: judge arm NEW against arm BASE of a paired axis of ONE run "
+                  "(the positional run), per context of the other axes, from the sessions that "
+                  "measured both — the one-host design (docs/statistics.md)");
   cmd->add_option("--metric", flags->metric, "metric (default: run A's matrix metric)");
   cmd->add_option("--by", flags->by,
                   "match cells on these axes only, comma-separated (cells agreeing on them are "
@@ -103,10 +161,15 @@ void AddCompareCommand(CLI::App& app) {
       flags->run_b = flags->run_a;
       flags->run_a = flags->against == "baseline" ? "baseline" : "baseline:" + flags->against;
     }
-    if (flags->run_a.empty() || flags->run_b.empty()) {
-      Fail("compare needs two runs (A B), or --against NAME and one run", ExitCode::kBadInput);
-    }
     const std::set<std::string> fail_on = ParseFailOn(flags->fail_on);
+    if (!flags->arms.empty()) {
+      JudgeArms(*flags, fail_on);
+      return;
+    }
+    if (flags->run_a.empty() || flags->run_b.empty()) {
+      Fail("compare needs two runs (A B), --against NAME and one run, or one run and --arms",
+           ExitCode::kBadInput);
+    }
     const std::string path_a = flags->db_a.empty() ? flags->db : flags->db_a;
     const std::string path_b = flags->db_b.empty() ? flags->db : flags->db_b;
     auto database_a = OpenDatabase(path_a);
@@ -125,13 +188,7 @@ void AddCompareCommand(CLI::App& app) {
     report::RunRef ref_b{
         database_b, b,
         two_files ? database_b->path() + " run " + std::to_string(b) : "run " + std::to_string(b)};
-    report::CompareOptions options;
-    options.metric = flags->metric;
-    options.by = SplitList(flags->by);
-    options.threshold = flags->threshold_percent / 100.0;
-    if (flags->host_drift_percent) options.host_drift = *flags->host_drift_percent / 100.0;
-    if (flags->higher_is_better) options.direction = report::Direction::kHigherIsBetter;
-    if (flags->lower_is_better) options.direction = report::Direction::kLowerIsBetter;
+    const report::CompareOptions options = OptionsFrom(*flags);
     const ExitCode code =
         JudgeRuns(ref_a, ref_b, options, fail_on,
                   flags->per_cell ? VerdictLevel::kPerCell : VerdictLevel::kMatrix,
@@ -144,8 +201,10 @@ std::set<std::string> ParseFailOn(const std::string& text) {
   std::set<std::string> fail_on;
   for (std::string v : SplitList(text)) {
     if (v == "no-change") v = "no change";
-    if (v != "slower" && v != "faster" && v != "inconclusive" && v != "no change") {
-      Fail("--fail-on: expected slower, faster, inconclusive or no-change, got '" + v + "'",
+    if (v != "slower" && v != "faster" && v != "inconclusive" && v != "no change" &&
+        v != "withheld") {
+      Fail("--fail-on: expected slower, faster, inconclusive, no-change or withheld, got '" + v +
+               "'",
            ExitCode::kBadInput);
     }
     fail_on.insert(v);
@@ -167,7 +226,12 @@ int64_t RunOrBaselineIn(db::Database& database, const std::string& text, db::Dat
 ExitCode JudgeRuns(const report::RunRef& a, const report::RunRef& b,
                    const report::CompareOptions& options, const std::set<std::string>& fail_on,
                    VerdictLevel level, Output output, std::ostream& out) {
-  auto comparison = report::CompareTwoRuns(a, b, options);
+  return JudgeComparison(report::CompareTwoRuns(a, b, options), fail_on, level, output, out);
+}
+
+ExitCode JudgeComparison(const absl::StatusOr<report::RunComparison>& comparison,
+                         const std::set<std::string>& fail_on, VerdictLevel level, Output output,
+                         std::ostream& out) {
   if (!comparison.ok()) {
     const auto code = comparison.status().code();
     Fail(comparison.status(), code == absl::StatusCode::kInvalidArgument ||
@@ -183,9 +247,21 @@ ExitCode JudgeRuns(const report::RunRef& a, const report::RunRef& b,
   }
   const bool per_cell = level == VerdictLevel::kPerCell;
   std::vector<std::string> failing;
+  int64_t withheld_unnamed = 0;
   for (const auto& row : comparison->rows) {
     const std::string& verdict = per_cell ? row.verdict : row.matrix_verdict;
-    if (fail_on.count(verdict)) failing.push_back(row.key + ": " + verdict);
+    const bool withheld = verdict.rfind("withheld", 0) == 0;
+    if (fail_on.count(withheld ? std::string("withheld") : verdict)) {
+      failing.push_back(row.key + ": " + verdict);
+    } else if (withheld && !fail_on.empty()) {
+      ++withheld_unnamed;
+    }
+  }
+  if (withheld_unnamed > 0) {
+    // A gate must not pass silently over cells it could not judge.
+    std::cerr << "compare: warning: " << withheld_unnamed
+              << " cell(s) got no verdict (a claim flag: the cell did not measure what it "
+                 "claims); add `withheld` to --fail-on to fail on them\n";
   }
   if (failing.empty()) return ExitCode::kOk;
   std::cerr << "compare: " << failing.size() << " cell(s) with a "

@@ -183,13 +183,17 @@ void RunLocal(LocalFlags flags) {
       flags.matrix_path.empty() ? EmbeddedDemoMatrix() : ReadFileOrFail(flags.matrix_path);
   const std::string filename =
       flags.matrix_path.empty() ? "demo-cpu.yaml (built in)" : flags.matrix_path;
-  std::string bench_needed;  // runner: command: the program every agent must have
+  std::vector<std::string> benches_needed;  // runner: command: the programs every agent must have
   {
     matrices::ParseOptions parse_options;
     if (flags.max_cells > 0) parse_options.max_cells = flags.max_cells;
     auto matrix = matrices::ParseMatrix(yaml, filename, parse_options);
     if (!matrix.ok()) Fail(matrix.status(), ExitCode::kBadInput);
-    if (matrix->command) bench_needed = matrix->command->bench;
+    if (matrix->command) {
+      auto names = matrices::BenchNames(*matrix);
+      if (!names.ok()) Fail(names.status(), ExitCode::kBadInput);
+      benches_needed = *names;
+    }
     // A session runs a cell group once, so `precision` can only add sessions up to its budget
     // when that many agents exist.
     if (flags.agents == 0) {
@@ -267,7 +271,7 @@ void RunLocal(LocalFlags flags) {
       }
       agents.push_back(std::move(*created));
     }
-    if (!bench_needed.empty()) {
+    for (const std::string& bench_needed : benches_needed) {
       const auto names = agents.front()->bench_names();
       if (std::find(names.begin(), names.end(), bench_needed) == names.end()) {
         std::string known;

@@ -7,9 +7,13 @@
 // plus one {"evidence": {...}} line saying what it ran. Anything else it prints is ignored by
 // ladder. Exit status 0 on success, 2 on bad arguments. With --count-comparisons it also prints
 // {"metric": "comparisons", ...} per round: the comparisons the sort made, a measure of its work
-// that no load on the machine moves (the history test reads it on a busy CI machine).
+// that no load on the machine moves (the history test reads it on a busy CI machine). With
+// --sorts K each round sorts K fresh copies of its data (the value is their total time), so a
+// build that does a known share more work can be planted: ladder-example-bench-slow10 sorts
+// K + K/10 copies, exactly 10 % more work at --sorts 10 (the one-host bench, docs/statistics.md).
 //
-//   ladder-example-bench --method std_sort --size 100000 --rounds 3 [--count-comparisons]
+//   ladder-example-bench --method std_sort --size 100000 --rounds 3 [--sorts K]
+//                        [--count-comparisons]
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -26,7 +30,7 @@ int Usage(const char* why) {
   std::fprintf(stderr,
                "ladder-example-bench: %s\n"
                "usage: ladder-example-bench --method std_sort|stable_sort|heap_sort --size N "
-               "[--rounds R] [--seed S] [--count-comparisons]\n",
+               "[--rounds R] [--seed S] [--sorts K] [--count-comparisons]\n",
                why);
   return 2;
 }
@@ -39,6 +43,7 @@ int main(int argc, char** argv) {
   long long rounds = 1;
   unsigned long long seed = 1;
   bool count_comparisons = false;
+  long long sorts_asked = 1;
   for (int i = 1; i < argc; ++i) {
     const bool has_value = i + 1 < argc;
     if (std::strcmp(argv[i], "--method") == 0 && has_value) {
@@ -49,6 +54,8 @@ int main(int argc, char** argv) {
       rounds = std::atoll(argv[++i]);
     } else if (std::strcmp(argv[i], "--seed") == 0 && has_value) {
       seed = std::strtoull(argv[++i], nullptr, 10);
+    } else if (std::strcmp(argv[i], "--sorts") == 0 && has_value) {
+      sorts_asked = std::atoll(argv[++i]);
     } else if (std::strcmp(argv[i], "--count-comparisons") == 0) {
       count_comparisons = true;
     } else {
@@ -57,6 +64,7 @@ int main(int argc, char** argv) {
   }
   if (size < 1 || size > 100000000) return Usage("--size: 1 to 100000000");
   if (rounds < 1 || rounds > 100000) return Usage("--rounds: 1 to 100000");
+  if (sorts_asked < 1 || sorts_asked > 1000) return Usage("--sorts: 1 to 1000");
   if (method != "std_sort" && method != "stable_sort" && method != "heap_sort") {
     return Usage("--method: std_sort, stable_sort or heap_sort");
   }
@@ -72,18 +80,27 @@ int main(int argc, char** argv) {
 #else
   constexpr int kSorts = 1;
 #endif
+  // ladder-example-bench-slow10: a tenth more sorts than asked (11 at --sorts 10).
+#ifdef LADDER_EXAMPLE_PLANTED_EXTRA_PERCENT
+  constexpr long long kExtraPercent = LADDER_EXAMPLE_PLANTED_EXTRA_PERCENT;
+#else
+  constexpr long long kExtraPercent = 0;
+#endif
+  const long long passes = sorts_asked * kSorts + sorts_asked * kExtraPercent / 100;
+  std::printf("{\"evidence\": {\"sorts\": %lld}}\n", passes);
   std::vector<uint64_t> unsorted;
   for (long long round = 0; round < rounds; ++round) {
     for (auto& x : data) x = random();
-    if (kSorts > 1) unsorted = data;
+    if (passes > 1) unsorted = data;
     uint64_t comparisons = 0;
     auto less = [&comparisons, count_comparisons](uint64_t a, uint64_t b) {
       if (count_comparisons) ++comparisons;
       return a < b;
     };
     const auto start = std::chrono::steady_clock::now();
-    for (int pass = 0; pass < kSorts; ++pass) {
-      if (pass > 0) data = unsorted;
+    for (long long pass = 0; pass < passes; ++pass) {
+      // Every pass of several copies its input, so K passes are K times one pass's work.
+      if (passes > 1 && (pass > 0 || sorts_asked > 1 || kExtraPercent > 0)) data = unsorted;
       if (method == "std_sort") {
         std::sort(data.begin(), data.end(), less);
       } else if (method == "stable_sort") {

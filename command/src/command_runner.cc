@@ -139,14 +139,31 @@ class CommandRunner final : public runner::Runner {
           "the lease carries no readable command configuration: ", config.status().message()));
     }
     const matrices::CommandSpec& command = config->command;
-    auto program = options_.programs.find(command.bench);
-    if (program == options_.programs.end()) {
-      std::vector<std::string> names;
-      for (const auto& [name, path] : options_.programs) names.push_back(name);
-      return absl::FailedPreconditionError(absl::StrCat(
-          "this agent has no bench \"", command.bench,
-          "\" (it registered: ", names.empty() ? std::string("none") : absl::StrJoin(names, ", "),
-          "); start it with --bench ", command.bench, "=PATH"));
+    // The program of each cell: `bench` names one, or is a template of the cell's parameters
+    // ("{build}": two registered builds as the arms of a paired axis). Every cell's is found
+    // before anything starts.
+    std::vector<std::pair<std::string, std::string>> programs;  // per cell: name, path
+    for (const runner::CellWork& cell : unit.cells) {
+      auto name = matrices::RenderTemplate(command.bench, [&](std::string_view n) {
+        return cell.params.is_object() && cell.params.contains(std::string(n))
+                   ? std::optional<std::string>(
+                         matrices::ValueToString(cell.params[std::string(n)]))
+                   : std::nullopt;
+      });
+      if (!name.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat("cell ", cell.key, ": bench ", command.bench,
+                                                       ": ", name.status().message()));
+      }
+      auto program = options_.programs.find(*name);
+      if (program == options_.programs.end()) {
+        std::vector<std::string> names;
+        for (const auto& [known, path] : options_.programs) names.push_back(known);
+        return absl::FailedPreconditionError(absl::StrCat(
+            "this agent has no bench \"", *name,
+            "\" (it registered: ", names.empty() ? std::string("none") : absl::StrJoin(names, ", "),
+            "); start it with --bench ", *name, "=PATH"));
+      }
+      programs.emplace_back(*name, program->second);
     }
     const std::optional<OutputFormat> format = FormatFromName(command.format);
     if (!format) {
@@ -158,19 +175,18 @@ class CommandRunner final : public runner::Runner {
             absl::StrCat(name, " is the agent's; a cell cannot set it"));
       }
     }
-    Start start{
-        unit, sink, *config, program->second, *format, runner::CommandSchema(config->metrics)};
+    Start start{unit, sink, *config, programs, *format, runner::CommandSchema(config->metrics)};
     const int cells = static_cast<int>(unit.cells.size());
     for (int p = 0; p < unit.processes; ++p) {
       if (command.start == matrices::CommandSpec::Start::kPerProcess) {
         for (int index : runner::InterleavedOrder(cells, unit.seed, p, 0)) {
-          RETURN_IF_ERROR(RunStart(start, unit.cells[index], p, std::nullopt));
+          RETURN_IF_ERROR(RunStart(start, index, p, std::nullopt));
         }
         continue;
       }
       for (int r = 0; r < unit.rounds; ++r) {
         for (int index : runner::InterleavedOrder(cells, unit.seed, p, r)) {
-          RETURN_IF_ERROR(RunStart(start, unit.cells[index], p, r));
+          RETURN_IF_ERROR(RunStart(start, index, p, r));
         }
       }
     }
@@ -182,15 +198,17 @@ class CommandRunner final : public runner::Runner {
     const runner::UnitWork& unit;
     runner::MeasurementSink& sink;
     const matrices::RunnerConfig& config;
-    const std::string& program;
+    const std::vector<std::pair<std::string, std::string>>& programs;  // per cell: name, path
     OutputFormat format;
     runner::RunnerSchema schema;
   };
 
-  // One start of the program for `cell` and process `p`; `round` set with start: per_round.
-  absl::Status RunStart(const Start& s, const runner::CellWork& cell, int p,
-                        std::optional<int> round) {
+  // One start of the program for cell `cell_index` and process `p`; `round` set with start:
+  // per_round.
+  absl::Status RunStart(const Start& s, int cell_index, int p, std::optional<int> round) {
     if (s.sink.Cancelled()) return absl::CancelledError("cancelled");
+    const runner::CellWork& cell = s.unit.cells[cell_index];
+    const std::string& bench = s.programs[cell_index].first;
     const matrices::CommandSpec& command = s.config.command;
     const int rounds_here = round ? 1 : s.unit.rounds;
     ASSIGN_OR_RETURN(ScratchDir scratch, ScratchDir::Create(options_.scratch_dir));
@@ -212,7 +230,7 @@ class CommandRunner final : public runner::Runner {
         round ? fmt::format("cell {}, process {}, round {}", cell.key, p, *round)
               : fmt::format("cell {}, process {}", cell.key, p);
     engines::LaunchSpec launch;
-    launch.argv.push_back(s.program);
+    launch.argv.push_back(s.programs[cell_index].second);
     for (const std::string& arg : command.args) {
       auto rendered = matrices::RenderTemplate(arg, lookup);
       if (!rendered.ok()) {
@@ -248,7 +266,7 @@ class CommandRunner final : public runner::Runner {
     auto process = engines::EngineProcess::Start(launch, process_options);
     if (!process.ok()) {
       return absl::FailedPreconditionError(
-          absl::StrCat(where, ": bench ", command.bench, ": ", process.status().message()));
+          absl::StrCat(where, ": bench ", bench, ": ", process.status().message()));
     }
     const auto deadline =
         began + std::chrono::milliseconds(static_cast<int64_t>(command.timeout_s * 1000));
@@ -287,7 +305,7 @@ class CommandRunner final : public runner::Runner {
       count += CountOccurrenceLines(stdout_text, pattern);
     }
     nlohmann::json start_evidence = {
-        {"bench", command.bench},
+        {"bench", bench},
         {"argv", launch.argv},
         {"seconds", seconds},
         {"stdout_bytes", stdout_text.size()},
@@ -309,22 +327,22 @@ class CommandRunner final : public runner::Runner {
     };
 
     if (timed_out) {
-      return fail(fmt::format("bench {} ran past its timeout_s of {:g} s and was killed",
-                              command.bench, command.timeout_s));
+      return fail(fmt::format("bench {} ran past its timeout_s of {:g} s and was killed", bench,
+                              command.timeout_s));
     }
-    if (!exit) return fail(absl::StrCat("bench ", command.bench, " did not end"));
+    if (!exit) return fail(absl::StrCat("bench ", bench, " did not end"));
     if (exit->signaled || exit->code != 0) {
-      return fail(absl::StrCat("bench ", command.bench, " ", exit_text));
+      return fail(absl::StrCat("bench ", bench, " ", exit_text));
     }
     if ((from_out_file ? out_cut : stdout_cut)) {
       return fail(
-          fmt::format("bench {} wrote more than {} MiB of output; ladder reads at most that",
-                      command.bench, kMaxOutputBytes >> 20));
+          fmt::format("bench {} wrote more than {} MiB of output; ladder reads at most that", bench,
+                      kMaxOutputBytes >> 20));
     }
     auto parsed = ParseOutput(s.format, document);
     if (!parsed.ok()) {
-      return fail(absl::StrCat(std::string(FormatName(s.format)), " output of bench ",
-                               command.bench, ": ", parsed.status().message()));
+      return fail(absl::StrCat(std::string(FormatName(s.format)), " output of bench ", bench, ": ",
+                               parsed.status().message()));
     }
     start_evidence["ignored_lines"] = parsed->ignored_lines;
 
@@ -348,15 +366,15 @@ class CommandRunner final : public runner::Runner {
         return fail(fmt::format(
             "bench {} printed metric \"{}\", which the matrix does not declare (declared: {}); "
             "declare it under `metrics` or stop printing it",
-            command.bench, ToValidUtf8(sample.metric.substr(0, 64)), absl::StrJoin(names, ", ")));
+            bench, ToValidUtf8(sample.metric.substr(0, 64)), absl::StrJoin(names, ", ")));
       }
       const matrices::MetricDeclaration& d = *it->second;
       double value = sample.value;
       if (!sample.unit.empty() && sample.unit != d.unit) {
         std::optional<double> converted = ConvertTime(value, sample.unit, d.unit);
         if (!converted) {
-          return fail(fmt::format("bench {} reports {} in {}; the matrix declares it in {}",
-                                  command.bench, d.name, ToValidUtf8(sample.unit), d.unit));
+          return fail(fmt::format("bench {} reports {} in {}; the matrix declares it in {}", bench,
+                                  d.name, ToValidUtf8(sample.unit), d.unit));
         }
         value = *converted;
       }
@@ -367,7 +385,7 @@ class CommandRunner final : public runner::Runner {
           return fail(fmt::format(
               "bench {} printed more than one value of {} in one start; with start: per_round "
               "each start reports one value per metric",
-              command.bench, d.name));
+              bench, d.name));
         }
         slot_round = *round;
       } else {
@@ -376,17 +394,17 @@ class CommandRunner final : public runner::Runner {
           return fail(fmt::format(
               "bench {} printed round {} of {}; the design has {} round{} (0..{}): pass "
               "{{rounds}} to the program",
-              command.bench, slot_round, d.name, s.unit.rounds, s.unit.rounds == 1 ? "" : "s",
+              bench, slot_round, d.name, s.unit.rounds, s.unit.rounds == 1 ? "" : "s",
               s.unit.rounds - 1));
         }
       }
       const runner::MetricSpec* spec = s.schema.FindMetric(d.name);
       if (std::string why = spec->range.Check(d.name, value, d.unit); !why.empty()) {
-        return fail(absl::StrCat("bench ", command.bench, " printed ", why));
+        return fail(absl::StrCat("bench ", bench, " printed ", why));
       }
       if (!slots.emplace(std::make_pair(d.name, slot_round), value).second) {
-        return fail(fmt::format("bench {} printed round {} of {} twice", command.bench, slot_round,
-                                d.name));
+        return fail(
+            fmt::format("bench {} printed round {} of {} twice", bench, slot_round, d.name));
       }
     }
     for (const auto& d : s.config.metrics) {
@@ -401,13 +419,13 @@ class CommandRunner final : public runner::Runner {
         return fail(fmt::format(
             "bench {} printed no value of {}, a required metric ({} line{} of output, {} "
             "ignored)",
-            command.bench, d.name, std::count(document.begin(), document.end(), '\n'),
+            bench, d.name, std::count(document.begin(), document.end(), '\n'),
             std::count(document.begin(), document.end(), '\n') == 1 ? "" : "s",
             parsed->ignored_lines));
       }
-      return fail(fmt::format("bench {} printed {} of {} rounds of {} (missing round {})",
-                              command.bench, rounds_here - static_cast<int>(missing.size()),
-                              rounds_here, d.name, missing.front()));
+      return fail(fmt::format("bench {} printed {} of {} rounds of {} (missing round {})", bench,
+                              rounds_here - static_cast<int>(missing.size()), rounds_here, d.name,
+                              missing.front()));
     }
 
     if (!ignored.empty()) start_evidence["metrics_not_declared"] = ignored;
@@ -449,7 +467,7 @@ absl::Status BenchRegistry::Add(std::string_view name_equals_path) {
     return absl::InvalidArgumentError(
         absl::StrCat("--bench ", name,
                      "=...: a bench name matches [a-z0-9_.-]{1,57} (matrices name it in "
-                     "command.bench)"));
+                     "bench)"));
   }
   if (path.empty()) {
     return absl::InvalidArgumentError(absl::StrCat("--bench ", name, "=: the path is empty"));

@@ -66,12 +66,18 @@ void AddBackendFeatures(matrices::Matrix& matrix) {
 // A command cell runs a program its agent registered: the agent advertises "bench:NAME" for
 // each (`ladder agent --bench NAME=PATH`), so a unit goes only to an agent that has the program,
 // whether or not the matrix lists the feature.
+// With a template (`bench: "{build}"`) every program it names: the arms of a paired axis are
+// measured in one session, so its agent needs all of them.
 void AddBenchFeature(matrices::Matrix& matrix) {
   if (!matrix.command) return;
-  const std::string feature = "bench:" + matrix.command->bench;
+  auto names = matrices::BenchNames(matrix);
+  if (!names.ok()) return;  // the parser refused such a matrix; nothing to add
   auto& features = matrix.requirements.features;
-  if (std::find(features.begin(), features.end(), feature) == features.end()) {
-    features.push_back(feature);
+  for (const std::string& name : *names) {
+    const std::string feature = "bench:" + name;
+    if (std::find(features.begin(), features.end(), feature) == features.end()) {
+      features.push_back(feature);
+    }
   }
 }
 

@@ -5,8 +5,10 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -101,6 +103,63 @@ bool IsBenchName(std::string_view name) {
   return std::all_of(name.begin(), name.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
   });
+}
+
+absl::StatusOr<std::vector<std::string>> BenchNames(const Matrix& matrix) {
+  if (!matrix.command) return std::vector<std::string>{};
+  const std::string& text = matrix.command->bench;
+  ASSIGN_OR_RETURN(const std::vector<std::string> placeholders, TemplatePlaceholders(text));
+  // The values each placeholder takes: an axis's levels or the one fixed value.
+  std::vector<std::pair<std::string, std::vector<std::string>>> choices;
+  for (const std::string& name : placeholders) {
+    if (std::any_of(choices.begin(), choices.end(),
+                    [&](const auto& c) { return c.first == name; })) {
+      continue;
+    }
+    std::vector<std::string> values;
+    auto axis = std::find_if(matrix.axes.begin(), matrix.axes.end(),
+                             [&](const Axis& a) { return a.name == name; });
+    if (axis != matrix.axes.end()) {
+      for (const Value& v : axis->values) values.push_back(ValueToString(v));
+    } else if (auto fixed = matrix.fixed.find(name); fixed != matrix.fixed.end()) {
+      values.push_back(ValueToString(fixed->second));
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("{", name,
+                       "} in a bench name must be an axis or a fixed parameter (the program is "
+                       "chosen once per cell)"));
+    }
+    choices.emplace_back(name, std::move(values));
+  }
+  std::set<std::string> names;
+  std::vector<std::size_t> at(choices.size(), 0);
+  while (true) {
+    ASSIGN_OR_RETURN(std::string name,
+                     RenderTemplate(text, [&](std::string_view n) -> std::optional<std::string> {
+                       for (std::size_t i = 0; i < choices.size(); ++i) {
+                         if (choices[i].first == n) return choices[i].second[at[i]];
+                       }
+                       return std::nullopt;
+                     }));
+    if (!IsBenchName(name)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("bench \"", text, "\" renders \"", name,
+                       "\", which is not a bench name ([a-z0-9_.-]{1,57}: the NAME of an agent's "
+                       "--bench NAME=PATH)"));
+    }
+    names.insert(std::move(name));
+    if (names.size() > 48) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "bench \"", text, "\" names more than 48 programs (an agent registers at most 48)"));
+    }
+    std::size_t i = 0;
+    for (; i < at.size(); ++i) {
+      if (++at[i] < choices[i].second.size()) break;
+      at[i] = 0;
+    }
+    if (i == at.size()) break;
+  }
+  return std::vector<std::string>(names.begin(), names.end());
 }
 
 std::string_view BetterName(MetricDeclaration::Better better) {

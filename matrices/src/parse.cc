@@ -734,16 +734,20 @@ absl::Status Parser::ParseCommand(const Entry& entry, Matrix& m) {
   Remember(m, "command", entry.key_mark);
   const Entry* args = nullptr;
   const Entry* env = nullptr;
+  const Entry* bench = nullptr;  // a template ("{build}") is checked once the axes are known
   bool has_bench = false;
   for (const Entry& field : fields) {
     const std::string path = Field("command", field.key);
     Remember(m, path, field.where());
     if (field.key == "bench") {
       ASSIGN_OR_RETURN(c.bench, ReadString(field, path));
-      if (!IsBenchName(c.bench)) {
+      if (c.bench.find_first_of("{}") != std::string::npos) {
+        bench = &field;
+      } else if (!IsBenchName(c.bench)) {
         return Error(field.where(), path,
                      fmt::format("\"{}\" is not a bench name; names match [a-z0-9_.-]{{1,57}} "
-                                 "(the NAME of the agent's --bench NAME=PATH)",
+                                 "(the NAME of the agent's --bench NAME=PATH), or a template "
+                                 "of axes that renders to such names (\"{{build}}\")",
                                  c.bench));
       }
       has_bench = true;
@@ -791,6 +795,11 @@ absl::Status Parser::ParseCommand(const Entry& entry, Matrix& m) {
     return Error(entry.where(), "command",
                  "missing required key \"bench\" (the NAME of a program an agent registered "
                  "with --bench NAME=PATH)");
+  }
+  if (bench != nullptr) {
+    if (auto names = BenchNames(m); !names.ok()) {
+      return Error(bench->where(), "command.bench", std::string(names.status().message()));
+    }
   }
   // Templates are checked once the start policy is known ({round} depends on it).
   if (args != nullptr) {

@@ -5,6 +5,7 @@
 #include <limits>
 #include <set>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "internal.h"
@@ -117,6 +118,25 @@ absl::StatusOr<CompareRunData> ReadCompareRun(const RunRef& ref, const std::stri
     it->second.observations.push_back(
         {sit->second, stmt.Int(0) * 1'000'000 + stmt.Int(3), stmt.Int(4), stmt.Double(5)});
   }
+  // What the cells' own evidence says against their claim (the flags `report` withholds a
+  // verdict for): a cell that measured something else must not get a verdict here either.
+  ASSIGN_OR_RETURN(
+      db::Statement flags,
+      db.Prepare("SELECT e.cell_id, e.kind, e.value FROM evidence e JOIN attempts a ON a.id = "
+                 "e.attempt_id WHERE e.run_id = ?1 AND a.state = 'done' AND e.stale = 0 AND "
+                 "e.kind IN ('backend_mismatch', 'probe_silent', 'speculation_not_engaged', "
+                 "'speculation_while_off', 'speculation_not_verifiable')"));
+  flags.Bind(1, ref.run_id);
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, flags.Step());
+    if (!row) break;
+    auto cell = key_of_cell.find(flags.Int(0));
+    if (cell == key_of_cell.end()) continue;  // no measurement of the metric: nothing to judge
+    const auto value = nlohmann::json::parse(flags.Text(2), nullptr, false);
+    if (value.is_discarded() || value.is_null() || value == false) continue;
+    const std::string kind = flags.Text(1);
+    if (IsClaimFlag(kind)) out.groups[cell->second].claim_flags.insert(kind);
+  }
   return out;
 }
 
@@ -182,6 +202,14 @@ namespace {
 
 bool IsChange(const std::string& verdict) {
   return verdict == "slower" || verdict == "faster" || verdict == "higher" || verdict == "lower";
+}
+
+// A row with a claim flag keeps its ratio on screen and gets no verdict (as `report` does).
+void WithholdForClaims(CompareRow& row) {
+  if (row.claim_flags.empty() || !row.ratio) return;
+  row.change = stats::ChangeClass::kStraddles;
+  row.verdict = absl::StrCat("withheld (", absl::StrJoin(row.claim_flags, ", "), ")");
+  row.p_band = 1;
 }
 
 // Log session means' mean and variance of the mean (se²) of one group; false with < 2 sessions.
@@ -452,6 +480,10 @@ absl::StatusOr<RunComparison> CompareReadRuns(const RunRef& a, const CompareRunD
       row.verdict = "inconclusive";
       row.p_band = 1;
     }
+    std::set<std::string> claims = ga.claim_flags;
+    claims.insert(gb.claim_flags.begin(), gb.claim_flags.end());
+    row.claim_flags.assign(claims.begin(), claims.end());
+    WithholdForClaims(row);
     ++out.verdicts[row.verdict];
     out.rows.push_back(std::move(row));
   }
@@ -527,8 +559,148 @@ absl::StatusOr<RunComparison> CompareReadRuns(const RunRef& a, const CompareRunD
   return out;
 }
 
+absl::StatusOr<RunComparison> ComparePairedArms(const RunRef& run, const PairedArms& arms,
+                                                const CompareOptions& options) {
+  RETURN_IF_ERROR(options.Validate());
+  if (!options.by.empty()) {
+    return absl::InvalidArgumentError(
+        "--by matches the cells of two runs; paired arms are matched by the run itself");
+  }
+  AnalysisOptions analysis_options;
+  analysis_options.metric = options.metric;
+  analysis_options.confidence = options.confidence;
+  analysis_options.threshold = options.threshold;
+  analysis_options.bootstrap_draws = 0;
+  ASSIGN_OR_RETURN(RunAnalysis analysis, AnalyzeRun(*run.db, run.run_id, analysis_options));
+  const RunInfo& info = analysis.info;
+  const auto& pairs = info.pair_axes;
+  if (std::find(pairs.begin(), pairs.end(), arms.axis) == pairs.end()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--arms: '", arms.axis, "' is not a paired axis of ", run.label,
+        pairs.empty() ? " (it has none: put the variants on an axis listed under `pair:`)"
+                      : " (its paired axes: " + absl::StrJoin(pairs, ", ") + ")"));
+  }
+  const auto axis_at = std::find(info.axes.begin(), info.axes.end(), arms.axis);
+  const auto& levels = info.axis_values[axis_at - info.axes.begin()];
+  for (const std::string* value : {&arms.baseline, &arms.treatment}) {
+    if (std::find(levels.begin(), levels.end(), *value) == levels.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--arms: ", arms.axis, " has no value '", *value, "' in ", run.label,
+                       "; its values: ", absl::StrJoin(levels, ", ")));
+    }
+  }
+  if (arms.baseline == arms.treatment) {
+    return absl::InvalidArgumentError("--arms: name two different values (BASE,NEW)");
+  }
+  RunComparison out;
+  out.design = "paired arms";
+  out.label_a = absl::StrCat(arms.axis, "=", arms.baseline);
+  out.label_b = absl::StrCat(arms.axis, "=", arms.treatment);
+  out.run_a = out.run_b = run.run_id;
+  out.metric = info.metric;
+  out.unit = info.unit;
+  out.threshold = options.threshold;
+  out.confidence = options.confidence;
+  out.band = options.threshold;
+  for (const auto& axis : info.axes) {
+    if (axis != arms.axis) out.by.push_back(axis);
+  }
+  out.direction = options.direction;
+  out.direction_source = "given";
+  if (out.direction == Direction::kUnknown) {
+    out.direction = info.direction;
+    out.direction_source = DirectionOfUnit(out.unit) == out.direction ? "unit" : "matrix";
+    if (out.direction == Direction::kUnknown) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot tell whether higher or lower ", out.metric, " (unit '", out.unit,
+                       "') is better: pass --higher-is-better or --lower-is-better"));
+    }
+  }
+  for (const Comparison& c : analysis.comparisons) {
+    if (c.pair_axis != arms.axis || c.baseline_value != arms.baseline ||
+        c.treatment_value != arms.treatment) {
+      continue;
+    }
+    CompareRow row;
+    row.key = c.context_key.empty() ? "(every cell)" : c.context_key;
+    row.sessions_a = row.sessions_b = c.sessions;
+    row.n_a = c.n_a;
+    row.n_b = c.n_b;
+    row.mean_a = c.mean_a;
+    row.mean_b = c.mean_b;
+    row.spread_a = row.spread_b = row.p_band = row.p_holm = kNaN;
+    const bool between_sessions =
+        c.t.interval && c.t.interval->scope == stats::IntervalScope::kBetweenSessions;
+    if (between_sessions) {
+      row.ratio = *c.t.interval;
+      row.change = stats::ClassifyChange(*row.ratio, options.threshold);
+      row.p_band = stats::BandExceedancePValue(*row.ratio, options.threshold);
+    } else {
+      row.error =
+          c.t.interval ? "one session: the interval says nothing about another session" : c.t.error;
+    }
+    row.verdict = row.ratio ? VerdictText(row.change, out.direction) : "n/a";
+    std::set<std::string> claims;
+    for (const Flag& f : c.flags) {
+      if (IsClaimFlag(f.kind)) claims.insert(f.kind);
+    }
+    row.claim_flags.assign(claims.begin(), claims.end());
+    WithholdForClaims(row);
+    ++out.verdicts[row.verdict];
+    out.rows.push_back(std::move(row));
+  }
+  if (out.rows.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(run.label, ": no cell has both ", out.label_a,
+                                                      " and ", out.label_b, " measured"));
+  }
+  std::vector<double> p;
+  for (const auto& row : out.rows) p.push_back(row.p_band);
+  const std::vector<double> holm = stats::HolmAdjust(p);
+  for (std::size_t i = 0; i < out.rows.size(); ++i) {
+    CompareRow& row = out.rows[i];
+    row.p_holm = holm[i];
+    out.cells_judged += row.ratio.has_value();
+    row.matrix_verdict = row.verdict;
+    if (IsChange(row.verdict) && !(row.p_holm < 1 - options.confidence)) {
+      row.matrix_verdict = "inconclusive";
+    }
+    ++out.matrix_verdicts[row.matrix_verdict];
+  }
+  for (CompareRow& row : out.rows) {
+    if (!options.detectable || !row.ratio ||
+        (row.matrix_verdict != "no change" && row.matrix_verdict != "inconclusive")) {
+      continue;
+    }
+    stats::PowerOptions power;
+    power.threshold = out.band;
+    power.confidence = options.confidence;
+    power.family = static_cast<std::size_t>(std::max<int64_t>(1, out.cells_judged));
+    auto d = stats::AchievedDetectableChange(*row.ratio, power);
+    if (d.ok()) row.detectable = *d;
+  }
+  out.notes.push_back(absl::StrCat(
+      "paired arms of one run (", run.label,
+      "): every session measured both, interleaved, so what the host did between runs (load, "
+      "clocks, temperature) cancels in each session's ratio; no drift allowance or A/A history "
+      "is needed"));
+  return out;
+}
+
 std::string ComparisonMethodText(const RunComparison& c) {
   const std::string band = FormatDf(100 * c.threshold);
+  if (c.design == "paired arms") {
+    return absl::StrCat(
+        "Paired ratio B/A of ", c.metric,
+        c.unit.empty() ? "" : " (" + c.unit + ", " + DirectionText(c.direction) + ")",
+        ", B = ", c.label_b, ", A = ", c.label_a, ", both arms of run ", c.run_a,
+        ": the geometric mean over sessions of each session's ratio of means, with a ",
+        FormatDf(100 * c.confidence),
+        " % log-t interval on the sessions' ratios (sessions − 1 df, shown). Verdict against ±",
+        band,
+        " %: slower or faster only when the whole interval lies beyond the band, no change only "
+        "when it lies within it, inconclusive otherwise (more sessions would tell). ",
+        MatrixGuaranteeText(c));
+  }
   return absl::StrCat(
       "Ratio B/A of ", c.metric,
       c.unit.empty() ? "" : " (" + c.unit + ", " + DirectionText(c.direction) + ")",
@@ -570,6 +742,10 @@ std::string RenderComparisonMarkdown(const RunComparison& c) {
     }
     std::string flags = SpreadFlag(r, c.label_a, c.label_b);
     if (!r.error.empty()) flags = r.error;
+    if (!r.claim_flags.empty()) {
+      flags =
+          absl::StrCat("⚠ ", absl::StrJoin(r.claim_flags, ", "), flags.empty() ? "" : "; ", flags);
+    }
     out += absl::StrCat("| ", r.key, " | ", r.sessions_a, "/", r.sessions_b, " | ",
                         FormatNumber(r.mean_a), " | ", FormatNumber(r.mean_b), " | ",
                         r.ratio ? FormatNumber(r.ratio->estimate) : "-", " | ",
@@ -584,6 +760,9 @@ std::string RenderComparisonMarkdown(const RunComparison& c) {
       auto it = verdicts.find(v);
       if (it != verdicts.end()) out.push_back(absl::StrCat(it->second, " ", v));
     }
+    int64_t withheld = 0;
+    for (const auto& [v, n] : verdicts) withheld += absl::StartsWith(v, "withheld") ? n : 0;
+    if (withheld > 0) out.push_back(absl::StrCat(withheld, " withheld (claim flags)"));
     return absl::StrJoin(out, ", ");
   };
   out += absl::StrCat("\n", c.rows.size(), " cells compared. Per cell: ", counts(c.verdicts),
@@ -619,6 +798,7 @@ nlohmann::json ToJson(const RunComparison& c) {
                       {"confidence", r.ratio->confidence},  {"estimand", r.ratio->estimand}};
     }
     if (!r.error.empty()) row["error"] = r.error;
+    row["claim_flags"] = r.claim_flags;
     if (std::isfinite(r.drift_sd)) row["drift"] = {{"sd", r.drift_sd}, {"df", r.drift_df}};
     if (r.detectable) {
       row["detectable"] = {{"up", num(r.detectable->up)},
@@ -630,6 +810,7 @@ nlohmann::json ToJson(const RunComparison& c) {
     rows.push_back(std::move(row));
   }
   return {
+      {"design", c.design},
       {"a", {{"label", c.label_a}, {"run_id", c.run_a}}},
       {"b", {{"label", c.label_b}, {"run_id", c.run_b}}},
       {"metric", c.metric},

@@ -75,6 +75,9 @@ absl::Status AddStartsSaid(db::Database& db, int64_t run_id, RunAnalysis& a);
 struct CompareGroup {
   std::vector<stats::Observation> observations;  // session: an index within the run
   std::set<std::string> sessions;
+  // Evidence that a cell of the group is not what it claims (IsClaimFlag kinds: speculation
+  // that never drafted, another backend, ...): no verdict is drawn from such a group.
+  std::set<std::string> claim_flags;
 };
 struct CompareRunData {
   std::string metric, unit;

@@ -419,5 +419,109 @@ max_attempts: 1
   }
 }
 
+// Two builds as the paired arms of one run (matrices/examples/one-host-ab-cpu.yaml): the agent
+// registers each build under its own name and `bench: "{build}"` starts the cell's. The judged
+// metric is the sorts' comparisons, which both arms count on identical data (one seed per unit),
+// so the ratio is known exactly whatever the load: ladder-example-bench-slow10 sorts 11 copies
+// where ladder-example-bench sorts 10, a ratio of 1.1; the same program twice, 1.
+TEST(Command, TwoBuildsAsPairedArmsOfOneRunAreJudgedByCompareArms) {
+  TempDir dir;
+  const std::string matrix = std::string(LADDER_EXAMPLES_DIR) + "/one-host-ab-cpu.yaml";
+  auto run_pair = [&](const std::string& db, const std::string& new_build) {
+    return RunCommand({LadderBinary(), "local", matrix, "--db", db, "--agents", "5", "--bench",
+                       "base=" + std::string(LADDER_EXAMPLE_BENCH), "--bench", "new=" + new_build},
+                      std::chrono::seconds(280));
+  };
+  const std::string planted = dir.File("planted.db");
+  auto run = run_pair(planted, LADDER_EXAMPLE_BENCH_SLOW10);
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  // Each arm ran its own build: the bench named in every start, and the sorts the program did.
+  EXPECT_EQ(QueryText(planted,
+                      "SELECT group_concat(pair) FROM (SELECT DISTINCT json_extract(c.axes, "
+                      "'$.build') || ':' || json_extract(e.value, '$.bench') AS pair FROM "
+                      "evidence e JOIN cells c ON c.id = e.cell_id WHERE e.kind = "
+                      "'command_start' ORDER BY pair)"),
+            "base:base,new:new");
+  EXPECT_EQ(QueryInt(planted,
+                     "SELECT COUNT(*) FROM evidence e JOIN cells c ON c.id = e.cell_id WHERE "
+                     "e.kind = 'program_evidence' AND json_extract(c.axes, '$.build') = 'new' "
+                     "AND json_extract(e.value, '$.sorts') = 11"),
+            10);  // 5 sessions x 2 processes
+
+  auto judged = RunCommand({LadderBinary(), "compare", "latest", "--db", planted, "--arms",
+                            "build=base,new", "--metric", "comparisons", "--json"});
+  ASSERT_EQ(judged.exit_code, 0) << judged.err;
+  const auto j = nlohmann::json::parse(judged.out);
+  EXPECT_EQ(j["design"], "paired arms");
+  ASSERT_EQ(j["rows"].size(), 1u) << judged.out;
+  const auto& row = j["rows"][0];
+  EXPECT_NEAR(row["ratio"]["estimate"].get<double>(), 1.1, 1e-9) << judged.out;
+  EXPECT_EQ(row["sessions_a"], 5);
+  EXPECT_EQ(row["ratio"]["df"], 4);
+  EXPECT_EQ(row["matrix_verdict"], "slower") << judged.out;
+  auto gate = RunCommand({LadderBinary(), "compare", "latest", "--db", planted, "--arms",
+                          "build=base,new", "--metric", "comparisons", "--fail-on", "slower"});
+  EXPECT_EQ(gate.exit_code, 5) << gate.out << gate.err;
+  EXPECT_NE(gate.out.find("Paired ratio B/A of comparisons"), std::string::npos) << gate.out;
+  EXPECT_NE(gate.out.find("paired arms of one run"), std::string::npos) << gate.out;
+
+  // A/A: the same program under both names.
+  const std::string same = dir.File("aa.db");
+  auto aa = run_pair(same, LADDER_EXAMPLE_BENCH);
+  ASSERT_EQ(aa.exit_code, 0) << aa.out << aa.err;
+  auto aa_gate =
+      RunCommand({LadderBinary(), "compare", "latest", "--db", same, "--arms", "build=base,new",
+                  "--metric", "comparisons", "--fail-on", "slower", "--json"});
+  EXPECT_EQ(aa_gate.exit_code, 0) << aa_gate.out << aa_gate.err;
+  const auto aa_rows = nlohmann::json::parse(aa_gate.out)["rows"];
+  ASSERT_EQ(aa_rows.size(), 1u);
+  EXPECT_NEAR(aa_rows[0]["ratio"]["estimate"].get<double>(), 1.0, 1e-12);
+  EXPECT_EQ(aa_rows[0]["matrix_verdict"], "no change");
+
+  // Bad input: exit 2 with the reason.
+  const std::vector<std::pair<std::vector<std::string>, std::string>> bad = {
+      {{"--arms", "build=base,nope"}, "has no value 'nope'"},
+      {{"--arms", "method=a,b"}, "is not a paired axis"},
+      {{"--arms", "build=base"}, "expected AXIS=BASE,NEW"},
+      {{"--arms", "build=base,base"}, "two different values"},
+      {{"--arms", "build=base,new", "--host-drift", "5"}, "are for two runs"},
+  };
+  for (const auto& [flags, expected] : bad) {
+    std::vector<std::string> argv = {LadderBinary(), "compare", "latest", "--db", planted};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    auto refused = RunCommand(argv);
+    EXPECT_EQ(refused.exit_code, 2) << flags[1] << refused.out << refused.err;
+    EXPECT_NE(refused.err.find(expected), std::string::npos) << flags[1] << refused.err;
+  }
+  // An agent without one of the builds: `local` says so before it starts anything.
+  auto missing = RunCommand({LadderBinary(), "local", matrix, "--db", dir.File("m.db"), "--bench",
+                             "base=" + std::string(LADDER_EXAMPLE_BENCH)});
+  EXPECT_EQ(missing.exit_code, 2) << missing.out << missing.err;
+  EXPECT_NE(missing.err.find("no bench \"new\""), std::string::npos) << missing.err;
+}
+
+TEST(Command, ABenchTemplateMustNameAxesThatRenderBenchNames) {
+  TempDir dir;
+  const std::string head =
+      "name: t\nrunner: command\nmetrics: {time_us: {unit: us, better: lower}}\n"
+      "axes: {build: [base, new]}\npair: [build]\ncommand:\n";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"  bench: \"{bulid}\"\n", "{bulid} in a bench name must be an axis or a fixed parameter"},
+      {"  bench: \"{process}\"\n", "{process} in a bench name must be an axis"},
+      {"  bench: \"Sort-{build}\"\n", "renders \"Sort-base\", which is not a bench name"},
+      {"  bench: \"{build\"\n", "bad.yaml:7:10"},
+  };
+  for (const auto& [bench, expected] : cases) {
+    WriteFile(dir.File("bad.yaml"), head + bench);
+    auto validate = RunCommand({LadderBinary(), "validate", dir.File("bad.yaml")});
+    EXPECT_EQ(validate.exit_code, 2) << bench << validate.out << validate.err;
+    EXPECT_NE(validate.err.find(expected), std::string::npos) << bench << validate.err;
+    EXPECT_NE(validate.err.find("bad.yaml:7:10"), std::string::npos) << bench << validate.err;
+  }
+  WriteFile(dir.File("good.yaml"), head + "  bench: \"sort-{build}\"\n");
+  auto good = RunCommand({LadderBinary(), "validate", dir.File("good.yaml")});
+  EXPECT_EQ(good.exit_code, 0) << good.out << good.err;
+}
+
 }  // namespace
 }  // namespace ladder::testing

@@ -97,7 +97,10 @@ struct CommandSpec {
     kPerProcess,  // one start per cell and process; the program reports every round
     kPerRound,    // one start per cell, process and round; the program reports one value each
   };
-  std::string bench;  // IsBenchName: a name the agent registered
+  // A name the agent registered (IsBenchName), or a template of the cell's parameters that
+  // renders to one per cell — `bench: "{build}"` with an axis `build: [base, new]` runs the agent's
+  // --bench base=… and --bench new=… as two arms (BenchNames).
+  std::string bench;
   // argv after the program, each item rendered per start: "{name}" is the cell's parameter
   // `name` (axes and fixed) or a built-in (process, round, rounds, seed, out); "{{" and "}}" are
   // literal braces. No shell is involved.
@@ -112,6 +115,14 @@ struct CommandSpec {
 // [a-z0-9_.-]{1,57}: a registered program's name. Agents advertise each as the feature
 // "bench:NAME" (features are at most 64 characters of [a-z0-9_:.-]).
 bool IsBenchName(std::string_view name);
+
+struct Matrix;
+// Every program name `matrix.command->bench` renders to over the matrix's cells, sorted and
+// distinct (one name when it is not a template). InvalidArgument when a placeholder is not an
+// axis or a fixed parameter (built-ins such as {process} vary within a cell), a rendered name is
+// not IsBenchName, or there are more than 48 (an agent registers at most 48 programs). An empty
+// vector for a matrix without `command`.
+absl::StatusOr<std::vector<std::string>> BenchNames(const Matrix& matrix);
 
 // The built-in placeholders of CommandSpec::args and extra_env values.
 inline constexpr std::string_view kCommandBuiltins[] = {"process", "round", "rounds", "seed",

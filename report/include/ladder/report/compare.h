@@ -113,9 +113,16 @@ struct CompareRow {
   // its df; NaN when the history has none for this cell.
   double drift_sd = std::numeric_limits<double>::quiet_NaN();
   double drift_df = 0;
+  // Evidence, in either run (or either arm), that the cell is not what it claims (IsClaimFlag:
+  // speculation_not_engaged, backend_mismatch, ...). The ratio stays; the verdict and the matrix
+  // verdict are "withheld (KIND, ...)" and the row cannot fire a change in Holm's family.
+  std::vector<std::string> claim_flags;
 };
 
 struct RunComparison {
+  // "two runs" (CompareTwoRuns: Welch's interval between runs) or "paired arms" (ComparePairedArms:
+  // two arms of one run's paired axis, measured in the same sessions).
+  std::string design = "two runs";
   std::string label_a, label_b;
   int64_t run_a = 0, run_b = 0;
   std::string metric, unit;
@@ -145,6 +152,21 @@ struct RunComparison {
 
 absl::StatusOr<RunComparison> CompareTwoRuns(const RunRef& a, const RunRef& b,
                                              const CompareOptions& options = {});
+
+// Two arms of a paired axis in ONE run: `treatment` against `baseline` (values of `axis`), per
+// context of the other axes — the one-host design, where every session measured both arms
+// interleaved, so the host's drift between runs cancels in the ratio. Each row is report's paired
+// comparison (stats::PairedRatioInterval: geometric mean of the per-session ratios, log-t interval
+// on sessions − 1 df), judged against the band and adjusted over the rows by Holm exactly as
+// CompareTwoRuns does; a claim flag on either arm withholds the verdict. `design` is "paired
+// arms", run_a = run_b. InvalidArgument when `axis` is not one of the run's pair axes or a value
+// is not among its levels (the message lists them); FailedPrecondition when no context has both
+// arms measured.
+struct PairedArms {
+  std::string axis, baseline, treatment;
+};
+absl::StatusOr<RunComparison> ComparePairedArms(const RunRef& run, const PairedArms& arms,
+                                                const CompareOptions& options = {});
 
 // A short paragraph saying what the table shows and how verdicts are decided.
 std::string ComparisonMethodText(const RunComparison& comparison);
