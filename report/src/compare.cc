@@ -617,22 +617,29 @@ absl::StatusOr<RunComparison> ComparePairedArms(const RunRef& run, const PairedA
     }
   }
   for (const Comparison& c : analysis.comparisons) {
-    if (c.pair_axis != arms.axis || c.baseline_value != arms.baseline ||
-        c.treatment_value != arms.treatment) {
-      continue;
-    }
+    if (c.pair_axis != arms.axis) continue;
+    // The run pairs each arm with the axis's first value; the other order is the reciprocal
+    // (the log-t interval is symmetric on the log scale, so its bounds swap exactly).
+    const bool forward = c.baseline_value == arms.baseline && c.treatment_value == arms.treatment;
+    const bool reverse = c.baseline_value == arms.treatment && c.treatment_value == arms.baseline;
+    if (!forward && !reverse) continue;
     CompareRow row;
     row.key = c.context_key.empty() ? "(every cell)" : c.context_key;
     row.sessions_a = row.sessions_b = c.sessions;
-    row.n_a = c.n_a;
-    row.n_b = c.n_b;
-    row.mean_a = c.mean_a;
-    row.mean_b = c.mean_b;
+    row.n_a = forward ? c.n_a : c.n_b;
+    row.n_b = forward ? c.n_b : c.n_a;
+    row.mean_a = forward ? c.mean_a : c.mean_b;
+    row.mean_b = forward ? c.mean_b : c.mean_a;
     row.spread_a = row.spread_b = row.p_band = row.p_holm = kNaN;
     const bool between_sessions =
         c.t.interval && c.t.interval->scope == stats::IntervalScope::kBetweenSessions;
     if (between_sessions) {
       row.ratio = *c.t.interval;
+      if (reverse) {
+        row.ratio->estimate = 1 / c.t.interval->estimate;
+        row.ratio->lower = 1 / c.t.interval->upper;
+        row.ratio->upper = 1 / c.t.interval->lower;
+      }
       row.change = stats::ClassifyChange(*row.ratio, options.threshold);
       row.p_band = stats::BandExceedancePValue(*row.ratio, options.threshold);
     } else {
@@ -650,6 +657,12 @@ absl::StatusOr<RunComparison> ComparePairedArms(const RunRef& run, const PairedA
     out.rows.push_back(std::move(row));
   }
   if (out.rows.empty()) {
+    const std::string& first = levels.front();
+    if (arms.baseline != first && arms.treatment != first) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--arms: ", run.label, " pairs each value of ", arms.axis, " with its first, '", first,
+          "'; judge '", first, "' against another value (either order)"));
+    }
     return absl::FailedPreconditionError(absl::StrCat(run.label, ": no cell has both ", out.label_a,
                                                       " and ", out.label_b, " measured"));
   }

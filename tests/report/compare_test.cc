@@ -385,5 +385,91 @@ TEST_F(CompareTest, TwoDatabaseFilesAndBadInput) {
   EXPECT_NE(unknown.status().message().find("--higher-is-better"), std::string::npos);
 }
 
+// A cell whose own evidence says it is not what it claims (speculation that never drafted, another
+// backend) gets no verdict between two runs either: the ratio stays, the verdict and the matrix
+// verdict are withheld with the flag, and it cannot fire a change in Holm's family.
+TEST_F(CompareTest, AClaimFlagInEitherRunWithholdsTheVerdict) {
+  auto store = OpenStore("flags.db");
+  const int64_t base = Run(*store, 1, 1.00);
+  SyntheticOptions options;
+  options.value = [](const CellAxes& a, int s, int p, int r) { return Value(a, s, p, r, 2, 1.20); };
+  options.evidence = [](const CellAxes& axes) {
+    std::vector<std::pair<std::string, std::string>> out;
+    if (axes.at("path") == "3d" && axes.at("depth") == "1024") {
+      out.push_back({"backend_mismatch", R"("asked FLASH_ATTN, the engine logged TRITON_ATTN")"});
+    }
+    return out;
+  };
+  const int64_t slower = BuildSyntheticRun(*store, kCompareYaml, options);
+  auto db = Reader("flags.db");
+  const RunComparison c = Compare(*db, base, slower);
+  ASSERT_EQ(c.rows.size(), 4u);
+  for (const auto& row : c.rows) {
+    ASSERT_TRUE(row.ratio.has_value()) << row.key;
+    EXPECT_NEAR(row.ratio->estimate, 1.2, 0.02) << row.key;
+    if (row.key == "depth=1024,path=3d") {
+      EXPECT_EQ(row.claim_flags, std::vector<std::string>{"backend_mismatch"});
+      EXPECT_EQ(row.verdict, "withheld (backend_mismatch)");
+      EXPECT_EQ(row.matrix_verdict, "withheld (backend_mismatch)");
+      EXPECT_EQ(row.p_band, 1.0);
+    } else {
+      EXPECT_TRUE(row.claim_flags.empty()) << row.key;
+      EXPECT_EQ(row.matrix_verdict, "slower") << row.key;
+    }
+  }
+  // The same the other way round: the flag travels from run A too.
+  const RunComparison back = Compare(*db, slower, base);
+  EXPECT_EQ(back.rows[1].key, "depth=1024,path=3d");
+  EXPECT_EQ(back.rows[1].verdict, "withheld (backend_mismatch)");
+  const std::string shown = report::RenderComparisonMarkdown(c);
+  EXPECT_NE(shown.find("⚠ backend_mismatch"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("1 withheld (claim flags)"), std::string::npos) << shown;
+  EXPECT_EQ(report::ToJson(c)["rows"][1]["claim_flags"][0], "backend_mismatch");
+}
+
+// Two arms of one run's paired axis: per context of the other axes, report's paired ratio judged
+// against the band, Holm over the contexts, and the claim flags withheld as between runs.
+TEST_F(CompareTest, PairedArmsOfOneRunAreJudgedLikeTwoRuns) {
+  auto store = OpenStore("arms.db");
+  SyntheticOptions options;
+  // The 3d arm is 10 % faster than 2d at depth 1024 and the same at 4096 (a time: lower better).
+  options.value = [](const CellAxes& a, int s, int p, int r) {
+    const double arm = a.at("path") == "3d" ? (a.at("depth") == "1024" ? 0.9 : 1.0) : 1.0;
+    CellAxes same = a;
+    same["path"] = "2d";
+    return Value(same, s, p, r, a.at("path") == "3d" ? 8 : 7, arm);  // each arm its own noise
+  };
+  const int64_t run = BuildSyntheticRun(*store, kCompareYaml, options);
+  auto db = Reader("arms.db");
+  auto c = report::ComparePairedArms({db.get(), run, "run 1"}, {"path", "2d", "3d"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->design, "paired arms");
+  EXPECT_EQ(c->label_a, "path=2d");
+  EXPECT_EQ(c->label_b, "path=3d");
+  ASSERT_EQ(c->rows.size(), 2u);
+  EXPECT_EQ(c->rows[0].key, "depth=1024");
+  EXPECT_NEAR(c->rows[0].ratio->estimate, 0.9, 0.01);
+  EXPECT_EQ(c->rows[0].ratio->df, 4);  // 5 sessions measured both arms
+  EXPECT_EQ(c->rows[0].matrix_verdict, "faster");
+  EXPECT_EQ(c->rows[1].key, "depth=4096");
+  EXPECT_EQ(c->rows[1].matrix_verdict, "no change");
+  EXPECT_EQ(c->cells_judged, 2);
+  EXPECT_EQ(report::ToJson(*c)["design"], "paired arms");
+  // The reverse arms give the reciprocal ratio.
+  auto reverse = report::ComparePairedArms({db.get(), run, "run 1"}, {"path", "3d", "2d"});
+  ASSERT_TRUE(reverse.ok()) << reverse.status();
+  EXPECT_NEAR(reverse->rows[0].ratio->estimate * c->rows[0].ratio->estimate, 1.0, 1e-9);
+  EXPECT_EQ(reverse->rows[0].matrix_verdict, "slower");
+  // Bad input names what exists.
+  auto not_paired = report::ComparePairedArms({db.get(), run, "run 1"}, {"depth", "1024", "4096"});
+  ASSERT_FALSE(not_paired.ok());
+  EXPECT_NE(not_paired.status().message().find("its paired axes: path"), std::string::npos)
+      << not_paired.status();
+  auto no_value = report::ComparePairedArms({db.get(), run, "run 1"}, {"path", "2d", "4d"});
+  ASSERT_FALSE(no_value.ok());
+  EXPECT_NE(no_value.status().message().find("its values: 2d, 3d"), std::string::npos)
+      << no_value.status();
+}
+
 }  // namespace
 }  // namespace ladder::testing
