@@ -52,6 +52,9 @@ cuda() {
   rm -rf "$out"
   LADDER_CUDA_ARCHS=${LADDER_CUDA_ARCHS:-90a-real} LADDER_JOBS=$jobs \
     bash scripts/package.sh --cuda --out "$out" || return 1
+  # The GPU arm of the one-host bench (command/examples/example_gpu_bench.cu) is CUDA code too.
+  cmake --build build-pkg-cuda --target ladder-example-gpu-bench ladder-example-gpu-bench-slow10 \
+    -j "$jobs" || return 1
   tarball=$(ls "$out"/ladder-*-linux-x86_64-cuda.tar.gz)
   (cd "$out" && sha256sum -c --quiet SHA256SUMS) || return 1
   unpacked=$(mktemp -d)
