@@ -403,6 +403,10 @@ class EngineProcess::Impl {
       if (line.find(pattern) != std::string::npos) ++count;
     }
     evidence_.out_of_memory = evidence_.out_of_memory || oom;
+    if (evidence_.non_default_args_line.empty() &&
+        line.find("non-default args: {") != std::string::npos) {
+      evidence_.non_default_args_line = ToValidUtf8(line);
+    }
     ++evidence_.lines;
     // The log file keeps the engine's bytes; the tail becomes evidence (JSON), so it is UTF-8.
     tail_.push_back(ToValidUtf8(line));
