@@ -17,9 +17,11 @@
 
 #include "ladder/engines/capabilities.h"
 #include "ladder/engines/engine_config.h"
+#include "ladder/engines/engine_runner.h"
 #include "ladder/engines/engine_version.h"
 #include "ladder/engines/process.h"
 #include "ladder/engines/recipe.h"
+#include "runner_harness.h"
 
 namespace ladder::engines {
 namespace {
@@ -527,6 +529,82 @@ TEST(VllmConfig, SpeculationAndBackendFromTheLine) {
   ASSERT_EQ(check.mismatches.size(), 1u);
   EXPECT_EQ(check.mismatches[0]["name"], "speculative_config.num_speculative_tokens");
   EXPECT_EQ(check.mismatches[0]["reported"], 1);
+}
+
+// The runner end to end: a child that prints the 0.28.1 user's line (as vLLM does at start)
+// and then serves as the synthetic engine, whose GET /v1/models answers as vLLM's does (one
+// card, its preset's max_model_len: 32768 for tiny). The cell is rendered by the vllm recipe
+// (its expected configuration, /v1/models); the card's length, what the server runs, wins
+// over the line's 2048, what it was told; the line gives the rest.
+class VllmLineThenSynthetic final : public Recipe {
+ public:
+  std::string_view name() const override { return "vllm-logged"; }
+  const std::vector<ParamSpec>& parameters() const override {
+    return (*FindBuiltinRecipe("vllm"))->parameters();
+  }
+  absl::StatusOr<RenderedEngine> Render(const nlohmann::json& params,
+                                        const RecipeContext& context) const override {
+    nlohmann::json cell = params;
+    cell["engine"] = "vllm";
+    auto vllm = (*FindBuiltinRecipe("vllm"))->Render(cell, context);
+    if (!vllm.ok()) return vllm;
+    auto out = (*FindBuiltinRecipe("synthetic"))
+                   ->Render({{"engine", "synthetic"}, {"preset", "tiny"}, {"depth", 1}}, context);
+    if (!out.ok()) return out;
+    out->engine = "vllm";
+    out->endpoints.config_path = vllm->endpoints.config_path;
+    out->expected_config = vllm->expected_config;
+    std::vector<std::string> argv = {"/bin/sh", "-c", "echo \"$LINE\"; exec \"$@\"", "sh"};
+    argv.insert(argv.end(), out->launch->argv.begin(), out->launch->argv.end());
+    out->launch->argv = argv;
+    out->launch->env.emplace_back("LINE", kVllm0281Line);
+    return out;
+  }
+};
+
+TEST(VllmConfig, TheRunnerChecksTheLoggedLine) {
+  EngineRunnerOptions options = harness::Options();
+  options.version_detection = VersionDetection::kOff;
+  options.extra_recipes.push_back(std::make_shared<VllmLineThenSynthetic>());
+  EngineRunner runner(options);
+  nlohmann::json cell = {{"engine", "vllm-logged"},
+                         {"model", "facebook/opt-125m"},
+                         {"dtype", "bfloat16"},
+                         {"max_model_len", 4096},
+                         {"depth", 64},
+                         {"short_tokens", 2},
+                         {"long_tokens", 4},
+                         {"warmup", "none"}};
+  harness::FakeSink sink;
+  absl::Status s = runner.Run(harness::Unit({harness::Cell(1, cell)}), sink);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.message(),
+              HasSubstr("max_model_len: the cell asked 4096, the engine reports 32768"));
+  const runner::Evidence* config = sink.Find(1, "engine_config");
+  ASSERT_NE(config, nullptr);
+  EXPECT_EQ(config->value["path"], "/v1/models");
+  EXPECT_EQ(config->value["non_default_args"]["port"], 18000);
+  EXPECT_EQ(config->value["reported"]["dtype"], "bfloat16");
+  // A dtype other than the line's fails too, with both values.
+  cell["max_model_len"] = 32768;
+  cell["dtype"] = "float16";
+  harness::FakeSink dtype_sink;
+  absl::Status dtype = runner.Run(harness::Unit({harness::Cell(1, cell)}), dtype_sink);
+  EXPECT_THAT(dtype.message(),
+              HasSubstr("dtype: the cell asked \"float16\", the engine reports \"bfloat16\""));
+  // The cell that asked what the server runs is measured.
+  cell["dtype"] = "bfloat16";
+  harness::FakeSink ok_sink;
+  absl::Status ok = runner.Run(harness::Unit({harness::Cell(1, cell)}), ok_sink);
+  ASSERT_TRUE(ok.ok()) << ok;
+  const runner::Evidence* ok_config = ok_sink.Find(1, "engine_config");
+  ASSERT_NE(ok_config, nullptr);
+  EXPECT_EQ(ok_config->value["reported"], nlohmann::json({{"max_model_len", 32768},
+                                                          {"dtype", "bfloat16"},
+                                                          {"enable_prefix_caching", false}}));
+  EXPECT_TRUE(ok_config->value["mismatches"].empty());
+  EXPECT_FALSE(ok_sink.Values(1, "decode_tok_s").empty());
 }
 
 // ---------------------------------------------------------------------------------------------
