@@ -21,6 +21,20 @@ class PythonLiteralReader {
   explicit PythonLiteralReader(std::string_view text) : text_(text) {}
 
   absl::StatusOr<nlohmann::json> ReadValue() {
+    // An engine's log line is the input: nesting is bounded so that no line exhausts the stack.
+    if (depth_ >= kMaxDepth) return Error("nested too deeply");
+    ++depth_;
+    auto value = ReadValueAt();
+    --depth_;
+    return value;
+  }
+
+  size_t pos() const { return pos_; }
+
+ private:
+  static constexpr int kMaxDepth = 64;
+
+  absl::StatusOr<nlohmann::json> ReadValueAt() {
     SkipSpace();
     if (pos_ >= text_.size()) return Error("the text ends where a value should be");
     const char c = text_[pos_];
@@ -36,9 +50,6 @@ class PythonLiteralReader {
     return ReadAtom();
   }
 
-  size_t pos() const { return pos_; }
-
- private:
   absl::Status Error(std::string_view what) const {
     return absl::InvalidArgumentError(absl::StrCat("not a Python literal at character ", pos_, ": ",
                                                    absl::string_view(what.data(), what.size())));
@@ -228,6 +239,7 @@ class PythonLiteralReader {
 
   std::string_view text_;
   size_t pos_ = 0;
+  int depth_ = 0;
 };
 
 // A copy of `from[key]` into `out[name]` unless it is absent or null.

@@ -424,6 +424,9 @@ TEST(VllmNonDefaultArgs, ReadsPythonReprForms) {
   EXPECT_EQ(cut.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(ParseVllmNonDefaultArgs("INFO Using max model len 8192").status().code(),
             absl::StatusCode::kNotFound);
+  // An engine's bytes: nesting past 64 levels is refused, not followed down the stack.
+  const std::string deep = "non-default args: {'a': " + std::string(4000, '[') + "}";
+  EXPECT_EQ(ParseVllmNonDefaultArgs(deep).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 // The process scan keeps the line for the configuration check (the tail may lose it).
