@@ -1,5 +1,6 @@
 #include "ladder/engines/capabilities.h"
 
+#include <algorithm>
 #include <cctype>
 #include <string>
 #include <string_view>
@@ -141,6 +142,103 @@ absl::StatusOr<EngineCapabilities> ParseLlamaServerHelp(std::string_view help) {
   if (caps.options.empty()) {
     return absl::InvalidArgumentError(
         Cat("llama-server --help listed no options: \"", HelpTextStart(help), "\""));
+  }
+  return caps;
+}
+
+namespace {
+
+// "-tp TENSOR_PARALLEL_SIZE, --tensor-parallel-size TENSOR_PARALLEL_SIZE" or
+// "--enable-prefix-caching, --no-enable-prefix-caching" or "-h, --help": each comma-separated
+// part is a spelling, then (optionally) the metavar, a choices set "{a,b}" or "[N ...]".
+EngineOption ParseArgparseInvocation(std::string_view invocation) {
+  EngineOption option;
+  for (absl::string_view raw_part : absl::StrSplit(
+           absl::string_view(invocation.data(), invocation.size()), ", ", absl::SkipEmpty())) {
+    std::string_view part = Trim(std::string_view(raw_part.data(), raw_part.size()));
+    if (part.empty()) continue;
+    const size_t space = part.find(' ');
+    std::string_view spelling = part.substr(0, space);
+    if (spelling.empty() || spelling[0] != '-') {
+      // A choices set with ", " in it would be no spelling: keep it with the hint.
+      if (!option.value_hint.empty()) option.value_hint.append(", ");
+      option.value_hint.append(part);
+      continue;
+    }
+    option.spellings.emplace_back(spelling);
+    if (space != std::string_view::npos) {
+      option.value_hint = std::string(Trim(part.substr(space + 1)));
+    }
+  }
+  return option;
+}
+
+}  // namespace
+
+absl::StatusOr<EngineCapabilities> ParseArgparseHelp(std::string_view help,
+                                                     std::string_view source) {
+  EngineCapabilities caps;
+  caps.source = std::string(source);
+  EngineOption* current = nullptr;
+  bool in_usage = false;
+  auto add_help = [&](std::string_view text) {
+    text = Trim(text);
+    if (current == nullptr || text.empty()) return;
+    if (!current->help.empty()) current->help.push_back(' ');
+    current->help.append(text);
+  };
+  for (absl::string_view raw : absl::StrSplit(absl::string_view(help.data(), help.size()), '\n')) {
+    std::string_view line(raw.data(), raw.size());
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (Trim(line).empty()) {
+      current = nullptr;
+      in_usage = false;
+      continue;
+    }
+    size_t indent = 0;
+    while (indent < line.size() && line[indent] == ' ') ++indent;
+    std::string_view rest = line.substr(indent);
+    if (indent == 0) {
+      // "usage: ..." (its continuation lines are indented), a section title, a log line.
+      current = nullptr;
+      in_usage = rest.rfind("usage:", 0) == 0;
+      continue;
+    }
+    if (in_usage) continue;
+    // argparse indents an action by 2 per nesting level (2 in a group); its help lines start
+    // at the help column (24 by default, more with a wider formatter).
+    if (rest[0] == '-' && indent <= 6) {
+      std::string_view invocation = rest;
+      std::string_view text;
+      if (size_t gap = rest.find("  "); gap != std::string_view::npos) {
+        invocation = rest.substr(0, gap);
+        text = rest.substr(gap);
+      }
+      caps.options.push_back(ParseArgparseInvocation(invocation));
+      if (caps.options.back().spellings.empty()) {
+        caps.options.pop_back();
+        current = nullptr;
+        continue;
+      }
+      current = &caps.options.back();
+      add_help(text);
+    } else if (current != nullptr && indent > 6) {
+      add_help(rest);
+    } else {
+      current = nullptr;  // a group's description
+    }
+  }
+  int real_options = 0;
+  for (const EngineOption& option : caps.options) {
+    const bool only_help =
+        option.spellings.size() <= 2 &&
+        std::all_of(option.spellings.begin(), option.spellings.end(),
+                    [](const std::string& s) { return s == "-h" || s == "--help"; });
+    if (!only_help) ++real_options;
+  }
+  if (real_options == 0) {
+    return absl::InvalidArgumentError(
+        Cat(source, " listed no options: \"", HelpTextStart(help), "\""));
   }
   return caps;
 }

@@ -205,6 +205,24 @@ absl::Status Annotate(const absl::Status& status, std::string_view context) {
   return absl::Status(status.code(), Cat(context, ": ", status.message()));
 }
 
+// Where to look when a running engine's configuration is not its cell's.
+std::string ConfigMismatchHint(std::string_view engine) {
+  if (engine == "llama.cpp") {
+    return "check the model's training context (llama-server caps a slot's context at it from "
+           "b6925, llama.cpp#16736), --fit, the agent's environment (LLAMA_ARG_* are removed "
+           "unless extra_env sets them) and extra_args";
+  }
+  if (engine == "sglang") {
+    return "SGLang adjusts its arguments after parsing them (server_args.py: an attention "
+           "backend the model or platform does not support is replaced, speculative settings "
+           "are derived); check the server's log, the agent's SGLANG_* variables and extra_args";
+  }
+  if (engine == "vllm") {
+    return "check the server's log, the agent's VLLM_* variables and extra_args";
+  }
+  return "check extra_args and the agent's environment";
+}
+
 // Runs one unit; owns the live engines and the cancellation watchdog.
 class UnitRun {
  public:
@@ -537,7 +555,25 @@ class UnitRun {
         report = nullptr;
       }
     }
-    const nlohmann::json reported = ReportedConfig(re.engine, report);
+    // vLLM's "non-default args" line: what it parsed from the command line, beside what its
+    // /v1/models says it serves.
+    nlohmann::json logged;
+    if (re.engine == "vllm" && engine.process) {
+      const std::string line = engine.process->Evidence().non_default_args_line;
+      if (line.empty()) {
+        value["non_default_args"] = {{"error", "the log has no \"non-default args\" line"}};
+      } else {
+        absl::StatusOr<nlohmann::json> args = ParseVllmNonDefaultArgs(line);
+        if (args.ok()) {
+          logged = *args;
+          value["non_default_args"] = logged;
+        } else {
+          value["non_default_args"] = {{"error", std::string(args.status().message())},
+                                       {"line", line.substr(0, 400)}};
+        }
+      }
+    }
+    const nlohmann::json reported = ReportedConfig(re.engine, report, logged);
     const ConfigCheck check = CheckConfig(re.expected_config, reported);
     value["reported"] = reported;
     value["mismatches"] = check.mismatches;
@@ -562,14 +598,11 @@ class UnitRun {
       RETURN_IF_ERROR(sink_.RecordEvidence(
           Evidence{id, engine.process_index, "engine_config_mismatch", check.mismatches}));
     }
-    return FailWithLog(
-        engine, -1,
-        absl::FailedPreconditionError(
-            Cat(context, ": the running engine's configuration is not the cell's (",
-                re.endpoints.config_path, "): ", absl::StrJoin(what, "; "),
-                "; check the model's training context (llama-server caps a slot's context at it "
-                "from b6925, llama.cpp#16736), --fit, the agent's environment (LLAMA_ARG_* are "
-                "removed unless extra_env sets them) and extra_args")));
+    return FailWithLog(engine, -1,
+                       absl::FailedPreconditionError(
+                           Cat(context, ": the running engine's configuration is not the cell's (",
+                               re.endpoints.config_path, "): ", absl::StrJoin(what, "; "), "; ",
+                               ConfigMismatchHint(re.engine))));
   }
 
   // Untimed generations before the first measured one: a fresh engine process pays first-use
@@ -1083,6 +1116,20 @@ class UnitRun {
       mismatch = !seen || forced_other;
     } else if (re.requested_backend.empty()) {
       mismatch = false;  // nothing was asked for: whatever the engine chose is not a mismatch
+    }
+    // The backend the server's configuration report names (SGLang /get_server_info, vLLM's
+    // non-default args): SGLang replaces a requested backend without a line the log scan reads
+    // (an MLA model's own choice), and its report says which one it kept.
+    if (engine.config.is_object() && engine.config.contains("reported") &&
+        engine.config["reported"].is_object() &&
+        engine.config["reported"].contains("attention_backend") &&
+        engine.config["reported"]["attention_backend"].is_string()) {
+      const std::string configured = engine.config["reported"]["attention_backend"];
+      backend["configured"] = configured;
+      if (!re.requested_backend.empty()) {
+        const bool differs = NormalizeBackend(configured) != NormalizeBackend(re.requested_backend);
+        mismatch = (mismatch.is_boolean() && mismatch.get<bool>()) || differs;
+      }
     }
     bool restartable = re.restartability == Restartability::kRestartable;
     nlohmann::json process_info = {{"engine", re.engine},

@@ -169,11 +169,37 @@ absl::StatusOr<std::string> DetectEngineVersion(std::string_view engine,
 }
 
 std::optional<LaunchSpec> HelpCommand(std::string_view engine, const RecipeContext& context) {
-  if (engine != "llama.cpp") return std::nullopt;
   LaunchSpec spec;
-  spec.argv = {context.llama_server_executable, "--help"};
+  if (engine == "llama.cpp") {
+    spec.argv = {context.llama_server_executable, "--help"};
+  } else if (engine == "vllm") {
+    // Newer vLLM prints only its option groups for a plain --help and every option for
+    // --help=all (vllm/entrypoints/utils.py, VLLM_SUBCMD_PARSER_EPILOG: "For full list:
+    // vllm {subcmd} --help=all"); an older one refuses "=all" and DetectCapabilities falls back
+    // to a plain --help.
+    spec.argv = {context.vllm_executable, "serve", "--help=all"};
+  } else if (engine == "sglang") {
+    spec.argv = {context.python_executable, "-m", "sglang.launch_server", "--help"};
+  } else {
+    return std::nullopt;
+  }
   return spec;
 }
+
+namespace {
+
+absl::StatusOr<EngineCapabilities> ParseHelpOf(std::string_view engine, const LaunchSpec& spec,
+                                               const std::string& text) {
+  if (engine == "llama.cpp") return ParseLlamaServerHelp(text);
+  std::vector<std::string> words(spec.argv.begin(), spec.argv.end());
+  if (!words.empty()) {
+    const size_t slash = words[0].rfind('/');
+    if (slash != std::string::npos) words[0] = words[0].substr(slash + 1);
+  }
+  return ParseArgparseHelp(text, absl::StrJoin(words, " "));
+}
+
+}  // namespace
 
 absl::StatusOr<EngineCapabilities> DetectCapabilities(std::string_view engine,
                                                       const RecipeContext& context,
@@ -182,9 +208,17 @@ absl::StatusOr<EngineCapabilities> DetectCapabilities(std::string_view engine,
   if (!spec.has_value()) {
     return absl::NotFoundError(Cat(engine, ": its --help is not read"));
   }
-  // b10309's --help is 600 lines; keep far more than any build prints.
+  // b10309's --help is 600 lines, vLLM's --help=all about 1500; keep far more.
   ASSIGN_OR_RETURN(CommandOutput output, RunToEnd(engine, *spec, "--help", timeout, 20000));
-  auto caps = ParseLlamaServerHelp(output.text);
+  auto caps = ParseHelpOf(engine, *spec, output.text);
+  if (!caps.ok() && engine == "vllm") {
+    // A vLLM from before --help=all: argparse says "ignored explicit argument 'all'".
+    LaunchSpec plain = *spec;
+    plain.argv.back() = "--help";
+    ASSIGN_OR_RETURN(CommandOutput again, RunToEnd(engine, plain, "--help", timeout, 20000));
+    auto plain_caps = ParseHelpOf(engine, plain, again.text);
+    if (plain_caps.ok()) return plain_caps;
+  }
   if (!caps.ok()) {
     return absl::UnavailableError(Cat(caps.status().message(), " (", output.how, ")"));
   }

@@ -174,6 +174,23 @@ BackendLine ParseBackendLine(std::string_view line) {
       if (!out.backend.empty()) break;
     }
   }
+  // SGLang's model runner for an MLA model (model_executor/model_runner.py): "MLA optimization
+  // is turned on. Use triton backend." in 2024 releases, which then set attention_backend =
+  // "triton" whatever the server was asked ("Use flashinfer mla backend." with
+  // --enable-flashinfer-mla: flashinfer_mla); later f"MLA optimization is turned on. Use
+  // {server_args.attention_backend} backend." names the one it kept.
+  if (out.backend.empty()) {
+    constexpr std::string_view kMla = "MLA optimization is turned on. Use ";
+    if (size_t at = line.find(kMla); at != std::string_view::npos) {
+      const size_t start = at + kMla.size();
+      const size_t end = line.find(" backend", start);
+      if (end != std::string_view::npos && end > start && end - start <= 32) {
+        std::string name(line.substr(start, end - start));
+        std::replace(name.begin(), name.end(), ' ', '_');
+        out.backend = name;
+      }
+    }
+  }
   // SGLang when no backend was given: "Attention backend not explicitly specified. Use
   // flashinfer backend by default."
   if (out.backend.empty()) {
@@ -403,6 +420,10 @@ class EngineProcess::Impl {
       if (line.find(pattern) != std::string::npos) ++count;
     }
     evidence_.out_of_memory = evidence_.out_of_memory || oom;
+    if (evidence_.non_default_args_line.empty() &&
+        line.find("non-default args: {") != std::string::npos) {
+      evidence_.non_default_args_line = ToValidUtf8(line);
+    }
     ++evidence_.lines;
     // The log file keeps the engine's bytes; the tail becomes evidence (JSON), so it is UTF-8.
     tail_.push_back(ToValidUtf8(line));

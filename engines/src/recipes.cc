@@ -9,9 +9,11 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "ladder/engines/engine_config.h"
 #include "ladder/engines/engine_version.h"
 #include "ladder/engines/load.h"
 #include "ladder/engines/recipe.h"
@@ -117,14 +119,6 @@ void AddString(std::vector<std::string>& argv, const nlohmann::json& params, std
     argv.push_back(*v);
   }
 }
-void AddNumber(std::vector<std::string>& argv, const nlohmann::json& params, std::string_view name,
-               std::string_view flag) {
-  if (auto v = GetNumber(params, name)) {
-    argv.emplace_back(flag);
-    argv.push_back(FormatNumber(*v));
-  }
-}
-
 absl::Status AddExtras(RenderedEngine& out, const nlohmann::json& params, std::string_view engine) {
   ASSIGN_OR_RETURN(std::vector<std::string> extra, GetList(params, engine, "extra_args"));
   for (auto& arg : extra) out.launch->argv.push_back(std::move(arg));
@@ -175,6 +169,64 @@ absl::StatusOr<std::string> VllmSpecMethod(std::string_view method) {
                         method, "\""));
 }
 
+// What a vLLM or SGLang binary offers: from its --help when the runner read it
+// (RecipeContext::capabilities); without it every flag is assumed, as the recipe always did (a
+// flag the binary lacks then fails at its argument parsing, before anything is measured).
+class ArgparseOffers {
+ public:
+  ArgparseOffers(const RecipeContext& context, std::string_view engine) : engine_(engine) {
+    if (auto it = context.capabilities.find(std::string(engine));
+        it != context.capabilities.end()) {
+      help_ = &it->second;
+    }
+  }
+
+  const EngineCapabilities* help() const { return help_; }
+  bool Has(std::string_view flag) const { return help_ == nullptr || help_->Has(flag); }
+
+  // The first of `spellings` the --help lists (without one: the first). A cell that needs the
+  // flag is refused, naming it, when none is listed.
+  absl::StatusOr<std::string> Spell(std::string_view param,
+                                    std::initializer_list<std::string_view> spellings) const {
+    if (help_ == nullptr) return std::string(*spellings.begin());
+    if (auto flag = help_->FirstOffered(spellings)) return *flag;
+    return ParamError(engine_, param,
+                      Cat("this ", engine_, " has no ", *spellings.begin(), " (", help_->source,
+                          " does not list it)"));
+  }
+
+  // A value the flag's choices ("{a,b,c}") do not include is refused; a flag without choices
+  // takes anything. Compared without case: vLLM and SGLang name backends in either.
+  absl::Status CheckChoice(std::string_view param, std::string_view flag,
+                           std::string_view value) const {
+    if (help_ == nullptr) return absl::OkStatus();
+    const std::vector<std::string> choices = help_->Values(flag);
+    if (choices.empty()) return absl::OkStatus();
+    for (const std::string& c : choices) {
+      if (absl::EqualsIgnoreCase(c, absl::string_view(value.data(), value.size()))) {
+        return absl::OkStatus();
+      }
+    }
+    return ParamError(engine_, param,
+                      Cat("this ", engine_, "'s ", flag, " takes ", absl::StrJoin(choices, ", "),
+                          " (", help_->source, "); got \"", value, "\""));
+  }
+
+  // The listed choice equal to `value` without case, else `value`.
+  std::string Choice(std::string_view flag, std::string_view value) const {
+    if (help_ != nullptr) {
+      for (const std::string& c : help_->Values(flag)) {
+        if (absl::EqualsIgnoreCase(c, absl::string_view(value.data(), value.size()))) return c;
+      }
+    }
+    return std::string(value);
+  }
+
+ private:
+  std::string engine_;
+  const EngineCapabilities* help_ = nullptr;
+};
+
 // ---------------------------------------------------------------------------------------------
 class VllmRecipe final : public Recipe {
  public:
@@ -211,21 +263,54 @@ class VllmRecipe final : public Recipe {
     RenderedEngine out;
     out.engine = std::string(name());
     out.launch.emplace();
+    const ArgparseOffers offers(context, name());
     std::string model = *GetString(params, "model");
     std::vector<std::string>& argv = out.launch->argv;
     argv = {context.vllm_executable,     "serve", model, "--host", context.host, "--port",
             std::to_string(context.port)};
-    AddInt(argv, params, "seed", "--seed");
+    nlohmann::json& expect = out.expected_config;
+    // Adds FLAG VALUE for a parameter the cell gave, in the spelling the binary lists, and
+    // expects vLLM's "non-default args" to say `value` under `key`.
+    auto add = [&](std::string_view param, std::initializer_list<std::string_view> spellings,
+                   const std::string& value, const nlohmann::json& expected) -> absl::Status {
+      ASSIGN_OR_RETURN(std::string flag, offers.Spell(param, spellings));
+      argv.insert(argv.end(), {flag, value});
+      expect[std::string(param)] = expected;
+      return absl::OkStatus();
+    };
+    if (auto seed = GetInt(params, "seed")) {
+      RETURN_IF_ERROR(add("seed", {"--seed"}, std::to_string(*seed), *seed));
+    }
 
     std::string version = ResolveVersion(params, context, name());
     out.engine_version = version;
+    if (offers.help() != nullptr) {
+      out.rendered_from = offers.help()->source;
+    } else if (!version.empty()) {
+      out.rendered_from = Cat("version ", version);
+    } else {
+      out.rendered_from = "newest spelling (version unknown)";
+    }
     if (auto backend = GetString(params, "attention_backend")) {
       out.requested_backend = *backend;
-      if (!version.empty() && CompareVersions(version, kVllmFirstVersionWithFlag) < 0) {
+      // The binary's --help decides where it read one; else the version (the flag from 0.13).
+      const bool flag =
+          offers.help() != nullptr
+              ? offers.help()->Has("--attention-backend")
+              : version.empty() || CompareVersions(version, kVllmFirstVersionWithFlag) >= 0;
+      if (!flag) {
         out.launch->env.emplace_back(kVllmBackendEnv, *backend);
+        if (offers.help() != nullptr) {
+          out.render_notes.push_back(Cat(offers.help()->source,
+                                         " lists no --attention-backend: the backend is set "
+                                         "with ",
+                                         kVllmBackendEnv));
+        }
       } else {
+        RETURN_IF_ERROR(offers.CheckChoice("attention_backend", "--attention-backend", *backend));
         argv.insert(argv.end(), {"--attention-backend", *backend});
         out.launch->env_unset.push_back(kVllmBackendEnv);
+        expect["attention_backend"] = BackendName(*backend);
       }
     }
     out.ignored_spec_model = spec.ignored_model;
@@ -234,25 +319,63 @@ class VllmRecipe final : public Recipe {
       if (!spec.method.empty()) {
         ASSIGN_OR_RETURN(std::string method, VllmSpecMethod(spec.method));
         config["method"] = method;
+        expect["speculative_config.method"] = method;
       }
-      if (!spec.model.empty()) config["model"] = spec.model;
+      if (!spec.model.empty()) {
+        config["model"] = spec.model;
+        expect["speculative_config.model"] = spec.model;
+      }
       config["num_speculative_tokens"] = spec.k;
-      argv.insert(argv.end(), {"--speculative-config", config.dump()});
+      expect["speculative_config.num_speculative_tokens"] = spec.k;
+      ASSIGN_OR_RETURN(std::string flag, offers.Spell("spec", {"--speculative-config"}));
+      argv.insert(argv.end(), {flag, config.dump()});
       out.spec_k = spec.k;
     }
-    AddInt(argv, params, "tensor_parallel_size", "--tensor-parallel-size");
-    AddInt(argv, params, "max_model_len", "--max-model-len");
-    AddNumber(argv, params, "gpu_memory_utilization", "--gpu-memory-utilization");
-    AddString(argv, params, "dtype", "--dtype");
-    AddString(argv, params, "quantization", "--quantization");
-    if (GetBool(params, "enforce_eager").value_or(false)) argv.emplace_back("--enforce-eager");
-    argv.emplace_back(GetBool(params, "prefix_caching").value_or(false)
-                          ? "--enable-prefix-caching"
-                          : "--no-enable-prefix-caching");
+    if (auto tp = GetInt(params, "tensor_parallel_size")) {
+      RETURN_IF_ERROR(
+          add("tensor_parallel_size", {"--tensor-parallel-size", "-tp"}, std::to_string(*tp), *tp));
+    }
+    if (auto len = GetInt(params, "max_model_len")) {
+      RETURN_IF_ERROR(add("max_model_len", {"--max-model-len"}, std::to_string(*len), *len));
+    }
+    if (auto util = GetNumber(params, "gpu_memory_utilization")) {
+      RETURN_IF_ERROR(
+          add("gpu_memory_utilization", {"--gpu-memory-utilization"}, FormatNumber(*util), *util));
+    }
+    if (auto dtype = GetString(params, "dtype")) {
+      RETURN_IF_ERROR(offers.CheckChoice("dtype", "--dtype", *dtype));
+      RETURN_IF_ERROR(add("dtype", {"--dtype"}, *dtype, *dtype));
+    }
+    if (auto q = GetString(params, "quantization")) {
+      RETURN_IF_ERROR(offers.CheckChoice("quantization", "--quantization", *q));
+      RETURN_IF_ERROR(add("quantization", {"--quantization", "-q"}, *q, *q));
+    }
+    if (GetBool(params, "enforce_eager").value_or(false)) {
+      ASSIGN_OR_RETURN(std::string flag, offers.Spell("enforce_eager", {"--enforce-eager"}));
+      argv.push_back(flag);
+      expect["enforce_eager"] = true;
+    }
+    if (GetBool(params, "prefix_caching").value_or(false)) {
+      ASSIGN_OR_RETURN(std::string flag,
+                       offers.Spell("prefix_caching", {"--enable-prefix-caching"}));
+      argv.push_back(flag);
+      expect["enable_prefix_caching"] = true;
+    } else if (offers.Has("--no-enable-prefix-caching")) {
+      argv.emplace_back("--no-enable-prefix-caching");
+      expect["enable_prefix_caching"] = false;
+    } else {
+      // Before BooleanOptionalAction the flag was a bare --enable-prefix-caching, off unless
+      // given.
+      out.render_notes.push_back(Cat(offers.help()->source,
+                                     " lists no --no-enable-prefix-caching: prefix caching is "
+                                     "left to the build's default (off where the flag is a bare "
+                                     "--enable-prefix-caching)"));
+    }
     RETURN_IF_ERROR(AddExtras(out, params, name()));
 
     out.endpoints.base_url = BaseUrl(context);
     out.endpoints.version_path = "/version";
+    out.endpoints.config_path = "/v1/models";
     out.endpoints.model = model;
     out.spec_metrics = VllmSpecMetrics();
     // VLLM_* variables (VLLM_USE_V1, VLLM_FLASH_ATTN_VERSION, ...) change what vLLM runs, but
@@ -314,22 +437,43 @@ class SglangRecipe final : public Recipe {
     RenderedEngine out;
     out.engine = std::string(name());
     out.launch.emplace();
+    const ArgparseOffers offers(context, name());
     std::string model = *GetString(params, "model");
     std::vector<std::string>& argv = out.launch->argv;
+    ASSIGN_OR_RETURN(std::string model_flag, offers.Spell("model", {"--model-path", "--model"}));
     argv = {context.python_executable,
             "-m",
             "sglang.launch_server",
-            "--model-path",
+            model_flag,
             model,
             "--host",
             context.host,
             "--port",
             std::to_string(context.port)};
-    AddInt(argv, params, "seed", "--random-seed");
+    nlohmann::json& expect = out.expected_config;
+    // FLAG VALUE in the spelling the binary lists; /get_server_info must report `expected`
+    // under `key` (ServerArgs' field).
+    auto add = [&](std::string_view param, std::initializer_list<std::string_view> spellings,
+                   const std::string& value, std::string_view key,
+                   const nlohmann::json& expected) -> absl::Status {
+      ASSIGN_OR_RETURN(std::string flag, offers.Spell(param, spellings));
+      argv.insert(argv.end(), {flag, value});
+      expect[std::string(key)] = expected;
+      return absl::OkStatus();
+    };
+    if (auto seed = GetInt(params, "seed")) {
+      RETURN_IF_ERROR(add("seed", {"--random-seed"}, std::to_string(*seed), "random_seed", *seed));
+    }
     out.ignored_spec_model = spec.ignored_model;
     if (auto backend = GetString(params, "attention_backend")) {
       out.requested_backend = *backend;
-      argv.insert(argv.end(), {"--attention-backend", *backend});
+      RETURN_IF_ERROR(offers.CheckChoice("attention_backend", "--attention-backend", *backend));
+      // SGLang replaces a backend the model or platform cannot use (server_args.py: "Setting
+      // attention backend to triton.", MLA models' own choices) without always saying so in a
+      // line ladder reads; /get_server_info reports the one it kept.
+      RETURN_IF_ERROR(add("attention_backend", {"--attention-backend"},
+                          offers.Choice("--attention-backend", *backend), "attention_backend",
+                          BackendName(*backend)));
     }
     if (spec.k > 0) {
       if (spec.method.empty()) {
@@ -344,31 +488,67 @@ class SglangRecipe final : public Recipe {
                               "got \"",
                               spec.method, "\""));
       }
-      argv.insert(argv.end(), {"--speculative-algorithm", algorithm});
+      RETURN_IF_ERROR(offers.CheckChoice("spec_method", "--speculative-algorithm", algorithm));
+      RETURN_IF_ERROR(add("spec_method", {"--speculative-algorithm"}, algorithm,
+                          "speculative_algorithm", algorithm));
+      if (!spec.model.empty()) {
+        RETURN_IF_ERROR(add("spec_model", {"--speculative-draft-model-path"}, spec.model,
+                            "speculative_draft_model_path", spec.model));
+      }
       if (algorithm == "NGRAM") {
-        // SGLang's NGRAM sets its top-k from --speculative-ngram-max-bfs-breadth and drafts a
-        // tree of --speculative-num-draft-tokens tokens (server_args.py at 469c63e5,
-        // _handle_speculative_decoding): spec_k is not the chain length it is elsewhere.
+        // SGLang's NGRAM drafts a tree, not a chain: its top-k is the BFS breadth, whatever
+        // --speculative-eagle-topk says (server_args.py, _handle_speculative_decoding:
+        //   if self.speculative_algorithm == "NGRAM":
+        //       ...
+        //       self.speculative_eagle_topk = self.speculative_ngram_max_bfs_breadth
+        // ), and --speculative-num-draft-tokens is the tree's size. spec_k is passed as a
+        // budget of k drafted tokens (num_draft_tokens k + 1) with k steps and no top-k (one
+        // would be overwritten); /get_server_info's values are in engine_config evidence.
+        RETURN_IF_ERROR(add("spec_k", {"--speculative-num-steps"}, std::to_string(spec.k),
+                            "speculative_num_steps", spec.k));
+        RETURN_IF_ERROR(add("spec_k", {"--speculative-num-draft-tokens"},
+                            std::to_string(spec.k + 1), "speculative_num_draft_tokens",
+                            spec.k + 1));
         out.render_notes.push_back(
-            "NGRAM: SGLang drafts a tree (top-k from --speculative-ngram-max-bfs-breadth) of "
+            "NGRAM: SGLang drafts a tree (top-k = --speculative-ngram-max-bfs-breadth) of "
             "--speculative-num-draft-tokens = spec_k + 1 tokens, not a chain of spec_k: compare "
             "its spec_k with other methods' only as the draft-token budget");
+      } else {
+        RETURN_IF_ERROR(add("spec_k", {"--speculative-num-steps"}, std::to_string(spec.k),
+                            "speculative_num_steps", spec.k));
+        RETURN_IF_ERROR(
+            add("spec_k", {"--speculative-eagle-topk"}, "1", "speculative_eagle_topk", 1));
+        RETURN_IF_ERROR(add("spec_k", {"--speculative-num-draft-tokens"},
+                            std::to_string(spec.k + 1), "speculative_num_draft_tokens",
+                            spec.k + 1));
       }
-      if (!spec.model.empty()) {
-        argv.insert(argv.end(), {"--speculative-draft-model-path", spec.model});
-      }
-      argv.insert(argv.end(),
-                  {"--speculative-num-steps", std::to_string(spec.k), "--speculative-eagle-topk",
-                   "1", "--speculative-num-draft-tokens", std::to_string(spec.k + 1)});
       out.spec_k = spec.k;
     }
-    AddInt(argv, params, "tensor_parallel_size", "--tp-size");
-    AddInt(argv, params, "max_model_len", "--context-length");
-    AddNumber(argv, params, "mem_fraction_static", "--mem-fraction-static");
-    if (!GetBool(params, "prefix_caching").value_or(false)) {
-      argv.emplace_back("--disable-radix-cache");
+    if (auto tp = GetInt(params, "tensor_parallel_size")) {
+      RETURN_IF_ERROR(add("tensor_parallel_size", {"--tp-size", "--tensor-parallel-size"},
+                          std::to_string(*tp), "tp_size", *tp));
     }
-    argv.emplace_back("--enable-metrics");
+    if (auto len = GetInt(params, "max_model_len")) {
+      RETURN_IF_ERROR(
+          add("max_model_len", {"--context-length"}, std::to_string(*len), "context_length", *len));
+    }
+    if (auto frac = GetNumber(params, "mem_fraction_static")) {
+      RETURN_IF_ERROR(add("mem_fraction_static", {"--mem-fraction-static"}, FormatNumber(*frac),
+                          "mem_fraction_static", *frac));
+    }
+    if (!GetBool(params, "prefix_caching").value_or(false)) {
+      ASSIGN_OR_RETURN(std::string flag, offers.Spell("prefix_caching", {"--disable-radix-cache"}));
+      argv.push_back(flag);
+      expect["disable_radix_cache"] = true;
+    } else {
+      expect["disable_radix_cache"] = false;
+    }
+    {
+      ASSIGN_OR_RETURN(std::string flag, offers.Spell("engine", {"--enable-metrics"}));
+      argv.push_back(flag);
+    }
+    out.rendered_from = offers.help() != nullptr ? offers.help()->source : "newest spelling";
+    out.endpoints.config_path = "/get_server_info";
     RETURN_IF_ERROR(AddExtras(out, params, name()));
 
     out.engine_version = ResolveVersion(params, context, name());

@@ -98,7 +98,7 @@ TEST(LlamaServerHelp, DetectRunsTheHelpCommand) {
   auto not_llama = DetectCapabilities("llama.cpp", c, std::chrono::seconds(30));
   EXPECT_EQ(not_llama.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(not_llama.status().message(), HasSubstr("listed no options"));
-  EXPECT_EQ(DetectCapabilities("vllm", c, std::chrono::seconds(1)).status().code(),
+  EXPECT_EQ(DetectCapabilities("external", c, std::chrono::seconds(1)).status().code(),
             absl::StatusCode::kNotFound);
 }
 

@@ -68,6 +68,21 @@ class StandIn {
           R"json("build_info":"b(build number)-(build commit hash)","is_sleeping":false})json",
           "application/json");
     });
+    // SGLang's GET /get_server_info in "sglang_info": the fields the configuration check reads,
+    // each key and value as https://docs.sglang.io/basic_usage/native_api.html prints them
+    // ("Get Server Info"; the rest left out): attention_backend "fa3", the radix cache on.
+    server_.Get("/get_server_info", [this](const httplib::Request&, httplib::Response& res) {
+      if (mode_ != "sglang_info") {
+        res.status = 404;
+        return;
+      }
+      res.set_content(
+          R"json({"model_path":"qwen/qwen2.5-0.5b-instruct","context_length":null,)json"
+          R"json("mem_fraction_static":0.907,"tp_size":1,"random_seed":334135249,)json"
+          R"json("attention_backend":"fa3","speculative_algorithm":null,)json"
+          R"json("disable_radix_cache":false,"status":"ready","max_req_input_len":20474})json",
+          "application/json");
+    });
     server_.Get("/health", [](const httplib::Request&, httplib::Response& res) {
       res.set_content("{\"status\":\"ok\"}", "application/json");
     });
@@ -148,7 +163,8 @@ class StandIn {
       tokens_ += tokens;
       steps_ += tokens - 1;
     }
-    if (mode_ == "ok" || mode_ == "drafts" || mode_ == "no_drafts" || mode_ == "sglang_steps") {
+    if (mode_ == "ok" || mode_ == "drafts" || mode_ == "no_drafts" || mode_ == "sglang_steps" ||
+        mode_ == "sglang_info") {
       return Stream(res, events);
     }
     if (mode_ == "error_event_first_two") return Stream(res, n < 2 ? error_ : events);
@@ -536,6 +552,59 @@ TEST(EngineRobustness, SglangVerifyStepLengthLeavesOutEachRequestsFirstToken) {
   }
   EXPECT_EQ(length, std::vector<double>(2, 1.0));
   EXPECT_EQ(drafts, std::vector<double>(2, 70.0));
+}
+
+// SGLang's own report of its configuration (GET /get_server_info) against the cell: a cell that
+// asked triton of a server that runs fa3 fails before a request, with both values; the cell
+// that asked what it runs passes, and the backend the server reports settles backend_mismatch
+// where no log line named one (an external server has no log here).
+TEST(EngineRobustness, SglangServerInfoOtherThanTheCellFailsWithBothValues) {
+  StandIn server("sglang_info");
+  StrictSink sink;
+  runner::UnitWork unit;
+  unit.attempt_id = 1;
+  unit.unit_id = 1;
+  unit.runner = "engine";
+  unit.processes = 1;
+  unit.rounds = 1;
+  unit.seed = 7;
+  unit.cells.push_back(runner::CellWork{1,
+                                        "depth=512",
+                                        {{"engine", "sglang-standin"},
+                                         {"model", "qwen/qwen2.5-0.5b-instruct"},
+                                         {"attention_backend", "triton"},
+                                         {"prefix_caching", true},
+                                         {"depth", 512},
+                                         {"warmup", "none"}}});
+  EngineRunnerOptions options;
+  options.version_detection = VersionDetection::kOff;
+  options.health_poll_interval = std::chrono::milliseconds(20);
+  options.extra_recipes.push_back(std::make_shared<RunningSglang>(server.url()));
+  EngineRunner runner(options);
+  absl::Status s = runner.Run(unit, sink);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(
+      s.message(),
+      HasSubstr("attention_backend: the cell asked \"TRITON\", the engine reports \"FA3\""));
+  EXPECT_THAT(s.message(), HasSubstr("SGLang adjusts its arguments"));
+  EXPECT_EQ(server.requests(), 0);
+  EXPECT_EQ(sink.Count("engine_config_mismatch"), 1);
+  unit.cells[0].params["attention_backend"] = "fa3";
+  StrictSink ok_sink;
+  absl::Status ok = runner.Run(unit, ok_sink);
+  ASSERT_TRUE(ok.ok()) << ok;
+  ASSERT_EQ(ok_sink.Count("engine_config"), 1);
+  for (const auto& e : ok_sink.evidence) {
+    if (e.kind == "engine_config") {
+      EXPECT_EQ(e.value["path"], "/get_server_info");
+      EXPECT_EQ(e.value["reported"]["attention_backend"], "FA3");
+      EXPECT_EQ(e.value["reported"]["disable_radix_cache"], false);
+    }
+    if (e.kind == "backend_mismatch") EXPECT_EQ(e.value, false);
+    if (e.kind == "engine_backend") EXPECT_EQ(e.value["configured"], "FA3");
+  }
+  EXPECT_EQ(ok_sink.Count("backend_mismatch"), 1);
 }
 
 }  // namespace

@@ -131,6 +131,24 @@ TEST(UpstreamLines, SglangBackendOverrides) {
             "");
 }
 
+// SGLang's model runner replaced a requested backend for MLA models (python/sglang/srt/
+// model_executor/model_runner.py in 2024 releases, as the source index holds it):
+//   logger.info("MLA optimization is turned on. Use triton backend.")
+//   self.server_args.attention_backend = "triton"
+// and, with --enable-flashinfer-mla, "MLA optimization is turned on. Use flashinfer mla
+// backend." (attention_backend = "flashinfer_mla"); later releases log f"MLA optimization is
+// turned on. Use {server_args.attention_backend} backend." The first line as a user's SGLang
+// log of 2024-11-25 printed it (two TP ranks), in the source index. Read as the backend run,
+// so a cell that asked fa3 of such a server is a backend_mismatch.
+TEST(UpstreamLines, SglangMlaLines) {
+  EXPECT_EQ(Backend("[2024-11-25 00:47:11 TP0] MLA optimization is turned on. Use triton backend."),
+            "triton");
+  EXPECT_EQ(Backend("MLA optimization is turned on. Use flashinfer mla backend."),
+            "flashinfer_mla");
+  EXPECT_EQ(Forced("[2024-11-25 00:47:11 TP1] MLA optimization is turned on. Use triton backend."),
+            "");
+}
+
 // vllm/config/speculative.py at 002e77c1f0ef: SpeculativeMethod = Literal["ngram", "medusa",
 // "mlp_speculator", "draft_model", "suffix", "custom_class", EagleModelTypes (eagle, eagle3,
 // extract_hidden_states, MTP names, dflash), NgramGPUTypes, DSparkModelTypes]: case-sensitive,

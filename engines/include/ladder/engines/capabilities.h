@@ -14,6 +14,18 @@
 // Options upstream removed stay listed with the help "the argument has been removed. use ...":
 // they are read as removed, never as offered.
 //
+// vLLM (`vllm serve --help=all`) and SGLang (`python3 -m sglang.launch_server --help`) print
+// Python argparse's layout (HelpFormatter): a section title in column 0 ("options:",
+// "ModelConfig:"), a group's description indented 2, each option indented 2 with its
+// invocation, then the help after two or more spaces, or on the lines below, indented further:
+//   --host HOST           Host name.
+//   -tp TENSOR_PARALLEL_SIZE, --tensor-parallel-size TENSOR_PARALLEL_SIZE
+//                         Number of tensor parallel groups.
+//   --enable-prefix-caching, --no-enable-prefix-caching      (BooleanOptionalAction)
+//   --speculative-algorithm {EAGLE,EAGLE3,NEXTN,STANDALONE,NGRAM}   (choices)
+// Python 3.13 prints the metavar once ("-tp, --tensor-parallel-size TENSOR_PARALLEL_SIZE"):
+// both forms read the same.
+//
 // Thread safety: values; all functions are reentrant.
 #pragma once
 
@@ -53,5 +65,11 @@ struct EngineCapabilities {
 // Parses llama-server's --help. InvalidArgument when the text lists no option at all (not a
 // --help: a crash message, another program), quoting its start.
 absl::StatusOr<EngineCapabilities> ParseLlamaServerHelp(std::string_view help);
+
+// Parses argparse --help output (vLLM, SGLang); `source` names what was run ("vllm serve
+// --help=all"). InvalidArgument when the text lists no option beyond -h/--help (an argparse
+// error, a usage line alone, a summary that needs --help=all), quoting its start.
+absl::StatusOr<EngineCapabilities> ParseArgparseHelp(std::string_view help,
+                                                     std::string_view source);
 
 }  // namespace ladder::engines

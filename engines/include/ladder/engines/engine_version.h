@@ -46,8 +46,9 @@ std::optional<int> LlamaCppBuild(std::string_view version);
 // says how old the build is, so both are unknown, never "the oldest build".
 std::optional<int> KnownLlamaCppBuild(std::string_view version);
 
-// The command that prints `engine`'s options (llama-server --help); nullopt for engines whose
-// --help is not read (vLLM and SGLang: see docs/engines.md, "Capabilities").
+// The command that prints `engine`'s options: `llama-server --help`, `vllm serve --help=all`
+// (DetectCapabilities falls back to `vllm serve --help` for a vLLM without "=all"),
+// `python3 -m sglang.launch_server --help`; nullopt for other engines.
 std::optional<LaunchSpec> HelpCommand(std::string_view engine, const RecipeContext& context);
 
 // Runs HelpCommand and parses its output (capabilities.h). Unavailable when the program cannot

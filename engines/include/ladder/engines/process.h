@@ -6,7 +6,8 @@
 // to 4 KiB) and scanned as they arrive:
 //   - attention backend lines and forcing lines, as ParseBackendLine reads them;
 //   - probe patterns: literal substrings, each occurrence on a line counted once per line;
-//   - out-of-memory markers ("out of memory", "OutOfMemoryError", "OOM").
+//   - out-of-memory markers ("out of memory", "OutOfMemoryError", "OOM");
+//   - vLLM's "non-default args: {...}" line (the arguments it parsed, engine_config.h).
 //
 // Lifetime: the destructor kills the group (SIGTERM, then SIGKILL after the grace period) and
 // joins the reader. Kill is idempotent and noexcept. The child gets PR_SET_PDEATHSIG=SIGKILL,
@@ -47,6 +48,9 @@ struct LogEvidence {
   std::map<std::string, int64_t> probe_counts;  // every configured pattern, 0 when unseen
   bool out_of_memory = false;
   int64_t lines = 0;
+  // vLLM's "non-default args: {...}" line (vllm/entrypoints/utils.py, log_non_default_args),
+  // the first one seen, as printed (UTF-8 made valid); "" when none was.
+  std::string non_default_args_line;
 };
 
 struct ExitInfo {

@@ -52,8 +52,9 @@ struct EngineEndpoints {
   std::string completions_path = "/v1/completions";
   std::string metrics_path = "/metrics";  // empty: the engine exposes no metrics
   std::string version_path;               // empty: version not queryable over HTTP
-  // Where the running engine reports its effective configuration (llama.cpp `/props`); empty:
-  // the engine reports none the runner reads.
+  // Where the running engine reports its effective configuration (llama.cpp `/props`, vLLM
+  // `/v1/models` beside its "non-default args" log line, SGLang `/get_server_info`); empty: the
+  // engine reports none the runner reads.
   std::string config_path;
   std::string model;  // the request's "model" field; empty: omitted
   nlohmann::json extra_request_fields = nlohmann::json::object();  // merged into each request
@@ -119,7 +120,9 @@ struct RenderedEngine {
   // build can move the measurement ({"flash_attn": "on", "fit": "off", ...}).
   nlohmann::json pinned = nlohmann::json::object();
   // What the running engine must report back for the parameters the cell set or the recipe
-  // pinned, by the engine's own names (llama.cpp /props: {"n_ctx": 8192, "total_slots": 1}).
+  // pinned, by the engine's own names (llama.cpp /props: {"n_ctx": 8192, "total_slots": 1};
+  // vLLM: {"max_model_len": 8192, "speculative_config.num_speculative_tokens": 3}; SGLang:
+  // {"context_length": 8192, "attention_backend": "FA3"}; engine_config.h).
   // The runner reads the engine's configuration after it is healthy (`engine_config` evidence)
   // and fails the arm when a value differs. Empty: nothing to check.
   nlohmann::json expected_config = nlohmann::json::object();
