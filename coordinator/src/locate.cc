@@ -81,9 +81,8 @@ LocateStep DecideLocateStep(const LocateConfig& config, const std::vector<Locate
         // The bracket takes the sign of the estimate over all sessions: a verdict it contradicts
         // decides nothing.
         why = absl::StrFormat(
-            "probe at %s: ratio %s projected from the first %d sessions excludes 1, but over all "
-            "%d "
-            "it is %s, across 1",
+            "probe at %s: ratio %s projected from the first %d sessions excludes 1, but over "
+            "all %d it is %s, across 1",
             Depth(*current_probe), Ratio(*probe->decision),
             static_cast<int>(probe->decision->n_units), static_cast<int>(r.n_units), Ratio(r));
       }
