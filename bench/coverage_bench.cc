@@ -4,24 +4,31 @@
 //      with --experiments per row): stats::PairedRatioInterval and stats::UnpairedLogRatioInterval
 //      under contaminated rounds and a drift within the session in the runners' arm orders.
 //   B. Coverage after adaptive stopping, through the decision code the coordinator runs:
-//      precision  stats::WidestRatioHalfWidth (what SchedulerImpl::MaybeExtendGroupLocked in
+//      precision  stats::WidestProjectedHalfWidth (what SchedulerImpl::MaybeExtendGroupLocked in
 //                 coordinator/src/precision.cc calls) with that function's rule around it: stop
-//                 when the widest half-width <= target, else stop when sessions >= max_sessions,
-//                 else add one paired session; then PairedRatioInterval, the report's interval.
+//                 when the widest half-width projected from the first n − kCommittedSessions
+//                 sessions <= target, else stop when sessions >= max_sessions, else add one
+//                 paired session; then PairedRatioInterval over all n, the report's interval.
 //                 (MaybeExtendGroupLocked is a member of the scheduler, reading the store: the
-//                 rule's three lines are repeated here, the measure is the library's.)
+//                 rule's three lines are repeated here, the measure is the library's.) Coverage is
+//                 also broken down by the session the run stopped at, over targets from ±5 % to
+//                 ±1 % (spread / target from 0.33 to 1.6).
 //      locate     coordinator::DecideLocateStep (coordinator/include/ladder/coordinator/locate.h)
 //                 on rungs built as coordinator/src/crossover.cc's MeasureRungs builds them
-//                 (PairedRatioInterval over OnlyPairedSessions), probes replicated as
-//                 LocateLineLocked does (replicates.sessions units per new probe, one per
-//                 kAddSession); then the interval the report shows at each probe, and the
-//                 crossover as report/src/analysis.cc's FitCrossing computes it
+//                 (PairedRatioInterval over OnlyPairedSessions, the decision from
+//                 ProjectedRatioInterval), probes replicated as LocateLineLocked does
+//                 (replicates.sessions units per new probe, one per kAddSession); then the
+//                 interval the report shows at each probe (also by the sessions the probe stopped
+//                 at), and the crossover as report/src/analysis.cc's FitCrossing computes it
 //                 (CrossoverFromLinearFit of mean_B − mean_A, the means of session means).
+//      --rule previous runs the rule before issue 59 (stop on the interval over all n sessions,
+//      from 3 on; locate's default max_sessions max(3, 2 × sessions)) for comparison.
 // Every proportion is printed with its Clopper–Pearson 95 % interval. Fixed seeds: the same
 // arguments print the same tables.
 //
 //   ladder-bench-coverage [--experiments N] [--seed S] [--part all|robustness|precision|locate]
-//                         [--json]
+//                         [--rule committed|previous] [--committed K] [--json]
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -39,6 +46,7 @@
 #include "ladder/coordinator/locate.h"
 #include "ladder/stats/adaptive.h"
 #include "ladder/stats/ratio.h"
+#include "ladder/stats/summary.h"
 #include "robustness.h"
 
 namespace ladder::bench {
@@ -52,7 +60,20 @@ struct Options {
   std::uint64_t seed = 1;
   bool json = false;
   std::string part = "all";
+  // The stopping rule: "committed" is the coordinator's (decide at n sessions from the first
+  // n − committed, projected to n: stats::ProjectedRatioInterval); "previous" is the rule before
+  // issue 59 (decide on the interval over all n sessions, from 3 sessions on), for comparison.
+  std::string rule = "committed";
+  int committed = stats::kCommittedSessions;
 };
+
+bool Previous(const Options& o) { return o.rule == "previous"; }
+
+// Locate's default max_sessions under each rule (matrices/src/parse.cc): twice
+// replicates.sessions, and at least the sessions a probe can first be decided at.
+int LocateDefaultMaxSessions(const Options& o, int sessions) {
+  return std::max(Previous(o) ? 3 : stats::kMinDecisionSessions + o.committed, 2 * sessions);
+}
 
 nlohmann::json ProportionJson(int k, int n) {
   const stats::testing::Proportion p = ClopperPearson(k, n);
@@ -137,7 +158,10 @@ struct PrecisionTally {
   int covered = 0;
   int precise = 0;  // stopped on "precision reached"
   int covered_precise = 0;
-  int budget = 0;  // stopped on "budget spent"
+  int precise_runs = 0;         // runs (not comparisons) stopped on precision
+  int precise_over_target = 0;  // of those, the reported widest interval wider than asked
+  std::vector<double> precise_width_ratio;  // of those, reported widest half-width / target
+  int budget = 0;                           // stopped on "budget spent"
   int covered_budget = 0;
   double sessions = 0;  // summed over experiments
   std::vector<int> covered_by_n, stopped_by_n;
@@ -146,8 +170,9 @@ struct PrecisionTally {
 // The precision loop for one cell group of `ratios.size()` comparisons against one baseline
 // (each comparison its own PairedSample with its own truth), planned sessions `planned`.
 // Coverage is counted per comparison.
-PrecisionTally SimulatePrecision(std::mt19937_64& rng, const std::vector<double>& ratios,
-                                 int planned, double target, int max_sessions, int experiments) {
+PrecisionTally SimulatePrecision(const Options& o, std::mt19937_64& rng,
+                                 const std::vector<double>& ratios, int planned, double target,
+                                 int max_sessions, int experiments) {
   PrecisionTally t;
   t.covered_by_n.assign(static_cast<std::size_t>(max_sessions + 1), 0);
   t.stopped_by_n.assign(static_cast<std::size_t>(max_sessions + 1), 0);
@@ -163,8 +188,10 @@ PrecisionTally SimulatePrecision(std::mt19937_64& rng, const std::vector<double>
     for (int r = 0; r < planned; ++r) add();
     bool precise = false;
     while (true) {
-      // precision.cc: widest <= target: stop; sessions >= max_sessions: stop; else add one.
-      const double widest = stats::WidestRatioHalfWidth(samples);
+      // precision.cc: projected widest <= target: stop; sessions >= max_sessions: stop; else
+      // add one.
+      const double widest = Previous(o) ? stats::WidestRatioHalfWidth(samples)
+                                        : stats::WidestProjectedHalfWidth(samples, o.committed);
       if (widest <= target) {
         precise = true;
         break;
@@ -173,6 +200,13 @@ PrecisionTally SimulatePrecision(std::mt19937_64& rng, const std::vector<double>
       add();
     }
     t.sessions += sessions;
+    // The committed rule stops on a projection: the interval over all sessions may be wider.
+    t.precise_runs += precise;
+    if (precise) {
+      const double reported = stats::WidestRatioHalfWidth(samples);
+      t.precise_over_target += reported > target;
+      t.precise_width_ratio.push_back(reported / target);
+    }
     for (std::size_t c = 0; c < ratios.size(); ++c) {
       absl::StatusOr<stats::Interval> ci = stats::PairedRatioInterval(samples[c]);
       const bool covered = ci.ok() && ci->Contains(ratios[c]);
@@ -187,22 +221,44 @@ PrecisionTally SimulatePrecision(std::mt19937_64& rng, const std::vector<double>
   return t;
 }
 
+// The q-quantile (0..1) of `v` (sorted in place), NaN when empty.
+double Quantile(std::vector<double>& v, double q) {
+  if (v.empty()) return std::nan("");
+  std::sort(v.begin(), v.end());
+  return v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1) + 0.5)];
+}
+
 std::string Fraction(int k, int n) {
   if (n == 0) return "–";
   return PercentWithInterval(k, n) + " (n " + std::to_string(n) + ")";
 }
 
+// The targets the precision rows sweep: with the coverage scenario's spread of per-session log
+// ratios (~1.6 %), the ratio spread / target runs from 0.33 (±5 %: a precision stop at the first
+// chance is the rule) through 0.55 and 0.82 (±3 %, ±2 %: borderline) to 1.1 and 1.6 (±1.5 %,
+// ±1 %: a stop before the budget is spent is the exception).
+constexpr double kPrecisionTargets[] = {0.05, 0.03, 0.02, 0.015, 0.01};
+
+// "93.1 % [91.8, 94.3] (1520)", or "–" for none.
+std::string CoverageCell(int k, int n) {
+  if (n == 0) return "–";
+  return PercentWithInterval(k, n) + " (" + std::to_string(n) + ")";
+}
+
 nlohmann::json Precision(const Options& o) {
   nlohmann::json out = nlohmann::json::array();
+  // The per-stopping-session table, printed after the summary: one line per row of one
+  // comparison of truth 1.0.
+  std::string by_session_table;
   const auto began = std::chrono::steady_clock::now();
   if (!o.json) {
     std::printf(
         "\n### precision: coverage of the reported PairedRatioInterval after the stopping rule\n\n"
         "| planned sessions | target | max_sessions | true ratio | coverage [CP 95 %%] | stopped "
-        "on precision | coverage when precise | coverage when budget spent | coverage when stopped "
-        "at "
-        "the planned count | mean sessions |\n"
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+        "on precision | coverage when precise | coverage when budget spent | precision stops whose "
+        "interval is wider than the target | reported half-width / target at precision stops: "
+        "median, 90th percentile | mean sessions |\n"
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
   }
   std::uint64_t seed = o.seed * 1000003 + 7000;
   struct Group {
@@ -214,15 +270,17 @@ nlohmann::json Precision(const Options& o) {
                                      {"0.7", {0.7}},
                                      {"group of 3: 1.0, 0.95, 0.7", {1.0, 0.95, 0.7}}};
   for (int planned : {2, 3}) {
-    for (double target : {0.02, 0.05}) {
+    for (double target : kPrecisionTargets) {
       for (int max_sessions : {6, 10}) {
         for (const Group& g : groups) {
           std::mt19937_64 rng(++seed);
           const int experiments =
               g.ratios.size() > 1 ? std::max(1, o.experiments / static_cast<int>(g.ratios.size()))
                                   : o.experiments;
-          const PrecisionTally t =
-              SimulatePrecision(rng, g.ratios, planned, target, max_sessions, experiments);
+          PrecisionTally t =
+              SimulatePrecision(o, rng, g.ratios, planned, target, max_sessions, experiments);
+          const double width_median = Quantile(t.precise_width_ratio, 0.5);
+          const double width_p90 = Quantile(t.precise_width_ratio, 0.9);
           const double mean_sessions = t.sessions / experiments;
           nlohmann::json by_n = nlohmann::json::array();
           for (int n = 0; n <= max_sessions; ++n) {
@@ -230,32 +288,57 @@ nlohmann::json Precision(const Options& o) {
             by_n.push_back({{"sessions", n},
                             {"coverage", ProportionJson(t.covered_by_n[n], t.stopped_by_n[n])}});
           }
-          out.push_back({{"planned_sessions", planned},
-                         {"target", target},
-                         {"max_sessions", max_sessions},
-                         {"true_ratios", g.ratios},
-                         {"experiments", experiments},
-                         {"coverage", ProportionJson(t.covered, t.experiments)},
-                         {"stopped_precise", ProportionJson(t.precise, t.experiments)},
-                         {"coverage_precise", ProportionJson(t.covered_precise, t.precise)},
-                         {"coverage_budget_spent", ProportionJson(t.covered_budget, t.budget)},
-                         {"mean_sessions", mean_sessions},
-                         {"by_sessions", by_n}});
+          out.push_back(
+              {{"planned_sessions", planned},
+               {"target", target},
+               {"max_sessions", max_sessions},
+               {"true_ratios", g.ratios},
+               {"experiments", experiments},
+               {"coverage", ProportionJson(t.covered, t.experiments)},
+               {"stopped_precise", ProportionJson(t.precise, t.experiments)},
+               {"precise_wider_than_target", ProportionJson(t.precise_over_target, t.precise_runs)},
+               {"coverage_precise", ProportionJson(t.covered_precise, t.precise)},
+               {"coverage_budget_spent", ProportionJson(t.covered_budget, t.budget)},
+               {"mean_sessions", mean_sessions},
+               {"by_sessions", by_n}});
+          if (!o.json && g.ratios.size() == 1 && g.ratios[0] == 1.0) {
+            char head[64];
+            std::snprintf(head, sizeof head, "| %d | ±%.1f %% | %d | %.2f |", planned, 100 * target,
+                          max_sessions, mean_sessions);
+            by_session_table += head;
+            for (int n = 3; n <= 10; ++n) {
+              by_session_table +=
+                  " " +
+                  (n <= max_sessions ? CoverageCell(t.covered_by_n[static_cast<std::size_t>(n)],
+                                                    t.stopped_by_n[static_cast<std::size_t>(n)])
+                                     : std::string("–")) +
+                  " |";
+            }
+            by_session_table += "\n";
+          }
           if (!o.json) {
-            std::printf("| %d | ±%.0f %% | %d | %s | %s | %.1f %% | %s | %s | %s | %.2f |\n",
-                        planned, 100 * target, max_sessions, g.name,
-                        PercentWithInterval(t.covered, t.experiments).c_str(),
-                        100.0 * t.precise / t.experiments,
-                        Fraction(t.covered_precise, t.precise).c_str(),
-                        Fraction(t.covered_budget, t.budget).c_str(),
-                        Fraction(t.covered_by_n[static_cast<std::size_t>(planned)],
-                                 t.stopped_by_n[static_cast<std::size_t>(planned)])
-                            .c_str(),
-                        mean_sessions);
+            std::printf(
+                "| %d | ±%.1f %% | %d | %s | %s | %.1f %% | %s | %s | %s | %.2f, %.2f | %.2f |\n",
+                planned, 100 * target, max_sessions, g.name,
+                PercentWithInterval(t.covered, t.experiments).c_str(),
+                100.0 * t.precise / t.experiments, Fraction(t.covered_precise, t.precise).c_str(),
+                Fraction(t.covered_budget, t.budget).c_str(),
+                Fraction(t.precise_over_target, t.precise_runs).c_str(), width_median, width_p90,
+                mean_sessions);
           }
         }
       }
     }
+  }
+  if (!o.json) {
+    std::printf(
+        "\n### precision: coverage by the session the run stopped at (one comparison, truth 1.0)"
+        "\n\nEach cell: coverage of the reported PairedRatioInterval [CP 95 %%] (runs that "
+        "stopped there).\n\n| planned | target | max_sessions | mean sessions | n = 3 | 4 | 5 | 6 "
+        "| 7 | 8 | 9 | 10 |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | "
+        "--- "
+        "|\n%s",
+        by_session_table.c_str());
   }
   std::fprintf(stderr, "[coverage] precision: %.1f s\n", Seconds(began));
   return out;
@@ -276,7 +359,6 @@ struct LocateScenario {
   int sessions;                // replicates.sessions: the ladder's units, and each new probe's
   int processes;
   int rounds;
-  int max_sessions;
   double session_sd;      // log-normal speed of a session, common to every cell and arm
   double interaction_sd;  // arm × session, per cell
   double process_sd;      // per arm and process (one engine per arm serves every depth)
@@ -322,10 +404,13 @@ struct LocateTally {
   int fit_n = 0, fit_covered = 0, fit_unbounded = 0, fit_missing = 0;
   double fit_abs_error = 0;
   int fixed_fit_n = 0, fixed_fit_covered = 0;  // the same depths in a fixed design
+  // Every probe's coverage by the sessions it stopped at: {covered, probes}.
+  std::map<int, std::pair<int, int>> probe_by_n;
 };
 
 // The rungs of a line as crossover.cc's MeasureRungs builds them.
-std::vector<coordinator::LocateRung> MeasureRungs(const std::map<double, stats::PairedSample>& data,
+std::vector<coordinator::LocateRung> MeasureRungs(const Options& o,
+                                                  const std::map<double, stats::PairedSample>& data,
                                                   const std::map<double, int>& units) {
   std::vector<coordinator::LocateRung> rungs;
   for (const auto& [depth, sample] : data) {
@@ -339,6 +424,20 @@ std::vector<coordinator::LocateRung> MeasureRungs(const std::map<double, stats::
       r.ratio = *ci;
     } else {
       r.error = std::string(ci.status().message());
+    }
+    if (r.ratio && Previous(o)) {
+      // Before issue 59: the interval over all sessions, once it rests on three.
+      if (r.ratio->n_units >= stats::kMinSessionsForInterval) {
+        r.decision = r.ratio;
+      } else {
+        r.decision_error = "fewer than 3 sessions";
+      }
+    } else if (r.ratio) {
+      if (auto d = stats::ProjectedRatioInterval(paired, o.committed); d.ok()) {
+        r.decision = *d;
+      } else {
+        r.decision_error = std::string(d.status().message());
+      }
     }
     rungs.push_back(std::move(r));
   }
@@ -379,7 +478,8 @@ std::optional<stats::Interval> ReportedCrossover(
   return *fit;
 }
 
-void SimulateSearch(std::mt19937_64& rng, const LocateScenario& sc, LocateTally& t) {
+void SimulateSearch(const Options& o, std::mt19937_64& rng, const LocateScenario& sc,
+                    LocateTally& t) {
   const std::vector<double>& ladder = sc.ladder;
   coordinator::LocateConfig config;
   config.axis = "depth";
@@ -389,7 +489,7 @@ void SimulateSearch(std::mt19937_64& rng, const LocateScenario& sc, LocateTally&
   for (double d : ladder) config.declared.push_back(static_cast<int64_t>(d));
   config.resolution_octaves = 0.25;
   config.min_step = 256;
-  config.max_sessions = sc.max_sessions;
+  config.max_sessions = LocateDefaultMaxSessions(o, sc.sessions);
   config.integer_axis = true;
 
   std::map<double, stats::PairedSample> data;
@@ -401,7 +501,7 @@ void SimulateSearch(std::mt19937_64& rng, const LocateScenario& sc, LocateTally&
   std::vector<double> probes;
   coordinator::LocateStep step;
   for (int guard = 0; guard < 200; ++guard) {
-    step = coordinator::DecideLocateStep(config, MeasureRungs(data, units), current_probe);
+    step = coordinator::DecideLocateStep(config, MeasureRungs(o, data, units), current_probe);
     if (step.action == coordinator::LocateAction::kStop) break;
     if (step.action == coordinator::LocateAction::kProbe) {
       current_probe = step.depth;
@@ -424,7 +524,7 @@ void SimulateSearch(std::mt19937_64& rng, const LocateScenario& sc, LocateTally&
   }
 
   // The report: each rung's PairedRatioInterval over all its sessions.
-  const std::vector<coordinator::LocateRung> rungs = MeasureRungs(data, units);
+  const std::vector<coordinator::LocateRung> rungs = MeasureRungs(o, data, units);
   for (const auto& r : rungs) {
     const bool is_probe = std::find(probes.begin(), probes.end(), r.depth) != probes.end();
     if (is_probe) {
@@ -433,6 +533,10 @@ void SimulateSearch(std::mt19937_64& rng, const LocateScenario& sc, LocateTally&
     }
     if (!r.ratio) continue;
     const bool covered = r.ratio->Contains(TrueRatio(r.depth));
+    if (is_probe) {
+      t.probe_by_n[r.units].first += covered;
+      t.probe_by_n[r.units].second += 1;
+    }
     if (!is_probe) {
       ++t.ladder_n;
       t.ladder_covered += covered;
@@ -476,7 +580,7 @@ void SimulateSearch(std::mt19937_64& rng, const LocateScenario& sc, LocateTally&
     fixed_units[probe] = sc.sessions;
   }
   const std::optional<stats::Interval> reference =
-      ReportedCrossover(MeasureRungs(fixed, fixed_units), fixed);
+      ReportedCrossover(MeasureRungs(o, fixed, fixed_units), fixed);
   if (reference) {
     ++t.fixed_fit_n;
     t.fixed_fit_covered += reference->Contains(kTrueCrossover);
@@ -489,28 +593,34 @@ nlohmann::json Locate(const Options& o) {
   const std::vector<double> doubling = {1024, 2048, 4096, 8192};
   // Two rungs whose first probe, 3072, lies 0.9 % from the crossing (true ratio 0.991).
   const std::vector<double> near = {1536, 6144};
+  // max_sessions: the matrix default under the rule (LocateDefaultMaxSessions).
   const std::vector<LocateScenario> scenarios = {
-      {"ladder 1K-8K, locate_test noise (2 sessions × 1 process × 3 rounds, max 4; 5 % session "
-       "speed, 0.4 % rounds)",
-       doubling, 2, 1, 3, 4, 0.05, 0.0, 0.0, 0.004},
-      {"ladder 1K-8K, coverage noise (3 sessions × 3 × 10, max 6; 3 % session, 1 % interaction, "
-       "1 % process, 0.5 % round)",
-       doubling, 3, 3, 10, 6, 0.03, 0.01, 0.01, 0.005},
-      {"ladder 1K-8K, coverage noise, 2 sessions planned (2 × 3 × 10, max 4)", doubling, 2, 3, 10,
-       4, 0.03, 0.01, 0.01, 0.005},
-      {"ladder 1536, 6144 (first probe 3072, ratio 0.991), locate_test noise, max 4", near, 2, 1, 3,
-       4, 0.05, 0.0, 0.0, 0.004},
-      {"ladder 1536, 6144 (first probe 3072, ratio 0.991), coverage noise, 3 sessions, max 6", near,
-       3, 3, 10, 6, 0.03, 0.01, 0.01, 0.005},
+      {"ladder 1K-8K, locate_test noise (2 sessions × 1 process × 3 rounds; 5 % session speed, "
+       "0.4 % rounds)",
+       doubling, 2, 1, 3, 0.05, 0.0, 0.0, 0.004},
+      {"ladder 1K-8K, coverage noise (3 sessions × 3 × 10; 3 % session, 1 % interaction, 1 % "
+       "process, 0.5 % round)",
+       doubling, 3, 3, 10, 0.03, 0.01, 0.01, 0.005},
+      {"ladder 1K-8K, coverage noise, 2 sessions planned (2 × 3 × 10)", doubling, 2, 3, 10, 0.03,
+       0.01, 0.01, 0.005},
+      {"ladder 1536, 6144 (first probe 3072, ratio 0.991), locate_test noise", near, 2, 1, 3, 0.05,
+       0.0, 0.0, 0.004},
+      {"ladder 1536, 6144 (first probe 3072, ratio 0.991), coverage noise, 3 sessions", near, 3, 3,
+       10, 0.03, 0.01, 0.01, 0.005},
   };
   std::uint64_t seed = o.seed * 1000003 + 8000;
   for (const LocateScenario& sc : scenarios) {
     std::mt19937_64 rng(++seed);
     LocateTally t;
-    for (int e = 0; e < o.experiments; ++e) SimulateSearch(rng, sc, t);
+    for (int e = 0; e < o.experiments; ++e) SimulateSearch(o, rng, sc, t);
     nlohmann::json outcomes = t.outcomes;
+    nlohmann::json probe_by_n = nlohmann::json::array();
+    for (const auto& [n, kn] : t.probe_by_n) {
+      probe_by_n.push_back({{"sessions", n}, {"coverage", ProportionJson(kn.first, kn.second)}});
+    }
     out.push_back(
         {{"scenario", sc.name},
+         {"max_sessions", LocateDefaultMaxSessions(o, sc.sessions)},
          {"searches", t.searches},
          {"outcomes", outcomes},
          {"mean_probes", static_cast<double>(t.probes) / t.searches},
@@ -519,6 +629,7 @@ nlohmann::json Locate(const Options& o) {
          {"probes_excluding_one", ProportionJson(t.excludes_covered, t.excludes_n)},
          {"probes_within_tolerance", ProportionJson(t.within_covered, t.within_n)},
          {"probes_undecided", ProportionJson(t.spent_covered, t.spent_n)},
+         {"probes_by_sessions", probe_by_n},
          {"probes_all", ProportionJson(t.excludes_covered + t.within_covered + t.spent_covered,
                                        t.excludes_n + t.within_n + t.spent_n)},
          {"resolved_bracket_contains_3000", ProportionJson(t.bracket_covered, t.bracket_n)},
@@ -528,7 +639,8 @@ nlohmann::json Locate(const Options& o) {
          {"crossover_fit_missing", t.fit_missing},
          {"crossover_mean_abs_error", t.fit_abs_error / std::max(1, t.fit_n)}});
     if (o.json) continue;
-    std::printf("\n### locate: %s, %d searches\n\n", sc.name, t.searches);
+    std::printf("\n### locate: %s, max_sessions %d, %d searches\n\n", sc.name,
+                LocateDefaultMaxSessions(o, sc.sessions), t.searches);
     std::printf("outcomes:");
     for (const auto& [k, v] : t.outcomes) std::printf(" %s %d;", k.c_str(), v);
     std::printf(" probes per search %.2f, sessions per probe %.2f\n\n",
@@ -547,6 +659,10 @@ nlohmann::json Locate(const Options& o) {
     std::printf("| all probes | %d | %s |\n", all_n,
                 PercentWithInterval(t.excludes_covered + t.within_covered + t.spent_covered, all_n)
                     .c_str());
+    for (const auto& [n, kn] : t.probe_by_n) {
+      std::printf("| probes stopped at %d sessions | %d | %s |\n", n, kn.second,
+                  PercentWithInterval(kn.first, kn.second).c_str());
+    }
     std::printf("| resolved bracket contains 3000 | %d | %s |\n", t.bracket_n,
                 t.bracket_n ? PercentWithInterval(t.bracket_covered, t.bracket_n).c_str() : "–");
     std::printf(
@@ -577,8 +693,18 @@ int main(int argc, char** argv) {
   app.add_option("--part", o.part, "all, robustness, precision or locate")
       ->check(CLI::IsMember({"all", "robustness", "precision", "locate"}));
   app.add_flag("--json", o.json, "print one JSON object instead of Markdown tables");
+  app.add_option("--rule", o.rule,
+                 "stopping rule of precision and locate: committed (the coordinator's) or "
+                 "previous (before issue 59, for comparison)")
+      ->check(CLI::IsMember({"committed", "previous"}));
+  app.add_option("--committed", o.committed,
+                 "with --rule committed: the sessions measured after the decision")
+      ->check(CLI::NonNegativeNumber);
   CLI11_PARSE(app, argc, argv);
-  nlohmann::json out = {{"experiments", o.experiments}, {"seed", o.seed}};
+  nlohmann::json out = {{"experiments", o.experiments},
+                        {"seed", o.seed},
+                        {"rule", o.rule},
+                        {"committed", o.rule == "committed" ? o.committed : 0}};
   if (o.part == "all" || o.part == "robustness") out["robustness"] = ladder::bench::Robustness(o);
   if (o.part == "all" || o.part == "precision") out["precision"] = ladder::bench::Precision(o);
   if (o.part == "all" || o.part == "locate") out["locate"] = ladder::bench::Locate(o);

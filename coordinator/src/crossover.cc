@@ -106,6 +106,13 @@ std::vector<LocateRung> MeasureRungs(const Rungs& rungs,
     } else {
       r.error = std::string(interval.status().message());
     }
+    if (r.ratio) {
+      if (auto decision = stats::ProjectedRatioInterval(sample); decision.ok()) {
+        r.decision = *decision;
+      } else {
+        r.decision_error = std::string(decision.status().message());
+      }
+    }
     measured.push_back(std::move(r));
   }
   return measured;

@@ -7,10 +7,13 @@
 
 #include "absl/strings/str_format.h"
 #include "ladder/stats/adaptive.h"
-#include "ladder/stats/summary.h"
 
 namespace ladder::coordinator {
 namespace {
+
+static_assert(matrices::kLocateMinSessions ==
+                  stats::kMinDecisionSessions + stats::kCommittedSessions,
+              "locate.max_sessions' minimum is the first session a probe can be decided at");
 
 std::string Depth(double depth) { return absl::StrFormat("%.6g", depth); }
 
@@ -59,15 +62,29 @@ LocateStep DecideLocateStep(const LocateConfig& config, const std::vector<Locate
             "probe at %s: ratio %s from one session covers only "
             "within-session noise",
             Depth(*current_probe), Ratio(r));
-      } else if (r.n_units < stats::kMinSessionsForInterval) {
-        // A probe decided on a t(1) interval covered 91.6 % (docs/statistics.md, "Adaptive
-        // designs"); from 3 sessions on, 94.6 %.
-        why = absl::StrFormat("probe at %s: ratio %s from %d sessions; a probe is decided from %d",
+      } else if (!probe->decision) {
+        // The verdict is read from the first n − kCommittedSessions sessions, projected to n:
+        // the last ones enter the reported interval unselected (docs/statistics.md, "Coverage
+        // after stopping").
+        why = absl::StrFormat("probe at %s: ratio %s from %d sessions; no decision yet (%s)",
                               Depth(*current_probe), Ratio(r), static_cast<int>(r.n_units),
-                              static_cast<int>(stats::kMinSessionsForInterval));
-      } else if (stats::ClassifyProbe(r) == stats::ProbeVerdict::kUndecided) {
-        why = absl::StrFormat("probe at %s: ratio %s neither excludes 1 nor lies within 1 ± 1 %%",
-                              Depth(*current_probe), Ratio(r));
+                              probe->decision_error);
+      } else if (const stats::ProbeVerdict verdict = stats::ClassifyProbe(*probe->decision);
+                 verdict == stats::ProbeVerdict::kUndecided) {
+        why = absl::StrFormat(
+            "probe at %s: ratio %s projected from the first %d of %d sessions neither excludes 1 "
+            "nor lies within 1 ± 1 %%",
+            Depth(*current_probe), Ratio(*probe->decision),
+            static_cast<int>(probe->decision->n_units), static_cast<int>(r.n_units));
+      } else if (verdict == stats::ProbeVerdict::kExcludesOne &&
+                 (probe->decision->estimate < 1.0) != (r.estimate < 1.0)) {
+        // The bracket takes the sign of the estimate over all sessions: a verdict it contradicts
+        // decides nothing.
+        why = absl::StrFormat(
+            "probe at %s: ratio %s projected from the first %d sessions excludes 1, but over "
+            "all %d it is %s, across 1",
+            Depth(*current_probe), Ratio(*probe->decision),
+            static_cast<int>(probe->decision->n_units), static_cast<int>(r.n_units), Ratio(r));
       }
     }
     if (!why.empty()) {

@@ -1,5 +1,6 @@
 // Adaptive replication (`precision`): a cell group gets one more paired session while its widest
-// ratio interval is wider than the matrix asks and its session budget allows. The rule itself is
+// ratio interval, projected from all but its last stats::kCommittedSessions sessions, is wider
+// than the matrix asks and its session budget allows. The rule itself is
 // ladder::stats's (WidestRatioHalfWidth); this file gathers the group's measurements and records
 // each decision with its reason.
 #include <cmath>
@@ -64,33 +65,48 @@ absl::Status SchedulerImpl::MaybeExtendGroupLocked(int64_t run_id, const std::st
       samples.push_back(stats::PairedSample{by_cell[members[0]], by_cell[members[i]]});
     }
   }
+  // The rule reads the first sessions - kCommittedSessions, projected to all of them; the
+  // report shows the interval over all (docs/statistics.md, "Coverage after stopping").
+  const double projected = stats::WidestProjectedHalfWidth(samples);
   const double widest = stats::WidestRatioHalfWidth(samples);
 
   const int64_t now = clock_->NowMs();
-  const std::string widest_text =
-      std::isfinite(widest) ? absl::StrFormat("%.2f%%", 100 * widest) : std::string("unbounded");
-  if (widest <= target) {
+  const auto percent = [](double w) {
+    return std::isfinite(w) ? absl::StrFormat("%.2f%%", 100 * w) : std::string("unbounded");
+  };
+  if (projected <= target) {
     return store_->RecordDecision(
-        run_id, group_key, sessions, widest, target, "stop",
-        absl::StrFormat("precision reached: widest ratio half-width %s <= target %.2f%%",
-                        widest_text, 100 * target),
+        run_id, group_key, sessions, projected, target, "stop",
+        absl::StrFormat(
+            "precision reached: widest ratio half-width projected from the first %d sessions %s "
+            "<= target %.2f%%; over all %d sessions %s",
+            sessions - stats::kCommittedSessions, percent(projected), 100 * target, sessions,
+            percent(widest)),
         now);
   }
   if (sessions >= max_sessions) {
     return store_->RecordDecision(
-        run_id, group_key, sessions, widest, target, "stop",
-        absl::StrFormat("budget spent: %d of max_sessions %d; widest half-width still %s", sessions,
-                        max_sessions, widest_text),
+        run_id, group_key, sessions, projected, target, "stop",
+        absl::StrFormat("budget spent: %d of max_sessions %d; widest half-width still %s "
+                        "(projected), %s over all sessions",
+                        sessions, max_sessions, percent(projected), percent(widest)),
         now);
   }
   const int replicate = static_cast<int>(group.size());
   const uint64_t seed = group.front()->row.seed ^ (0x9e3779b97f4a7c15ULL * (replicate + 1));
   ASSIGN_OR_RETURN(int64_t unit_id, store_->AddUnit(run_id, group_key, replicate, seed, cells));
   QueueNewUnitLocked(unit_id, run_id, group_key, replicate, seed, cells);
+  constexpr int kFirstDecision = stats::kMinDecisionSessions + stats::kCommittedSessions;
   return store_->RecordDecision(
-      run_id, group_key, sessions, widest, target, "add_session",
-      absl::StrFormat("widest ratio half-width %s > target %.2f%%: session %d of at most %d",
-                      widest_text, 100 * target, sessions + 1, max_sessions),
+      run_id, group_key, sessions, projected, target, "add_session",
+      sessions < kFirstDecision
+          ? absl::StrFormat("no decision before %d sessions (it reads the first n - %d): session "
+                            "%d of at most %d",
+                            kFirstDecision, stats::kCommittedSessions, sessions + 1, max_sessions)
+          : absl::StrFormat("widest ratio half-width projected from the first %d sessions %s > "
+                            "target %.2f%%: session %d of at most %d",
+                            sessions - stats::kCommittedSessions, percent(projected), 100 * target,
+                            sessions + 1, max_sessions),
       now);
 }
 

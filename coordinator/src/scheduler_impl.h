@@ -27,7 +27,8 @@
 namespace ladder::coordinator {
 
 // The store's observations as ladder::stats takes them, by cell: sessions numbered in order of
-// first appearance.
+// first appearance (ValidObservations returns them as stored, so session 0 reported first: the
+// "first sessions" the stopping rules decide from).
 std::map<int64_t, std::vector<stats::Observation>> ObservationsByCell(
     const std::vector<db::Observation>& observations);
 

@@ -888,7 +888,7 @@ absl::StatusOr<std::vector<Observation>> Store::ValidObservations(
   ASSIGN_OR_RETURN(
       db::Statement stmt,
       db_->Prepare("SELECT cell_id, session_id, process, round, value FROM valid_measurements "
-                   "WHERE cell_id = ?1 AND metric = ?2"));
+                   "WHERE cell_id = ?1 AND metric = ?2 ORDER BY id"));
   std::vector<Observation> out;
   for (int64_t cell : cell_ids) {
     stmt.Reset();

@@ -962,8 +962,8 @@ absl::Status Parser::ParseLocate(const Entry& entry, Matrix& m) {
                              "(\"{}\") to pair axis {}",
                              m.aa_control->as, locate.pair_axis));
   }
-  locate.max_sessions = static_cast<int>(
-      std::min<int64_t>(internal::kMaxSessions, std::max(3, 2 * m.replicates.sessions)));
+  locate.max_sessions = static_cast<int>(std::min<int64_t>(
+      internal::kMaxSessions, std::max<int64_t>(kLocateMinSessions, 2 * m.replicates.sessions)));
   const Entry* axis_field = nullptr;
   for (const Entry& field : fields) {
     const std::string path = Field("locate", field.key);
@@ -1039,8 +1039,11 @@ absl::Status Parser::ParseLocate(const Entry& entry, Matrix& m) {
       ASSIGN_OR_RETURN(locate.min_step,
                        ReadInteger(field.value, field.key_mark, path, 1, int64_t{1} << 40));
     } else if (field.key == "max_sessions") {
-      ASSIGN_OR_RETURN(const int64_t v, ReadInteger(field.value, field.key_mark, path,
-                                                    m.replicates.sessions, internal::kMaxSessions));
+      // Fewer than kLocateMinSessions could never decide a probe.
+      ASSIGN_OR_RETURN(const int64_t v,
+                       ReadInteger(field.value, field.key_mark, path,
+                                   std::max<int64_t>(m.replicates.sessions, kLocateMinSessions),
+                                   internal::kMaxSessions));
       locate.max_sessions = static_cast<int>(v);
     }
   }

@@ -25,15 +25,55 @@ double WidestRatioHalfWidth(std::span<const PairedSample> comparisons) {
   double widest = 0;
   for (const PairedSample& sample : comparisons) {
     auto interval = PairedRatioInterval(sample, RatioOptions{});
-    // Below 3 sessions the t(1) interval is too wide to stop on and too unstable to trust once
-    // stopped on: stopping at 2 sessions kept ±2 % intervals covering 90–91 %
-    // (ladder-bench-coverage
-    // --part precision, docs/statistics.md).
     const double width = !interval.ok() || interval->scope != IntervalScope::kBetweenSessions ||
                                  interval->n_units < kMinSessionsForInterval
                              ? std::numeric_limits<double>::infinity()
                              : interval->RelativeHalfWidth();
     widest = std::max(widest, width);
+  }
+  return widest;
+}
+
+absl::StatusOr<Interval> ProjectedRatioInterval(const PairedSample& sample, int committed,
+                                                double confidence) {
+  if (!(confidence > 0.0 && confidence < 1.0)) {
+    return absl::InvalidArgumentError("confidence must be in (0, 1)");
+  }
+  if (committed < 0) return absl::InvalidArgumentError("committed sessions must be >= 0");
+  absl::StatusOr<std::vector<SessionRatio>> per_session = SessionRatios(sample);
+  if (!per_session.ok()) return per_session.status();
+  const std::size_t n = per_session->size();
+  const std::size_t decided = n > static_cast<std::size_t>(committed) ? n - committed : 0;
+  if (decided < static_cast<std::size_t>(kMinDecisionSessions)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(n, " sessions: a stop is decided from the first n - ", committed,
+                     " and needs ", kMinDecisionSessions, " of them"));
+  }
+  std::sort(per_session->begin(), per_session->end(),
+            [](const SessionRatio& x, const SessionRatio& y) { return x.session < y.session; });
+  std::vector<double> l;
+  for (std::size_t s = 0; s < decided; ++s) l.push_back((*per_session)[s].log_ratio);
+  const double mean_l = internal::Mean(l);
+  const double se = std::sqrt(internal::Variance(l) / static_cast<double>(n));
+  Interval out;
+  out.confidence = confidence;
+  out.df = static_cast<double>(n - 1);
+  out.n_units = decided;
+  const double t = TwoSidedT(confidence, out.df);
+  out.estimate = std::exp(mean_l);
+  out.lower = std::exp(mean_l - t * se);
+  out.upper = std::exp(mean_l + t * se);
+  out.estimand = "B/A: geometric mean of per-session ratios, projected from the first sessions";
+  out.note = absl::StrCat("projected to ", n, " sessions from the first ", decided);
+  return out;
+}
+
+double WidestProjectedHalfWidth(std::span<const PairedSample> comparisons, int committed) {
+  double widest = 0;
+  for (const PairedSample& sample : comparisons) {
+    auto interval = ProjectedRatioInterval(sample, committed);
+    widest = std::max(widest, interval.ok() ? interval->RelativeHalfWidth()
+                                            : std::numeric_limits<double>::infinity());
   }
   return widest;
 }

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ladder/db/sqlite.h"
+#include "ladder/stats/adaptive.h"
 #include "scheduler_harness.h"
 
 namespace ladder::coordinator {
@@ -28,12 +29,17 @@ LocateConfig Config() {
   c.declared = {1024, 2048, 4096, 8192};
   c.resolution_octaves = 0.25;
   c.min_step = 256;
-  c.max_sessions = 4;
+  c.max_sessions = 8;
   return c;
 }
 
-// A rung whose ratio interval is estimate·(1 ± half_width) from `sessions` sessions.
-LocateRung Rung(double depth, double estimate, double half_width, int sessions = 3) {
+constexpr int kFirstDecided = stats::kMinDecisionSessions + stats::kCommittedSessions;  // 6
+
+// A rung whose ratio interval is estimate·(1 ± half_width) from `sessions` sessions. From
+// kFirstDecided sessions on its decision interval (the projection from the first sessions −
+// kCommittedSessions) is `decision_estimate`·(1 ± half_width), by default the same as the ratio.
+LocateRung Rung(double depth, double estimate, double half_width, int sessions = kFirstDecided,
+                double decision_estimate = 0) {
   LocateRung r;
   r.depth = depth;
   stats::Interval i;
@@ -45,6 +51,18 @@ LocateRung Rung(double depth, double estimate, double half_width, int sessions =
                          : stats::IntervalScope::kWithinSessionOnly;
   r.ratio = i;
   r.units = sessions;
+  if (sessions >= kFirstDecided) {
+    stats::Interval d = i;
+    if (decision_estimate > 0) {
+      d.estimate = decision_estimate;
+      d.lower = decision_estimate * (1 - half_width);
+      d.upper = decision_estimate * (1 + half_width);
+    }
+    d.n_units = static_cast<size_t>(sessions - stats::kCommittedSessions);
+    r.decision = d;
+  } else {
+    r.decision_error = "too few sessions";
+  }
   return r;
 }
 
@@ -61,32 +79,56 @@ TEST(LocateStep, ProbesTheLog2MidpointOfTheFirstSignChange) {
 }
 
 TEST(LocateStep, AnUndecidedProbeGetsAnotherSessionUntilTheBudget) {
-  const std::vector<LocateRung> rungs = {Rung(2048, 0.9, 0.01), Rung(2816, 0.99, 0.03, 3),
+  const std::vector<LocateRung> rungs = {Rung(2048, 0.9, 0.01), Rung(2816, 0.99, 0.03, 6),
                                          Rung(4096, 1.1, 0.01)};
   auto step = DecideLocateStep(Config(), rungs, 2816.0);
   EXPECT_EQ(step.action, LocateAction::kAddSession) << step.reason;
   EXPECT_EQ(step.depth, 2816);
-  EXPECT_EQ(step.sessions, 3);
-  EXPECT_NE(step.reason.find("neither excludes 1 nor lies within 1 ± 1 %: session 4 of at most 4"),
+  EXPECT_EQ(step.sessions, 6);
+  EXPECT_NE(step.reason.find("projected from the first 2 of 6 sessions neither excludes 1 nor "
+                             "lies within 1 ± 1 %: session 7 of at most 8"),
             std::string::npos)
       << step.reason;
-  // Two sessions never decide a probe, however clear their interval looks.
-  const std::vector<LocateRung> two = {Rung(2048, 0.9, 0.01), Rung(2816, 0.8, 0.01, 2),
-                                       Rung(4096, 1.1, 0.01)};
-  step = DecideLocateStep(Config(), two, 2816.0);
-  EXPECT_EQ(step.action, LocateAction::kAddSession) << step.reason;
-  EXPECT_NE(step.reason.find("from 2 sessions; a probe is decided from 3: session 3 of at most 4"),
-            std::string::npos)
-      << step.reason;
+  // Before its sixth session a probe has no decision, however clear its interval looks.
+  for (int sessions = 2; sessions < kFirstDecided; ++sessions) {
+    const std::vector<LocateRung> early = {Rung(2048, 0.9, 0.01), Rung(2816, 0.8, 0.01, sessions),
+                                           Rung(4096, 1.1, 0.01)};
+    step = DecideLocateStep(Config(), early, 2816.0);
+    EXPECT_EQ(step.action, LocateAction::kAddSession) << step.reason;
+    EXPECT_NE(step.reason.find("no decision yet"), std::string::npos) << step.reason;
+  }
 
   std::vector<LocateRung> spent = rungs;
-  spent[1].units = 4;
+  spent[1].units = 8;
   step = DecideLocateStep(Config(), spent, 2816.0);
   EXPECT_EQ(step.action, LocateAction::kStop);
   EXPECT_EQ(step.outcome, "budget_spent");
-  EXPECT_NE(step.reason.find("after 4 of max_sessions 4"), std::string::npos) << step.reason;
+  EXPECT_NE(step.reason.find("after 8 of max_sessions 8"), std::string::npos) << step.reason;
   EXPECT_EQ(step.bracket_lower, 2048) << "the bracket the probe was placed in";
   EXPECT_EQ(step.bracket_upper, 4096);
+}
+
+TEST(LocateStep, TheVerdictIsReadFromTheDecisionIntervalNotTheReportedOne) {
+  // The interval over all sessions excludes 1, the projection from the first ones does not:
+  // undecided. (The last kCommittedSessions sessions are measured after the decision.)
+  auto step = DecideLocateStep(
+      Config(), {Rung(2048, 0.9, 0.01), Rung(2816, 0.97, 0.02, 6, 1.0), Rung(4096, 1.1, 0.01)},
+      2816.0);
+  EXPECT_EQ(step.action, LocateAction::kAddSession) << step.reason;
+  // The projection excludes 1 below, the estimate over all sessions is above 1: the bracket
+  // would take the estimate's side, so the verdict decides nothing.
+  step = DecideLocateStep(
+      Config(), {Rung(2048, 0.9, 0.01), Rung(2816, 1.004, 0.003, 6, 0.99), Rung(4096, 1.1, 0.01)},
+      2816.0);
+  EXPECT_EQ(step.action, LocateAction::kAddSession) << step.reason;
+  EXPECT_NE(step.reason.find("across 1"), std::string::npos) << step.reason;
+  // The projection excludes 1 and the estimate agrees, though the interval over all sessions
+  // does not exclude 1: decided, and the bracket moves.
+  step = DecideLocateStep(
+      Config(), {Rung(2048, 0.9, 0.01), Rung(2816, 0.995, 0.01, 6, 0.97), Rung(4096, 1.1, 0.01)},
+      2816.0);
+  EXPECT_EQ(step.action, LocateAction::kProbe) << step.reason;
+  EXPECT_EQ(step.depth, 3328);
 }
 
 TEST(LocateStep, OneSessionNeverDecidesAProbe) {
@@ -159,7 +201,7 @@ axes:
 pair: [path]
 together: [depth]
 replicates: {sessions: 2, processes: 1, rounds: 2}
-locate: {axis: depth, where: ratio = 1, resolution: 0.25 octave, min_step: 256, max_sessions: 4}
+locate: {axis: depth, where: ratio = 1, resolution: 0.25 octave, min_step: 256, max_sessions: 6}
 )";
 
 // Times whose ratio 3d / 2d is (depth / 3000)^0.3, times a session's noise.
@@ -255,7 +297,7 @@ TEST(SchedulerLocate, LocatesAKnownCrossoverWithinTheResolution) {
   Harness h;
   KnownCurve curve;
   const int64_t run = h.Submit(kLocate);
-  const auto sessions = Sessions(h, 5);
+  const auto sessions = Sessions(h, 7);
   const int units = Drain(h, curve, sessions);
 
   const auto decisions = LocateDecisions(h);
@@ -291,7 +333,8 @@ TEST(SchedulerLocate, LocatesAKnownCrossoverWithinTheResolution) {
   int added = 0;
   for (const auto& d : decisions) added += d.decision == "add_session" ? 1 : 0;
   EXPECT_EQ(units, 2 + 2 * probes + added);
-  EXPECT_GE(added, 1) << "with this noise, two sessions do not decide the first probe";
+  // A probe is decided from its sixth session at the earliest: 2 planned + 4 added.
+  EXPECT_GE(added, (kFirstDecided - 2) * probes);
   // A probe's replicates ran in distinct sessions.
   EXPECT_EQ(Count(h,
                   "SELECT COUNT(*) FROM (SELECT u.group_key, a.session_id, COUNT(*) AS n "
@@ -304,7 +347,7 @@ TEST(SchedulerLocate, ARestartNeitherLosesNorDuplicatesAProbe) {
   Harness h;
   KnownCurve curve;
   const int64_t run = h.Submit(kLocate);
-  const auto sessions = Sessions(h, 5);
+  const auto sessions = Sessions(h, 7);
   // The first planned unit completes normally; the second is finished in the store only, as if
   // the coordinator had been killed between ending the attempt and stepping the line.
   auto first = h.LeaseNow(sessions[0]);
@@ -374,9 +417,9 @@ axes:
   path: [2d, 3d]
 pair: [path]
 replicates: {sessions: 2, processes: 1, rounds: 2}
-locate: {axis: depth, resolution: 0.25 octave, min_step: 256, max_sessions: 4}
+locate: {axis: depth, resolution: 0.25 octave, min_step: 256, max_sessions: 6}
 )");
-  Drain(h, curve, Sessions(h, 5));
+  Drain(h, curve, Sessions(h, 7));
   std::map<std::string, DecisionRow> stops;
   std::map<std::string, int> probes;
   for (const auto& d : LocateDecisions(h)) {
@@ -416,7 +459,7 @@ TEST(SchedulerLocate, PrecisionLeavesProbeGroupsToLocate) {
   std::string yaml = kLocate;
   yaml += "precision: {ratio_half_width: 50%, max_sessions: 2}\n";
   h.Submit(yaml.c_str());
-  Drain(h, curve, Sessions(h, 5));
+  Drain(h, curve, Sessions(h, 7));
   // Precision decided once, on the ladder's group; every other decision is locate's.
   EXPECT_EQ(Count(h, "SELECT COUNT(*) FROM adaptive_decisions WHERE option = 'precision'"), 1);
   EXPECT_EQ(Count(h,
@@ -448,7 +491,7 @@ pair: [spec]
 together: [concurrency]
 replicates: {sessions: 2, processes: 1, rounds: 2}
 metric: decode_tok_s
-locate: {axis: concurrency, where: ratio = 1, resolution: 0.25 octave, max_sessions: 4}
+locate: {axis: concurrency, where: ratio = 1, resolution: 0.25 octave, max_sessions: 6}
 )";
 
 double TokPerS(const std::string& session, int64_t concurrency, const std::string& spec,
@@ -490,7 +533,7 @@ TEST(SchedulerLocate, LocatesACrossoverInConcurrencyAtWholeRequests) {
   const int64_t run = h.Submit(kLocateConcurrency);
   ASSERT_GT(run, 0);
   std::vector<std::string> sessions;
-  for (int i = 0; i < 5; ++i) {
+  for (int i = 0; i < 7; ++i) {
     db::SessionRow row;
     row.id = "engine-session-" + std::to_string(i);
     row.hostname = row.machine_id = "engine-host-" + std::to_string(i);

@@ -1,8 +1,12 @@
 #include "ladder/coordinator/scheduler.h"
 
+#include <string>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 #include "ladder/db/query.h"
+#include "ladder/stats/adaptive.h"
 #include "process.h"
 #include "scheduler_harness.h"
 
@@ -282,7 +286,7 @@ TEST(Scheduler, PrecisionAddsPairedSessionsUntilTheBudgetIsSpent) {
   EXPECT_EQ(completed, 4) << "2 planned sessions + 2 added, then the budget of 4 is spent";
   auto decisions = Decisions(h);
   ASSERT_EQ(decisions.size(), 3u);
-  EXPECT_NE(decisions[0].find("add_session: widest ratio half-width"), std::string::npos)
+  EXPECT_NE(decisions[0].find("add_session: no decision before 6 sessions"), std::string::npos)
       << decisions[0];
   EXPECT_NE(decisions[1].find("add_session"), std::string::npos) << decisions[1];
   EXPECT_NE(decisions[2].find("stop: budget spent: 4 of max_sessions 4"), std::string::npos)
@@ -291,29 +295,71 @@ TEST(Scheduler, PrecisionAddsPairedSessionsUntilTheBudgetIsSpent) {
   EXPECT_EQ(h.Summary(run).units_done, 4);
 }
 
-TEST(Scheduler, PrecisionStopsAsSoonAsTheIntervalIsNarrow) {
+constexpr const char* kPreciseLong = R"(
+name: precise-long
+runner: kernel
+axes:
+  depth: [256]
+  path: [2d, 3d]
+pair: [path]
+replicates: {sessions: 2, processes: 1, rounds: 1}
+precision: {ratio_half_width: 5%, max_sessions: 10}
+)";
+
+// Runs `ratios.size()` paired sessions of kPreciseLong one after another, each in its own agent
+// session, until none is queued; returns how many ran.
+int RunSessions(Harness& h, const std::vector<double>& ratios) {
+  int completed = 0;
+  for (size_t i = 0; i < ratios.size(); ++i) {
+    const std::string session = "session-" + std::to_string(i);
+    h.AddSession(session, "host-" + std::to_string(i));
+    auto lease = h.LeaseNow(session);
+    if (!lease) break;
+    CompleteWith(h, session, *lease, 100, 100 * ratios[i]);
+    ++completed;
+  }
+  return completed;
+}
+
+TEST(Scheduler, PrecisionDecidesFromAllButTheLastFourSessions) {
   Harness h;
-  int64_t run = h.Submit(kPrecise);
-  h.AddSession("session-a", "host-a");
-  h.AddSession("session-b", "host-b");
-  auto a = h.LeaseNow("session-a");
-  auto b = h.LeaseNow("session-b");
-  ASSERT_TRUE(a && b);
-  CompleteWith(h, "session-a", *a, 100, 80.0);
-  EXPECT_TRUE(Decisions(h).empty()) << "no decision before every planned replicate has ended";
-  CompleteWith(h, "session-b", *b, 100, 80.4);
+  int64_t run = h.Submit(kPreciseLong);
+  // Nearly equal ratios: over 3 sessions the interval is already far inside ±5 %, which the rule
+  // before issue 59 stopped on. Now the decision at n sessions reads the first n − 4, and needs 2
+  // of them: the run stops at 6.
+  const int completed = RunSessions(h, {0.800, 0.804, 0.802, 0.801, 0.803, 0.800, 0.8, 0.8});
+  EXPECT_EQ(completed, stats::kMinDecisionSessions + stats::kCommittedSessions);
   auto decisions = Decisions(h);
-  ASSERT_EQ(decisions.size(), 1u);
-  // Two sessions never stop a precision run: a t(1) interval stopped on covers ~90 %.
-  EXPECT_NE(decisions[0].find("add_session: widest ratio half-width unbounded"), std::string::npos)
-      << decisions[0];
-  h.AddSession("session-c", "host-c");
-  auto c = h.LeaseNow("session-c");
-  ASSERT_TRUE(c);
-  CompleteWith(h, "session-c", *c, 100, 80.2);
-  decisions = Decisions(h);
-  ASSERT_EQ(decisions.size(), 2u);
-  EXPECT_NE(decisions[1].find("stop: precision reached"), std::string::npos) << decisions[1];
+  ASSERT_EQ(decisions.size(), 5u);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_NE(decisions[i].find("add_session: no decision before 6 sessions"), std::string::npos)
+        << decisions[i];
+  }
+  EXPECT_NE(decisions[1].find("session 4 of at most 10"), std::string::npos) << decisions[1];
+  EXPECT_NE(decisions[4].find("stop: precision reached: widest ratio half-width projected from "
+                              "the first 2 sessions"),
+            std::string::npos)
+      << decisions[4];
+  EXPECT_EQ(h.Summary(run).state, db::RunState::kDone);
+  EXPECT_EQ(h.Summary(run).units_done, 6);
+}
+
+TEST(Scheduler, PrecisionStopsOnTheFirstSessionsWhateverTheLastOnesSay) {
+  Harness h;
+  int64_t run = h.Submit(kPreciseLong);
+  // The first two sessions agree; the four measured after the decision do not. The stop stands
+  // (its coverage depends on it), and the decision records the wider interval over all six.
+  const int completed = RunSessions(h, {0.800, 0.802, 0.60, 1.00, 0.70, 0.95, 0.8, 0.8});
+  EXPECT_EQ(completed, 6);
+  auto decisions = Decisions(h);
+  ASSERT_EQ(decisions.size(), 5u);
+  EXPECT_NE(decisions[4].find("stop: precision reached"), std::string::npos) << decisions[4];
+  EXPECT_NE(decisions[4].find("over all 6 sessions"), std::string::npos) << decisions[4];
+  // The recorded half-width over all six is the report's, and wider than the target.
+  const size_t at = decisions[4].find("over all 6 sessions ");
+  ASSERT_NE(at, std::string::npos);
+  EXPECT_GT(std::stod(decisions[4].substr(at + std::string("over all 6 sessions ").size())), 5.0)
+      << decisions[4];
   EXPECT_EQ(h.Summary(run).state, db::RunState::kDone);
 }
 

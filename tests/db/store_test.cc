@@ -329,6 +329,47 @@ TEST(Store, LoadRequestsViewUnrollsTheRowsOfDoneAttempts) {
   EXPECT_EQ(stmt->Text(7), "HTTP 500");
 }
 
+// The stopping rules decide from "the first sessions": ValidObservations returns each cell's
+// measurements in the order they were stored, whatever the sessions' names.
+TEST(Store, ValidObservationsComeInTheOrderTheyWereStored) {
+  Fixture f;
+  f.Session("session-z");
+  f.Session("session-a");
+  auto units = f.store->LoadSchedulingState()->units;
+  const UnitRow first = units[0];
+  auto twin = std::find_if(units.begin() + 1, units.end(),
+                           [&](const UnitRow& u) { return u.cell_ids == first.cell_ids; });
+  ASSERT_NE(twin, units.end()) << "the matrix replicates each cell group in two units";
+  int64_t at = 2000;
+  for (const auto& [unit, session] :
+       {std::pair{first, std::string("session-z")}, std::pair{*twin, std::string("session-a")}}) {
+    auto attempt = f.store->LeaseUnit(unit.id, session, at);
+    ASSERT_TRUE(attempt.ok()) << attempt.status();
+    std::vector<MeasurementIn> ms;
+    for (int round = 0; round < 2; ++round) {
+      for (int64_t cell : unit.cell_ids) {
+        ms.push_back(MeasurementIn{session + std::to_string(cell) + "-" + std::to_string(round),
+                                   *attempt, cell, 0, round, "time_us", 10.0 + round, "us", at});
+      }
+    }
+    ASSERT_TRUE(f.store->Report(session, ms, {}, {*attempt}, {}, at + 1).ok());
+    ASSERT_TRUE(
+        f.store->EndAttempt(*attempt, AttemptState::kDone, "", unit.id, UnitState::kDone, 0, at + 2)
+            .ok());
+    at += 1000;
+  }
+  auto observations = f.store->ValidObservations(first.cell_ids, "time_us");
+  ASSERT_TRUE(observations.ok()) << observations.status();
+  ASSERT_EQ(observations->size(), 4u * first.cell_ids.size());
+  for (size_t c = 0; c < first.cell_ids.size(); ++c) {
+    for (size_t i = 0; i < 4; ++i) {
+      const Observation& o = (*observations)[c * 4 + i];
+      EXPECT_EQ(o.cell_id, first.cell_ids[c]);
+      EXPECT_EQ(o.session_id, i < 2 ? "session-z" : "session-a") << c << " " << i;
+    }
+  }
+}
+
 TEST(Store, ResultsForAnotherSessionsAttemptAreRefused) {
   Fixture f;
   f.Session("session-a");

@@ -48,7 +48,7 @@ pair: [path]
 together: [depth]
 replicates: {sessions: 2, processes: 1, rounds: 3}
 metric: time_us
-locate: {axis: depth, where: ratio = 1, resolution: 0.25 octave, min_step: 256, max_sessions: 4}
+locate: {axis: depth, where: ratio = 1, resolution: 0.25 octave, min_step: 256, max_sessions: 6}
 )";
 
 // One agent session: Register, then Lease -> Report -> Finish until stopped. Every call is
@@ -216,7 +216,7 @@ TEST(Locate, FindsAKnownCrossoverThroughACoordinatorRestart) {
   ASSERT_EQ(submit.exit_code, 0) << submit.out << submit.err;
 
   std::vector<std::unique_ptr<CurveAgent>> agents;
-  for (int i = 0; i < 5; ++i) agents.push_back(std::make_unique<CurveAgent>(address, i));
+  for (int i = 0; i < 7; ++i) agents.push_back(std::make_unique<CurveAgent>(address, i));
 
   // Kill the coordinator as soon as the first probe is decided, and restart it on the same file.
   ASSERT_TRUE(WaitFor(

@@ -28,13 +28,13 @@ replicates: {sessions: 3}
 TEST(MatrixLocate, ReadsEveryField) {
   const Matrix m = MustParse(std::string(kLadder) +
                              "locate: {axis: depth, where: ratio = 1, resolution: 0.25 octave, "
-                             "min_step: 256, max_sessions: 5}\n");
+                             "min_step: 256, max_sessions: 7}\n");
   ASSERT_TRUE(m.locate.has_value());
   EXPECT_EQ(m.locate->axis, "depth");
   EXPECT_EQ(m.locate->pair_axis, "spec");
   EXPECT_DOUBLE_EQ(m.locate->resolution_octaves, 0.25);
   EXPECT_EQ(m.locate->min_step, 256);
-  EXPECT_EQ(m.locate->max_sessions, 5);
+  EXPECT_EQ(m.locate->max_sessions, 7);
 }
 
 TEST(MatrixLocate, DefaultsAndSpellings) {
@@ -54,7 +54,7 @@ TEST(MatrixLocate, DefaultsAndSpellings) {
                   .locate.has_value());
 }
 
-TEST(MatrixLocate, OneSessionStillAllowsTwoPerProbe) {
+TEST(MatrixLocate, OneSessionStillAllowsAProbeToBeDecided) {
   const Matrix m = MustParse(R"(name: m
 runner: kernel
 axes: {depth: [256, 4096], path: [2d, 3d]}
@@ -62,7 +62,8 @@ pair: [path]
 locate: {axis: depth}
 )");
   ASSERT_TRUE(m.locate.has_value());
-  EXPECT_EQ(m.locate->max_sessions, 3);  // a probe is decided from 3 sessions
+  // A probe is decided from its sixth session on (kLocateMinSessions), however few are planned.
+  EXPECT_EQ(m.locate->max_sessions, kLocateMinSessions);
 }
 
 TEST(MatrixLocate, ErrorsNameLocationAndField) {
@@ -72,7 +73,9 @@ TEST(MatrixLocate, ErrorsNameLocationAndField) {
   EXPECT_EQ(ParseError(std::string(kLadder) + "locate: {axis: depth, min_step: 0}\n"),
             "m.yaml:10:33: locate.min_step: expected a positive integer, got 0");
   EXPECT_EQ(ParseError(std::string(kLadder) + "locate: {axis: depth, max_sessions: 2}\n"),
-            "m.yaml:10:37: locate.max_sessions: expected an integer of at least 3, got 2");
+            "m.yaml:10:37: locate.max_sessions: expected an integer of at least 6, got 2");
+  EXPECT_EQ(ParseError(std::string(kLadder) + "locate: {axis: depth, max_sessions: 5}\n"),
+            "m.yaml:10:37: locate.max_sessions: expected an integer of at least 6, got 5");
   EXPECT_EQ(ParseError(std::string(kLadder) + "locate: {axis: depth, resolution: 0 octave}\n"),
             "m.yaml:10:35: locate.resolution: expected a resolution in octaves above 0 and at "
             "most 16, such as 0.25 octave, got 0 octave");
@@ -137,7 +140,7 @@ TEST(MatrixLocate, CellKeyWithoutDropsTheNamedAxesInOrder) {
 TEST(MatrixLocate, StoredJsonRoundTripsAndTypesProbes) {
   const Matrix m = MustParse(std::string(kLadder) +
                              "locate: {axis: depth, where: ratio = 1, resolution: 0.25 octave, "
-                             "min_step: 256, max_sessions: 4}\n");
+                             "min_step: 256, max_sessions: 7}\n");
   const nlohmann::json stored = LocateToJson(m);
   auto c = LocateFromJson(stored);
   ASSERT_TRUE(c.ok()) << c.status();
@@ -148,7 +151,7 @@ TEST(MatrixLocate, StoredJsonRoundTripsAndTypesProbes) {
   ASSERT_EQ(c->declared.size(), 4u);
   EXPECT_EQ(c->declared[3], nlohmann::json(8192));
   EXPECT_EQ(c->min_step, 256);
-  EXPECT_EQ(c->max_sessions, 4);
+  EXPECT_EQ(c->max_sessions, 7);
   EXPECT_DOUBLE_EQ(c->resolution_octaves, 0.25);
   EXPECT_TRUE(c->integer_axis);
   EXPECT_EQ(c->ValueOf(2816.0), nlohmann::json(2816));

@@ -1,6 +1,8 @@
 #include "ladder/stats/adaptive.h"
+#include "ladder/stats/distributions.h"
 #include "ladder/stats/ratio.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -213,6 +215,68 @@ TEST(WidestRatioHalfWidth, OneSessionIsNeverNarrowEnough) {
   EXPECT_TRUE(std::isinf(WidestRatioHalfWidth(one)));
   const std::vector<PairedSample> empty_arm = {PairedSample{}};
   EXPECT_TRUE(std::isinf(WidestRatioHalfWidth(empty_arm)));
+}
+
+// The decision interval: the first n − kCommittedSessions sessions' log ratios, their mean and
+// spread, with the t quantile and √n of all n sessions.
+TEST(ProjectedRatioInterval, IsTheFirstSessionsProjectedToAll) {
+  const std::vector<double> ratios = {1.10, 1.14, 1.02, 1.25, 0.90, 1.30};
+  const PairedSample sample = SessionsWithRatios(ratios);
+  auto projected = ProjectedRatioInterval(sample);
+  ASSERT_TRUE(projected.ok()) << projected.status();
+  const int n = static_cast<int>(ratios.size());
+  const int decided = n - kCommittedSessions;
+  ASSERT_EQ(decided, 2);
+  const double l0 = std::log(ratios[0]), l1 = std::log(ratios[1]);
+  const double mean = (l0 + l1) / 2;
+  const double sd = std::fabs(l0 - l1) / std::sqrt(2.0);
+  const double t = TwoSidedT(0.95, n - 1);
+  EXPECT_NEAR(projected->estimate, std::exp(mean), 1e-9);
+  EXPECT_NEAR(projected->lower, std::exp(mean - t * sd / std::sqrt(n)), 1e-9);
+  EXPECT_NEAR(projected->upper, std::exp(mean + t * sd / std::sqrt(n)), 1e-9);
+  EXPECT_EQ(projected->df, n - 1);
+  EXPECT_EQ(projected->n_units, static_cast<size_t>(decided));
+  // It is not the reported interval, which reads every session.
+  EXPECT_GT(PairedRatioInterval(sample)->RelativeHalfWidth(), projected->RelativeHalfWidth());
+}
+
+TEST(ProjectedRatioInterval, IgnoresTheLastSessionsAndReadsSessionIdsInOrder) {
+  const PairedSample quiet = SessionsWithRatios({1.10, 1.11, 1.10, 1.10, 1.11, 1.10});
+  const PairedSample loud = SessionsWithRatios({1.10, 1.11, 0.70, 1.60, 0.90, 1.40});
+  auto a = ProjectedRatioInterval(quiet);
+  auto b = ProjectedRatioInterval(loud);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_DOUBLE_EQ(a->lower, b->lower);
+  EXPECT_DOUBLE_EQ(a->upper, b->upper);
+  // The observations' order does not matter, the session ids do.
+  PairedSample reversed = loud;
+  std::reverse(reversed.a.begin(), reversed.a.end());
+  std::reverse(reversed.b.begin(), reversed.b.end());
+  auto c = ProjectedRatioInterval(reversed);
+  ASSERT_TRUE(c.ok());
+  EXPECT_DOUBLE_EQ(c->lower, b->lower);
+  EXPECT_DOUBLE_EQ(c->upper, b->upper);
+}
+
+TEST(ProjectedRatioInterval, NeedsTwoSessionsBeforeTheCommittedOnes) {
+  for (int n = 1; n < kMinDecisionSessions + kCommittedSessions; ++n) {
+    const PairedSample sample = SessionsWithRatios(std::vector<double>(n, 1.1));
+    EXPECT_EQ(ProjectedRatioInterval(sample).status().code(), absl::StatusCode::kFailedPrecondition)
+        << n;
+  }
+  // With no committed sessions it is the interval of the first sessions at their own count.
+  const PairedSample three = SessionsWithRatios({1.10, 1.12, 1.07});
+  EXPECT_DOUBLE_EQ(ProjectedRatioInterval(three, 0)->upper, PairedRatioInterval(three)->upper);
+}
+
+TEST(WidestProjectedHalfWidth, TakesTheWidestAndCountsTooFewSessionsAsUnbounded) {
+  const PairedSample tight = SessionsWithRatios({1.10, 1.11, 1.09, 1.10, 1.10, 1.10});
+  const PairedSample loose = SessionsWithRatios({1.0, 1.3, 1.0, 1.0, 1.0, 1.0});
+  EXPECT_DOUBLE_EQ(WidestProjectedHalfWidth(std::vector<PairedSample>{tight, loose}),
+                   ProjectedRatioInterval(loose)->RelativeHalfWidth());
+  EXPECT_TRUE(std::isinf(WidestProjectedHalfWidth(
+      std::vector<PairedSample>{tight, SessionsWithRatios({1.1, 1.1, 1.1, 1.1, 1.1})})));
+  EXPECT_EQ(WidestProjectedHalfWidth(std::vector<PairedSample>{}), 0.0);
 }
 
 TEST(OnlyPairedSessions, DropsSessionsMeasuredInOneArm) {

@@ -4,9 +4,10 @@
 // probed.
 //
 // The rule (docs/statistics.md, "Locating the crossover"):
-//   1. while the latest probe's ratio interval neither excludes 1 nor lies within 1 ± 1 %
-//      (stats::ClassifyProbe; one session never decides), add a paired session at the probe, up
-//      to `max_sessions`, then stop with "budget_spent";
+//   1. while the latest probe's ratio interval projected from all but its last
+//      stats::kCommittedSessions sessions (stats::ProjectedRatioInterval, LocateRung::decision)
+//      neither excludes 1 nor lies within 1 ± 1 % (stats::ClassifyProbe), add a paired session at
+//      the probe, up to `max_sessions`, then stop with "budget_spent";
 //   2. otherwise bracket the first sign change of log(ratio) over the rungs
 //      (stats::PlanCrossoverProbe) and probe its log2-midpoint, or stop: "resolved" (bracket
 //      narrower than the resolution), "step_limited" (no multiple of min_step inside),
@@ -35,6 +36,11 @@ struct LocateRung {
   double depth = 0.0;
   std::optional<stats::Interval> ratio;  // PairedRatioInterval of B / A; nullopt: see error
   std::string error;
+  // What a probe is decided on: stats::ProjectedRatioInterval of the same sessions (the first
+  // n − kCommittedSessions of them, projected to n); nullopt: see decision_error (e.g. too few
+  // sessions yet).
+  std::optional<stats::Interval> decision;
+  std::string decision_error;
   int units = 0;  // replicate units at this depth (any terminal state)
 };
 

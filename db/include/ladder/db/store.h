@@ -296,7 +296,9 @@ class Store {
   // Adaptive replication: one more replicate unit of a cell group (queued); its id.
   absl::StatusOr<int64_t> AddUnit(int64_t run_id, const std::string& group_key, int replicate,
                                   uint64_t seed, const std::vector<int64_t>& cell_ids);
-  // Valid measurements of `metric` for the given cells.
+  // Valid measurements of `metric` for the given cells, cell by cell in the order given, each
+  // cell's in the order they were stored: a session's first measurement comes before those of
+  // the sessions that reported after it (the stopping rules read "the first sessions" so).
   absl::StatusOr<std::vector<Observation>> ValidObservations(const std::vector<int64_t>& cell_ids,
                                                              const std::string& metric);
   // Whether a `precision` decision was recorded for the group at this many sessions (a

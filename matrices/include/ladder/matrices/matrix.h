@@ -67,12 +67,17 @@ struct Precision {
 // differ only in `axis` and the pair axis), the coordinator brackets the first depth where the
 // ratio of the second arm to the first crosses 1 and probes the log2-midpoint until the bracket
 // is narrower than `resolution_octaves`.
+// The fewest paired sessions at which a probe can be decided: the decision reads the first
+// n − 4 sessions and needs two of them (stats::kMinDecisionSessions + stats::kCommittedSessions;
+// coordinator/src/locate.cc asserts the sum). `locate.max_sessions` is at least this.
+inline constexpr int kLocateMinSessions = 6;
+
 struct Locate {
   std::string axis;                  // a numeric axis, neither paired nor the A/A axis
   std::string pair_axis;             // the matrix's one pair axis, with exactly two arms
   double resolution_octaves = 0.25;  // stop when the bracket spans fewer octaves
   int64_t min_step = 1;              // probes are multiples of this (the axis's unit)
-  int max_sessions = 0;              // paired sessions per probe, at most (>= replicates.sessions)
+  int max_sessions = 0;  // paired sessions per probe, at most (>= replicates.sessions and 6)
 };
 
 // `runner: command`: one metric the program reports, as the matrix declares it (`metrics:`). The
