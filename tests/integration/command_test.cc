@@ -426,7 +426,14 @@ max_attempts: 1
 // where ladder-example-bench sorts 10, a ratio of 1.1; the same program twice, 1.
 TEST(Command, TwoBuildsAsPairedArmsOfOneRunAreJudgedByCompareArms) {
   TempDir dir;
-  const std::string matrix = std::string(LADDER_EXAMPLES_DIR) + "/one-host-ab-cpu.yaml";
+  // The example as it ships, with fewer replicates (its 12 sessions x 4 processes are for time).
+  std::string yaml = ReadFile(std::string(LADDER_EXAMPLES_DIR) + "/one-host-ab-cpu.yaml");
+  const std::string shipped = "replicates: {sessions: 12, processes: 4, rounds: 2}";
+  const std::size_t at = yaml.find(shipped);
+  ASSERT_NE(at, std::string::npos) << yaml;
+  yaml.replace(at, shipped.size(), "replicates: {sessions: 5, processes: 2, rounds: 2}");
+  const std::string matrix = dir.File("one-host-ab-cpu.yaml");
+  WriteFile(matrix, yaml);
   auto run_pair = [&](const std::string& db, const std::string& new_build) {
     return RunCommand({LadderBinary(), "local", matrix, "--db", db, "--agents", "5", "--bench",
                        "base=" + std::string(LADDER_EXAMPLE_BENCH), "--bench", "new=" + new_build},
