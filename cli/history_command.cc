@@ -8,6 +8,7 @@
 #include <cstring>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,7 +28,7 @@ struct HistoryFlags {
   std::string matrix, db, metric, by, cells, baseline = db::kDefaultBaseline;
   int64_t baseline_run = 0;
   double threshold_percent = 2.0;
-  double host_drift_percent = 100 * report::kDefaultHostDrift;
+  std::optional<double> host_drift_percent;  // none: estimated from the series' A/A runs
   bool json = false, csv = false;
 };
 
@@ -92,7 +93,9 @@ void AddHistoryCommands(CLI::App& app) {
                     "the band in % (default 2), as compare")
         ->check(CLI::Range(0.0, 99.0));
     cmd->add_option("--host-drift", flags->host_drift_percent,
-                    "the one-host drift allowance in %, as compare (default 20)")
+                    "the one-host drift allowance in %, as compare. Default: estimated from "
+                    "the series' runs on that host with equal tags (the same build run again); "
+                    "without two such runs a one-host comparison is inconclusive and says so")
         ->check(CLI::Range(0.0, 99.0));
     auto* json = cmd->add_flag("--json", flags->json, "JSON: runs, and per cell its points");
     auto* csv = cmd->add_flag("--csv", flags->csv, "CSV: one row per run and cell");
@@ -106,7 +109,7 @@ void AddHistoryCommands(CLI::App& app) {
       options.baseline = flags->baseline;
       if (flags->baseline_run > 0) options.baseline_run = flags->baseline_run;
       options.threshold = flags->threshold_percent / 100.0;
-      options.host_drift = flags->host_drift_percent / 100.0;
+      if (flags->host_drift_percent) options.host_drift = *flags->host_drift_percent / 100.0;
       auto history = report::ReadHistory(*database, flags->matrix, options);
       if (!history.ok()) Fail(history.status(), CodeOf(history.status()));
       if (flags->json) {

@@ -226,57 +226,30 @@ bool LogMeanAndSe2(const Group& g, double* mean, double* se2) {
   return true;
 }
 
-// The A/A evidence on one host: per cell key, τ̂² and its df (CompareOptions::host_drift).
-struct DriftEstimate {
-  std::map<std::string, std::pair<double, double>> by_key;  // key -> (τ̂², df)
-  std::vector<int64_t> runs;
-  std::size_t groups = 0;
-};
+}  // namespace
 
-absl::StatusOr<DriftEstimate> EstimateHostDrift(const RunRef& a, const RunRef& b,
-                                                const std::string& machine,
-                                                const std::string& metric,
-                                                std::vector<std::string> by) {
+DriftEstimate EstimateDriftFromRuns(const std::string& machine,
+                                    const std::vector<DriftCandidate>& candidates) {
   DriftEstimate out;
-  db::Database& db = *a.db;
-  std::vector<int64_t> candidates;
-  {
-    ASSIGN_OR_RETURN(
-        db::Statement stmt,
-        db.Prepare("SELECT r.id FROM runs r JOIN matrices m ON m.id = r.matrix_id WHERE m.name = "
-                   "(SELECT m2.name FROM runs r2 JOIN matrices m2 ON m2.id = r2.matrix_id WHERE "
-                   "r2.id = ?1) ORDER BY r.id"));
-    stmt.Bind(1, a.run_id);
-    while (true) {
-      ASSIGN_OR_RETURN(bool row, stmt.Step());
-      if (!row) break;
-      // The runs compared count too when they belong to a group of equal tags: a run that is
-      // far from its group's others only widens the estimate (conservative).
-      candidates.push_back(stmt.Int(0));
-    }
-  }
-  // Runs on that host only, grouped by their tags (equal tags: the same build).
-  std::map<std::string, std::vector<std::pair<int64_t, RunData>>> groups;
-  for (int64_t id : candidates) {
-    std::vector<std::string> by_copy = by;
-    auto data =
-        ReadCompareRun({&db, id, absl::StrCat("run ", id)}, metric, &by_copy, CellMatch::kAxes);
-    if (!data.ok() || data->hosts.size() != 1 || data->hosts.begin()->first != machine) continue;
-    auto tags = db::GetRunTags(db, id);
+  // Runs on that host only, grouped by their tags (equal tags: the same build). The runs compared
+  // count too when they belong to a group of equal tags: a run that is far from its group's others
+  // only widens the estimate (conservative).
+  std::map<std::string, std::vector<const DriftCandidate*>> groups;
+  for (const DriftCandidate& c : candidates) {
+    const CompareRunData& data = *c.data;
+    if (data.hosts.size() != 1 || data.hosts.begin()->first != machine) continue;
     // Untagged runs cannot be told to be the same build: they are no A/A evidence.
-    if (!tags.ok() || tags->empty()) continue;
-    std::string tag_key;
-    for (const auto& [k, v] : *tags) tag_key += k + "=" + v + "\n";
-    groups[tag_key].emplace_back(id, std::move(*data));
+    if (c.tags.empty()) continue;
+    groups[c.tags].push_back(&c);
   }
   std::map<std::string, std::pair<double, double>> sums;  // key -> (Σ (k−1)(var − se²), Σ (k−1))
   for (const auto& [tags, runs] : groups) {
     if (runs.size() < 2) continue;
     ++out.groups;
-    for (const auto& r : runs) out.runs.push_back(r.first);
+    for (const DriftCandidate* r : runs) out.runs.push_back(r->run_id);
     std::map<std::string, std::vector<std::pair<double, double>>> per_key;  // (y, se²)
-    for (const auto& r : runs) {
-      for (const auto& [key, g] : r.second.groups) {
+    for (const DriftCandidate* r : runs) {
+      for (const auto& [key, g] : r->data->groups) {
         double y = 0, se2 = 0;
         if (LogMeanAndSe2(g, &y, &se2)) per_key[key].emplace_back(y, se2);
       }
@@ -300,6 +273,52 @@ absl::StatusOr<DriftEstimate> EstimateHostDrift(const RunRef& a, const RunRef& b
     out.by_key[key] = {std::max(0.0, s.first / s.second), s.second};
   }
   return out;
+}
+
+std::string RunTagsKey(db::Database& db, int64_t run_id) {
+  auto tags = db::GetRunTags(db, run_id);
+  std::string key;
+  if (tags.ok()) {
+    for (const auto& [k, v] : *tags) key += k + "=" + v + "\n";
+  }
+  return key;
+}
+
+namespace {
+
+// The A/A evidence on one host from the database: every run of run A's matrix, read as compare
+// reads it (CompareOptions::host_drift).
+absl::StatusOr<DriftEstimate> EstimateHostDrift(const RunRef& a, const std::string& machine,
+                                                const std::string& metric,
+                                                std::vector<std::string> by) {
+  db::Database& db = *a.db;
+  std::vector<int64_t> ids;
+  {
+    ASSIGN_OR_RETURN(
+        db::Statement stmt,
+        db.Prepare("SELECT r.id FROM runs r JOIN matrices m ON m.id = r.matrix_id WHERE m.name = "
+                   "(SELECT m2.name FROM runs r2 JOIN matrices m2 ON m2.id = r2.matrix_id WHERE "
+                   "r2.id = ?1) ORDER BY r.id"));
+    stmt.Bind(1, a.run_id);
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, stmt.Step());
+      if (!row) break;
+      ids.push_back(stmt.Int(0));
+    }
+  }
+  std::vector<CompareRunData> data;
+  data.reserve(ids.size());
+  std::vector<DriftCandidate> candidates;
+  for (int64_t id : ids) {
+    std::vector<std::string> by_copy = by;
+    auto read =
+        ReadCompareRun({&db, id, absl::StrCat("run ", id)}, metric, &by_copy, CellMatch::kAxes);
+    if (!read.ok()) continue;
+    data.push_back(*std::move(read));
+    candidates.push_back({id, RunTagsKey(db, id), nullptr});
+  }
+  for (std::size_t i = 0; i < candidates.size(); ++i) candidates[i].data = &data[i];
+  return EstimateDriftFromRuns(machine, candidates);
 }
 
 // Welch's interval on log session means with the drift term 2τ̂² (df `drift_df`) added.
@@ -363,11 +382,10 @@ absl::StatusOr<RunComparison> CompareTwoRuns(const RunRef& a, const RunRef& b,
   return CompareReadRuns(a, da, b, rb, options, by, AxesMustAgree::kUnlessByGiven);
 }
 
-absl::StatusOr<RunComparison> CompareReadRuns(const RunRef& a, const CompareRunData& da,
-                                              const RunRef& b, const CompareRunData& rb,
-                                              const CompareOptions& options,
-                                              const std::vector<std::string>& by,
-                                              AxesMustAgree axes_must_agree) {
+absl::StatusOr<RunComparison> CompareReadRuns(
+    const RunRef& a, const CompareRunData& da, const RunRef& b, const CompareRunData& rb,
+    const CompareOptions& options, const std::vector<std::string>& by,
+    AxesMustAgree axes_must_agree, const std::map<std::string, DriftEstimate>* drift_by_machine) {
   RETURN_IF_ERROR(options.Validate());
   const bool by_given = !options.by.empty();
   if (!by_given && axes_must_agree == AxesMustAgree::kUnlessByGiven) {
@@ -419,7 +437,13 @@ absl::StatusOr<RunComparison> CompareReadRuns(const RunRef& a, const CompareRunD
       out.host_drift = *options.host_drift;
       out.drift_source = "given";
     } else {
-      ASSIGN_OR_RETURN(drift, EstimateHostDrift(a, b, da.hosts.begin()->first, out.metric, by));
+      const std::string& machine = da.hosts.begin()->first;
+      if (drift_by_machine != nullptr) {
+        auto known = drift_by_machine->find(machine);
+        if (known != drift_by_machine->end()) drift = known->second;
+      } else {
+        ASSIGN_OR_RETURN(drift, EstimateHostDrift(a, machine, out.metric, by));
+      }
       out.drift_source = drift.by_key.empty() ? "unknown" : "estimated";
       out.drift_runs = drift.runs;
       out.drift_groups = drift.groups;

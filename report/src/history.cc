@@ -400,6 +400,22 @@ absl::StatusOr<MatrixHistory> ReadHistory(db::Database& db, const std::string& m
   compare.direction = options.direction;
   compare.detectable = false;  // not shown by a history, and costly over a series
   RunRef base_ref{&db, h.baseline_run, absl::StrCat("run ", h.baseline_run)};
+  // On one host, without a given allowance: the host's drift between runs estimated once from the
+  // series itself — its runs on that host grouped by equal tags (the same build run again) — as
+  // `ladder compare` estimates it per comparison.
+  std::map<std::string, DriftEstimate> drift_by_machine;
+  if (!options.host_drift) {
+    std::vector<DriftCandidate> candidates;
+    std::set<std::string> machines;
+    for (size_t i = 0; i < runs.size(); ++i) {
+      if (data[i].hosts.size() == 1) machines.insert(data[i].hosts.begin()->first);
+      candidates.push_back({runs[i].run_id, RunTagsKey(db, runs[i].run_id), &data[i]});
+    }
+    for (const std::string& machine : machines) {
+      drift_by_machine[machine] = EstimateDriftFromRuns(machine, candidates);
+    }
+  }
+  std::set<std::string> drift_sources;  // of the one-host comparisons made
   std::map<std::string, HistorySeries> by_key;
   std::vector<std::string> order;
   bool mixed_params = false;
@@ -410,12 +426,16 @@ absl::StatusOr<MatrixHistory> ReadHistory(db::Database& db, const std::string& m
     if (i != base) {
       RunRef ref{&db, runs[i].run_id, absl::StrCat("run ", runs[i].run_id)};
       auto compared =
-          CompareReadRuns(base_ref, data[base], ref, data[i], compare, bys[i], AxesMustAgree::kNo);
+          CompareReadRuns(base_ref, data[base], ref, data[i], compare, bys[i], AxesMustAgree::kNo,
+                          options.host_drift ? nullptr : &drift_by_machine);
       if (compared.ok()) {
         comparison = *std::move(compared);
         for (const auto& row : comparison->rows) rows_of[row.key] = &row;
         runs[i].matrix_verdicts = comparison->matrix_verdicts;
-        if (!comparison->one_host.empty()) one_host_band = comparison->band;
+        if (!comparison->one_host.empty()) {
+          one_host_band = comparison->band;
+          drift_sources.insert(comparison->drift_source);
+        }
         if (h.direction == Direction::kUnknown) h.direction = comparison->direction;
       } else if (compared.status().code() == absl::StatusCode::kFailedPrecondition) {
         runs[i].note = "shares no cell with the baseline";
@@ -476,7 +496,19 @@ absl::StatusOr<MatrixHistory> ReadHistory(db::Database& db, const std::string& m
             ? absl::StrCat("matrix '", matrix_name, "' has no measured cell")
             : absl::StrCat("--cells: no cell holds ", absl::StrJoin(options.cells, ",")));
   }
-  if (one_host_band > 0) {
+  if (drift_sources.count("estimated")) {
+    h.notes.push_back(
+        "every session of the runs compared ran on one host: as `ladder compare` does, each "
+        "verdict's interval carries that host's drift between runs, estimated per cell from the "
+        "series' runs with equal tags (the same build run again) with its df");
+  }
+  if (drift_sources.count("unknown")) {
+    h.notes.push_back(
+        "⚠ one host and no two runs with equal tags (--tag build=…): between-run drift unknown, "
+        "so the one-host comparisons are inconclusive; run the same build again with the same "
+        "tag, pair the builds in one run (`compare --arms`), or state --host-drift");
+  }
+  if (drift_sources.count("given") && one_host_band > 0) {
     h.notes.push_back(absl::StrCat(
         "every session of the runs compared ran on one host: as `ladder compare` does, their "
         "verdicts judge against ±",

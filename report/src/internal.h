@@ -104,11 +104,30 @@ absl::StatusOr<CompareRunData> ReadCompareRun(const RunRef& ref, const std::stri
 // share what they share (history).
 enum class AxesMustAgree { kUnlessByGiven, kNo };
 
-// CompareTwoRuns over runs already read with the same `by`.
-absl::StatusOr<RunComparison> CompareReadRuns(const RunRef& a, const CompareRunData& da,
-                                              const RunRef& b, const CompareRunData& rb,
-                                              const CompareOptions& options,
-                                              const std::vector<std::string>& by,
-                                              AxesMustAgree axes_must_agree);
+// The A/A evidence on one host (CompareOptions::host_drift): per cell key, τ̂² and its df, from
+// the runs whose every session ran on that machine, grouped by equal tags.
+struct DriftEstimate {
+  std::map<std::string, std::pair<double, double>> by_key;  // key -> (τ̂², df)
+  std::vector<int64_t> runs;
+  std::size_t groups = 0;
+};
+struct DriftCandidate {
+  int64_t run_id = 0;
+  std::string tags;  // RunTagsKey: "" for an untagged run (no evidence)
+  const CompareRunData* data = nullptr;
+};
+DriftEstimate EstimateDriftFromRuns(const std::string& machine,
+                                    const std::vector<DriftCandidate>& candidates);
+// A run's tags as one comparable string ("k=v\n" each, in key order); "" when it has none.
+std::string RunTagsKey(db::Database& db, int64_t run_id);
+
+// CompareTwoRuns over runs already read with the same `by`. With `drift_by_machine`, a one-host
+// comparison takes that machine's estimate from it (a history estimates once for its series)
+// instead of reading the matrix's runs again; a machine absent from it has no estimate.
+absl::StatusOr<RunComparison> CompareReadRuns(
+    const RunRef& a, const CompareRunData& da, const RunRef& b, const CompareRunData& rb,
+    const CompareOptions& options, const std::vector<std::string>& by,
+    AxesMustAgree axes_must_agree,
+    const std::map<std::string, DriftEstimate>* drift_by_machine = nullptr);
 
 }  // namespace ladder::report

@@ -11,7 +11,9 @@
 #include <random>
 #include <string>
 
+#include "absl/strings/str_join.h"
 #include "ladder/db/store.h"
+#include "ladder/report/history.h"
 #include "ladder/report/report.h"
 #include "ladder/stats/compare.h"
 #include "process.h"
@@ -239,6 +241,32 @@ TEST_F(CompareTest, OnOneHostTheDriftComesFromAaHistoryOrTheVerdictSaysItIsUnkno
   for (const auto& row : Compare(*db, good[0], again).rows) {
     EXPECT_NE(row.matrix_verdict, "slower") << row.key;
     EXPECT_NE(row.matrix_verdict, "faster") << row.key;
+  }
+  // A history of the series judges each run against its baseline the same way: the drift
+  // estimated once from the series' runs with equal tags, not a constant allowance.
+  report::HistoryOptions history_options;
+  history_options.baseline_run = good[0];
+  auto h = report::ReadHistory(*db, "compare-synthetic", history_options);
+  ASSERT_TRUE(h.ok()) << h.status();
+  ASSERT_EQ(h->series.size(), 4u);
+  for (const auto& series : h->series) {
+    for (const auto& point : series.points) {
+      if (point.run_id == fresh) EXPECT_EQ(point.matrix_verdict, "slower") << series.key;
+      if (point.run_id == again) {
+        EXPECT_NE(point.matrix_verdict, "slower") << series.key;
+        EXPECT_NE(point.matrix_verdict, "faster") << series.key;
+      }
+    }
+  }
+  bool estimated = false;
+  for (const auto& n : h->notes) estimated |= n.find("estimated per cell") != std::string::npos;
+  EXPECT_TRUE(estimated) << absl::StrJoin(h->notes, " | ");
+  // A stated allowance still wins: 10 % inside a band widened by 20 % is no verdict.
+  history_options.host_drift = 0.20;
+  auto allowed = report::ReadHistory(*db, "compare-synthetic", history_options);
+  ASSERT_TRUE(allowed.ok()) << allowed.status();
+  for (const auto& point : allowed->series[0].points) {
+    if (point.run_id == fresh) EXPECT_EQ(point.matrix_verdict, "inconclusive");
   }
 }
 

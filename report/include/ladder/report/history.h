@@ -52,8 +52,9 @@ struct HistoryOptions {
   std::optional<int64_t> baseline_run;          // a run of the series instead of a name
   double threshold = 0.02;                      // as CompareOptions
   double confidence = 0.95;
-  // As CompareOptions::host_drift; history keeps the constant allowance by default.
-  std::optional<double> host_drift = kDefaultHostDrift;
+  // As CompareOptions::host_drift: unset (the default), a one-host comparison's drift is
+  // estimated once from the series' runs on that host with equal tags; set, a constant allowance.
+  std::optional<double> host_drift;
   Direction direction = Direction::kUnknown;
   int change_point_draws = 199;  // stats::ChangePointOptions::draws
   absl::Status Validate() const;
