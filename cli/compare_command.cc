@@ -139,7 +139,8 @@ void AddCompareCommand(CLI::App& app) {
   higher->excludes(lower);
   cmd->add_option("--fail-on", flags->fail_on,
                   "exit 5 when any cell's verdict is one of these, comma-separated: slower, "
-                  "faster, inconclusive, no-change");
+                  "faster, inconclusive, no-change, withheld (no verdict: the cell's evidence "
+                  "says it is not what it claims, e.g. speculation that never drafted)");
   cmd->add_flag("--per-cell", flags->per_cell,
                 "--fail-on acts on each cell's own verdict, not the matrix verdict (each cell's "
                 "false-alarm rate is 5 %, the matrix's grows with its cells)");
