@@ -204,6 +204,37 @@ bool IsChange(const std::string& verdict) {
   return verdict == "slower" || verdict == "faster" || verdict == "higher" || verdict == "lower";
 }
 
+// Holm over the rows' band tests gives each row's matrix verdict (a faster/slower that does not
+// survive it is inconclusive over the matrix); then, where options.detectable, each "no change"
+// or inconclusive row's achieved detectable change under that verdict.
+void JudgeOverTheMatrix(const CompareOptions& options, RunComparison& out) {
+  std::vector<double> p;
+  for (const auto& row : out.rows) p.push_back(row.p_band);
+  const std::vector<double> holm = stats::HolmAdjust(p);
+  for (std::size_t i = 0; i < out.rows.size(); ++i) {
+    CompareRow& row = out.rows[i];
+    row.p_holm = holm[i];
+    out.cells_judged += row.ratio.has_value();
+    row.matrix_verdict = row.verdict;
+    if (IsChange(row.verdict) && !(row.p_holm < 1 - options.confidence)) {
+      row.matrix_verdict = "inconclusive";
+    }
+    ++out.matrix_verdicts[row.matrix_verdict];
+  }
+  for (CompareRow& row : out.rows) {
+    if (!options.detectable || !row.ratio ||
+        (row.matrix_verdict != "no change" && row.matrix_verdict != "inconclusive")) {
+      continue;
+    }
+    stats::PowerOptions power;
+    power.threshold = out.band;
+    power.confidence = options.confidence;
+    power.family = static_cast<std::size_t>(std::max<int64_t>(1, out.cells_judged));
+    auto d = stats::AchievedDetectableChange(*row.ratio, power);
+    if (d.ok()) row.detectable = *d;
+  }
+}
+
 // A row with a claim flag keeps its ratio on screen and gets no verdict (as `report` does).
 void WithholdForClaims(CompareRow& row) {
   if (row.claim_flags.empty() || !row.ratio) return;
@@ -514,31 +545,7 @@ absl::StatusOr<RunComparison> CompareReadRuns(
   for (const auto& key : rb.order) {
     if (!da.groups.count(key)) out.only_b.push_back(key);
   }
-  std::vector<double> p;
-  for (const auto& row : out.rows) p.push_back(row.p_band);
-  const std::vector<double> holm = stats::HolmAdjust(p);
-  for (std::size_t i = 0; i < out.rows.size(); ++i) {
-    CompareRow& row = out.rows[i];
-    row.p_holm = holm[i];
-    out.cells_judged += row.ratio.has_value();
-    row.matrix_verdict = row.verdict;
-    if (IsChange(row.verdict) && !(row.p_holm < 1 - options.confidence)) {
-      row.matrix_verdict = "inconclusive";
-    }
-    ++out.matrix_verdicts[row.matrix_verdict];
-  }
-  for (CompareRow& row : out.rows) {
-    if (!options.detectable) break;
-    if (!row.ratio || (row.matrix_verdict != "no change" && row.matrix_verdict != "inconclusive")) {
-      continue;
-    }
-    stats::PowerOptions power;
-    power.threshold = out.band;
-    power.confidence = options.confidence;
-    power.family = static_cast<std::size_t>(std::max<int64_t>(1, out.cells_judged));
-    auto d = stats::AchievedDetectableChange(*row.ratio, power);
-    if (d.ok()) row.detectable = *d;
-  }
+  JudgeOverTheMatrix(options, out);
   if (out.rows.empty()) {
     return absl::FailedPreconditionError(absl::StrCat(a.label, " and ", b.label,
                                                       " share no measured cell (matched on ",
@@ -690,31 +697,7 @@ absl::StatusOr<RunComparison> ComparePairedArms(const RunRef& run, const PairedA
     return absl::FailedPreconditionError(absl::StrCat(run.label, ": no cell has both ", out.label_a,
                                                       " and ", out.label_b, " measured"));
   }
-  std::vector<double> p;
-  for (const auto& row : out.rows) p.push_back(row.p_band);
-  const std::vector<double> holm = stats::HolmAdjust(p);
-  for (std::size_t i = 0; i < out.rows.size(); ++i) {
-    CompareRow& row = out.rows[i];
-    row.p_holm = holm[i];
-    out.cells_judged += row.ratio.has_value();
-    row.matrix_verdict = row.verdict;
-    if (IsChange(row.verdict) && !(row.p_holm < 1 - options.confidence)) {
-      row.matrix_verdict = "inconclusive";
-    }
-    ++out.matrix_verdicts[row.matrix_verdict];
-  }
-  for (CompareRow& row : out.rows) {
-    if (!options.detectable || !row.ratio ||
-        (row.matrix_verdict != "no change" && row.matrix_verdict != "inconclusive")) {
-      continue;
-    }
-    stats::PowerOptions power;
-    power.threshold = out.band;
-    power.confidence = options.confidence;
-    power.family = static_cast<std::size_t>(std::max<int64_t>(1, out.cells_judged));
-    auto d = stats::AchievedDetectableChange(*row.ratio, power);
-    if (d.ok()) row.detectable = *d;
-  }
+  JudgeOverTheMatrix(options, out);
   out.notes.push_back(absl::StrCat(
       "paired arms of one run (", run.label,
       "): every session measured both, interleaved, so what the host did between runs (load, "
